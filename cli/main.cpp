@@ -1,0 +1,49 @@
+// The `clustersim` command. Input errors print one line, `error: FILE:LINE:COL: field.path: what`,
+// and exit with status 2; a deadlocked simulation names its stuck tasks, also with status 2.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/run_command.h"
+#include "sim/executor.h"
+#include "sim/input_error.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: clustersim <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  run [SCENARIO]   simulate one training iteration; print time, throughput, MFU, memory, time to train\n"
+    "\n"
+    "clustersim <command> --help shows the options of a command.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+      std::cout << kUsage;
+      return args.empty() ? 2 : 0;
+    }
+    if (args[0] == "--version") {
+      std::cout << "clustersim 0.1.0\n";
+      return 0;
+    }
+    const std::string command = args[0];
+    args.erase(args.begin());
+    if (command == "run") return clustersim::cli::run_command(args, std::cout);
+    std::cerr << "error: command line: unknown command '" << command << "'\n" << kUsage;
+    return 2;
+  } catch (const clustersim::InputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const clustersim::sim::DeadlockError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "internal error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,176 @@
+#include "cli/report.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "sim/input_error.h"
+#include "sim/trace.h"
+#include "workloads/compute_model.h"
+
+namespace clustersim::cli {
+namespace {
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+// "1,234,567" for counts.
+std::string grouped(std::uint64_t v) {
+  std::string digits = std::to_string(v), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string human_duration(Seconds s) {
+  const double v = s.raw();
+  if (v >= 86400) return fmt("%.2f days", v / 86400);
+  if (v >= 3600) return fmt("%.2f hours", v / 3600);
+  if (v >= 60) return fmt("%.2f minutes", v / 60);
+  if (v >= 1) return fmt("%.3f s", v);
+  return fmt("%.3f ms", v * 1e3);
+}
+
+std::string pct(double part, double whole) { return fmt("%5.1f %%", whole > 0 ? 100 * part / whole : 0); }
+
+constexpr const char* kMfuConvention =
+    "model FLOPs: all GEMMs incl. attention scores and LM head, fwd + bwd (2x fwd), no recomputation, "
+    "no causal discount (Korthikanti et al. 2022); peak = dense tensor peak of the precision";
+
+}  // namespace
+
+std::string summary_text(const workloads::Scenario& sc, const workloads::IterationResult& r) {
+  using workloads::to_string;
+  std::ostringstream o;
+  const auto& c = sc.cluster;
+  const auto& m = sc.model;
+  const auto& p = sc.parallel;
+  const std::uint32_t gpus = c.gpu_count();
+  o << "clustersim run: " << sc.name << "\n";
+  o << "  scenario   " << sc.source_file << "\n";
+  o << "  profile    " << sc.profile.name << " (" << sc.profile.origin << ")\n";
+  o << "  cluster    " << c.nodes << " node(s) x " << c.gpus_per_node << " " << c.gpu << " = " << gpus
+    << " GPUs; NVLink " << fmt("%g", to_GBps(c.nvlink_per_direction)) << " GB/s and NIC "
+    << fmt("%g", c.nic_per_direction.raw() * 8 / 1e9) << " Gbit/s per GPU per direction\n";
+  o << "  model      " << m.name << ": " << fmt("%.3f", m.parameter_count() / 1e9) << " B parameters, " << m.layers
+    << " layers, hidden " << m.hidden << ", " << m.heads << " heads, FFN " << m.ffn_hidden << ", vocab " << m.vocab
+    << ", sequence " << m.seq_len << "\n";
+  o << "  parallel   PyTorch DDP: DP " << p.dp << " x micro-batch " << p.micro_batch << " x grad-accum "
+    << p.grad_accum << " = global batch " << sc.training.global_batch << " samples; " << r.buckets.size()
+    << " gradient buckets (first 1 MiB, then " << fmt("%g", p.ddp_bucket.raw() / 1048576.0) << " MiB); "
+    << to_string(sc.training.precision) << "\n\n";
+
+  const double it = r.iteration_time.raw();
+  o << "Iteration (one optimizer step)\n";
+  o << "  iteration time    " << fmt("%.6f", it) << " s\n";
+  o << "  tokens/s          " << fmt("%.0f", r.tokens_per_s) << "  (" << fmt("%.0f", r.tokens_per_s / gpus)
+    << " per GPU)\n";
+  o << "  samples/s         " << fmt("%.2f", r.samples_per_s) << "\n";
+  o << "  MFU               " << fmt("%.1f", 100 * r.mfu) << " %  ("
+    << fmt("%.1f", to_TFLOPps(r.model_flops_per_step / r.iteration_time) / gpus) << " model TFLOP/s per GPU of "
+    << fmt("%g", to_TFLOPps(workloads::tensor_peak(sc.profile.gpu, sc.training.precision))) << ")\n";
+  o << "                    " << kMfuConvention << "\n\n";
+
+  o << "Where the time goes (GPU " << r.breakdown_gpu << ", the one with the most exposed communication)\n";
+  o << "  compute           " << fmt("%.6f", r.breakdown.compute.raw()) << " s  " << pct(r.breakdown.compute.raw(), it)
+    << "\n";
+  o << "  exposed comm      " << fmt("%.6f", r.breakdown.exposed_comm.raw()) << " s  "
+    << pct(r.breakdown.exposed_comm.raw(), it) << "   (DP gradient AllReduce not hidden behind backward)\n";
+  o << "  idle              " << fmt("%.6f", r.breakdown.idle.raw()) << " s  " << pct(r.breakdown.idle.raw(), it)
+    << "\n\n";
+
+  o << "Memory per GPU (peak)\n";
+  for (const auto& part : r.memory.parts)
+    o << "  " << part.name << std::string(part.name.size() < 36 ? 36 - part.name.size() : 1, ' ')
+      << fmt("%8.2f", to_GiB(part.size)) << " GiB\n";
+  o << "  peak " << fmt("%.2f", to_GiB(r.memory.peak)) << " GiB of " << fmt("%.2f", to_GiB(r.memory.capacity))
+    << " GiB: " << (r.memory.oom ? "OUT OF MEMORY (largest part: " + r.memory.largest_part + ")" : "fits") << "\n\n";
+
+  o << "Training time\n";
+  o << "  optimizer steps   " << grouped(r.training.optimizer_steps) << "  (= " << fmt("%g", sc.training.epochs)
+    << " epoch(s) x " << fmt("%.0f", sc.training.samples_per_epoch) << " samples / global batch "
+    << sc.training.global_batch << ")\n";
+  o << "  micro-batch steps " << grouped(r.training.micro_batch_steps) << "  (= optimizer steps x grad-accum "
+    << p.grad_accum << ")\n";
+  o << "  time to train     " << human_duration(r.training.time_to_train) << "  ("
+    << fmt("%.1f", r.training.time_to_train.raw()) << " s = optimizer steps x iteration time)\n";
+  o << "  GPU-hours         " << fmt("%.1f", r.training.gpu_hours) << "\n";
+  return o.str();
+}
+
+std::string result_json(const workloads::Scenario& sc, const workloads::IterationResult& r) {
+  using sim::format_number;
+  using sim::json_escape;
+  std::ostringstream o;
+  auto num = [](double v) { return format_number(v); };
+  auto breakdown = [&](const workloads::TimeBreakdown& b) {
+    return "{\"compute\": " + num(b.compute.raw()) + ", \"exposed_comm\": " + num(b.exposed_comm.raw()) +
+           ", \"idle\": " + num(b.idle.raw()) + "}";
+  };
+  o << "{\n";
+  o << "  \"scenario\": \"" << json_escape(sc.name) << "\",\n";
+  o << "  \"scenario_file\": \"" << json_escape(sc.source_file) << "\",\n";
+  o << "  \"profile\": \"" << json_escape(sc.profile.name) << "\",\n";
+  o << "  \"gpus\": " << sc.cluster.gpu_count() << ",\n";
+  o << "  \"parameters\": " << num(sc.model.parameter_count()) << ",\n";
+  o << "  \"global_batch\": " << sc.training.global_batch << ",\n";
+  o << "  \"iteration_time_s\": " << num(r.iteration_time.raw()) << ",\n";
+  o << "  \"tokens_per_s\": " << num(r.tokens_per_s) << ",\n";
+  o << "  \"samples_per_s\": " << num(r.samples_per_s) << ",\n";
+  o << "  \"model_flops_per_step\": " << num(r.model_flops_per_step.raw()) << ",\n";
+  o << "  \"mfu\": " << num(r.mfu) << ",\n";
+  o << "  \"mfu_convention\": \"" << json_escape(kMfuConvention) << "\",\n";
+  o << "  \"breakdown_gpu\": " << r.breakdown_gpu << ",\n";
+  o << "  \"breakdown_s\": " << breakdown(r.breakdown) << ",\n";
+  o << "  \"per_gpu_breakdown_s\": [";
+  for (std::size_t g = 0; g < r.per_gpu.size(); ++g) o << (g ? ",\n    " : "\n    ") << breakdown(r.per_gpu[g]);
+  o << "\n  ],\n";
+  o << "  \"buckets\": [";
+  for (std::size_t b = 0; b < r.buckets.size(); ++b)
+    o << (b ? ",\n    " : "\n    ") << "{\"bytes\": " << num(r.buckets[b].size.raw())
+      << ", \"parameters\": " << num(r.buckets[b].parameters) << ", \"first\": \"" << json_escape(r.buckets[b].first_op)
+      << "\", \"last\": \"" << json_escape(r.buckets[b].last_op) << "\"}";
+  o << "\n  ],\n";
+  o << "  \"memory\": {\"peak_bytes\": " << num(r.memory.peak.raw()) << ", \"capacity_bytes\": "
+    << num(r.memory.capacity.raw()) << ", \"oom\": " << (r.memory.oom ? "true" : "false") << ", \"parts_bytes\": {";
+  for (std::size_t i = 0; i < r.memory.parts.size(); ++i)
+    o << (i ? ", " : "") << "\"" << json_escape(r.memory.parts[i].name) << "\": " << num(r.memory.parts[i].size.raw());
+  o << "}},\n";
+  o << "  \"training\": {\"optimizer_steps\": " << r.training.optimizer_steps
+    << ", \"micro_batch_steps\": " << r.training.micro_batch_steps
+    << ", \"time_to_train_s\": " << num(r.training.time_to_train.raw())
+    << ", \"gpu_hours\": " << num(r.training.gpu_hours) << "},\n";
+  o << "  \"simulator\": {\"tasks\": " << r.tasks << ", \"events\": " << r.events << "}\n";
+  o << "}\n";
+  return o.str();
+}
+
+void write_file_atomically(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw InputError(path, 0, 0, "", std::string("cannot write output file: ") + std::strerror(errno));
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw InputError(path, 0, 0, "", "cannot write output file (disk full?)");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    throw InputError(path, 0, 0, "", "cannot write output file: " + why);
+  }
+}
+
+}  // namespace clustersim::cli

@@ -1,0 +1,70 @@
+#include "cli/run_command.h"
+
+#include <boost/program_options.hpp>
+#include <ostream>
+
+#include "cli/report.h"
+#include "cli/scenario_loader.h"
+#include "sim/input_error.h"
+#include "sim/trace.h"
+#include "workloads/iteration_result.h"
+
+namespace po = boost::program_options;
+
+namespace clustersim::cli {
+
+int run_command(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description named("clustersim run [SCENARIO] [options]\n\n"
+                                "Simulates one training iteration (optimizer step) of SCENARIO (.textproto or .json;\n"
+                                "without one, the built-in default scenario) and prints where the time goes\n"
+                                "and how long training takes.\n\nOptions");
+  named.add_options()
+      ("help,h", "show this help")
+      ("json", po::value<std::string>()->value_name("FILE"), "write the results as JSON")
+      ("trace", po::value<std::string>()->value_name("FILE"),
+       "write the timeline as Chrome trace-event JSON (open in https://ui.perfetto.dev)")
+      ("resolved", po::value<std::string>()->value_name("FILE"),
+       "write the scenario with every default filled in (text format)");
+  po::options_description hidden;
+  hidden.add_options()("scenario", po::value<std::vector<std::string>>());
+  po::options_description all;
+  all.add(named).add(hidden);
+  po::positional_options_description positional;
+  positional.add("scenario", -1);
+
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw InputError("command line", 0, 0, "run", std::string(e.what()) + " (see clustersim run --help)");
+  }
+  if (vm.count("help")) {
+    out << named << "\n";
+    return 0;
+  }
+  std::vector<std::string> scenarios;
+  if (vm.count("scenario")) scenarios = vm["scenario"].as<std::vector<std::string>>();
+  if (scenarios.size() > 1)
+    throw InputError("command line", 0, 0, "run", "takes one scenario, got " + std::to_string(scenarios.size()));
+
+  const workloads::Scenario scenario = scenarios.empty() ? load_default_scenario() : load_scenario_file(scenarios[0]);
+
+  std::vector<std::string> labels;
+  for (std::uint32_t g = 0; g < scenario.cluster.gpu_count(); ++g)
+    labels.push_back("GPU " + std::to_string(g) + " (node " + std::to_string(scenario.cluster.node_of(g)) + ", local " +
+                     std::to_string(g % scenario.cluster.gpus_per_node) + ")");
+  sim::ChromeTraceWriter trace(std::move(labels));
+  std::vector<sim::TraceSink*> sinks;
+  if (vm.count("trace")) sinks.push_back(&trace);
+
+  const workloads::IterationResult result = workloads::simulate_iteration(scenario, sinks);
+
+  out << summary_text(scenario, result);
+  if (vm.count("json")) write_file_atomically(vm["json"].as<std::string>(), result_json(scenario, result));
+  if (vm.count("trace")) write_file_atomically(vm["trace"].as<std::string>(), trace.json());
+  if (vm.count("resolved")) write_file_atomically(vm["resolved"].as<std::string>(), resolved_scenario_text(scenario));
+  return 0;
+}
+
+}  // namespace clustersim::cli

@@ -1,0 +1,47 @@
+// The one exception type for bad user input (scenario, profile, trace, CLI).
+//
+// It carries the file, the 1-based line and column where the parser knows them (0 = unknown),
+// the dotted field path (e.g. "parallel.dp") and what is wrong. `main` prints what() as
+//   error: FILE:LINE:COL: field.path: message
+// and exits with status 2. Programming errors are assertions, never InputError.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace clustersim {
+
+class InputError : public std::runtime_error {
+ public:
+  InputError(std::string file, int line, int column, std::string field_path, std::string message)
+      : std::runtime_error(format(file, line, column, field_path, message)),
+        file_(std::move(file)), line_(line), column_(column),
+        field_path_(std::move(field_path)), message_(std::move(message)) {}
+
+  const std::string& file() const { return file_; }
+  int line() const { return line_; }
+  int column() const { return column_; }
+  const std::string& field_path() const { return field_path_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  static std::string format(const std::string& file, int line, int column, const std::string& path,
+                            const std::string& message) {
+    std::string out = file.empty() ? std::string("<input>") : file;
+    if (line > 0) {
+      out += ":" + std::to_string(line);
+      if (column > 0) out += ":" + std::to_string(column);
+    }
+    out += ": ";
+    if (!path.empty()) out += path + ": ";
+    out += message;
+    return out;
+  }
+  std::string file_;
+  int line_;
+  int column_;
+  std::string field_path_;
+  std::string message_;
+};
+
+}  // namespace clustersim

@@ -1,0 +1,116 @@
+#include "sim/trace.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <tuple>
+
+namespace clustersim::sim {
+
+std::string format_us(SimTime t) {
+  const bool negative = t < 0;
+  const std::uint64_t v = negative ? static_cast<std::uint64_t>(-t) : static_cast<std::uint64_t>(t);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%s%llu.%06llu", negative ? "-" : "",
+                static_cast<unsigned long long>(v / 1000000), static_cast<unsigned long long>(v % 1000000));
+  return buf;
+}
+
+std::string json_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out;
+}
+
+std::string format_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  std::array<char, 64> buf{};
+  auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+  return std::string(buf.data(), res.ptr);
+}
+
+ChromeTraceWriter::ChromeTraceWriter(std::vector<std::string> gpu_labels)
+    : gpu_labels_(std::move(gpu_labels)), streams_(gpu_labels_.size()) {}
+
+std::uint32_t ChromeTraceWriter::stream_index(std::uint32_t gpu, std::string_view stream) {
+  if (gpu >= streams_.size()) {
+    streams_.resize(gpu + 1);
+    gpu_labels_.resize(gpu + 1);
+  }
+  auto& names = streams_[gpu];
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i] == stream) return static_cast<std::uint32_t>(i);
+  names.emplace_back(stream);
+  return static_cast<std::uint32_t>(names.size() - 1);
+}
+
+void ChromeTraceWriter::on_task(const TaskRecord& r) {
+  std::string args;
+  if (r.args) {
+    for (const TaskArg& a : *r.args) {
+      if (!args.empty()) args += ",";
+      args += "\"" + json_escape(a.key) + "\":";
+      args += a.text.empty() ? format_number(a.number) : "\"" + json_escape(a.text) + "\"";
+    }
+  }
+  events_.push_back(Event{r.gpu, stream_index(r.gpu, r.stream), r.start, r.end, r.task,
+                          std::string(r.name), std::string(r.category), std::move(args)});
+}
+
+std::string ChromeTraceWriter::json() const {
+  std::vector<const Event*> order;
+  order.reserve(events_.size());
+  for (const Event& e : events_) order.push_back(&e);
+  std::sort(order.begin(), order.end(), [](const Event* a, const Event* b) {
+    return std::tie(a->gpu, a->stream_index, a->start, a->task) <
+           std::tie(b->gpu, b->stream_index, b->start, b->task);
+  });
+  std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  bool first = true;
+  auto line = [&](const std::string& s) {
+    if (!first) out += ",\n";
+    first = false;
+    out += s;
+  };
+  for (std::size_t g = 0; g < streams_.size(); ++g) {
+    if (streams_[g].empty()) continue;
+    const std::string pid = std::to_string(g);
+    line("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + pid + ",\"tid\":0,\"args\":{\"name\":\"" +
+         json_escape(gpu_labels_[g]) + "\"}}");
+    line("{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" + pid + ",\"tid\":0,\"args\":{\"sort_index\":" +
+         pid + "}}");
+    for (std::size_t s = 0; s < streams_[g].size(); ++s) {
+      line("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + pid + ",\"tid\":" + std::to_string(s) +
+           ",\"args\":{\"name\":\"" + json_escape(streams_[g][s]) + "\"}}");
+    }
+  }
+  for (const Event* e : order) {
+    line("{\"ph\":\"X\",\"name\":\"" + json_escape(e->name) + "\",\"cat\":\"" + json_escape(e->category) +
+         "\",\"pid\":" + std::to_string(e->gpu) + ",\"tid\":" + std::to_string(e->stream_index) +
+         ",\"ts\":" + format_us(e->start) + ",\"dur\":" + format_us(e->end - e->start) + ",\"args\":{" +
+         e->args_json + "}}");
+  }
+  out += "\n]}\n";
+  return out;
+}
+
+}  // namespace clustersim::sim

@@ -1,0 +1,73 @@
+// Observers of a simulation. Models emit typed records to sinks attached at the edge; the engine
+// never formats output itself. ChromeTraceWriter turns task records into Chrome trace-event JSON
+// (https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKvTp0fAw — the format
+// Perfetto and chrome://tracing open): one process per GPU, one thread per stream of that GPU,
+// one complete ("X") event per task and lane, timestamps in microseconds printed exactly from
+// integer picoseconds so files are byte-identical across runs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/sim_time.h"
+
+namespace clustersim::sim {
+
+struct TaskArg {
+  std::string key;
+  double number = 0;        // used when text is empty
+  std::string text;
+};
+
+struct TaskRecord {
+  std::uint32_t task = 0;
+  std::string_view name;
+  std::string_view category;
+  std::uint32_t gpu = 0;             // the lane this record is for
+  std::string_view stream;
+  SimTime start = 0;
+  SimTime end = 0;
+  const std::vector<TaskArg>* args = nullptr;
+};
+
+class TraceSink {
+ public:
+  virtual ~TraceSink() = default;
+  virtual void on_task(const TaskRecord& record) = 0;
+};
+
+class ChromeTraceWriter : public TraceSink {
+ public:
+  // gpu_labels[g] names GPU g's process (e.g. "node 0 / gpu 3").
+  explicit ChromeTraceWriter(std::vector<std::string> gpu_labels);
+  void on_task(const TaskRecord& record) override;
+  // The complete JSON document, events sorted by (gpu, stream, start, task) for stable output.
+  std::string json() const;
+
+ private:
+  struct Event {
+    std::uint32_t gpu;
+    std::uint32_t stream_index;
+    SimTime start;
+    SimTime end;
+    std::uint32_t task;
+    std::string name;
+    std::string category;
+    std::string args_json;
+  };
+  std::uint32_t stream_index(std::uint32_t gpu, std::string_view stream);
+  std::vector<std::string> gpu_labels_;
+  std::vector<std::vector<std::string>> streams_;  // per GPU, in first-seen order
+  std::vector<Event> events_;
+};
+
+// Formats picoseconds as microseconds with exactly six decimals ("12.345678"), no rounding.
+std::string format_us(SimTime t);
+// JSON string escaping.
+std::string json_escape(std::string_view s);
+// Shortest round-trip decimal for a double, locale-independent ("%.17g"-free, via to_chars).
+std::string format_number(double v);
+
+}  // namespace clustersim::sim

@@ -1,0 +1,67 @@
+// Simulates one optimizer step of a scenario and derives what users read off it:
+// iteration time, throughput, MFU, where the time goes, memory, and time to train.
+//
+// Breakdown per GPU (each a share of the iteration time, summing to it):
+//   compute       time the compute stream is busy,
+//   exposed_comm  time a communication stream is busy while the compute stream is idle,
+//   idle          the rest (waiting on other GPUs, launch gaps).
+// MFU = model FLOPs per step / (iteration time · GPUs · dense tensor peak of the precision); model
+// FLOPs count every GEMM (attention scores and LM head included) forward and backward without
+// recomputation and without a causal-mask discount: 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)) at f = 4h
+// (Korthikanti et al. 2022; PaLM App. B's MFU with the attention term).
+// Training-time identity: global_batch = micro_batch · grad_accum · DP;
+//   optimizer_steps = ⌈epochs · samples / global_batch⌉; micro_batch_steps = optimizer_steps · grad_accum;
+//   time_to_train = optimizer_steps · iteration_time; GPU-hours = time_to_train · GPUs / 3600 s.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/trace.h"
+#include "workloads/ddp_graph.h"
+#include "workloads/memory_model.h"
+#include "workloads/scenario.h"
+
+namespace clustersim::workloads {
+
+struct TimeBreakdown {
+  Seconds compute;
+  Seconds exposed_comm;
+  Seconds idle;
+};
+
+struct TrainingTime {
+  std::uint64_t optimizer_steps = 0;
+  std::uint64_t micro_batch_steps = 0;
+  Seconds time_to_train;
+  double gpu_hours = 0;
+};
+
+struct IterationResult {
+  Seconds iteration_time;
+  double tokens_per_s = 0;
+  double samples_per_s = 0;
+  Flops model_flops_per_step;
+  double mfu = 0;
+  std::vector<TimeBreakdown> per_gpu;   // index = GPU
+  TimeBreakdown breakdown;              // of the GPU with the most exposed communication (ties: lowest index)
+  std::uint32_t breakdown_gpu = 0;
+  std::vector<GradientBucket> buckets;
+  MemoryEstimate memory;
+  TrainingTime training;
+  std::uint64_t events = 0;
+  std::size_t tasks = 0;
+};
+
+// Exposed time of `busy` intervals not covered by `cover` intervals; both sorted by start and
+// internally non-overlapping (as the tasks of one stream are).
+Seconds exposed_time(const std::vector<std::pair<sim::SimTime, sim::SimTime>>& busy,
+                     const std::vector<std::pair<sim::SimTime, sim::SimTime>>& cover);
+
+TrainingTime training_time(const TrainingJob& job, std::uint32_t grad_accum, std::uint32_t gpus,
+                           Seconds iteration_time);
+
+// Runs the simulation. Sinks (e.g. a Chrome trace writer) receive every task record.
+IterationResult simulate_iteration(const Scenario& scenario, const std::vector<sim::TraceSink*>& sinks = {});
+
+}  // namespace clustersim::workloads

@@ -1,0 +1,25 @@
+#include "workloads/scenario.h"
+
+namespace clustersim::workloads {
+
+const char* to_string(Precision p) {
+  switch (p) {
+    case Precision::kBF16: return "BF16";
+    case Precision::kFP16: return "FP16";
+    case Precision::kFP32: return "FP32";
+    case Precision::kTF32: return "TF32";
+  }
+  return "?";
+}
+
+double element_bytes(Precision p) {
+  switch (p) {
+    case Precision::kBF16:
+    case Precision::kFP16: return 2.0;
+    case Precision::kFP32:
+    case Precision::kTF32: return 4.0;
+  }
+  return 4.0;
+}
+
+}  // namespace clustersim::workloads

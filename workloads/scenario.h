@@ -1,0 +1,47 @@
+// Scenario: the validated value types the simulator runs on. The CLI edge builds one from a
+// .textproto/.json file (cli/scenario_loader.h); nothing below the CLI sees protobuf.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "calibrate/hardware_profile.h"
+#include "sim/units.h"
+#include "topology/cluster_spec.h"
+#include "workloads/model_spec.h"
+
+namespace clustersim::workloads {
+
+enum class Precision { kBF16, kFP16, kFP32, kTF32 };
+
+const char* to_string(Precision p);
+// Bytes per element of weights, activations and gradients exchanged in this precision
+// (mixed precision keeps fp32 master weights and optimizer state separately).
+double element_bytes(Precision p);
+
+struct ParallelPlan {
+  std::uint32_t dp = 1;
+  std::uint32_t micro_batch = 1;       // samples per micro-batch per GPU
+  std::uint32_t grad_accum = 1;        // micro-batches per optimizer step
+  Bytes ddp_bucket = MiB(25);          // PyTorch DDP bucket_cap_mb = 25 (MiB)
+};
+
+struct TrainingJob {
+  double samples_per_epoch = 0;        // sequences
+  double epochs = 1;
+  std::uint64_t global_batch = 0;      // samples per optimizer step
+  Precision precision = Precision::kBF16;
+};
+
+struct Scenario {
+  std::string name;
+  std::string source_file;             // where it came from, for reports
+  topology::ClusterSpec cluster;
+  std::string profile_ref;              // the profile as the scenario names it: built-in name or path
+  calibrate::HardwareProfile profile;
+  ModelSpec model;
+  ParallelPlan parallel;
+  TrainingJob training;
+};
+
+}  // namespace clustersim::workloads

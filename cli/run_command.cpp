@@ -1,6 +1,7 @@
 #include "cli/run_command.h"
 
 #include <boost/program_options.hpp>
+#include <filesystem>
 #include <ostream>
 
 #include "cli/report.h"
@@ -63,7 +64,18 @@ int run_command(const std::vector<std::string>& args, std::ostream& out) {
   out << summary_text(scenario, result);
   if (vm.count("json")) write_file_atomically(vm["json"].as<std::string>(), result_json(scenario, result));
   if (vm.count("trace")) write_file_atomically(vm["trace"].as<std::string>(), trace.json());
-  if (vm.count("resolved")) write_file_atomically(vm["resolved"].as<std::string>(), resolved_scenario_text(scenario));
+  if (vm.count("resolved")) {
+    const std::string path = vm["resolved"].as<std::string>();
+    workloads::Scenario resolved = scenario;
+    // A profile file named relative to the scenario is rewritten relative to the resolved file,
+    // so the resolved scenario loads from wherever it was written.
+    if (scenario.profile.origin != "built-in") {
+      const std::filesystem::path out_dir = std::filesystem::absolute(path).parent_path();
+      resolved.profile_ref =
+          std::filesystem::absolute(scenario.profile.origin).lexically_normal().lexically_relative(out_dir.lexically_normal()).generic_string();
+    }
+    write_file_atomically(path, resolved_scenario_text(resolved));
+  }
   return 0;
 }
 

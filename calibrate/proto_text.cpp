@@ -1,0 +1,487 @@
+#include "calibrate/proto_text.h"
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "sim/input_error.h"
+
+namespace clustersim::calibrate {
+namespace {
+
+namespace pb = google::protobuf;
+
+// protobuf's io::Tokenizer advances a tab to the next multiple of 8 columns; positions computed
+// here must agree with the ones its parser reports.
+constexpr int kTabWidth = 8;
+
+bool is_identifier_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool is_identifier_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// Walks text keeping protobuf's 0-based line and column.
+struct Cursor {
+  std::string_view text;
+  std::size_t pos = 0;
+  int line = 0;
+  int column = 0;
+
+  bool done() const { return pos >= text.size(); }
+  char peek(std::size_t ahead = 0) const { return pos + ahead < text.size() ? text[pos + ahead] : '\0'; }
+  void advance() {
+    const char c = text[pos++];
+    if (c == '\n') {
+      ++line;
+      column = 0;
+    } else if (c == '\t') {
+      column += kTabWidth - column % kTabWidth;
+    } else {
+      ++column;
+    }
+  }
+  bool before(int l, int c) const { return line < l || (line == l && column < c); }
+};
+
+enum class TokenKind { kEnd, kIdentifier, kNumber, kString, kSymbol };
+
+struct Token {
+  TokenKind kind = TokenKind::kEnd;
+  std::string_view text;
+  int line = 0;
+  int column = 0;
+};
+
+// A text-format tokenizer just good enough to follow field nesting (text format's '#' comments,
+// quoted strings with escapes, identifiers, numbers, one-character symbols).
+Token next_token(Cursor& c) {
+  while (!c.done()) {
+    const char ch = c.peek();
+    if (ch == '#') {
+      while (!c.done() && c.peek() != '\n') c.advance();
+    } else if (std::isspace(static_cast<unsigned char>(ch))) {
+      c.advance();
+    } else {
+      break;
+    }
+  }
+  Token t{TokenKind::kEnd, {}, c.line, c.column};
+  if (c.done()) return t;
+  const std::size_t start = c.pos;
+  const char ch = c.peek();
+  if (is_identifier_start(ch)) {
+    t.kind = TokenKind::kIdentifier;
+    while (is_identifier_char(c.peek())) c.advance();
+  } else if (std::isdigit(static_cast<unsigned char>(ch)) ||
+             (ch == '.' && std::isdigit(static_cast<unsigned char>(c.peek(1))))) {
+    t.kind = TokenKind::kNumber;
+    char prev = '\0';
+    for (char n = c.peek(); is_identifier_char(n) || n == '.' ||
+                            ((n == '+' || n == '-') && (prev == 'e' || prev == 'E'));
+         n = c.peek()) {
+      prev = n;
+      c.advance();
+    }
+  } else if (ch == '"' || ch == '\'') {
+    t.kind = TokenKind::kString;
+    c.advance();
+    while (!c.done() && c.peek() != '\n') {
+      const char n = c.peek();
+      c.advance();
+      if (n == '\\' && !c.done()) {
+        c.advance();
+      } else if (n == ch) {
+        break;
+      }
+    }
+  } else {
+    t.kind = TokenKind::kSymbol;
+    c.advance();
+  }
+  t.text = c.text.substr(start, c.pos - start);
+  return t;
+}
+
+// The field a text-format parse error is about: protobuf reports a position but not the field,
+// so follow the nesting of the text up to that position.
+struct ErrorContext {
+  std::string path;          // dotted path of the field being parsed, or of its enclosing message
+  bool at_field_name = false;  // the position is just after a field name (unknown/duplicate field)
+  int name_line = 0;         // 0-based position of that field name
+  int name_column = 0;
+  std::string value_path;    // the field whose value was read last, and where that value starts
+  int value_line = 0;
+  int value_column = 0;
+};
+
+ErrorContext context_at(std::string_view text, int line, int column) {
+  enum class State { kName, kAfterName, kValue, kAfterValue, kList };
+  struct Frame {
+    std::string name;
+    bool in_list;
+  };
+  std::vector<Frame> stack;
+  const auto path_of = [](const std::vector<Frame>& frames) {
+    std::string out;
+    for (const Frame& f : frames) out += (out.empty() ? "" : ".") + f.name;
+    return out;
+  };
+  std::string value_path;
+  int value_line = 0, value_column = 0;
+  std::string field;
+  int field_line = 0, field_column = 0;
+  State state = State::kName;
+  Cursor c{text};
+  for (Token t = next_token(c); t.kind != TokenKind::kEnd; t = next_token(c)) {
+    if (!(t.line < line || (t.line == line && t.column < column))) break;
+    const bool is_symbol = t.kind == TokenKind::kSymbol;
+    const bool opens = is_symbol && (t.text == "{" || t.text == "<");
+    const bool closes = is_symbol && (t.text == "}" || t.text == ">");
+    const bool is_value = !is_symbol;
+    auto push = [&](bool in_list) {
+      stack.push_back({field, in_list});
+      state = State::kName;
+    };
+    for (bool again = true; again;) {
+      again = false;
+      switch (state) {
+        case State::kName:
+          if (t.kind == TokenKind::kIdentifier) {
+            field = std::string(t.text);
+            field_line = t.line;
+            field_column = t.column;
+            state = State::kAfterName;
+          } else if (closes && !stack.empty()) {
+            field = stack.back().name;
+            state = stack.back().in_list ? State::kList : State::kName;
+            stack.pop_back();
+          }
+          break;
+        case State::kAfterName:
+          if (t.text == ":") {
+            state = State::kValue;
+          } else if (opens) {
+            push(false);
+          } else {
+            state = State::kName;
+            again = true;
+          }
+          break;
+        case State::kValue:
+          if (opens) {
+            push(false);
+          } else if (t.text == "[") {
+            state = State::kList;
+          } else if (is_value) {
+            state = State::kAfterValue;
+            value_path = path_of(stack) + (stack.empty() ? "" : ".") + field;
+            value_line = t.line;
+            value_column = t.column;
+          } else if (t.text != "-") {
+            state = State::kName;
+            again = true;
+          }
+          break;
+        case State::kAfterValue:  // adjacent strings concatenate; anything else starts a field
+          if (t.kind != TokenKind::kString) {
+            state = State::kName;
+            again = true;
+          }
+          break;
+        case State::kList:
+          if (t.text == "]") {
+            state = State::kAfterValue;
+          } else if (opens) {
+            push(true);
+          }
+          break;
+      }
+    }
+  }
+  ErrorContext out;
+  out.path = path_of(stack);
+  if (state == State::kAfterName || state == State::kValue || state == State::kList) {
+    out.path += (out.path.empty() ? "" : ".") + field;
+  }
+  out.at_field_name = state == State::kAfterName;
+  out.name_line = field_line;
+  out.name_column = field_column;
+  out.value_path = value_path;
+  out.value_line = value_line;
+  out.value_column = value_column;
+  return out;
+}
+
+std::vector<std::string> split_path(std::string_view path) {
+  std::vector<std::string> out;
+  while (!path.empty()) {
+    const std::size_t dot = path.find('.');
+    out.emplace_back(path.substr(0, dot));
+    if (dot == std::string_view::npos) break;
+    path.remove_prefix(dot + 1);
+  }
+  return out;
+}
+
+// "layers[2]" -> ("layers", 2); "layers" -> ("layers", -1).
+std::pair<std::string, int> split_index(const std::string& segment) {
+  const std::size_t open = segment.find('[');
+  if (open == std::string::npos || segment.back() != ']') return {segment, -1};
+  int index = -1;
+  const char* first = segment.data() + open + 1;
+  const char* last = segment.data() + segment.size() - 1;
+  if (std::from_chars(first, last, index).ptr != last) index = -1;
+  return {segment.substr(0, open), index};
+}
+
+const pb::FieldDescriptor* find_field(const pb::Descriptor* d, const std::string& name) {
+  if (d == nullptr) return nullptr;
+  const pb::FieldDescriptor* f = d->FindFieldByName(name);
+  return f != nullptr ? f : d->FindFieldByCamelcaseName(name);  // JSON spells names lowerCamelCase
+}
+
+// The field at a dotted path below `root`, or null.
+const pb::FieldDescriptor* field_at_path(const pb::Descriptor* root, std::string_view path) {
+  const pb::FieldDescriptor* field = nullptr;
+  const pb::Descriptor* d = root;
+  for (const std::string& segment : split_path(path)) {
+    field = find_field(d, split_index(segment).first);
+    if (field == nullptr) return nullptr;
+    d = field->message_type();
+  }
+  return field;
+}
+
+// Rewrites a JSON path ("cluster.nvlinkGbytesPerSPerDirection") with the schema's field names.
+std::string canonical_path(const pb::Descriptor* root, std::string_view path) {
+  std::string out;
+  const pb::Descriptor* d = root;
+  for (const std::string& segment : split_path(path)) {
+    const pb::FieldDescriptor* f = find_field(d, segment);
+    out += (out.empty() ? "" : ".") + (f != nullptr ? f->name() : segment);
+    d = f != nullptr ? f->message_type() : nullptr;
+  }
+  return out;
+}
+
+std::string field_names(const pb::Descriptor* d) {
+  std::string out;
+  for (int i = 0; i < d->field_count(); ++i) out += (i == 0 ? "" : ", ") + d->field(i)->name();
+  return out;
+}
+
+std::string unknown_field_message(const pb::Descriptor* d, const std::string& name) {
+  std::string out = "unknown field \"" + name + "\"";
+  if (d != nullptr) out += " (" + d->name() + " has: " + field_names(d) + ")";
+  return out;
+}
+
+std::string enum_values(const pb::EnumDescriptor* e) {
+  std::string out;
+  for (int i = 0; i < e->value_count(); ++i) out += (i == 0 ? "" : ", ") + e->value(i)->name();
+  return out;
+}
+
+// Keeps the first error protobuf reports; the parser stops there anyway.
+class FirstErrorCollector : public pb::io::ErrorCollector {
+ public:
+  void AddError(int line, pb::io::ColumnNumber column, const std::string& message) override {
+    if (has_error_) return;
+    has_error_ = true;
+    line_ = line;
+    column_ = column;
+    message_ = message;
+  }
+  void AddWarning(int, pb::io::ColumnNumber, const std::string&) override {}
+
+  bool has_error() const { return has_error_; }
+  int line() const { return line_; }
+  int column() const { return column_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  bool has_error_ = false;
+  int line_ = 0;
+  int column_ = 0;
+  std::string message_;
+};
+
+bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+// Text between the first pair of double quotes after `after`, e.g. the type in
+// `Message type "clustersim.schema.Cluster" has no field named "foo".`
+std::string quoted(std::string_view message, std::size_t after = 0) {
+  const std::size_t open = message.find('"', after);
+  if (open == std::string_view::npos) return {};
+  const std::size_t close = message.find('"', open + 1);
+  if (close == std::string_view::npos) return {};
+  return std::string(message.substr(open + 1, close - open - 1));
+}
+
+[[noreturn]] void throw_text_error(std::string_view text, const std::string& file, const pb::Descriptor* root,
+                                   const FirstErrorCollector& errors) {
+  ErrorContext context = context_at(text, errors.line(), errors.column());
+  int line = errors.line();
+  int column = errors.column();
+  std::string message = errors.message();
+  const bool about_name = message.find("has no field named") != std::string::npos ||
+                          message.find("is specified") != std::string::npos;
+  if (about_name && context.at_field_name) {
+    // protobuf reports these at the token after the name; point at the name itself.
+    line = context.name_line;
+    column = context.name_column;
+  }
+  if (starts_with(message, "Message type \"")) {
+    const std::string type = quoted(message);
+    const std::string name = quoted(message, message.find("has no field named"));
+    message = unknown_field_message(root->file()->pool()->FindMessageTypeByName(type), name);
+  } else if (starts_with(message, "Unknown enumeration value")) {
+    // Reported after the value has been read: point at the value.
+    if (!context.value_path.empty()) {
+      context.path = context.value_path;
+      line = context.value_line;
+      column = context.value_column;
+    }
+    const pb::FieldDescriptor* f = field_at_path(root, context.path);
+    if (f != nullptr && f->enum_type() != nullptr) message += " Valid values: " + enum_values(f->enum_type()) + ".";
+  }
+  throw InputError(file, line + 1, column + 1, context.path, message);
+}
+
+// JsonStringToMessage reports "(a.b) name: Cannot find field." or "(a.b): what"; positions are
+// not reported. Syntax errors come with a multi-line caret display: keep the first line.
+[[noreturn]] void throw_json_error(const std::string& file, const pb::Descriptor* root, std::string status) {
+  status = status.substr(0, status.find('\n'));
+  while (!status.empty() && std::isspace(static_cast<unsigned char>(status.back()))) status.pop_back();
+  std::string path;
+  std::string message = status;
+  if (starts_with(status, "(")) {
+    const std::size_t close = status.find(')');
+    if (close != std::string::npos) {
+      path = status.substr(1, close - 1);
+      std::string rest = status.substr(close + 1);
+      if (starts_with(rest, ":")) rest.erase(0, 1);
+      while (starts_with(rest, " ")) rest.erase(0, 1);
+      message = rest;
+    }
+  }
+  constexpr std::string_view kUnknown = ": Cannot find field.";
+  if (message.size() > kUnknown.size() && message.ends_with(kUnknown)) {
+    const std::string name = message.substr(0, message.size() - kUnknown.size());
+    const pb::Descriptor* parent = root;
+    if (!path.empty()) {
+      const pb::FieldDescriptor* f = field_at_path(root, path);
+      parent = f != nullptr ? f->message_type() : nullptr;
+    }
+    path = canonical_path(root, path.empty() ? name : path + "." + name);
+    throw InputError(file, 0, 0, path, unknown_field_message(parent, name));
+  }
+  throw InputError(file, 0, 0, canonical_path(root, path), message);
+}
+
+}  // namespace
+
+InputSyntax syntax_for_path(std::string_view path) {
+  constexpr std::string_view kJson = ".json";
+  if (path.size() < kJson.size()) return InputSyntax::kTextFormat;
+  const std::string_view ext = path.substr(path.size() - kJson.size());
+  for (std::size_t i = 0; i < ext.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(ext[i])) != kJson[i]) return InputSyntax::kTextFormat;
+  }
+  return InputSyntax::kJson;
+}
+
+ParsedText::ParsedText(const pb::Message& message, std::string file, InputSyntax syntax, std::string text,
+                       std::unique_ptr<pb::TextFormat::ParseInfoTree> tree)
+    : message_(&message), file_(std::move(file)), syntax_(syntax), text_(std::move(text)), tree_(std::move(tree)) {}
+
+TextLocation ParsedText::location(std::string_view field_path) const {
+  TextLocation best;
+  if (tree_ == nullptr) return best;
+  const pb::Descriptor* d = message_->GetDescriptor();
+  const pb::TextFormat::ParseInfoTree* tree = tree_.get();
+  for (const std::string& segment : split_path(field_path)) {
+    if (d == nullptr || tree == nullptr) break;
+    const auto [name, index] = split_index(segment);
+    const pb::FieldDescriptor* f = d->FindFieldByName(name);
+    if (f == nullptr) break;
+    const int i = f->is_repeated() ? std::max(index, 0) : -1;
+    const pb::TextFormat::ParseLocation at = tree->GetLocation(f, i);
+    if (at.line < 0) break;
+    best = {at.line + 1, at.column + 1};
+    if (f->message_type() == nullptr) {
+      // A scalar: point at its value, after the name and the colon.
+      Cursor c{text_};
+      while (!c.done() && c.before(at.line, at.column)) c.advance();
+      next_token(c);
+      if (next_token(c).text == ":") {
+        const Token value = next_token(c);
+        if (value.kind != TokenKind::kEnd && value.text != "[") best = {value.line + 1, value.column + 1};
+      }
+      break;
+    }
+    tree = tree->GetTreeForNested(f, i);
+    d = f->message_type();
+  }
+  return best;
+}
+
+void ParsedText::fail(const std::string& field_path, const std::string& message) const {
+  const TextLocation at = location(field_path);
+  throw InputError(file_, at.line, at.column, field_path, message);
+}
+
+ParsedText parse_message(std::string_view text, const std::string& file, InputSyntax syntax, pb::Message& message) {
+  message.Clear();
+  const pb::Descriptor* root = message.GetDescriptor();
+  if (text.size() > static_cast<std::size_t>(INT_MAX)) {
+    throw InputError(file, 0, 0, "", "input too large (" + std::to_string(text.size()) + " bytes)");
+  }
+  if (syntax == InputSyntax::kJson) {
+    pb::util::JsonParseOptions options;
+    options.ignore_unknown_fields = false;
+    const auto status = pb::util::JsonStringToMessage(pb::StringPiece(text.data(), text.size()), &message, options);
+    if (!status.ok()) throw_json_error(file, root, status.message().ToString());
+    return ParsedText(message, file, syntax, std::string(text), nullptr);
+  }
+  auto tree = std::make_unique<pb::TextFormat::ParseInfoTree>();
+  FirstErrorCollector errors;
+  pb::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  parser.WriteLocationsTo(tree.get());
+  pb::io::ArrayInputStream input(text.data(), static_cast<int>(text.size()));
+  if (!parser.Parse(&input, &message)) {
+    if (errors.has_error()) throw_text_error(text, file, root, errors);
+    throw InputError(file, 0, 0, "", "not a valid " + root->name() + " in protobuf text format");
+  }
+  return ParsedText(message, file, syntax, std::string(text), std::move(tree));
+}
+
+std::string read_text_file(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) throw InputError(path, 0, 0, "", std::string("cannot read file: ") + std::strerror(errno));
+  std::string out;
+  char buffer[65536];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) out.append(buffer, n);
+  const int error = std::ferror(f) != 0 ? errno : 0;
+  std::fclose(f);
+  if (error != 0) throw InputError(path, 0, 0, "", std::string("cannot read file: ") + std::strerror(error));
+  return out;
+}
+
+std::string format_number(double value) {
+  char buffer[64];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return std::string(buffer, result.ptr);
+}
+
+}  // namespace clustersim::calibrate

@@ -1,0 +1,167 @@
+// Hardware profiles: the built-in ones load with their datasheet numbers in SI units, and each kind
+// of bad profile gives the exact error (FILE:LINE:COL: field.path: message).
+#include "calibrate/hardware_profile.h"
+
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <string>
+
+#include "calibrate/profile.pb.h"
+#include "calibrate/proto_text.h"
+#include "sim/input_error.h"
+
+namespace {
+
+using clustersim::InputError;
+namespace calibrate = clustersim::calibrate;
+
+const std::string kBad = std::string(CLUSTERSIM_SOURCE_DIR) + "/tests/data/bad/";
+
+std::string error_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "<no InputError thrown>";
+}
+
+// A valid profile; line 1 is "name:", the gpu block is lines 3-14, collectives lines 15-21.
+const std::string kProfile =
+    "name: \"test\"\n"
+    "provenance { source: \"made up for a test\" }\n"
+    "gpu {\n"
+    "  gpu: \"TEST-GPU\"\n"
+    "  peak_bf16_tflops: 100\n"
+    "  peak_fp16_tflops: 100\n"
+    "  peak_tf32_tflops: 50\n"
+    "  peak_fp32_tflops: 10\n"
+    "  hbm_gbytes_per_s: 1000\n"
+    "  memory_capacity_gib: 40\n"
+    "  gemm_efficiency: 0.5\n"
+    "  hbm_efficiency: 0.5\n"
+    "  kernel_launch_us: 0\n"
+    "}\n"
+    "collectives {\n"
+    "  ring_base_latency_us: 1\n"
+    "  nvlink_step_latency_us: 1\n"
+    "  network_step_latency_us: 1\n"
+    "  nvlink_bus_efficiency: 1\n"
+    "  network_bus_efficiency: 0.5\n"
+    "}\n";
+
+std::string replaced(const std::string& from, const std::string& to) {
+  std::string out = kProfile;
+  const std::size_t at = out.find(from);
+  REQUIRE(at != std::string::npos);
+  out.replace(at, from.size(), to);
+  return out;
+}
+
+std::string profile_error(const std::string& text) {
+  return error_of([&] { calibrate::parse_profile(text, "p.textproto"); });
+}
+
+}  // namespace
+
+TEST_CASE("built-in profiles load") {
+  CHECK(calibrate::builtin_profile_names() == std::vector<std::string>{"a100-sxm4-80gb", "h100-sxm5-80gb"});
+
+  const calibrate::HardwareProfile a100 = calibrate::load_profile("a100-sxm4-80gb");
+  CHECK(a100.name == "a100-sxm4-80gb");
+  CHECK(a100.origin == "built-in");
+  CHECK(a100.source.find("A100 Tensor Core GPU datasheet") != std::string::npos);
+  CHECK(a100.gpu.gpu == "A100-SXM4-80GB");
+  // 312 TFLOP/s = 3.12e14 FLOP/s; 2039 GB/s = 2.039e12 B/s; 80 GiB = 80 x 2^30 = 85,899,345,920 B.
+  CHECK(a100.gpu.peak_bf16.raw() == doctest::Approx(3.12e14).epsilon(1e-15));
+  CHECK(a100.gpu.peak_fp32.raw() == doctest::Approx(1.95e13).epsilon(1e-15));
+  CHECK(a100.gpu.hbm_bandwidth.raw() == doctest::Approx(2.039e12).epsilon(1e-15));
+  CHECK(a100.gpu.memory_capacity.raw() == 85899345920.0);
+  CHECK(a100.gpu.gemm_efficiency == 0.75);
+  // 8.4 us = 8.4e-6 s; 3.4 us; 14 us.
+  CHECK(a100.collectives.ring_base_latency.raw() == doctest::Approx(8.4e-6).epsilon(1e-12));
+  CHECK(a100.collectives.nvlink_step_latency.raw() == doctest::Approx(3.4e-6).epsilon(1e-12));
+  CHECK(a100.collectives.network_step_latency.raw() == doctest::Approx(14e-6).epsilon(1e-12));
+  CHECK(a100.collectives.nvlink_bus_efficiency == 0.77);
+
+  const calibrate::HardwareProfile h100 = calibrate::load_profile("h100-sxm5-80gb");
+  CHECK(h100.gpu.gpu == "H100-SXM5-80GB");
+  CHECK(h100.gpu.peak_bf16.raw() == doctest::Approx(9.894e14).epsilon(1e-15));
+  // 79.65 GiB = 79.65 x 2^30 B.
+  CHECK(h100.gpu.memory_capacity.raw() == doctest::Approx(79.65 * 1073741824.0).epsilon(1e-15));
+  CHECK(h100.collectives.nvlink_bus_efficiency == 0.82);
+
+  CHECK_FALSE(calibrate::load_builtin_profile("b200").has_value());
+}
+
+TEST_CASE("a profile file loads with its path as origin") {
+  const calibrate::HardwareProfile p = calibrate::parse_profile(kProfile, "p.textproto");
+  CHECK(p.origin == "p.textproto");
+  CHECK(p.gpu.kernel_launch.raw() == 0);  // latencies may be 0
+  CHECK(p.collectives.nvlink_bus_efficiency == 1);
+}
+
+TEST_CASE("bad profile files") {
+  CHECK(error_of([] { calibrate::load_profile(kBad + "profile_negative_hbm.textproto"); }) ==
+        kBad + "profile_negative_hbm.textproto:15:21: gpu.hbm_gbytes_per_s: -2039 must be > 0 (decimal GB/s)");
+  CHECK(error_of([] { calibrate::load_profile(kBad + "profile_unknown_field.textproto"); }) ==
+        kBad + "profile_unknown_field.textproto:14:3: gpu.tensor_tflops: unknown field \"tensor_tflops\" "
+               "(GpuProfile has: gpu, peak_bf16_tflops, peak_fp16_tflops, peak_tf32_tflops, peak_fp32_tflops, "
+               "hbm_gbytes_per_s, memory_capacity_gib, gemm_efficiency, hbm_efficiency, kernel_launch_us)");
+  CHECK(error_of([] { calibrate::load_profile("b200"); }) ==
+        "b200: not a built-in profile (built-in: a100-sxm4-80gb, h100-sxm5-80gb) and no such file");
+}
+
+TEST_CASE("bad inline profiles") {
+  // proto3 scalars: an absent number reads as 0, so "missing or zero" points at the enclosing message.
+  CHECK(profile_error(replaced("  peak_tf32_tflops: 50\n", "")) ==
+        "p.textproto:3:1: gpu.peak_tf32_tflops: missing or zero; must be > 0 (1e12 FLOP/s)");
+  CHECK(profile_error(replaced("memory_capacity_gib: 40", "memory_capacity_gib: 0")) ==
+        "p.textproto:10:24: gpu.memory_capacity_gib: missing or zero; must be > 0 (GiB)");
+  CHECK(profile_error(replaced("gemm_efficiency: 0.5", "gemm_efficiency: 1.5")) ==
+        "p.textproto:11:20: gpu.gemm_efficiency: 1.5 is not in (0, 1] (a fraction of peak)");
+  CHECK(profile_error(replaced("  nvlink_bus_efficiency: 1\n", "")) ==
+        "p.textproto:15:1: collectives.nvlink_bus_efficiency: missing or zero; must be in (0, 1] (a fraction of "
+        "peak)");
+  CHECK(profile_error(replaced("network_step_latency_us: 1", "network_step_latency_us: -1")) ==
+        "p.textproto:18:28: collectives.network_step_latency_us: -1 must be >= 0 (microseconds)");
+  CHECK(profile_error(replaced("peak_fp32_tflops: 10", "peak_fp32_tflops: inf")) ==
+        "p.textproto:8:21: gpu.peak_fp32_tflops: inf is not a finite number");
+  CHECK(profile_error(replaced("provenance { source: \"made up for a test\" }\n", "")) ==
+        "p.textproto: provenance.source: missing; a profile must say where its numbers come from");
+  CHECK(profile_error("name: \"x\" provenance { source: \"s\" }") ==
+        "p.textproto: gpu: missing (the GPU's peaks, memory and efficiencies)");
+  CHECK(profile_error(replaced("name: \"test\"", "name: test")) ==
+        "p.textproto:1:7: name: Expected string, got: test");
+}
+
+TEST_CASE("ParsedText locates fields for later validation errors") {
+  clustersim::schema::HardwareProfile message;
+  const calibrate::ParsedText parsed =
+      calibrate::parse_message(kProfile, "p.textproto", calibrate::InputSyntax::kTextFormat, message);
+  const auto at = [&](const char* path) {
+    const calibrate::TextLocation l = parsed.location(path);
+    return std::to_string(l.line) + ":" + std::to_string(l.column);
+  };
+  CHECK(at("name") == "1:7");                    // scalars: where the value starts
+  CHECK(at("gpu") == "3:1");                     // messages: where the name starts
+  CHECK(at("gpu.hbm_gbytes_per_s") == "9:21");   // "  hbm_gbytes_per_s: 1000"
+  CHECK(at("provenance.date") == "2:1");         // absent: the enclosing message
+  CHECK(at("gpu.no_such_field") == "3:1");
+  CHECK(at("no_such_field") == "0:0");
+  CHECK(error_of([&] { parsed.fail("gpu.gpu", "bad"); }) == "p.textproto:4:8: gpu.gpu: bad");
+
+  clustersim::schema::HardwareProfile from_json;
+  const calibrate::ParsedText json = calibrate::parse_message(R"({"gpu": {"gpu": "X"}})", "p.json",
+                                                              calibrate::InputSyntax::kJson, from_json);
+  CHECK(from_json.gpu().gpu() == "X");
+  CHECK(json.location("gpu.gpu").line == 0);     // JSON carries no positions
+  CHECK(error_of([&] { json.fail("gpu.gpu", "bad"); }) == "p.json: gpu.gpu: bad");
+
+  CHECK(calibrate::syntax_for_path("a/b.JSON") == calibrate::InputSyntax::kJson);
+  CHECK(calibrate::syntax_for_path("a/b.textproto") == calibrate::InputSyntax::kTextFormat);
+  CHECK(calibrate::format_number(300) == "300");
+  CHECK(calibrate::format_number(0.77) == "0.77");
+  CHECK(calibrate::format_number(-5) == "-5");
+}

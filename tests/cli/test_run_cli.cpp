@@ -1,0 +1,164 @@
+// End-to-end tests of `clustersim run`: the binary as a user runs it.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Run {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+fs::path scratch_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("clustersim-test-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+Run run(const std::string& args, const fs::path& dir) {
+  const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
+  const std::string cmd = std::string("cd ") + CLUSTERSIM_SOURCE_DIR + " && " + CLUSTERSIM_BINARY + " " + args + " >" +
+                          out.string() + " 2>" + err.string();
+  const int raw = std::system(cmd.c_str());
+  return Run{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, slurp(out), slurp(err)};
+}
+
+double json_number(const std::string& json, const std::string& key) {
+  const std::regex re("\"" + key + "\": ([-0-9.eE+]+)");
+  std::smatch m;
+  REQUIRE_MESSAGE(std::regex_search(json, m, re), "key " << key << " missing");
+  return std::stod(m[1]);
+}
+
+}  // namespace
+
+TEST_CASE("clustersim run on the built-in default scenario prints the summary") {
+  const fs::path dir = scratch_dir("default");
+  const Run r = run("run", dir);
+  CHECK(r.status == 0);
+  CHECK(r.err.empty());
+  for (const char* s : {"iteration time", "tokens/s", "samples/s", "MFU", "compute", "exposed comm", "idle",
+                        "optimizer steps", "micro-batch steps", "time to train", "GPU-hours", "a100-sxm4-80gb"})
+    CHECK_MESSAGE(r.out.find(s) != std::string::npos, "summary lacks '" << s << "'");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("--json has the documented keys and the training identity holds") {
+  const fs::path dir = scratch_dir("json");
+  const Run r = run("run scenarios/grad-accum-example.textproto --json " + (dir / "r.json").string(), dir);
+  REQUIRE(r.status == 0);
+  const std::string j = slurp(dir / "r.json");
+  for (const char* key : {"iteration_time_s", "tokens_per_s", "mfu", "breakdown_s", "compute", "exposed_comm",
+                          "training", "optimizer_steps", "micro_batch_steps", "time_to_train_s", "gpu_hours"})
+    CHECK_MESSAGE(j.find(std::string("\"") + key + "\"") != std::string::npos, "JSON lacks " << key);
+  // 1000 samples · 1 epoch / global batch 10 = 100 optimizer steps; × accumulation 2 = 200 micro-batch steps.
+  CHECK(json_number(j, "optimizer_steps") == 100);
+  CHECK(json_number(j, "micro_batch_steps") == 200);
+  const double it = json_number(j, "iteration_time_s");
+  CHECK(it > 0);
+  CHECK(json_number(j, "time_to_train_s") == doctest::Approx(100 * it).epsilon(1e-12));
+  CHECK(json_number(j, "gpu_hours") == doctest::Approx(100 * it / 3600).epsilon(1e-12));
+  // One GPU: nothing to communicate.
+  CHECK(json_number(j, "exposed_comm") == 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("same scenario twice gives byte-identical JSON and trace") {
+  const fs::path dir = scratch_dir("determinism");
+  const std::string a = "--json " + (dir / "a.json").string() + " --trace " + (dir / "a.trace.json").string();
+  const std::string b = "--json " + (dir / "b.json").string() + " --trace " + (dir / "b.trace.json").string();
+  REQUIRE(run("run " + a, dir).status == 0);
+  REQUIRE(run("run " + b, dir).status == 0);
+  CHECK(slurp(dir / "a.json") == slurp(dir / "b.json"));
+  const std::string trace = slurp(dir / "a.trace.json");
+  CHECK(trace == slurp(dir / "b.trace.json"));
+  // Chrome trace-event format: a process per GPU (16), a thread per stream, complete events with args.
+  CHECK(trace.rfind("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", 0) == 0);
+  CHECK(trace.find("\"name\":\"process_name\",\"pid\":15,") != std::string::npos);
+  CHECK(trace.find("\"args\":{\"name\":\"dp-comm\"}") != std::string::npos);
+  CHECK(trace.find("\"ph\":\"X\",\"name\":\"L0.qkv.fwd\"") != std::string::npos);
+  CHECK(trace.find("\"flops\":") != std::string::npos);
+  CHECK(trace.find("\"name\":\"allreduce.bucket0\"") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("bad input: one error line, exit status 2, no output file left behind") {
+  const fs::path dir = scratch_dir("bad");
+  {
+    std::ofstream bad(dir / "bad.textproto");
+    bad << "name: \"x\"\ncluster {\n  nodes: 2\n  gpus_per_node: 8 8\n}\n";
+  }
+  const fs::path json = dir / "out.json";
+  const Run r = run("run " + (dir / "bad.textproto").string() + " --json " + json.string(), dir);
+  CHECK(r.status == 2);
+  CHECK(r.out.empty());
+  // One line: error: FILE:LINE:COL: ...
+  CHECK(r.err.rfind("error: " + (dir / "bad.textproto").string() + ":4:", 0) == 0);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK_FALSE(fs::exists(json));
+  for (const auto& entry : fs::directory_iterator(dir))
+    CHECK_MESSAGE(entry.path().filename().string().find(".tmp.") == std::string::npos, "left " << entry.path());
+  fs::remove_all(dir);
+}
+
+TEST_CASE("bad command lines exit with status 2") {
+  const fs::path dir = scratch_dir("cli");
+  CHECK(run("frobnicate", dir).status == 2);
+  CHECK(run("run --no-such-flag", dir).status == 2);
+  CHECK(run("run does-not-exist.textproto", dir).status == 2);
+  const Run help = run("run --help", dir);
+  CHECK(help.status == 0);
+  CHECK(help.out.find("--trace") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("--resolved writes a scenario that runs to the same result") {
+  const fs::path dir = scratch_dir("resolved");
+  REQUIRE(run("run --resolved " + (dir / "resolved.textproto").string() + " --json " + (dir / "a.json").string(), dir)
+              .status == 0);
+  const std::string resolved = slurp(dir / "resolved.textproto");
+  CHECK(resolved.find("grad_accum: 4") != std::string::npos);
+  CHECK(resolved.find("nvlink_hop_latency_us: 0") != std::string::npos);  // a default, filled in
+  REQUIRE(run("run " + (dir / "resolved.textproto").string() + " --json " + (dir / "b.json").string(), dir).status == 0);
+  CHECK(json_number(slurp(dir / "a.json"), "iteration_time_s") == json_number(slurp(dir / "b.json"), "iteration_time_s"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("--resolved rewrites a profile path so the resolved file loads from its own folder") {
+  const fs::path dir = scratch_dir("resolved-path");
+  fs::create_directories(dir / "prof");
+  fs::create_directories(dir / "sc");
+  fs::create_directories(dir / "out");
+  fs::copy_file(fs::path(CLUSTERSIM_SOURCE_DIR) / "calibrate/profiles/a100-sxm4-80gb.textproto",
+                dir / "prof/mine.textproto");
+  std::string scenario = slurp(fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios/grad-accum-example.textproto");
+  scenario.replace(scenario.find("profile: \"a100-sxm4-80gb\""), 25, "profile: \"../prof/mine.textproto\"");
+  std::ofstream(dir / "sc/s.textproto") << scenario;
+  REQUIRE(run("run " + (dir / "sc/s.textproto").string() + " --resolved " + (dir / "out/r.textproto").string(), dir)
+              .status == 0);
+  CHECK(slurp(dir / "out/r.textproto").find("profile: \"../prof/mine.textproto\"") != std::string::npos);
+  CHECK(run("run " + (dir / "out/r.textproto").string(), dir).status == 0);
+  fs::remove_all(dir);
+}

@@ -1,0 +1,334 @@
+// Scenario loading: values and unit conversions of a good scenario, text/JSON/resolved-text
+// agreement, and the exact error (FILE:LINE:COL: field.path: message) for each kind of bad input.
+#include "cli/scenario_loader.h"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "sim/input_error.h"
+
+namespace {
+
+using clustersim::InputError;
+using clustersim::workloads::Precision;
+using clustersim::workloads::Scenario;
+namespace cli = clustersim::cli;
+
+const std::string kSourceDir = CLUSTERSIM_SOURCE_DIR;
+const std::string kBad = kSourceDir + "/tests/data/bad/";
+
+// what() of the InputError the call throws, or a marker that makes the CHECK fail readably.
+std::string error_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "<no InputError thrown>";
+}
+
+std::string file_error(const std::string& fixture) {
+  return error_of([&] { cli::load_scenario_file(kBad + fixture); });
+}
+
+std::string text_error(const std::string& text, bool json = false) {
+  return error_of([&] { cli::load_scenario_text(text, "inline.textproto", json, ""); });
+}
+
+// Every field of the value types except where the scenario came from.
+void check_same(const Scenario& a, const Scenario& b) {
+  CHECK(a.name == b.name);
+  CHECK(a.cluster.nodes == b.cluster.nodes);
+  CHECK(a.cluster.gpus_per_node == b.cluster.gpus_per_node);
+  CHECK(a.cluster.gpu == b.cluster.gpu);
+  CHECK(a.cluster.nvlink_per_direction == b.cluster.nvlink_per_direction);
+  CHECK(a.cluster.nic_per_direction == b.cluster.nic_per_direction);
+  CHECK(a.cluster.nvlink_hop_latency == b.cluster.nvlink_hop_latency);
+  CHECK(a.cluster.network_hop_latency == b.cluster.network_hop_latency);
+  CHECK(a.profile_ref == b.profile_ref);
+  CHECK(a.profile.name == b.profile.name);
+  CHECK(a.profile.origin == b.profile.origin);
+  CHECK(a.profile.gpu.gpu == b.profile.gpu.gpu);
+  CHECK(a.profile.gpu.peak_bf16 == b.profile.gpu.peak_bf16);
+  CHECK(a.profile.collectives.nvlink_bus_efficiency == b.profile.collectives.nvlink_bus_efficiency);
+  CHECK(a.model.name == b.model.name);
+  CHECK(a.model.layers == b.model.layers);
+  CHECK(a.model.hidden == b.model.hidden);
+  CHECK(a.model.heads == b.model.heads);
+  CHECK(a.model.ffn_hidden == b.model.ffn_hidden);
+  CHECK(a.model.vocab == b.model.vocab);
+  CHECK(a.model.seq_len == b.model.seq_len);
+  CHECK(a.parallel.dp == b.parallel.dp);
+  CHECK(a.parallel.micro_batch == b.parallel.micro_batch);
+  CHECK(a.parallel.grad_accum == b.parallel.grad_accum);
+  CHECK(a.parallel.ddp_bucket == b.parallel.ddp_bucket);
+  CHECK(a.training.samples_per_epoch == b.training.samples_per_epoch);
+  CHECK(a.training.epochs == b.training.epochs);
+  CHECK(a.training.global_batch == b.training.global_batch);
+  CHECK(a.training.precision == b.training.precision);
+}
+
+// A good scenario (GPT-3 2.7B shape, DDP on 2 x 8 A100), independent of the shipped scenarios/.
+const char* const kGood = R"(# comment
+name: "GPT 2.7B, DDP on 2 x 8 A100-SXM4-80GB"
+cluster {
+  nodes: 2
+  gpus_per_node: 8
+  gpu: "A100-SXM4-80GB"
+  nvlink_gbytes_per_s_per_direction: 300
+  nic_gbits_per_s_per_direction: 200
+}
+profile: "a100-sxm4-80gb"
+model {
+  name: "gpt-2.7b"
+  layers: 32
+  hidden: 2560
+  heads: 32
+  ffn_hidden: 10240
+  vocab: 51200
+  seq_len: 2048
+}
+parallel {
+  dp: 16
+  micro_batch: 4
+  grad_accum: 2
+  ddp_bucket_mib: 25
+}
+training {
+  tokens: 30000000000
+  epochs: 1
+  global_batch: 128
+  precision: BF16
+}
+)";
+
+// kGood written as JSON (lowerCamelCase names and 64-bit integers as strings, as programs write them).
+const char* const kGoodAsJson = R"({
+  "name": "GPT 2.7B, DDP on 2 x 8 A100-SXM4-80GB",
+  "cluster": {"nodes": 2, "gpusPerNode": 8, "gpu": "A100-SXM4-80GB",
+              "nvlinkGbytesPerSPerDirection": 300, "nicGbitsPerSPerDirection": 200},
+  "profile": "a100-sxm4-80gb",
+  "model": {"name": "gpt-2.7b", "layers": 32, "hidden": 2560, "heads": 32, "ffnHidden": 10240,
+            "vocab": 51200, "seqLen": 2048},
+  "parallel": {"dp": 16, "microBatch": 4, "gradAccum": 2, "ddpBucketMib": 25},
+  "training": {"tokens": "30000000000", "epochs": 1, "globalBatch": "128", "precision": "BF16"}
+})";
+
+// A minimal one-GPU scenario for inline error cases; line 1 is "cluster {".
+const std::string kMinimal =
+    "cluster { nodes: 1 gpus_per_node: 1 gpu: \"A100-SXM4-80GB\"\n"
+    "          nvlink_gbytes_per_s_per_direction: 300 nic_gbits_per_s_per_direction: 200 }\n"
+    "profile: \"a100-sxm4-80gb\"\n"
+    "model { layers: 2 hidden: 64 heads: 4 vocab: 100 seq_len: 16 }\n"
+    "parallel { dp: 1 micro_batch: 5 grad_accum: 2 }\n";
+
+}  // namespace
+
+TEST_CASE("a good scenario parses with units converted") {
+  const Scenario s = cli::load_scenario_text(kGood, "dir/good.textproto", false, "");
+  CHECK(s.name == "GPT 2.7B, DDP on 2 x 8 A100-SXM4-80GB");
+  CHECK(s.source_file == "dir/good.textproto");
+  CHECK(s.cluster.nodes == 2);
+  CHECK(s.cluster.gpus_per_node == 8);
+  CHECK(s.cluster.gpu == "A100-SXM4-80GB");
+  // 300 GB/s = 300 x 1e9 B/s = 3e11 B/s (decimal); 200 Gbit/s = 200 x 1e9 / 8 = 2.5e10 B/s.
+  CHECK(s.cluster.nvlink_per_direction.raw() == doctest::Approx(3e11).epsilon(1e-15));
+  CHECK(s.cluster.nic_per_direction.raw() == doctest::Approx(2.5e10).epsilon(1e-15));
+  CHECK(s.cluster.nvlink_hop_latency.raw() == 0);  // default
+  CHECK(s.cluster.network_hop_latency.raw() == 0);
+  CHECK(s.profile_ref == "a100-sxm4-80gb");
+  CHECK(s.profile.name == "a100-sxm4-80gb");
+  CHECK(s.profile.origin == "built-in");
+  CHECK(s.model.name == "gpt-2.7b");
+  CHECK(s.model.layers == 32);
+  CHECK(s.model.hidden == 2560);
+  CHECK(s.model.heads == 32);
+  CHECK(s.model.ffn_hidden == 10240);
+  CHECK(s.model.vocab == 51200);
+  CHECK(s.model.seq_len == 2048);
+  CHECK(s.parallel.dp == 16);
+  CHECK(s.parallel.micro_batch == 4);
+  CHECK(s.parallel.grad_accum == 2);
+  // 25 MiB = 25 x 2^20 = 26,214,400 bytes (binary, as PyTorch's bucket_cap_mb).
+  CHECK(s.parallel.ddp_bucket.raw() == 26214400.0);
+  // tokens 3e10 / seq_len 2048 = 14,648,437.5 samples per epoch (exact in binary floating point).
+  CHECK(s.training.samples_per_epoch == 14648437.5);
+  CHECK(s.training.epochs == 1);
+  CHECK(s.training.global_batch == 128);  // 4 x 2 x 16
+  CHECK(s.training.precision == Precision::kBF16);
+}
+
+TEST_CASE("JSON form of a scenario gives the same values as text format") {
+  check_same(cli::load_scenario_text(kGood, "good.textproto", false, ""),
+             cli::load_scenario_text(kGoodAsJson, "good.json", true, ""));
+}
+
+TEST_CASE("the built-in default scenario equals scenarios/default.textproto") {
+  const std::string path = kSourceDir + "/scenarios/default.textproto";
+  const Scenario builtin = cli::load_default_scenario();
+  CHECK(builtin.source_file == "<built-in default scenario>");
+  const Scenario from_file = cli::load_scenario_file(path);
+  CHECK(from_file.source_file == path);
+  check_same(builtin, from_file);
+}
+
+TEST_CASE("defaults are filled in") {
+  const Scenario s = cli::load_scenario_text(kMinimal + "training { samples: 1000 }\n", "dir/my-run.textproto",
+                                             false, "");
+  CHECK(s.name == "my-run");                 // file stem
+  CHECK(s.model.name == "model");
+  CHECK(s.model.ffn_hidden == 256);           // 4 x hidden 64
+  CHECK(s.parallel.ddp_bucket.raw() == 26214400.0);  // 25 MiB
+  CHECK(s.training.epochs == 1);
+  CHECK(s.training.global_batch == 10);       // micro_batch 5 x grad_accum 2 x dp 1
+  CHECK(s.training.precision == Precision::kBF16);
+  CHECK(s.training.samples_per_epoch == 1000);
+}
+
+TEST_CASE("resolved text reloads to the same scenario") {
+  SUBCASE("tokens that are not a whole number of samples are written as tokens") {
+    const Scenario s = cli::load_scenario_text(kGood, "good.textproto", false, "");
+    const std::string resolved = cli::resolved_scenario_text(s);
+    CHECK(resolved.find("tokens: 30000000000") != std::string::npos);  // 3e10 / 2048 = 14,648,437.5 samples
+    check_same(s, cli::load_scenario_text(resolved, "resolved.textproto", false, ""));
+    // A fixed point: resolving the reloaded scenario (same source name) gives the same bytes.
+    CHECK(cli::resolved_scenario_text(cli::load_scenario_text(resolved, s.source_file, false, "")) == resolved);
+  }
+  SUBCASE("every shipped scenario") {
+    for (const auto& entry : std::filesystem::directory_iterator(kSourceDir + "/scenarios")) {
+      if (entry.path().extension() != ".textproto") continue;
+      CAPTURE(entry.path().string());
+      const Scenario s = cli::load_scenario_file(entry.path().string());
+      check_same(s, cli::load_scenario_text(cli::resolved_scenario_text(s), "resolved.textproto", false,
+                                            entry.path().parent_path().string()));
+    }
+  }
+  SUBCASE("odd units round-trip exactly") {
+    // 0.1 GB/s, 1.1 Gbit/s, 0.3 us and 0.7 MiB are not exact in binary; the resolved numbers must
+    // still convert back to the identical doubles.
+    const std::string text =
+        "cluster { nodes: 1 gpus_per_node: 1 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 0.1\n"
+        "          nic_gbits_per_s_per_direction: 1.1 nvlink_hop_latency_us: 0.3 network_hop_latency_us: 1.7 }\n"
+        "profile: \"a100-sxm4-80gb\"\n"
+        "model { layers: 2 hidden: 64 heads: 4 vocab: 100 seq_len: 16 }\n"
+        "parallel { dp: 1 micro_batch: 5 ddp_bucket_mib: 0.7 }\n"
+        "training { tokens: 100 epochs: 2.5 precision: FP16 }\n";
+    const Scenario s = cli::load_scenario_text(text, "odd.textproto", false, "");
+    CHECK(s.training.samples_per_epoch == 6.25);  // 100 tokens / 16
+    CHECK(cli::resolved_scenario_text(s).find("tokens: 100\n") != std::string::npos);
+    const Scenario again = cli::load_scenario_text(cli::resolved_scenario_text(s), "odd.textproto", false, "");
+    check_same(s, again);
+  }
+}
+
+TEST_CASE("bad scenario files name file, line:col and field") {
+  const std::string cluster_fields =
+      "nodes, gpus_per_node, gpu, nvlink_gbytes_per_s_per_direction, nic_gbits_per_s_per_direction, "
+      "nvlink_hop_latency_us, network_hop_latency_us";
+  CHECK(file_error("syntax_error.textproto") ==
+        kBad + "syntax_error.textproto:12:10: model.layers: Expected \":\", found \"32\".");
+  CHECK(file_error("unknown_field.textproto") == kBad + "unknown_field.textproto:7:3: cluster.nvlink_gbps: " +
+                                                     "unknown field \"nvlink_gbps\" (Cluster has: " + cluster_fields +
+                                                     ")");
+  // A missing field is reported at its enclosing message.
+  CHECK(file_error("missing_micro_batch.textproto") ==
+        kBad + "missing_micro_batch.textproto:18:1: parallel.micro_batch: missing (required, >= 1)");
+  CHECK(file_error("missing_layers.textproto") ==
+        kBad + "missing_layers.textproto:11:1: model.layers: missing (required, >= 1)");
+  // Value errors point at the value: "  nvlink_gbytes_per_s_per_direction: -300" has '-' in column 38.
+  CHECK(file_error("negative_bandwidth.textproto") ==
+        kBad + "negative_bandwidth.textproto:7:38: cluster.nvlink_gbytes_per_s_per_direction: -300 must be > 0 "
+               "(decimal GB/s per GPU per direction)");
+  CHECK(file_error("zero_bandwidth.textproto") ==
+        kBad + "zero_bandwidth.textproto:8:34: cluster.nic_gbits_per_s_per_direction: 0 must be > 0 "
+               "(Gbit/s per GPU per direction)");
+  CHECK(file_error("dp_mismatch.textproto") ==
+        kBad + "dp_mismatch.textproto:19:7: parallel.dp: 8 does not equal the cluster's 16 GPUs "
+               "(2 nodes x 8 GPUs per node)");
+  CHECK(file_error("global_batch_mismatch.textproto") ==
+        kBad + "global_batch_mismatch.textproto:25:17: training.global_batch: 130 is not micro_batch 4 x "
+               "grad_accum 2 x dp 16 = 128");
+  CHECK(file_error("heads_not_dividing.textproto") ==
+        kBad + "heads_not_dividing.textproto:14:10: model.heads: 7 does not divide hidden 2560");
+  CHECK(file_error("gpu_mismatch.textproto") ==
+        kBad + "gpu_mismatch.textproto:6:8: cluster.gpu: \"A100-SXM4-80GB\" does not match the GPU of profile "
+               "\"h100-sxm5-80gb\", which is \"H100-SXM5-80GB\"");
+  CHECK(file_error("unknown_profile.textproto") ==
+        kBad + "unknown_profile.textproto:10:10: profile: \"b200\" is not a built-in profile (a100-sxm4-80gb, "
+               "h100-sxm5-80gb) and there is no file " + kBad + "b200");
+  // An error inside a profile file names the profile file, not the scenario.
+  CHECK(file_error("profile_file_unknown_field.textproto") ==
+        kBad + "profile_unknown_field.textproto:14:3: gpu.tensor_tflops: unknown field \"tensor_tflops\" "
+               "(GpuProfile has: gpu, peak_bf16_tflops, peak_fp16_tflops, peak_tf32_tflops, peak_fp32_tflops, "
+               "hbm_gbytes_per_s, memory_capacity_gib, gemm_efficiency, hbm_efficiency, kernel_launch_us)");
+  // JSON has no positions: FILE: path: message.
+  CHECK(file_error("unknown_field.json") == kBad + "unknown_field.json: cluster.nvlinkGbps: unknown field "
+                                                   "\"nvlinkGbps\" (Cluster has: " + cluster_fields + ")");
+  CHECK(file_error("no_such_file.textproto") ==
+        kBad + "no_such_file.textproto: cannot read file: No such file or directory");
+}
+
+TEST_CASE("bad inline scenarios") {
+  const std::string good_training = "training { samples: 1000 }\n";
+  SUBCASE("unknown top-level field") {
+    CHECK(text_error(kMinimal + good_training + "seed: 3\n") ==
+          "inline.textproto:7:1: seed: unknown field \"seed\" (Scenario has: name, cluster, profile, model, "
+          "parallel, training)");
+  }
+  SUBCASE("protobuf counts a tab as reaching the next multiple of 8 columns") {
+    CHECK(text_error("cluster {\n\tnodes: x }\n") ==
+          "inline.textproto:2:16: cluster.nodes: Expected integer, got: x");
+  }
+  SUBCASE("negative number for an unsigned field") {
+    CHECK(text_error("model {\n  layers: -2\n}\n") == "inline.textproto:2:11: model.layers: Expected integer, got: -");
+  }
+  SUBCASE("unknown enum value lists the valid ones") {
+    CHECK(text_error(kMinimal + "training { samples: 1 precision: BF17 }\n") ==
+          "inline.textproto:6:34: training.precision: Unknown enumeration value of \"BF17\" for field "
+          "\"precision\". Valid values: PRECISION_UNSPECIFIED, BF16, FP16, FP32, TF32.");
+  }
+  SUBCASE("a field given twice") {
+    CHECK(text_error("cluster { nodes: 1 nodes: 2 }\n") ==
+          "inline.textproto:1:20: cluster.nodes: Non-repeated field \"nodes\" is specified multiple times.");
+  }
+  SUBCASE("samples and tokens together") {
+    CHECK(text_error(kMinimal + "training { samples: 1 tokens: 2 }\n") ==
+          "inline.textproto:6:23: training.tokens: Field \"tokens\" is specified along with field \"samples\", "
+          "another member of oneof \"dataset\".");
+  }
+  SUBCASE("neither samples nor tokens") {
+    CHECK(text_error(kMinimal + "training { epochs: 2 }\n") ==
+          "inline.textproto:6:1: training: missing samples or tokens (exactly one is required)");
+  }
+  SUBCASE("missing message") {
+    CHECK(text_error(kMinimal) == "inline.textproto: training: missing (required: samples or tokens per epoch)");
+  }
+  SUBCASE("global batch on one GPU") {
+    CHECK(text_error(kMinimal + "training { samples: 1000 global_batch: 12 }\n") ==
+          "inline.textproto:6:40: training.global_batch: 12 is not micro_batch 5 x grad_accum 2 x dp 1 = 10");
+  }
+  SUBCASE("non-finite and non-positive numbers") {
+    CHECK(text_error(kMinimal + "training { samples: 1000 epochs: nan }\n") ==
+          "inline.textproto:6:34: training.epochs: nan is not a finite number");
+    CHECK(text_error(kMinimal + "training { samples: 1000 epochs: -1 }\n") ==
+          "inline.textproto:6:34: training.epochs: -1 must be > 0 (epochs)");
+    CHECK(text_error(kMinimal + "training { tokens: 0 }\n") == "inline.textproto:6:20: training.tokens: 0 must be > 0");
+  }
+  SUBCASE("missing profile") {
+    CHECK(text_error("cluster { nodes: 1 gpus_per_node: 1 gpu: \"A100-SXM4-80GB\" "
+                     "nvlink_gbytes_per_s_per_direction: 300 nic_gbits_per_s_per_direction: 200 }\n") ==
+          "inline.textproto: profile: missing (required: a built-in profile (a100-sxm4-80gb, h100-sxm5-80gb) "
+          "or a path to a profile file, relative to the scenario file)");
+  }
+  SUBCASE("JSON errors") {
+    CHECK(text_error(R"({"parallel": {"dp": -1}})", true) ==
+          "inline.textproto: parallel.dp: invalid value -1 for type TYPE_UINT32");
+    CHECK(text_error(R"({"seed": 1})", true) ==
+          "inline.textproto: seed: unknown field \"seed\" (Scenario has: name, cluster, profile, model, parallel, "
+          "training)");
+    CHECK(text_error(R"({"cluster": {"nodes": 1},)", true).starts_with("inline.textproto: "));
+  }
+}

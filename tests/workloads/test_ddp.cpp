@@ -1,0 +1,106 @@
+#include <doctest/doctest.h>
+
+#include "workloads/iteration_result.h"
+
+using namespace clustersim;
+using namespace clustersim::workloads;
+
+namespace {
+
+// An A100-like profile written out here so the test does not depend on the data files.
+calibrate::HardwareProfile a100_like() {
+  calibrate::HardwareProfile p;
+  p.name = "test-a100";
+  p.gpu = {"A100", TFLOPps(312), TFLOPps(312), TFLOPps(156), TFLOPps(19.5), GBps(2039), GiB(80), 0.75, 0.8,
+           microseconds(2)};
+  p.collectives = {microseconds(8.4), microseconds(3.4), microseconds(14.0), 0.77, 0.8};
+  return p;
+}
+
+// l=2, h=1024, a=16, f=4h, V=51200, s=1024, micro-batch 4, on `nodes` nodes × 1 GPU (200 Gbit/s NIC).
+Scenario small_ddp(std::uint32_t nodes, std::uint32_t grad_accum, Bytes bucket_cap) {
+  Scenario sc;
+  sc.name = "ddp-test";
+  sc.cluster.nodes = nodes;
+  sc.cluster.gpus_per_node = 1;
+  sc.cluster.gpu = "A100";
+  sc.cluster.nvlink_per_direction = GBps(300);
+  sc.cluster.nic_per_direction = Gbitps(200);
+  sc.profile = a100_like();
+  sc.model = ModelSpec{"small", 2, 1024, 16, 4096, 51200, 1024};
+  sc.parallel = ParallelPlan{nodes, 4, grad_accum, bucket_cap};
+  sc.training = TrainingJob{1000, 1, std::uint64_t(4) * grad_accum * nodes, Precision::kBF16};
+  return sc;
+}
+
+}  // namespace
+
+TEST_CASE("DDP buckets: first bucket capped at 1 MiB, then the configured cap, in backward order") {
+  // Backward produces, in order: final_ln (2h = 2,048 params), L1.fc2 (f·h + h = 4,195,328), ...
+  // First bucket closes once it holds >= 1 MiB: 8,192 B after final_ln, then 16,789,504 B → closed
+  // with 4,197,376 params. With a 10,000 MiB cap everything else forms bucket 1:
+  // P = 2·(12h² + 13h) + (V + s)·h + 2h = 25,192,448 + 53,477,376 + 2,048 = 78,671,872;
+  // bucket 1 = 78,671,872 − 4,197,376 = 74,474,496 params = 297,897,984 B (fp32 gradients).
+  const Scenario sc = small_ddp(2, 1, MiB(10000));
+  const auto buckets = ddp_buckets(backward_ops(sc.model, 4, Precision::kBF16), bytes(4), MiB(1), MiB(10000));
+  REQUIRE(buckets.size() == 2);
+  CHECK(sc.model.parameter_count() == doctest::Approx(78671872));
+  CHECK(buckets[0].parameters == doctest::Approx(4197376));
+  CHECK(buckets[0].first_op == "final_ln.bwd");
+  CHECK(buckets[0].last_op == "L1.fc2.wgrad");
+  CHECK(buckets[1].size.raw() == doctest::Approx(297897984));
+  CHECK(buckets[1].last_op == "embed.bwd");
+}
+
+TEST_CASE("DDP: exposed communication equals the last bucket's AllReduce") {
+  // 2 nodes × 1 GPU: ring of 2 ranks, 2 steps, both across nodes: α = 8.4 + 2·14 = 36.4 µs;
+  // B = 25 GB/s · 0.8 = 20 GB/s; last bucket 297,897,984 B: 2·1/2 · 297,897,984 / 20e9 = 14.8948992 ms
+  // → 14.9312992 ms. Bucket 0 (16.8 MB, 0.88 ms) finishes while backward still runs (≈2 ms of layers
+  // left), so only the last bucket — released by the embedding backward, the last op — is exposed:
+  // the optimizer step waits for it on an otherwise idle GPU.
+  const IterationResult r = simulate_iteration(small_ddp(2, 1, MiB(10000)));
+  REQUIRE(r.buckets.size() == 2);
+  CHECK(r.breakdown.exposed_comm.raw() == doctest::Approx(14.9312992e-3).epsilon(1e-9));
+  CHECK(r.breakdown.idle.raw() == doctest::Approx(0).epsilon(1e-12));
+  CHECK((r.breakdown.compute + r.breakdown.exposed_comm).raw() == doctest::Approx(r.iteration_time.raw()).epsilon(1e-12));
+  // Both GPUs are identical replicas.
+  CHECK(r.per_gpu[0].compute == r.per_gpu[1].compute);
+}
+
+TEST_CASE("DDP with gradient accumulation communicates only after the last micro-batch") {
+  // Two micro-batches: compute doubles (except the optimizer step), the AllReduces do not.
+  const IterationResult one = simulate_iteration(small_ddp(2, 1, MiB(10000)));
+  const IterationResult two = simulate_iteration(small_ddp(2, 2, MiB(10000)));
+  CHECK(two.breakdown.exposed_comm.raw() == doctest::Approx(one.breakdown.exposed_comm.raw()).epsilon(1e-9));
+  // compute(two) = 2·compute(one) − optimizer step; the optimizer is < 1% of compute here.
+  CHECK(two.breakdown.compute.raw() == doctest::Approx(2 * one.breakdown.compute.raw()).epsilon(0.01));
+  CHECK(two.breakdown.compute.raw() < 2 * one.breakdown.compute.raw());
+  // Tasks: per GPU 2×(fwd + bwd) + optimizer, plus 2 AllReduce tasks shared by both GPUs.
+  CHECK(two.tasks == 2 * one.tasks - 2 - 2 * 1);
+}
+
+TEST_CASE("a single GPU has no gradient communication") {
+  const IterationResult r = simulate_iteration(small_ddp(1, 1, MiB(25)));
+  CHECK(r.breakdown.exposed_comm.raw() == 0);
+  CHECK(r.breakdown.compute.raw() == doctest::Approx(r.iteration_time.raw()).epsilon(1e-12));
+}
+
+TEST_CASE("exposed_time: communication hidden behind compute is not exposed") {
+  using I = std::vector<std::pair<sim::SimTime, sim::SimTime>>;
+  // busy [0,10) [20,30); compute covers [2,5) [8,25) → exposed [0,2) [5,8) [25,30) = 2 + 3 + 5 = 10 ps.
+  CHECK(sim::to_sim_time(exposed_time(I{{0, 10}, {20, 30}}, I{{2, 5}, {8, 25}})) == 10);
+  CHECK(sim::to_sim_time(exposed_time(I{{0, 10}}, I{})) == 10);
+  CHECK(sim::to_sim_time(exposed_time(I{{3, 4}}, I{{0, 10}})) == 0);
+}
+
+TEST_CASE("training-time identity: 1000 samples, global batch 10, accumulation 2") {
+  // optimizer steps = 1 · 1000 / 10 = 100; micro-batch steps = 100 · 2 = 200;
+  // time to train = 100 · 0.5 s = 50 s; GPU-hours = 50 s · 1 GPU / 3600 = 0.013889.
+  const TrainingTime t = training_time(TrainingJob{1000, 1, 10, Precision::kBF16}, 2, 1, seconds(0.5));
+  CHECK(t.optimizer_steps == 100);
+  CHECK(t.micro_batch_steps == 200);
+  CHECK(t.time_to_train.raw() == doctest::Approx(50));
+  CHECK(t.gpu_hours == doctest::Approx(50.0 / 3600));
+  // Two epochs of a partial last batch: 2 · 1005 / 10 = 201 steps.
+  CHECK(training_time(TrainingJob{1005, 2, 10, Precision::kBF16}, 1, 1, seconds(1)).optimizer_steps == 201);
+}

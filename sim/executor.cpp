@@ -23,6 +23,8 @@ Executor::Executor(Simulation& sim, const TaskGraph& graph)
 }
 
 void Executor::start() {
+  if (started_) return;  // arrivals must be counted once per stream
+  started_ = true;
   for (StreamId s = 0; s < graph_.stream_count(); ++s) arrive(s);
   // Tasks whose streams were all reached above were tried already; a task cannot be ready
   // without being at the head of its streams, so nothing else needs a look.
@@ -67,7 +69,7 @@ void Executor::finish() const {
   if (completed_ == graph_.size()) return;
   std::ostringstream out;
   const std::size_t stuck = graph_.size() - completed_;
-  out << "simulation deadlocked at t=" << to_seconds(sim_.now()).raw() << " s with " << stuck
+  out << "simulation deadlocked at t=" << format_us(sim_.now()) << " us with " << stuck
       << " unfinished task(s); stuck:";
   int listed = 0;
   for (TaskId t = 0; t < graph_.size() && listed < 8; ++t) {

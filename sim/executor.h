@@ -28,6 +28,7 @@ class Executor {
  public:
   Executor(Simulation& sim, const TaskGraph& graph);
   // Schedules the tasks that can run at time now(); the rest follow as events fire.
+  // Calling it again does nothing.
   void start();
   // Call after Simulation::run(): throws DeadlockError if tasks were left unfinished.
   void finish() const;
@@ -53,6 +54,7 @@ class Executor {
   std::vector<SimTime> end_;
   std::size_t completed_ = 0;
   SimTime makespan_ = 0;
+  bool started_ = false;
 };
 
 }  // namespace clustersim::sim

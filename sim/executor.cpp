@@ -8,17 +8,27 @@ namespace clustersim::sim {
 Executor::Executor(Simulation& sim, const TaskGraph& graph)
     : sim_(sim),
       graph_(graph),
-      dependents_(graph.size()),
+      dependents_begin_(graph.size() + 1, 0),
       deps_left_(graph.size(), 0),
       lanes_arrived_(graph.size(), 0),
       stream_head_(graph.stream_count(), 0),
       start_(graph.size(), -1),
       end_(graph.size(), -1) {
+  // Build the reverse adjacency (who waits for t) in compressed-row form: count, prefix-sum, fill.
+  const auto& extra = graph.extra_dependencies();
+  for (TaskId t = 0; t < graph.size(); ++t)
+    for (TaskId d : graph.deps(t)) ++dependents_begin_[d + 1];
+  for (const auto& [t, d] : extra) ++dependents_begin_[d + 1];
+  for (std::size_t i = 1; i < dependents_begin_.size(); ++i) dependents_begin_[i] += dependents_begin_[i - 1];
+  dependents_.resize(dependents_begin_.back());
+  std::vector<std::size_t> fill(dependents_begin_.begin(), dependents_begin_.end() - 1);
   for (TaskId t = 0; t < graph.size(); ++t) {
-    for (TaskId d : graph.task(t).deps) {
-      dependents_[d].push_back(t);
-      ++deps_left_[t];
-    }
+    for (TaskId d : graph.deps(t)) dependents_[fill[d]++] = t;
+    deps_left_[t] = static_cast<std::uint32_t>(graph.deps(t).size());
+  }
+  for (const auto& [t, d] : extra) {
+    dependents_[fill[d]++] = t;
+    ++deps_left_[t];
   }
 }
 
@@ -26,8 +36,8 @@ void Executor::start() {
   if (started_) return;  // arrivals must be counted once per stream
   started_ = true;
   for (StreamId s = 0; s < graph_.stream_count(); ++s) arrive(s);
-  // Tasks whose streams were all reached above were tried already; a task cannot be ready
-  // without being at the head of its streams, so nothing else needs a look.
+  // A task cannot be ready without being at the head of its streams, so the arrivals above
+  // have tried every task that can start now.
 }
 
 void Executor::arrive(StreamId s) {
@@ -39,27 +49,29 @@ void Executor::arrive(StreamId s) {
 }
 
 void Executor::try_start(TaskId id) {
-  const TaskSpec& spec = graph_.task(id);
-  if (deps_left_[id] != 0 || lanes_arrived_[id] != spec.lanes.size() || start_[id] >= 0) return;
+  if (deps_left_[id] != 0 || lanes_arrived_[id] != graph_.lanes(id).size() || start_[id] >= 0) return;
   start_[id] = sim_.now();
-  sim_.schedule_after(to_sim_time(spec.duration), [this, id] { complete(id); });
+  sim_.schedule_after(to_sim_time(graph_.duration(id)), [this, id] { complete(id); });
 }
 
 void Executor::complete(TaskId id) {
-  const TaskSpec& spec = graph_.task(id);
   const SimTime now = sim_.now();
   end_[id] = now;
   ++completed_;
   if (now > makespan_) makespan_ = now;
-  for (StreamId s : spec.lanes) {
-    const StreamInfo& info = graph_.stream(s);
-    sim_.emit(TaskRecord{id, spec.name, spec.category, info.gpu, info.name, start_[id], now, &spec.args});
+  if (sim_.has_sinks()) {
+    const TaskLabel& label = graph_.label(id);
+    for (StreamId s : graph_.lanes(id)) {
+      const StreamInfo& info = graph_.stream(s);
+      sim_.emit(TaskRecord{id, label.name, label.category, info.gpu, info.name, start_[id], now, &label.args});
+    }
   }
-  for (StreamId s : spec.lanes) {
+  for (StreamId s : graph_.lanes(id)) {
     ++stream_head_[s];
     arrive(s);
   }
-  for (TaskId d : dependents_[id]) {
+  for (std::size_t i = dependents_begin_[id]; i < dependents_begin_[id + 1]; ++i) {
+    const TaskId d = dependents_[i];
     --deps_left_[d];
     try_start(d);
   }
@@ -71,25 +83,33 @@ void Executor::finish() const {
   const std::size_t stuck = graph_.size() - completed_;
   out << "simulation deadlocked at t=" << format_us(sim_.now()) << " us with " << stuck
       << " unfinished task(s); stuck:";
+  // What a stuck task waits for: unfinished dependencies (given at creation or added later).
+  auto waits_for = [&](TaskId t) {
+    std::vector<TaskId> out_deps;
+    for (TaskId d : graph_.deps(t))
+      if (end_[d] < 0) out_deps.push_back(d);
+    for (const auto& [task, on] : graph_.extra_dependencies())
+      if (task == t && end_[on] < 0) out_deps.push_back(on);
+    return out_deps;
+  };
   int listed = 0;
   for (TaskId t = 0; t < graph_.size() && listed < 8; ++t) {
     if (start_[t] >= 0) continue;
-    const TaskSpec& spec = graph_.task(t);
     // Only tasks at the head of a stream are interesting: the others wait behind them.
     if (lanes_arrived_[t] == 0) continue;
-    out << (listed ? "; " : " ") << "'" << spec.name << "' (task " << t << ")";
+    const auto lanes = graph_.lanes(t);
+    out << (listed ? "; " : " ") << "'" << graph_.label(t).name << "' (task " << t << ")";
     if (deps_left_[t] != 0) {
       out << " waits for";
-      for (TaskId d : spec.deps)
-        if (end_[d] < 0) out << " '" << graph_.task(d).name << "'";
+      for (TaskId d : waits_for(t)) out << " '" << graph_.label(d).name << "'";
     }
-    if (lanes_arrived_[t] != spec.lanes.size()) {
-      out << " has " << lanes_arrived_[t] << "/" << spec.lanes.size() << " members; missing";
-      for (StreamId s : spec.lanes) {
+    if (lanes_arrived_[t] != lanes.size()) {
+      out << " has " << lanes_arrived_[t] << "/" << lanes.size() << " members; missing";
+      for (StreamId s : lanes) {
         const auto& tasks = graph_.stream_tasks(s);
         if (stream_head_[s] < tasks.size() && tasks[stream_head_[s]] != t)
           out << " gpu" << graph_.stream(s).gpu << "/" << graph_.stream(s).name << " (busy with '"
-              << graph_.task(tasks[stream_head_[s]]).name << "')";
+              << graph_.label(tasks[stream_head_[s]]).name << "')";
       }
     }
     ++listed;

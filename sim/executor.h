@@ -46,7 +46,8 @@ class Executor {
 
   Simulation& sim_;
   const TaskGraph& graph_;
-  std::vector<std::vector<TaskId>> dependents_;
+  std::vector<std::size_t> dependents_begin_;  // CSR: dependents of t are
+  std::vector<TaskId> dependents_;             // dependents_[begin[t] .. begin[t+1])
   std::vector<std::uint32_t> deps_left_;
   std::vector<std::uint32_t> lanes_arrived_;
   std::vector<std::size_t> stream_head_;  // index into graph_.stream_tasks(s)

@@ -23,6 +23,7 @@ class Simulation {
 
   // Sinks are owned by the caller and must outlive the run.
   void add_sink(TraceSink* sink) { sinks_.push_back(sink); }
+  bool has_sinks() const { return !sinks_.empty(); }
   void emit(const TaskRecord& record) {
     for (TraceSink* s : sinks_) s->on_task(record);
   }

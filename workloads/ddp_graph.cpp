@@ -60,18 +60,22 @@ IterationGraph build_ddp_iteration(const Scenario& sc) {
     it.compute_stream.push_back(it.graph.add_stream(g, kComputeStream));
     it.comm_stream.push_back(it.graph.add_stream(g, kDpCommStream));
   }
+  // One label per (op, micro-batch), shared by every replica.
+  std::vector<std::vector<sim::LabelId>> fwd_label(sc.parallel.grad_accum), bwd_label(sc.parallel.grad_accum);
+  for (std::uint32_t mb = 0; mb < sc.parallel.grad_accum; ++mb) {
+    for (const Op& op : fwd) fwd_label[mb].push_back(it.graph.add_label({op.name, kCategoryCompute, op_args(op, mb)}));
+    for (const Op& op : bwd) bwd_label[mb].push_back(it.graph.add_label({op.name, kCategoryCompute, op_args(op, mb)}));
+  }
   // bucket_ready[b][g]: the task on GPU g that completes bucket b in the last micro-batch.
   std::vector<std::vector<sim::TaskId>> bucket_ready(it.buckets.size());
   for (std::uint32_t g = 0; g < gpus; ++g) {
-    const sim::StreamId cs = it.compute_stream[g];
+    const sim::StreamId cs[] = {it.compute_stream[g]};
     for (std::uint32_t mb = 0; mb < sc.parallel.grad_accum; ++mb) {
-      for (std::size_t i = 0; i < fwd.size(); ++i)
-        it.graph.add({fwd[i].name, kCategoryCompute, {cs}, fwd_time[i], {}, op_args(fwd[i], mb)});
+      for (std::size_t i = 0; i < fwd.size(); ++i) it.graph.add(fwd_label[mb][i], cs, fwd_time[i]);
       const bool last = mb + 1 == sc.parallel.grad_accum;
       std::size_t next_bucket = 0;
       for (std::size_t i = 0; i < bwd.size(); ++i) {
-        const sim::TaskId t =
-            it.graph.add({bwd[i].name, kCategoryCompute, {cs}, bwd_time[i], {}, op_args(bwd[i], mb)});
+        const sim::TaskId t = it.graph.add(bwd_label[mb][i], cs, bwd_time[i]);
         while (last && next_bucket < it.buckets.size() && it.buckets[next_bucket].ready_after_op == i)
           bucket_ready[next_bucket++].push_back(t);
       }
@@ -96,11 +100,12 @@ IterationGraph build_ddp_iteration(const Scenario& sc) {
             {"gradients", 0, bucket.first_op + " .. " + bucket.last_op}}}));
     }
   }
+  const sim::LabelId opt_label = it.graph.add_label({opt.name, kCategoryCompute, op_args(opt, 0)});
+  std::vector<sim::TaskId> opt_deps;
+  if (!it.bucket_allreduce.empty()) opt_deps.push_back(it.bucket_allreduce.back());
   for (std::uint32_t g = 0; g < gpus; ++g) {
-    std::vector<sim::TaskId> deps;
-    if (!it.bucket_allreduce.empty()) deps.push_back(it.bucket_allreduce.back());
-    it.optimizer_task.push_back(it.graph.add({opt.name, kCategoryCompute, {it.compute_stream[g]}, opt_time,
-                                              std::move(deps), op_args(opt, 0)}));
+    const sim::StreamId cs[] = {it.compute_stream[g]};
+    it.optimizer_task.push_back(it.graph.add(opt_label, cs, opt_time, opt_deps));
   }
   return it;
 }

@@ -442,13 +442,12 @@ void randomized_dag(std::uint64_t seed, bool with_collectives) {
   std::vector<SimTime> want_start(kTasks), want_end(kTasks);
   SimTime want_makespan = 0;
   for (TaskId t = 0; t < kTasks; ++t) {
-    const TaskSpec& spec = g.task(t);
     SimTime s = 0;
-    for (TaskId d : spec.deps) s = std::max(s, want_end[d]);
-    for (StreamId l : spec.lanes) s = std::max(s, stream_end[l]);
+    for (TaskId d : g.deps(t)) s = std::max(s, want_end[d]);
+    for (StreamId l : g.lanes(t)) s = std::max(s, stream_end[l]);
     want_start[t] = s;
-    want_end[t] = s + to_sim_time(spec.duration);
-    for (StreamId l : spec.lanes) stream_end[l] = want_end[t];
+    want_end[t] = s + to_sim_time(g.duration(t));
+    for (StreamId l : g.lanes(t)) stream_end[l] = want_end[t];
     want_makespan = std::max(want_makespan, want_end[t]);
   }
 

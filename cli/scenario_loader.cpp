@@ -11,7 +11,9 @@
 #include <string_view>
 
 #include "calibrate/proto_text.h"
+#include "cli/cluster_loader.h"
 #include "cli/scenario.pb.h"
+#include "cli/validate.h"
 #include "sim/input_error.h"
 
 namespace clustersim::cli {
@@ -26,65 +28,9 @@ using calibrate::ParsedText;
 
 constexpr double kDefaultDdpBucketMiB = 25;  // PyTorch DDP bucket_cap_mb default
 
-std::string plural(std::uint64_t n, const char* noun) {
-  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
-}
-
-std::uint32_t at_least_one(const ParsedText& in, const std::string& path, bool has, std::uint32_t value) {
-  if (!has) in.fail(path, "missing (required, >= 1)");
-  if (value < 1) in.fail(path, std::to_string(value) + " must be >= 1");
-  return value;
-}
-
-double finite(const ParsedText& in, const std::string& path, double value) {
-  if (!std::isfinite(value)) in.fail(path, format_number(value) + " is not a finite number");
-  return value;
-}
-
-double positive(const ParsedText& in, const std::string& path, bool has, double value, const char* unit) {
-  if (!has) in.fail(path, std::string("missing (required, > 0, ") + unit + ")");
-  finite(in, path, value);
-  if (value <= 0) in.fail(path, format_number(value) + " must be > 0 (" + unit + ")");
-  return value;
-}
-
-double non_negative(const ParsedText& in, const std::string& path, bool has, double value, const char* unit) {
-  if (!has) return 0;
-  finite(in, path, value);
-  if (value < 0) in.fail(path, format_number(value) + " must be >= 0 (" + unit + ")");
-  return value;
-}
-
 std::string builtin_profile_list() {
   std::string out;
   for (const std::string& name : calibrate::builtin_profile_names()) out += (out.empty() ? "" : ", ") + name;
-  return out;
-}
-
-topology::ClusterSpec to_cluster(const ParsedText& in, const schema::Scenario& s) {
-  if (!s.has_cluster()) in.fail("cluster", "missing (required)");
-  const schema::Cluster& c = s.cluster();
-  topology::ClusterSpec out;
-  out.nodes = at_least_one(in, "cluster.nodes", c.has_nodes(), c.nodes());
-  out.gpus_per_node = at_least_one(in, "cluster.gpus_per_node", c.has_gpus_per_node(), c.gpus_per_node());
-  if (std::uint64_t{out.nodes} * out.gpus_per_node > std::numeric_limits<std::uint32_t>::max()) {
-    in.fail("cluster.gpus_per_node", plural(out.nodes, "node") + " x " + plural(out.gpus_per_node, "GPU") +
-                                         " per node is more GPUs than 2^32 - 1");
-  }
-  if (!c.has_gpu() || c.gpu().empty()) {
-    in.fail("cluster.gpu", "missing (required: the GPU type, e.g. \"A100-SXM4-80GB\", as the profile names it)");
-  }
-  out.gpu = c.gpu();
-  out.nvlink_per_direction =
-      GBps(positive(in, "cluster.nvlink_gbytes_per_s_per_direction", c.has_nvlink_gbytes_per_s_per_direction(),
-                    c.nvlink_gbytes_per_s_per_direction(), "decimal GB/s per GPU per direction"));
-  out.nic_per_direction =
-      Gbitps(positive(in, "cluster.nic_gbits_per_s_per_direction", c.has_nic_gbits_per_s_per_direction(),
-                      c.nic_gbits_per_s_per_direction(), "Gbit/s per GPU per direction"));
-  out.nvlink_hop_latency = microseconds(non_negative(in, "cluster.nvlink_hop_latency_us",
-                                                     c.has_nvlink_hop_latency_us(), c.nvlink_hop_latency_us(), "us"));
-  out.network_hop_latency = microseconds(non_negative(
-      in, "cluster.network_hop_latency_us", c.has_network_hop_latency_us(), c.network_hop_latency_us(), "us"));
   return out;
 }
 
@@ -206,21 +152,6 @@ schema::Precision to_schema(workloads::Precision p) {
   return schema::BF16;
 }
 
-// The number in the schema's unit that converts back to exactly `raw`: raw / scale is usually it,
-// but (x * c) / c can be off by an ulp, and the resolved scenario must reload to equal values.
-template <class Forward>
-double invert(double raw, double guess, Forward forward) {
-  double up = guess;
-  double down = guess;
-  for (int i = 0; i < 8; ++i) {
-    if (forward(up) == raw) return up;
-    if (forward(down) == raw) return down;
-    up = std::nextafter(up, std::numeric_limits<double>::infinity());
-    down = std::nextafter(down, -std::numeric_limits<double>::infinity());
-  }
-  return guess;
-}
-
 }  // namespace
 
 workloads::Scenario load_scenario_text(const std::string& text, const std::string& display_name, bool json,
@@ -233,7 +164,8 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
                  ? message.name()
                  : std::filesystem::path(display_name).stem().string();
   out.source_file = display_name;
-  out.cluster = to_cluster(in, message);
+  if (!message.has_cluster()) in.fail("cluster", "missing (required)");
+  out.cluster = to_cluster(in, message.cluster(), "cluster");
   out.profile = to_profile(in, message, base_dir);
   out.profile_ref = message.profile();
   if (out.profile.gpu.gpu != out.cluster.gpu) {
@@ -262,18 +194,7 @@ std::string resolved_scenario_text(const workloads::Scenario& scenario) {
   schema::Scenario m;
   m.set_name(scenario.name);
 
-  const topology::ClusterSpec& cluster = scenario.cluster;
-  schema::Cluster& c = *m.mutable_cluster();
-  c.set_nodes(cluster.nodes);
-  c.set_gpus_per_node(cluster.gpus_per_node);
-  c.set_gpu(cluster.gpu);
-  const double nvlink = cluster.nvlink_per_direction.raw();
-  c.set_nvlink_gbytes_per_s_per_direction(invert(nvlink, nvlink / 1e9, [](double v) { return GBps(v).raw(); }));
-  const double nic = cluster.nic_per_direction.raw();
-  c.set_nic_gbits_per_s_per_direction(invert(nic, nic * 8 / 1e9, [](double v) { return Gbitps(v).raw(); }));
-  const auto us = [](double v) { return microseconds(v).raw(); };
-  c.set_nvlink_hop_latency_us(invert(cluster.nvlink_hop_latency.raw(), to_us(cluster.nvlink_hop_latency), us));
-  c.set_network_hop_latency_us(invert(cluster.network_hop_latency.raw(), to_us(cluster.network_hop_latency), us));
+  write_cluster(scenario.cluster, *m.mutable_cluster());
 
   m.set_profile(scenario.profile_ref);
 

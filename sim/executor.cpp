@@ -5,9 +5,10 @@
 
 namespace clustersim::sim {
 
-Executor::Executor(Simulation& sim, const TaskGraph& graph)
+Executor::Executor(Simulation& sim, const TaskGraph& graph, TaskRunner* runner)
     : sim_(sim),
       graph_(graph),
+      runner_(runner),
       dependents_begin_(graph.size() + 1, 0),
       deps_left_(graph.size(), 0),
       lanes_arrived_(graph.size(), 0),
@@ -51,6 +52,13 @@ void Executor::arrive(StreamId s) {
 void Executor::try_start(TaskId id) {
   if (deps_left_[id] != 0 || lanes_arrived_[id] != graph_.lanes(id).size() || start_[id] >= 0) return;
   start_[id] = sim_.now();
+  if (graph_.dynamic(id)) {
+    assert(runner_ && "dynamic tasks need a TaskRunner");
+    // Completion goes through the queue even when the runner finishes at once, so that a task
+    // never completes inside the call that started it.
+    runner_->run(id, [this, id] { sim_.schedule_after(0, [this, id] { complete(id); }); });
+    return;
+  }
   sim_.schedule_after(to_sim_time(graph_.duration(id)), [this, id] { complete(id); });
 }
 

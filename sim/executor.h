@@ -10,6 +10,7 @@
 // naming the stuck tasks and what each waits for.
 #pragma once
 
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -24,9 +25,18 @@ class DeadlockError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Runs dynamic tasks (TaskGraph::add_dynamic). run() is called when the task starts; it must call
+// done() exactly once, when the task ends (at that simulated time, typically from an event).
+class TaskRunner {
+ public:
+  virtual ~TaskRunner() = default;
+  virtual void run(TaskId task, std::function<void()> done) = 0;
+};
+
 class Executor {
  public:
-  Executor(Simulation& sim, const TaskGraph& graph);
+  // `runner` is required when the graph has dynamic tasks.
+  Executor(Simulation& sim, const TaskGraph& graph, TaskRunner* runner = nullptr);
   // Schedules the tasks that can run at time now(); the rest follow as events fire.
   // Calling it again does nothing.
   void start();
@@ -46,6 +56,7 @@ class Executor {
 
   Simulation& sim_;
   const TaskGraph& graph_;
+  TaskRunner* runner_;
   std::vector<std::size_t> dependents_begin_;  // CSR: dependents of t are
   std::vector<TaskId> dependents_;             // dependents_[begin[t] .. begin[t+1])
   std::vector<std::uint32_t> deps_left_;

@@ -27,7 +27,7 @@ TaskId TaskGraph::add(LabelId label, std::span<const StreamId> lanes, Seconds du
     (void)d;
   }
   tasks_.push_back(Task{label, static_cast<std::uint32_t>(lanes.size()), static_cast<std::uint32_t>(deps.size()),
-                        lanes_.size(), deps_.size(), duration});
+                        lanes_.size(), deps_.size(), duration, false});
   for (StreamId s : lanes) {
     assert(s < streams_.size() && "unknown stream");
     assert((stream_tasks_[s].empty() || stream_tasks_[s].back() != id) && "duplicate lane");
@@ -35,6 +35,12 @@ TaskId TaskGraph::add(LabelId label, std::span<const StreamId> lanes, Seconds du
     lanes_.push_back(s);
   }
   deps_.insert(deps_.end(), deps.begin(), deps.end());
+  return id;
+}
+
+TaskId TaskGraph::add_dynamic(LabelId label, std::span<const StreamId> lanes, std::span<const TaskId> deps) {
+  const TaskId id = add(label, lanes, seconds(0), deps);
+  tasks_[id].dynamic = true;
   return id;
 }
 

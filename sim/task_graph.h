@@ -54,6 +54,9 @@ class TaskGraph {
   LabelId add_label(TaskLabel label);
   // Adds a task at the end of each of its lanes' streams. Dependencies must name existing tasks.
   TaskId add(LabelId label, std::span<const StreamId> lanes, Seconds duration, std::span<const TaskId> deps = {});
+  // A task whose duration is decided while it runs (e.g. a collective made of flows that share
+  // links with other traffic): the executor hands it to its TaskRunner when it starts.
+  TaskId add_dynamic(LabelId label, std::span<const StreamId> lanes, std::span<const TaskId> deps = {});
   TaskId add(TaskSpec spec);
   // An extra dependency between any two tasks (may point forward; cycles are reported as
   // deadlocks by the executor, as imported traces can contain them).
@@ -67,6 +70,7 @@ class TaskGraph {
 
   const TaskLabel& label(TaskId id) const { return labels_[tasks_[id].label]; }
   Seconds duration(TaskId id) const { return tasks_[id].duration; }
+  bool dynamic(TaskId id) const { return tasks_[id].dynamic; }
   std::span<const StreamId> lanes(TaskId id) const {
     return {lanes_.data() + tasks_[id].lane_begin, tasks_[id].lane_count};
   }
@@ -83,6 +87,7 @@ class TaskGraph {
     std::size_t lane_begin;
     std::size_t dep_begin;
     Seconds duration;
+    bool dynamic;
   };
   std::vector<Task> tasks_;
   std::vector<StreamId> lanes_;

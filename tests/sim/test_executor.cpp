@@ -509,3 +509,44 @@ TEST_CASE("Executor::start() twice does not count stream arrivals twice") {
   ex.finish();
   CHECK(ex.start_time(ar) == 5'000'000);
 }
+
+namespace {
+// Finishes each dynamic task after a delay chosen per task, as a flow-driven collective would.
+class DelayRunner : public clustersim::sim::TaskRunner {
+ public:
+  DelayRunner(clustersim::sim::Simulation& s, clustersim::sim::SimTime delay) : sim_(s), delay_(delay) {}
+  void run(clustersim::sim::TaskId, std::function<void()> done) override {
+    ++runs;
+    sim_.schedule_after(delay_, std::move(done));
+  }
+  int runs = 0;
+
+ private:
+  clustersim::sim::Simulation& sim_;
+  clustersim::sim::SimTime delay_;
+};
+}  // namespace
+
+TEST_CASE("dynamic tasks end when their runner says so, and occupy their lanes until then") {
+  // 'x' (2 µs fixed) on stream a; dynamic 'd' on a and b after it, finishing 3 µs after it starts
+  // → d runs [2, 5) µs; 'y' (1 µs) behind d on stream b starts at 5 µs and ends at 6 µs.
+  using namespace clustersim;
+  sim::TaskGraph g;
+  const sim::StreamId a = g.add_stream(0, "a"), b = g.add_stream(1, "b");
+  g.add({"x", "compute", {a}, microseconds(2), {}, {}});
+  const sim::LabelId dl = g.add_label({"d", "comm", {}});
+  const sim::StreamId ab[] = {a, b};
+  const sim::TaskId d = g.add_dynamic(dl, ab);
+  const sim::TaskId y = g.add({"y", "compute", {b}, microseconds(1), {}, {}});
+  sim::Simulation s;
+  DelayRunner runner(s, 3'000'000);
+  sim::Executor ex(s, g, &runner);
+  ex.start();
+  s.run();
+  ex.finish();
+  CHECK(runner.runs == 1);
+  CHECK(ex.start_time(d) == 2'000'000);
+  CHECK(ex.end_time(d) == 5'000'000);
+  CHECK(ex.start_time(y) == 5'000'000);
+  CHECK(ex.makespan() == 6'000'000);
+}

@@ -76,6 +76,13 @@ void ChromeTraceWriter::on_task(const TaskRecord& r) {
                           std::string(r.name), std::string(r.category), std::move(args)});
 }
 
+void ChromeTraceWriter::add_counter_sample(std::string_view track, SimTime t, double value) {
+  std::uint32_t index = 0;
+  while (index < counter_tracks_.size() && counter_tracks_[index] != track) ++index;
+  if (index == counter_tracks_.size()) counter_tracks_.emplace_back(track);
+  counters_.push_back(CounterSample{index, t, counters_.size(), value});
+}
+
 std::string ChromeTraceWriter::json() const {
   std::vector<const Event*> order;
   order.reserve(events_.size());
@@ -108,6 +115,21 @@ std::string ChromeTraceWriter::json() const {
          "\",\"pid\":" + std::to_string(e->gpu) + ",\"tid\":" + std::to_string(e->stream_index) +
          ",\"ts\":" + format_us(e->start) + ",\"dur\":" + format_us(e->end - e->start) + ",\"args\":{" +
          e->args_json + "}}");
+  }
+  if (!counters_.empty()) {
+    const std::string pid = std::to_string(streams_.size());
+    line("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + pid +
+         ",\"tid\":0,\"args\":{\"name\":\"network links\"}}");
+    line("{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" + pid + ",\"tid\":0,\"args\":{\"sort_index\":" +
+         pid + "}}");
+    std::vector<const CounterSample*> samples;
+    for (const CounterSample& c : counters_) samples.push_back(&c);
+    std::sort(samples.begin(), samples.end(), [](const CounterSample* a, const CounterSample* b) {
+      return std::tie(a->track, a->time, a->seq) < std::tie(b->track, b->time, b->seq);
+    });
+    for (const CounterSample* c : samples)
+      line("{\"ph\":\"C\",\"name\":\"" + json_escape(counter_tracks_[c->track]) + "\",\"pid\":" + pid +
+           ",\"ts\":" + format_us(c->time) + ",\"args\":{\"GB/s\":" + format_number(c->value) + "}}");
   }
   out += "\n]}\n";
   return out;

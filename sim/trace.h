@@ -43,6 +43,9 @@ class ChromeTraceWriter : public TraceSink {
   // gpu_labels[g] names GPU g's process (e.g. "node 0 / gpu 3").
   explicit ChromeTraceWriter(std::vector<std::string> gpu_labels);
   void on_task(const TaskRecord& record) override;
+  // A sample of a counter track (e.g. a link's throughput in GB/s) at time t; the track holds its
+  // value until the next sample. Counter tracks appear under one extra process, "network links".
+  void add_counter_sample(std::string_view track, SimTime t, double value);
   // The complete JSON document, events sorted by (gpu, stream, start, task) for stable output.
   std::string json() const;
 
@@ -61,6 +64,14 @@ class ChromeTraceWriter : public TraceSink {
   std::vector<std::string> gpu_labels_;
   std::vector<std::vector<std::string>> streams_;  // per GPU, in first-seen order
   std::vector<Event> events_;
+  struct CounterSample {
+    std::uint32_t track;
+    SimTime time;
+    std::uint64_t seq;
+    double value;
+  };
+  std::vector<std::string> counter_tracks_;
+  std::vector<CounterSample> counters_;
 };
 
 // Formats picoseconds as microseconds with exactly six decimals ("12.345678"), no rounding.

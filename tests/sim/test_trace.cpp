@@ -269,3 +269,22 @@ TEST_CASE("trace: identical runs give identical bytes") {
 
 }  // namespace
 }  // namespace clustersim::sim
+
+TEST_CASE("counter tracks: one process for links, samples sorted by track and time") {
+  clustersim::sim::ChromeTraceWriter w({"GPU 0"});
+  w.add_counter_sample("n0/nic0->leaf0", 2'000'000, 12.5);
+  w.add_counter_sample("n0/nic0->leaf0", 1'000'000, 25);
+  w.add_counter_sample("a-link", 0, 1);
+  const std::string j = w.json();
+  // No GPU has tasks, so the links process takes pid 1 (after GPU 0's slot).
+  CHECK(j.find("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"network links\"}}") !=
+        std::string::npos);
+  const auto first = j.find("\"name\":\"n0/nic0->leaf0\",\"pid\":1,\"ts\":1.000000,\"args\":{\"GB/s\":25}");
+  const auto second = j.find("\"name\":\"n0/nic0->leaf0\",\"pid\":1,\"ts\":2.000000,\"args\":{\"GB/s\":12.5}");
+  const auto other = j.find("\"name\":\"n0/nic0->leaf0\"");
+  CHECK(first != std::string::npos);
+  CHECK(second != std::string::npos);
+  CHECK(first < second);
+  // Tracks keep first-seen order: n0/nic0->leaf0 was added first.
+  CHECK(other < j.find("\"name\":\"a-link\""));
+}

@@ -61,15 +61,18 @@ int main(int argc, char** argv) {
     workloads::Scenario sc = cli::load_default_scenario();
     sc.cluster.nodes = (gpus + sc.cluster.gpus_per_node - 1) / sc.cluster.gpus_per_node;
     gpus = sc.cluster.gpu_count();
-    sc.parallel.dp = gpus;
-    sc.training.global_batch = std::uint64_t(sc.parallel.micro_batch) * sc.parallel.grad_accum * gpus;
+    workloads::Job& job = sc.jobs[0];
+    job.gpus.resize(gpus);
+    for (std::uint32_t g = 0; g < gpus; ++g) job.gpus[g] = g;
+    job.parallel.dp = gpus;
+    job.training.global_batch = std::uint64_t(job.parallel.micro_batch) * job.parallel.grad_accum * gpus;
     const auto t0 = std::chrono::steady_clock::now();
-    const workloads::IterationResult r = workloads::simulate_iteration(sc);
+    const workloads::ScenarioResult r = workloads::simulate_scenario(sc);
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("default scenario at %u GPUs: %zu tasks, %llu events, wall %.3f s (%.2f M events/s), "
                 "simulated iteration %.6f s, peak memory %.1f MiB\n",
                 gpus, r.tasks, static_cast<unsigned long long>(r.events), wall, double(r.events) / wall / 1e6,
-                r.iteration_time.raw(), peak_rss_mib());
+                r.jobs[0].iteration_time.raw(), peak_rss_mib());
   }
   return 0;
 }

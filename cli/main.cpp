@@ -5,8 +5,10 @@
 #include <vector>
 
 #include "cli/run_command.h"
+#include "cli/topo_command.h"
 #include "sim/executor.h"
 #include "sim/input_error.h"
+#include "topology/topology.h"
 
 namespace {
 
@@ -15,6 +17,7 @@ constexpr const char* kUsage =
     "\n"
     "commands:\n"
     "  run [SCENARIO]   simulate one training iteration; print time, throughput, MFU, memory, time to train\n"
+    "  topo [SCENARIO]  show the cluster: GPUs, switches, links, NVLink domains, bisection, diameter\n"
     "\n"
     "clustersim <command> --help shows the options of a command.\n";
 
@@ -34,9 +37,13 @@ int main(int argc, char** argv) {
     const std::string command = args[0];
     args.erase(args.begin());
     if (command == "run") return clustersim::cli::run_command(args, std::cout);
+    if (command == "topo") return clustersim::cli::topo_command(args, std::cout);
     std::cerr << "error: command line: unknown command '" << command << "'\n" << kUsage;
     return 2;
   } catch (const clustersim::InputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const clustersim::topology::NoRouteError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
   } catch (const clustersim::sim::DeadlockError& e) {

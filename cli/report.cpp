@@ -48,26 +48,35 @@ constexpr const char* kMfuConvention =
 
 }  // namespace
 
-std::string summary_text(const workloads::Scenario& sc, const workloads::IterationResult& r) {
+namespace {
+
+std::string gpu_ranges(const std::vector<std::uint32_t>& gpus) {
+  std::string out;
+  for (std::size_t i = 0; i < gpus.size();) {
+    std::size_t j = i;
+    while (j + 1 < gpus.size() && gpus[j + 1] == gpus[j] + 1) ++j;
+    out += (out.empty() ? "" : ",") + std::to_string(gpus[i]) + (j > i ? "-" + std::to_string(gpus[j]) : "");
+    i = j + 1;
+  }
+  return out;
+}
+
+void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const workloads::Job& job,
+                 const workloads::IterationResult& r, bool several) {
   using workloads::to_string;
-  std::ostringstream o;
-  const auto& c = sc.cluster;
-  const auto& m = sc.model;
-  const auto& p = sc.parallel;
-  const std::uint32_t gpus = c.gpu_count();
-  o << "clustersim run: " << sc.name << "\n";
-  o << "  scenario   " << sc.source_file << "\n";
-  o << "  profile    " << sc.profile.name << " (" << sc.profile.origin << ")\n";
-  o << "  cluster    " << c.nodes << " node(s) x " << c.gpus_per_node << " " << c.gpu << " = " << gpus
-    << " GPUs; NVLink " << fmt("%g", to_GBps(c.nvlink_per_direction)) << " GB/s and NIC "
-    << fmt("%g", c.nic_per_direction.raw() * 8 / 1e9) << " Gbit/s per GPU per direction\n";
+  const auto& m = job.model;
+  const auto& p = job.parallel;
+  const auto& t = job.training;
+  const auto gpus = static_cast<double>(job.gpus.size());
+  if (several) o << "Job \"" << job.name << "\" on GPUs " << gpu_ranges(job.gpus) << "\n";
   o << "  model      " << m.name << ": " << fmt("%.3f", m.parameter_count() / 1e9) << " B parameters, " << m.layers
     << " layers, hidden " << m.hidden << ", " << m.heads << " heads, FFN " << m.ffn_hidden << ", vocab " << m.vocab
     << ", sequence " << m.seq_len << "\n";
   o << "  parallel   PyTorch DDP: DP " << p.dp << " x micro-batch " << p.micro_batch << " x grad-accum "
-    << p.grad_accum << " = global batch " << sc.training.global_batch << " samples; " << r.buckets.size()
-    << " gradient buckets (first 1 MiB, then " << fmt("%g", p.ddp_bucket.raw() / 1048576.0) << " MiB); "
-    << to_string(sc.training.precision) << "\n\n";
+    << p.grad_accum << " = global batch " << t.global_batch << " samples; " << r.buckets.size()
+    << " gradient buckets (first 1 MiB, then " << fmt("%g", p.ddp_bucket.raw() / 1048576.0) << " MiB"
+    << (p.dp == 1 ? "; nothing to all-reduce at DP 1" : "") << "); "
+    << to_string(t.precision) << "\n\n";
 
   const double it = r.iteration_time.raw();
   o << "Iteration (one optimizer step)\n";
@@ -77,7 +86,7 @@ std::string summary_text(const workloads::Scenario& sc, const workloads::Iterati
   o << "  samples/s         " << fmt("%.2f", r.samples_per_s) << "\n";
   o << "  MFU               " << fmt("%.1f", 100 * r.mfu) << " %  ("
     << fmt("%.1f", to_TFLOPps(r.model_flops_per_step / r.iteration_time) / gpus) << " model TFLOP/s per GPU of "
-    << fmt("%g", to_TFLOPps(workloads::tensor_peak(sc.profile.gpu, sc.training.precision))) << ")\n";
+    << fmt("%g", to_TFLOPps(workloads::tensor_peak(sc.profile.gpu, t.precision))) << ")\n";
   o << "                    " << kMfuConvention << "\n\n";
 
   o << "Where the time goes (GPU " << r.breakdown_gpu << ", the one with the most exposed communication)\n";
@@ -96,18 +105,16 @@ std::string summary_text(const workloads::Scenario& sc, const workloads::Iterati
     << " GiB: " << (r.memory.oom ? "OUT OF MEMORY (largest part: " + r.memory.largest_part + ")" : "fits") << "\n\n";
 
   o << "Training time\n";
-  o << "  optimizer steps   " << grouped(r.training.optimizer_steps) << "  (= " << fmt("%g", sc.training.epochs)
-    << " epoch(s) x " << fmt("%.0f", sc.training.samples_per_epoch) << " samples / global batch "
-    << sc.training.global_batch << ")\n";
+  o << "  optimizer steps   " << grouped(r.training.optimizer_steps) << "  (= " << fmt("%g", t.epochs)
+    << " epoch(s) x " << fmt("%.0f", t.samples_per_epoch) << " samples / global batch " << t.global_batch << ")\n";
   o << "  micro-batch steps " << grouped(r.training.micro_batch_steps) << "  (= optimizer steps x grad-accum "
     << p.grad_accum << ")\n";
   o << "  time to train     " << human_duration(r.training.time_to_train) << "  ("
     << fmt("%.1f", r.training.time_to_train.raw()) << " s = optimizer steps x iteration time)\n";
   o << "  GPU-hours         " << fmt("%.1f", r.training.gpu_hours) << "\n";
-  return o.str();
 }
 
-std::string result_json(const workloads::Scenario& sc, const workloads::IterationResult& r) {
+std::string job_json(const workloads::Job& job, const workloads::IterationResult& r, const std::string& indent) {
   using sim::format_number;
   using sim::json_escape;
   std::ostringstream o;
@@ -116,41 +123,117 @@ std::string result_json(const workloads::Scenario& sc, const workloads::Iteratio
     return "{\"compute\": " + num(b.compute.raw()) + ", \"exposed_comm\": " + num(b.exposed_comm.raw()) +
            ", \"idle\": " + num(b.idle.raw()) + "}";
   };
-  o << "{\n";
-  o << "  \"scenario\": \"" << json_escape(sc.name) << "\",\n";
-  o << "  \"scenario_file\": \"" << json_escape(sc.source_file) << "\",\n";
-  o << "  \"profile\": \"" << json_escape(sc.profile.name) << "\",\n";
-  o << "  \"gpus\": " << sc.cluster.gpu_count() << ",\n";
-  o << "  \"parameters\": " << num(sc.model.parameter_count()) << ",\n";
-  o << "  \"global_batch\": " << sc.training.global_batch << ",\n";
-  o << "  \"iteration_time_s\": " << num(r.iteration_time.raw()) << ",\n";
-  o << "  \"tokens_per_s\": " << num(r.tokens_per_s) << ",\n";
-  o << "  \"samples_per_s\": " << num(r.samples_per_s) << ",\n";
-  o << "  \"model_flops_per_step\": " << num(r.model_flops_per_step.raw()) << ",\n";
-  o << "  \"mfu\": " << num(r.mfu) << ",\n";
-  o << "  \"mfu_convention\": \"" << json_escape(kMfuConvention) << "\",\n";
-  o << "  \"breakdown_gpu\": " << r.breakdown_gpu << ",\n";
-  o << "  \"breakdown_s\": " << breakdown(r.breakdown) << ",\n";
-  o << "  \"per_gpu_breakdown_s\": [";
-  for (std::size_t g = 0; g < r.per_gpu.size(); ++g) o << (g ? ",\n    " : "\n    ") << breakdown(r.per_gpu[g]);
-  o << "\n  ],\n";
-  o << "  \"buckets\": [";
+  const std::string& in = indent;
+  o << in << "\"job\": \"" << json_escape(job.name) << "\",\n";
+  o << in << "\"job_gpus\": \"" << gpu_ranges(job.gpus) << "\",\n";
+  o << in << "\"parameters\": " << num(job.model.parameter_count()) << ",\n";
+  o << in << "\"global_batch\": " << job.training.global_batch << ",\n";
+  o << in << "\"iteration_time_s\": " << num(r.iteration_time.raw()) << ",\n";
+  o << in << "\"tokens_per_s\": " << num(r.tokens_per_s) << ",\n";
+  o << in << "\"samples_per_s\": " << num(r.samples_per_s) << ",\n";
+  o << in << "\"model_flops_per_step\": " << num(r.model_flops_per_step.raw()) << ",\n";
+  o << in << "\"mfu\": " << num(r.mfu) << ",\n";
+  o << in << "\"mfu_convention\": \"" << json_escape(kMfuConvention) << "\",\n";
+  o << in << "\"breakdown_gpu\": " << r.breakdown_gpu << ",\n";
+  o << in << "\"breakdown_s\": " << breakdown(r.breakdown) << ",\n";
+  o << in << "\"per_gpu_breakdown_s\": [";
+  for (std::size_t g = 0; g < r.per_gpu.size(); ++g)
+    o << (g ? ",\n  " : "\n  ") << in << "{\"gpu\": " << job.gpus[g] << ", \"s\": " << breakdown(r.per_gpu[g]) << "}";
+  o << "\n" << in << "],\n";
+  o << in << "\"buckets\": [";
   for (std::size_t b = 0; b < r.buckets.size(); ++b)
-    o << (b ? ",\n    " : "\n    ") << "{\"bytes\": " << num(r.buckets[b].size.raw())
+    o << (b ? ",\n  " : "\n  ") << in << "{\"bytes\": " << num(r.buckets[b].size.raw())
       << ", \"parameters\": " << num(r.buckets[b].parameters) << ", \"first\": \"" << json_escape(r.buckets[b].first_op)
       << "\", \"last\": \"" << json_escape(r.buckets[b].last_op) << "\"}";
-  o << "\n  ],\n";
-  o << "  \"memory\": {\"peak_bytes\": " << num(r.memory.peak.raw()) << ", \"capacity_bytes\": "
+  o << "\n" << in << "],\n";
+  o << in << "\"memory\": {\"peak_bytes\": " << num(r.memory.peak.raw()) << ", \"capacity_bytes\": "
     << num(r.memory.capacity.raw()) << ", \"oom\": " << (r.memory.oom ? "true" : "false") << ", \"parts_bytes\": {";
   for (std::size_t i = 0; i < r.memory.parts.size(); ++i)
     o << (i ? ", " : "") << "\"" << json_escape(r.memory.parts[i].name) << "\": " << num(r.memory.parts[i].size.raw());
   o << "}},\n";
-  o << "  \"training\": {\"optimizer_steps\": " << r.training.optimizer_steps
+  o << in << "\"training\": {\"optimizer_steps\": " << r.training.optimizer_steps
     << ", \"micro_batch_steps\": " << r.training.micro_batch_steps
     << ", \"time_to_train_s\": " << num(r.training.time_to_train.raw())
-    << ", \"gpu_hours\": " << num(r.training.gpu_hours) << "},\n";
-  o << "  \"simulator\": {\"tasks\": " << r.tasks << ", \"events\": " << r.events << "}\n";
+    << ", \"gpu_hours\": " << num(r.training.gpu_hours) << "}";
+  return o.str();
+}
+
+}  // namespace
+
+std::string summary_text(const workloads::Scenario& sc, const workloads::ScenarioResult& result) {
+  std::ostringstream o;
+  const auto& c = sc.cluster;
+  o << "clustersim run: " << sc.name << "\n";
+  o << "  scenario   " << sc.source_file << "\n";
+  o << "  profile    " << sc.profile.name << " (" << sc.profile.origin << ")\n";
+  o << "  cluster    " << c.nodes << (c.nodes == 1 ? " node x " : " nodes x ") << c.gpus_per_node << " " << c.gpu
+    << " = " << c.gpu_count() << (c.gpu_count() == 1 ? " GPU" : " GPUs") << "; NVLink " << fmt("%g", to_GBps(c.nvlink_per_direction)) << " GB/s and NIC "
+    << fmt("%g", c.nic_per_direction.raw() * 8 / 1e9) << " Gbit/s per GPU per direction\n";
+  o << "  fidelity   " << workloads::to_string(sc.fidelity)
+    << (sc.fidelity == workloads::Fidelity::kFlow ? " (collectives as flows sharing the links max-min)"
+                                                  : " (closed-form collectives, no contention)")
+    << "\n";
+  const bool several = sc.jobs.size() > 1;
+  if (several) o << "  jobs       " << sc.jobs.size() << ", sharing the cluster's fabric\n";
+  o << (several ? "\n" : "");
+  for (std::size_t j = 0; j < sc.jobs.size(); ++j) {
+    if (j) o << "\n";
+    job_summary(o, sc, sc.jobs[j], result.jobs[j], several);
+  }
+  return o.str();
+}
+
+std::string result_json(const workloads::Scenario& sc, const workloads::ScenarioResult& result) {
+  using sim::json_escape;
+  std::ostringstream o;
+  o << "{\n";
+  o << "  \"scenario\": \"" << json_escape(sc.name) << "\",\n";
+  o << "  \"scenario_file\": \"" << json_escape(sc.source_file) << "\",\n";
+  o << "  \"profile\": \"" << json_escape(sc.profile.name) << "\",\n";
+  o << "  \"fidelity\": \"" << workloads::to_string(sc.fidelity) << "\",\n";
+  o << "  \"gpus\": " << sc.cluster.gpu_count() << ",\n";
+  // With one job its results are also the top-level keys; with several, read "jobs".
+  if (sc.jobs.size() == 1) o << job_json(sc.jobs[0], result.jobs[0], "  ") << ",\n";
+  o << "  \"jobs\": [";
+  for (std::size_t j = 0; j < sc.jobs.size(); ++j)
+    o << (j ? ",\n" : "\n") << "    {\n" << job_json(sc.jobs[j], result.jobs[j], "      ") << "\n    }";
+  o << "\n  ],\n";
+  o << "  \"simulator\": {\"tasks\": " << result.tasks << ", \"events\": " << result.events << "}\n";
   o << "}\n";
+  return o.str();
+}
+
+std::string link_usage_json(const workloads::ScenarioResult& r) {
+  using sim::format_number;
+  using sim::json_escape;
+  std::ostringstream o;
+  const double span = r.makespan.raw();
+  o << "{\n  \"makespan_s\": " << format_number(span) << ",\n  \"links\": [";
+  for (std::size_t i = 0; i < r.links.size(); ++i) {
+    const workloads::LinkUsage& l = r.links[i];
+    o << (i ? ",\n" : "\n") << "    {\"link\": \"" << json_escape(l.name) << "\", \"kind\": \"" << l.kind
+      << "\", \"capacity_GBps\": " << format_number(to_GBps(l.capacity))
+      << ", \"bytes_carried\": " << format_number(l.bytes_carried.raw()) << ", \"busy_s\": " << format_number(l.busy.raw())
+      << ", \"busy_fraction\": " << format_number(span > 0 ? l.busy.raw() / span : 0)
+      << ", \"mean_GBps_while_busy\": "
+      << format_number(l.busy.raw() > 0 ? l.bytes_carried.raw() / l.busy.raw() / 1e9 : 0)
+      << ", \"peak_flows\": " << l.peak_flows << "}";
+  }
+  o << "\n  ]\n}\n";
+  return o.str();
+}
+
+std::string link_usage_csv(const workloads::ScenarioResult& r) {
+  using sim::format_number;
+  std::ostringstream o;
+  const double span = r.makespan.raw();
+  o << "link,kind,capacity_GBps,bytes_carried,busy_s,busy_fraction,mean_GBps_while_busy,peak_flows\n";
+  for (const workloads::LinkUsage& l : r.links)
+    o << l.name << "," << l.kind << "," << format_number(to_GBps(l.capacity)) << ","
+      << format_number(l.bytes_carried.raw()) << "," << format_number(l.busy.raw()) << ","
+      << format_number(span > 0 ? l.busy.raw() / span : 0) << ","
+      << format_number(l.busy.raw() > 0 ? l.bytes_carried.raw() / l.busy.raw() / 1e9 : 0) << "," << l.peak_flows
+      << "\n";
   return o.str();
 }
 

@@ -9,8 +9,13 @@
 
 namespace clustersim::cli {
 
-std::string summary_text(const workloads::Scenario& scenario, const workloads::IterationResult& result);
-std::string result_json(const workloads::Scenario& scenario, const workloads::IterationResult& result);
+std::string summary_text(const workloads::Scenario& scenario, const workloads::ScenarioResult& result);
+std::string result_json(const workloads::Scenario& scenario, const workloads::ScenarioResult& result);
+
+// Per-link utilisation (FLOW fidelity): bytes carried, busy time and fraction of the makespan,
+// peak concurrent flows, mean throughput while busy. Busiest (by bytes) first.
+std::string link_usage_json(const workloads::ScenarioResult& result);
+std::string link_usage_csv(const workloads::ScenarioResult& result);
 
 // Writes `content` to `path` through a temporary file in the same directory and a rename, so a
 // failure never leaves a half-written file. Throws InputError naming the path on failure.

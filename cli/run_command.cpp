@@ -24,6 +24,9 @@ int run_command(const std::vector<std::string>& args, std::ostream& out) {
       ("json", po::value<std::string>()->value_name("FILE"), "write the results as JSON")
       ("trace", po::value<std::string>()->value_name("FILE"),
        "write the timeline as Chrome trace-event JSON (open in https://ui.perfetto.dev)")
+      ("links", po::value<std::string>()->value_name("FILE"),
+       "write per-link utilisation as JSON (FLOW fidelity): bytes, busy fraction, peak concurrent flows")
+      ("links-csv", po::value<std::string>()->value_name("FILE"), "the same as CSV")
       ("resolved", po::value<std::string>()->value_name("FILE"),
        "write the scenario with every default filled in (text format)");
   po::options_description hidden;
@@ -59,11 +62,16 @@ int run_command(const std::vector<std::string>& args, std::ostream& out) {
   std::vector<sim::TraceSink*> sinks;
   if (vm.count("trace")) sinks.push_back(&trace);
 
-  const workloads::IterationResult result = workloads::simulate_iteration(scenario, sinks);
+  const workloads::ScenarioResult result =
+      workloads::simulate_scenario(scenario, sinks, vm.count("trace") ? &trace : nullptr);
 
   out << summary_text(scenario, result);
   if (vm.count("json")) write_file_atomically(vm["json"].as<std::string>(), result_json(scenario, result));
   if (vm.count("trace")) write_file_atomically(vm["trace"].as<std::string>(), trace.json());
+  if ((vm.count("links") || vm.count("links-csv")) && scenario.fidelity != workloads::Fidelity::kFlow)
+    throw InputError("command line", 0, 0, "--links", "per-link utilisation needs fidelity: FLOW");
+  if (vm.count("links")) write_file_atomically(vm["links"].as<std::string>(), link_usage_json(result));
+  if (vm.count("links-csv")) write_file_atomically(vm["links-csv"].as<std::string>(), link_usage_csv(result));
   if (vm.count("resolved")) {
     const std::string path = vm["resolved"].as<std::string>();
     workloads::Scenario resolved = scenario;

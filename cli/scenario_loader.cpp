@@ -3,6 +3,7 @@
 #include <google/protobuf/text_format.h>
 
 #include <cassert>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -53,77 +54,78 @@ calibrate::HardwareProfile to_profile(const ParsedText& in, const schema::Scenar
   return calibrate::load_profile_file(path.string());
 }
 
-workloads::ModelSpec to_model(const ParsedText& in, const schema::Scenario& s) {
-  if (!s.has_model()) in.fail("model", "missing (required)");
+template <class M>
+workloads::ModelSpec to_model(const ParsedText& in, const M& s, const std::string& pre) {
+  if (!s.has_model()) in.fail(pre + "model", "missing (required)");
   const schema::Model& m = s.model();
   workloads::ModelSpec out;
-  out.name = m.has_name() && !m.name().empty() ? m.name() : "model";
-  out.layers = at_least_one(in, "model.layers", m.has_layers(), m.layers());
-  out.hidden = at_least_one(in, "model.hidden", m.has_hidden(), m.hidden());
-  out.heads = at_least_one(in, "model.heads", m.has_heads(), m.heads());
-  out.vocab = at_least_one(in, "model.vocab", m.has_vocab(), m.vocab());
-  out.seq_len = at_least_one(in, "model.seq_len", m.has_seq_len(), m.seq_len());
+  out.name = m.has_name() && !m.name().empty() ? m.name() : pre + "model";
+  out.layers = at_least_one(in, pre + "model.layers", m.has_layers(), m.layers());
+  out.hidden = at_least_one(in, pre + "model.hidden", m.has_hidden(), m.hidden());
+  out.heads = at_least_one(in, pre + "model.heads", m.has_heads(), m.heads());
+  out.vocab = at_least_one(in, pre + "model.vocab", m.has_vocab(), m.vocab());
+  out.seq_len = at_least_one(in, pre + "model.seq_len", m.has_seq_len(), m.seq_len());
   if (out.hidden % out.heads != 0) {
-    in.fail("model.heads", std::to_string(out.heads) + " does not divide hidden " + std::to_string(out.hidden));
+    in.fail(pre + "model.heads", std::to_string(out.heads) + " does not divide hidden " + std::to_string(out.hidden));
   }
   if (m.has_ffn_hidden()) {
-    out.ffn_hidden = at_least_one(in, "model.ffn_hidden", true, m.ffn_hidden());
+    out.ffn_hidden = at_least_one(in, pre + "model.ffn_hidden", true, m.ffn_hidden());
   } else {
     if (out.hidden > std::numeric_limits<std::uint32_t>::max() / 4) {
-      in.fail("model.hidden", std::to_string(out.hidden) + " is too large for the default ffn_hidden = 4 x hidden");
+      in.fail(pre + "model.hidden", std::to_string(out.hidden) + " is too large for the default ffn_hidden = 4 x hidden");
     }
     out.ffn_hidden = 4 * out.hidden;
   }
   return out;
 }
 
-workloads::ParallelPlan to_parallel(const ParsedText& in, const schema::Scenario& s,
-                                    const topology::ClusterSpec& cluster) {
-  if (!s.has_parallel()) in.fail("parallel", "missing (required)");
+template <class M>
+workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std::string& pre,
+                                    const std::string& gpus_description, std::uint32_t gpus) {
+  if (!s.has_parallel()) in.fail(pre + "parallel", "missing (required)");
   const schema::Parallelism& p = s.parallel();
   workloads::ParallelPlan out;
-  out.dp = at_least_one(in, "parallel.dp", p.has_dp(), p.dp());
-  if (out.dp != cluster.gpu_count()) {
-    in.fail("parallel.dp", std::to_string(out.dp) + " does not equal the cluster's " +
-                               plural(cluster.gpu_count(), "GPU") + " (" + plural(cluster.nodes, "node") + " x " +
-                               plural(cluster.gpus_per_node, "GPU") + " per node)");
+  out.dp = at_least_one(in, pre + "parallel.dp", p.has_dp(), p.dp());
+  if (out.dp != gpus) {
+    in.fail(pre + "parallel.dp", std::to_string(out.dp) + " does not equal the " + gpus_description);
   }
-  out.micro_batch = at_least_one(in, "parallel.micro_batch", p.has_micro_batch(), p.micro_batch());
-  out.grad_accum = p.has_grad_accum() ? at_least_one(in, "parallel.grad_accum", true, p.grad_accum()) : 1;
+  out.micro_batch = at_least_one(in, pre + "parallel.micro_batch", p.has_micro_batch(), p.micro_batch());
+  out.grad_accum = p.has_grad_accum() ? at_least_one(in, pre + "parallel.grad_accum", true, p.grad_accum()) : 1;
   out.ddp_bucket = MiB(p.has_ddp_bucket_mib()
-                           ? positive(in, "parallel.ddp_bucket_mib", true, p.ddp_bucket_mib(), "MiB")
+                           ? positive(in, pre + "parallel.ddp_bucket_mib", true, p.ddp_bucket_mib(), "MiB")
                            : kDefaultDdpBucketMiB);
   return out;
 }
 
-workloads::TrainingJob to_training(const ParsedText& in, const schema::Scenario& s, const workloads::ModelSpec& model,
+template <class M>
+workloads::TrainingJob to_training(const ParsedText& in, const M& s, const std::string& pre, const workloads::ModelSpec& model,
                                    const workloads::ParallelPlan& parallel) {
-  if (!s.has_training()) in.fail("training", "missing (required: samples or tokens per epoch)");
+  if (!s.has_training()) in.fail(pre + "training", "missing (required: samples or tokens per epoch)");
   const schema::Training& t = s.training();
   workloads::TrainingJob out;
   switch (t.dataset_case()) {
     case schema::Training::kSamples:
-      if (t.samples() == 0) in.fail("training.samples", "0 must be > 0");
+      if (t.samples() == 0) in.fail(pre + "training.samples", "0 must be > 0");
       out.samples_per_epoch = static_cast<double>(t.samples());
       break;
     case schema::Training::kTokens:
-      if (t.tokens() == 0) in.fail("training.tokens", "0 must be > 0");
+      if (t.tokens() == 0) in.fail(pre + "training.tokens", "0 must be > 0");
       out.samples_per_epoch = static_cast<double>(t.tokens()) / model.seq_len;
       break;
     case schema::Training::DATASET_NOT_SET:
-      in.fail("training", "missing samples or tokens (exactly one is required)");
+      in.fail(pre + "training", "missing samples or tokens (exactly one is required)");
   }
-  out.epochs = t.has_epochs() ? positive(in, "training.epochs", true, t.epochs(), "epochs") : 1;
+  out.epochs = t.has_epochs() ? positive(in, pre + "training.epochs", true, t.epochs(), "epochs") : 1;
 
   // micro_batch x grad_accum x dp < 2^96 can overflow 64 bits; such a batch is an input error.
   const std::uint64_t mb_ga = std::uint64_t{parallel.micro_batch} * parallel.grad_accum;
   if (mb_ga > std::numeric_limits<std::uint64_t>::max() / parallel.dp) {
-    in.fail("parallel.grad_accum", "micro_batch x grad_accum x dp does not fit in 64 bits");
+    in.fail(pre + "parallel.grad_accum", "micro_batch x grad_accum x dp does not fit in 64 bits");
   }
   const std::uint64_t expected = mb_ga * parallel.dp;
   out.global_batch = expected;
   if (t.has_global_batch() && t.global_batch() != expected) {
-    in.fail("training.global_batch", std::to_string(t.global_batch()) + " is not micro_batch " +
+    in.fail(pre + "training.global_batch", std::to_string(t.global_batch()) + " is not micro_batch " +
                                          std::to_string(parallel.micro_batch) + " x grad_accum " +
                                          std::to_string(parallel.grad_accum) + " x dp " + std::to_string(parallel.dp) +
                                          " = " + std::to_string(expected));
@@ -135,7 +137,7 @@ workloads::TrainingJob to_training(const ParsedText& in, const schema::Scenario&
     case schema::FP32: out.precision = workloads::Precision::kFP32; break;
     case schema::TF32: out.precision = workloads::Precision::kTF32; break;
     default:
-      in.fail("training.precision", std::to_string(static_cast<int>(t.precision())) +
+      in.fail(pre + "training.precision", std::to_string(static_cast<int>(t.precision())) +
                                         " is not a precision (BF16, FP16, FP32, TF32)");
   }
   return out;
@@ -150,6 +152,45 @@ schema::Precision to_schema(workloads::Precision p) {
   }
   assert(false && "unhandled Precision");
   return schema::BF16;
+}
+
+// "0-63,128-191" → {0..63, 128..191}, ascending, each index < total.
+std::vector<std::uint32_t> parse_gpu_ranges(const ParsedText& in, const std::string& path, const std::string& text,
+                                            std::uint32_t total) {
+  std::vector<std::uint32_t> out;
+  std::vector<bool> seen(total, false);
+  std::size_t pos = 0;
+  auto number = [&](std::size_t& p) -> std::uint64_t {
+    const std::size_t begin = p;
+    std::uint64_t v = 0;
+    while (p < text.size() && std::isdigit(static_cast<unsigned char>(text[p])) && v <= total)
+      v = v * 10 + static_cast<std::uint64_t>(text[p++] - '0');
+    if (p == begin) in.fail(path, "\"" + text + "\" is not a list of GPU ranges such as \"0-63,128-191\"");
+    return v;
+  };
+  while (pos <= text.size()) {
+    while (pos < text.size() && text[pos] == ' ') ++pos;
+    const std::uint64_t first = number(pos);
+    std::uint64_t last = first;
+    if (pos < text.size() && text[pos] == '-') {
+      ++pos;
+      last = number(pos);
+    }
+    while (pos < text.size() && text[pos] == ' ') ++pos;
+    if (last < first) in.fail(path, "range " + std::to_string(first) + "-" + std::to_string(last) + " is backwards");
+    if (last >= total)
+      in.fail(path, "GPU " + std::to_string(last) + " does not exist (the cluster has " + plural(total, "GPU") + ")");
+    for (std::uint64_t g = first; g <= last; ++g) {
+      if (seen[g]) in.fail(path, "GPU " + std::to_string(g) + " is listed twice");
+      seen[g] = true;
+    }
+    if (pos == text.size()) break;
+    if (text[pos] != ',') in.fail(path, "\"" + text + "\" is not a list of GPU ranges such as \"0-63,128-191\"");
+    ++pos;
+  }
+  for (std::uint32_t g = 0; g < total; ++g)
+    if (seen[g]) out.push_back(g);
+  return out;
 }
 
 }  // namespace
@@ -172,9 +213,48 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
     in.fail("cluster.gpu", "\"" + out.cluster.gpu + "\" does not match the GPU of profile \"" + out.profile_ref +
                                "\", which is \"" + out.profile.gpu.gpu + "\"");
   }
-  out.model = to_model(in, message);
-  out.parallel = to_parallel(in, message, out.cluster);
-  out.training = to_training(in, message, out.model, out.parallel);
+  out.fidelity = message.fidelity() == schema::ANALYTICAL ? workloads::Fidelity::kAnalytical
+                                                          : workloads::Fidelity::kFlow;
+  const std::uint32_t total_gpus = out.cluster.gpu_count();
+  if (message.jobs_size() == 0) {
+    workloads::Job job;
+    job.name = out.name;
+    job.gpus.resize(total_gpus);
+    for (std::uint32_t g = 0; g < total_gpus; ++g) job.gpus[g] = g;
+    job.model = to_model(in, message, "");
+    job.parallel = to_parallel(in, message, "",
+                               "cluster's " + plural(total_gpus, "GPU") + " (" + plural(out.cluster.nodes, "node") +
+                                   " x " + plural(out.cluster.gpus_per_node, "GPU") + " per node)",
+                               total_gpus);
+    job.training = to_training(in, message, "", job.model, job.parallel);
+    out.jobs.push_back(std::move(job));
+  } else {
+    for (const char* field : {"model", "parallel", "training"}) {
+      const bool present = std::string(field) == "model"      ? message.has_model()
+                           : std::string(field) == "parallel" ? message.has_parallel()
+                                                              : message.has_training();
+      if (present) in.fail(field, "must not be set together with jobs (give each job its own)");
+    }
+    std::vector<int> owner(total_gpus, -1);
+    for (int j = 0; j < message.jobs_size(); ++j) {
+      const schema::Job& m = message.jobs(j);
+      const std::string pre = "jobs[" + std::to_string(j) + "].";
+      workloads::Job job;
+      job.name = m.has_name() && !m.name().empty() ? m.name() : "job" + std::to_string(j);
+      if (!m.has_gpus()) in.fail(pre + "gpus", "missing (required: GPU index ranges such as \"0-63,128-191\")");
+      job.gpus = parse_gpu_ranges(in, pre + "gpus", m.gpus(), total_gpus);
+      for (std::uint32_t g : job.gpus) {
+        if (owner[g] >= 0)
+          in.fail(pre + "gpus", "GPU " + std::to_string(g) + " is already used by jobs[" + std::to_string(owner[g]) + "]");
+        owner[g] = j;
+      }
+      job.model = to_model(in, m, pre);
+      job.parallel = to_parallel(in, m, pre, "job's " + plural(job.gpus.size(), "GPU") + " (" + pre + "gpus)",
+                                 static_cast<std::uint32_t>(job.gpus.size()));
+      job.training = to_training(in, m, pre, job.model, job.parallel);
+      out.jobs.push_back(std::move(job));
+    }
+  }
   return out;
 }
 
@@ -190,16 +270,11 @@ workloads::Scenario load_default_scenario() {
   return load_scenario_text(std::string(*text), "<built-in default scenario>", false, "");
 }
 
-std::string resolved_scenario_text(const workloads::Scenario& scenario) {
-  schema::Scenario m;
-  m.set_name(scenario.name);
+namespace {
 
-  write_cluster(scenario.cluster, *m.mutable_cluster());
-
-  m.set_profile(scenario.profile_ref);
-
-  const workloads::ModelSpec& model = scenario.model;
-  schema::Model& mo = *m.mutable_model();
+void write_job(const workloads::Job& job, schema::Model* mo_ptr, schema::Parallelism* p_ptr, schema::Training* t_ptr) {
+  const workloads::ModelSpec& model = job.model;
+  schema::Model& mo = *mo_ptr;
   mo.set_name(model.name);
   mo.set_layers(model.layers);
   mo.set_hidden(model.hidden);
@@ -208,8 +283,8 @@ std::string resolved_scenario_text(const workloads::Scenario& scenario) {
   mo.set_vocab(model.vocab);
   mo.set_seq_len(model.seq_len);
 
-  const workloads::ParallelPlan& parallel = scenario.parallel;
-  schema::Parallelism& p = *m.mutable_parallel();
+  const workloads::ParallelPlan& parallel = job.parallel;
+  schema::Parallelism& p = *p_ptr;
   p.set_dp(parallel.dp);
   p.set_micro_batch(parallel.micro_batch);
   p.set_grad_accum(parallel.grad_accum);
@@ -218,8 +293,8 @@ std::string resolved_scenario_text(const workloads::Scenario& scenario) {
 
   // The value type keeps samples per epoch; write the whole number the scenario could have said:
   // samples when integral, else tokens (a token budget that is not a whole number of sequences).
-  const workloads::TrainingJob& training = scenario.training;
-  schema::Training& t = *m.mutable_training();
+  const workloads::TrainingJob& training = job.training;
+  schema::Training& t = *t_ptr;
   const double samples = training.samples_per_epoch;
   constexpr double kTwoTo64 = 18446744073709551616.0;
   if (samples == std::floor(samples) && samples >= 0 && samples < kTwoTo64) {
@@ -231,6 +306,44 @@ std::string resolved_scenario_text(const workloads::Scenario& scenario) {
   t.set_epochs(training.epochs);
   t.set_global_batch(training.global_batch);
   t.set_precision(to_schema(training.precision));
+
+}
+
+// {0..63, 128..191} → "0-63,128-191".
+std::string gpu_ranges_text(const std::vector<std::uint32_t>& gpus) {
+  std::string out;
+  for (std::size_t i = 0; i < gpus.size();) {
+    std::size_t j = i;
+    while (j + 1 < gpus.size() && gpus[j + 1] == gpus[j] + 1) ++j;
+    out += (out.empty() ? "" : ",") + std::to_string(gpus[i]) + (j > i ? "-" + std::to_string(gpus[j]) : "");
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string resolved_scenario_text(const workloads::Scenario& scenario) {
+  schema::Scenario m;
+  m.set_name(scenario.name);
+
+  write_cluster(scenario.cluster, *m.mutable_cluster());
+
+  m.set_profile(scenario.profile_ref);
+
+  m.set_fidelity(scenario.fidelity == workloads::Fidelity::kAnalytical ? schema::ANALYTICAL : schema::FLOW);
+  const bool single = scenario.jobs.size() == 1 && scenario.jobs[0].gpus.size() == scenario.cluster.gpu_count() &&
+                      scenario.jobs[0].name == scenario.name;
+  for (const workloads::Job& job : scenario.jobs) {
+    if (single) {
+      write_job(job, m.mutable_model(), m.mutable_parallel(), m.mutable_training());
+    } else {
+      schema::Job& j = *m.add_jobs();
+      j.set_name(job.name);
+      j.set_gpus(gpu_ranges_text(job.gpus));
+      write_job(job, j.mutable_model(), j.mutable_parallel(), j.mutable_training());
+    }
+  }
 
   std::string body;
   google::protobuf::TextFormat::Printer printer;

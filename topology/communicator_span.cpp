@@ -7,7 +7,11 @@ namespace clustersim::topology {
 
 CommunicatorSpan span_of(const ClusterSpec& cluster, std::span<const std::uint32_t> gpus) {
   std::map<std::uint32_t, std::uint32_t> per_node;
-  for (std::uint32_t g : gpus) ++per_node[cluster.node_of(g)];
+  // A torus is one ICI domain: every chip reaches every other over ICI links.
+  const std::uint32_t domain_nodes = cluster.node.scale_up == ScaleUp::kTorus
+                                         ? cluster.nodes
+                                         : std::max<std::uint32_t>(1, cluster.node.nvlink_domain_nodes);
+  for (std::uint32_t g : gpus) ++per_node[cluster.node_of(g) / domain_nodes];
   CommunicatorSpan span;
   span.ranks = static_cast<std::uint32_t>(gpus.size());
   span.nodes = static_cast<std::uint32_t>(per_node.size());

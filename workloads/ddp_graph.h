@@ -43,15 +43,20 @@ Bytes ddp_gradient_bytes(Precision precision);
 
 inline constexpr Bytes kFirstBucketCap = MiB(1);  // torch.distributed._DEFAULT_FIRST_BUCKET_BYTES
 
-struct IterationGraph {
-  sim::TaskGraph graph;
-  std::vector<sim::StreamId> compute_stream;  // per GPU
-  std::vector<sim::StreamId> comm_stream;     // per GPU
+class CollectiveEngine;
+
+// The tasks of one job inside a (possibly shared) task graph. Index r is the job's rank r, which
+// runs on GPU job.gpus[r].
+struct JobGraph {
+  std::vector<sim::StreamId> compute_stream;  // per rank
+  std::vector<sim::StreamId> comm_stream;     // per rank
   std::vector<GradientBucket> buckets;
   std::vector<sim::TaskId> bucket_allreduce;  // task of each bucket's AllReduce (empty if dp == 1)
-  std::vector<sim::TaskId> optimizer_task;    // per GPU
+  std::vector<sim::TaskId> optimizer_task;    // per rank
 };
 
-IterationGraph build_ddp_iteration(const Scenario& scenario);
+// Adds one optimizer step of `job` to `graph`; its collectives go through `collectives`.
+JobGraph build_ddp_job(const Scenario& scenario, const Job& job, sim::TaskGraph& graph,
+                       CollectiveEngine& collectives);
 
 }  // namespace clustersim::workloads

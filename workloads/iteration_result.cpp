@@ -2,7 +2,11 @@
 
 #include <cmath>
 
+#include <memory>
+
 #include "sim/executor.h"
+#include "workloads/collective_engine.h"
+#include "workloads/network_model.h"
 #include "workloads/compute_model.h"
 
 namespace clustersim::workloads {
@@ -36,46 +40,81 @@ TrainingTime training_time(const TrainingJob& job, std::uint32_t grad_accum, std
   return t;
 }
 
-IterationResult simulate_iteration(const Scenario& sc, const std::vector<sim::TraceSink*>& sinks) {
-  IterationGraph it = build_ddp_iteration(sc);
+ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::TraceSink*>& sinks,
+                                 sim::ChromeTraceWriter* link_counters, std::size_t counter_links) {
   sim::Simulation simulation;
   for (sim::TraceSink* s : sinks) simulation.add_sink(s);
-  sim::Executor executor(simulation, it.graph);
-  executor.start();
-  IterationResult r;
-  r.events = simulation.run();
-  executor.finish();
-  r.tasks = it.graph.size();
-  r.iteration_time = sim::to_seconds(executor.makespan());
-
-  const std::uint32_t gpus = sc.cluster.gpu_count();
-  auto intervals = [&](sim::StreamId s) {
-    Intervals out;
-    for (sim::TaskId t : it.graph.stream_tasks(s)) out.emplace_back(executor.start_time(t), executor.end_time(t));
-    return out;
-  };
-  for (std::uint32_t g = 0; g < gpus; ++g) {
-    const Intervals compute = intervals(it.compute_stream[g]);
-    const Intervals comm = intervals(it.comm_stream[g]);
-    TimeBreakdown b;
-    for (const auto& [s, e] : compute) b.compute += sim::to_seconds(e - s);
-    b.exposed_comm = exposed_time(comm, compute);
-    b.idle = r.iteration_time - b.compute - b.exposed_comm;
-    r.per_gpu.push_back(b);
-    if (g == 0 || b.exposed_comm > r.per_gpu[r.breakdown_gpu].exposed_comm) r.breakdown_gpu = g;
+  std::unique_ptr<NetworkModel> network;
+  if (sc.fidelity == Fidelity::kFlow) {
+    network = std::make_unique<NetworkModel>(simulation, sc);
+    if (link_counters) network->record_rates();
   }
-  r.breakdown = r.per_gpu[r.breakdown_gpu];
+  CollectiveEngine collectives(simulation, sc, network.get());
+  sim::TaskGraph graph;
+  std::vector<JobGraph> job_graphs;
+  for (const Job& job : sc.jobs) job_graphs.push_back(build_ddp_job(sc, job, graph, collectives));
 
-  const double global_batch = double(sc.parallel.micro_batch) * sc.parallel.grad_accum * sc.parallel.dp;
-  r.samples_per_s = global_batch / r.iteration_time.raw();
-  r.tokens_per_s = r.samples_per_s * sc.model.seq_len;
-  r.model_flops_per_step = model_flops(sc.model, sc.parallel.micro_batch) * (double(sc.parallel.grad_accum) * sc.parallel.dp);
-  r.mfu = r.model_flops_per_step.raw() /
-          (r.iteration_time.raw() * gpus * tensor_peak(sc.profile.gpu, sc.training.precision).raw());
-  r.buckets = std::move(it.buckets);
-  r.memory = estimate_ddp_memory(sc);
-  r.training = training_time(sc.training, sc.parallel.grad_accum, gpus, r.iteration_time);
-  return r;
+  sim::Executor executor(simulation, graph, &collectives);
+  executor.start();
+  ScenarioResult out;
+  out.events = simulation.run();
+  executor.finish();
+  out.tasks = graph.size();
+  out.makespan = sim::to_seconds(executor.makespan());
+  if (network) {
+    out.links = network->link_usage();
+    if (link_counters) {
+      for (std::size_t i = 0; i < out.links.size() && i < counter_links; ++i)
+        for (const auto& [t, rate] : network->rate_samples(out.links[i].name))
+          link_counters->add_counter_sample(out.links[i].name + " (GB/s)", t, rate / 1e9);
+    }
+  }
+
+  auto intervals = [&](sim::StreamId s) {
+    Intervals iv;
+    for (sim::TaskId t : graph.stream_tasks(s)) iv.emplace_back(executor.start_time(t), executor.end_time(t));
+    return iv;
+  };
+  for (std::size_t j = 0; j < sc.jobs.size(); ++j) {
+    const Job& job = sc.jobs[j];
+    JobGraph& it = job_graphs[j];
+    IterationResult r;
+    r.job = job.name;
+    sim::SimTime end = 0;
+    for (sim::TaskId t : it.optimizer_task) end = std::max(end, executor.end_time(t));
+    r.iteration_time = sim::to_seconds(end);
+    const auto ranks = static_cast<std::uint32_t>(job.gpus.size());
+    std::uint32_t worst = 0;
+    for (std::uint32_t rank = 0; rank < ranks; ++rank) {
+      const Intervals compute = intervals(it.compute_stream[rank]);
+      const Intervals comm = intervals(it.comm_stream[rank]);
+      // Sums in integer picoseconds so that the three parts add up to the iteration exactly.
+      sim::SimTime busy = 0;
+      for (const auto& [s, e] : compute) busy += e - s;
+      const sim::SimTime exposed = sim::to_sim_time(exposed_time(comm, compute));
+      TimeBreakdown b;
+      b.compute = sim::to_seconds(busy);
+      b.exposed_comm = sim::to_seconds(exposed);
+      b.idle = sim::to_seconds(end - busy - exposed);
+      r.per_gpu.push_back(b);
+      if (b.exposed_comm > r.per_gpu[worst].exposed_comm) worst = rank;
+    }
+    r.breakdown = r.per_gpu[worst];
+    r.breakdown_gpu = job.gpus[worst];
+
+    const double global_batch = double(job.parallel.micro_batch) * job.parallel.grad_accum * job.parallel.dp;
+    r.samples_per_s = global_batch / r.iteration_time.raw();
+    r.tokens_per_s = r.samples_per_s * job.model.seq_len;
+    r.model_flops_per_step =
+        model_flops(job.model, job.parallel.micro_batch) * (double(job.parallel.grad_accum) * job.parallel.dp);
+    r.mfu = r.model_flops_per_step.raw() /
+            (r.iteration_time.raw() * ranks * tensor_peak(sc.profile.gpu, job.training.precision).raw());
+    r.buckets = std::move(it.buckets);
+    r.memory = estimate_ddp_memory(job, sc.profile.gpu);
+    r.training = training_time(job.training, job.parallel.grad_accum, ranks, r.iteration_time);
+    out.jobs.push_back(std::move(r));
+  }
+  return out;
 }
 
 }  // namespace clustersim::workloads

@@ -15,11 +15,13 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "sim/trace.h"
 #include "workloads/ddp_graph.h"
 #include "workloads/memory_model.h"
+#include "workloads/network_model.h"
 #include "workloads/scenario.h"
 
 namespace clustersim::workloads {
@@ -38,17 +40,25 @@ struct TrainingTime {
 };
 
 struct IterationResult {
+  std::string job;
   Seconds iteration_time;
   double tokens_per_s = 0;
   double samples_per_s = 0;
   Flops model_flops_per_step;
   double mfu = 0;
-  std::vector<TimeBreakdown> per_gpu;   // index = GPU
+  std::vector<TimeBreakdown> per_gpu;   // index = the job's rank (GPU job.gpus[rank])
   TimeBreakdown breakdown;              // of the GPU with the most exposed communication (ties: lowest index)
-  std::uint32_t breakdown_gpu = 0;
+  std::uint32_t breakdown_gpu = 0;      // global GPU index
   std::vector<GradientBucket> buckets;
   MemoryEstimate memory;
   TrainingTime training;
+};
+
+// Every job of a scenario simulated together (they share the cluster's links).
+struct ScenarioResult {
+  std::vector<IterationResult> jobs;     // in the scenario's order
+  Seconds makespan;                      // until the last job's optimizer step ends
+  std::vector<LinkUsage> links;          // FLOW fidelity: links that carried traffic, busiest first
   std::uint64_t events = 0;
   std::size_t tasks = 0;
 };
@@ -61,7 +71,10 @@ Seconds exposed_time(const std::vector<std::pair<sim::SimTime, sim::SimTime>>& b
 TrainingTime training_time(const TrainingJob& job, std::uint32_t grad_accum, std::uint32_t gpus,
                            Seconds iteration_time);
 
-// Runs the simulation. Sinks (e.g. a Chrome trace writer) receive every task record.
-IterationResult simulate_iteration(const Scenario& scenario, const std::vector<sim::TraceSink*>& sinks = {});
+// Runs one iteration of every job at once. Sinks (e.g. a Chrome trace writer) receive every task record.
+// With `link_counters` (FLOW fidelity), the throughput of the `counter_links` busiest links over time
+// is added to that trace as counter tracks.
+ScenarioResult simulate_scenario(const Scenario& scenario, const std::vector<sim::TraceSink*>& sinks = {},
+                                 sim::ChromeTraceWriter* link_counters = nullptr, std::size_t counter_links = 8);
 
 }  // namespace clustersim::workloads

@@ -2,13 +2,13 @@
 
 namespace clustersim::workloads {
 
-MemoryEstimate estimate_ddp_memory(const Scenario& sc) {
-  const ModelSpec& m = sc.model;
+MemoryEstimate estimate_ddp_memory(const Job& job, const calibrate::GpuPerformance& gpu) {
+  const ModelSpec& m = job.model;
   const double psi = m.parameter_count();
-  const bool mixed = sc.training.precision == Precision::kBF16 || sc.training.precision == Precision::kFP16;
-  const double s = m.seq_len, b = sc.parallel.micro_batch, h = m.hidden, a = m.heads, f = m.ffn_hidden,
+  const bool mixed = job.training.precision == Precision::kBF16 || job.training.precision == Precision::kFP16;
+  const double s = m.seq_len, b = job.parallel.micro_batch, h = m.hidden, a = m.heads, f = m.ffn_hidden,
                V = m.vocab;
-  const double e = element_bytes(sc.training.precision);
+  const double e = element_bytes(job.training.precision);
   // Korthikanti's byte counts assume 16-bit activations and 1-byte masks; scale the 16-bit parts
   // by e/2 for fp32 training (masks stay 1 byte: 2 of the 34·sbh, 1 of the 5as²b).
   const double scale = e / 2.0;
@@ -32,7 +32,7 @@ MemoryEstimate estimate_ddp_memory(const Scenario& sc) {
       est.largest_part = p.name;
     }
   }
-  est.capacity = sc.profile.gpu.memory_capacity;
+  est.capacity = gpu.memory_capacity;
   est.oom = est.peak > est.capacity;
   return est;
 }

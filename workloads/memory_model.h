@@ -30,6 +30,6 @@ struct MemoryEstimate {
   std::string largest_part;   // the part that contributes most, named when OOM
 };
 
-MemoryEstimate estimate_ddp_memory(const Scenario& scenario);
+MemoryEstimate estimate_ddp_memory(const Job& job, const calibrate::GpuPerformance& gpu);
 
 }  // namespace clustersim::workloads

@@ -12,6 +12,8 @@ const char* to_string(Precision p) {
   return "?";
 }
 
+const char* to_string(Fidelity f) { return f == Fidelity::kFlow ? "FLOW" : "ANALYTICAL"; }
+
 double element_bytes(Precision p) {
   switch (p) {
     case Precision::kBF16:

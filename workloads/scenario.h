@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "calibrate/hardware_profile.h"
 #include "sim/units.h"
@@ -33,15 +34,30 @@ struct TrainingJob {
   Precision precision = Precision::kBF16;
 };
 
+// How collectives are timed: FLOW runs each collective as flows on the topology, sharing links
+// max-min with all other traffic (congestion-aware, the default); ANALYTICAL uses the closed form
+// (no contention between concurrent collectives).
+enum class Fidelity { kFlow, kAnalytical };
+const char* to_string(Fidelity f);
+
+// One training job on a set of the cluster's GPUs. Several jobs on disjoint GPU sets of one cluster
+// run at the same time and share the fabric.
+struct Job {
+  std::string name;
+  std::vector<std::uint32_t> gpus;     // global GPU indices, ascending; rank r runs on gpus[r]
+  ModelSpec model;
+  ParallelPlan parallel;
+  TrainingJob training;
+};
+
 struct Scenario {
   std::string name;
   std::string source_file;             // where it came from, for reports
   topology::ClusterSpec cluster;
   std::string profile_ref;              // the profile as the scenario names it: built-in name or path
   calibrate::HardwareProfile profile;
-  ModelSpec model;
-  ParallelPlan parallel;
-  TrainingJob training;
+  Fidelity fidelity = Fidelity::kFlow;
+  std::vector<Job> jobs;               // at least one
 };
 
 }  // namespace clustersim::workloads

@@ -54,21 +54,21 @@ void check_same(const Scenario& a, const Scenario& b) {
   CHECK(a.profile.gpu.gpu == b.profile.gpu.gpu);
   CHECK(a.profile.gpu.peak_bf16 == b.profile.gpu.peak_bf16);
   CHECK(a.profile.collectives.nvlink_bus_efficiency == b.profile.collectives.nvlink_bus_efficiency);
-  CHECK(a.model.name == b.model.name);
-  CHECK(a.model.layers == b.model.layers);
-  CHECK(a.model.hidden == b.model.hidden);
-  CHECK(a.model.heads == b.model.heads);
-  CHECK(a.model.ffn_hidden == b.model.ffn_hidden);
-  CHECK(a.model.vocab == b.model.vocab);
-  CHECK(a.model.seq_len == b.model.seq_len);
-  CHECK(a.parallel.dp == b.parallel.dp);
-  CHECK(a.parallel.micro_batch == b.parallel.micro_batch);
-  CHECK(a.parallel.grad_accum == b.parallel.grad_accum);
-  CHECK(a.parallel.ddp_bucket == b.parallel.ddp_bucket);
-  CHECK(a.training.samples_per_epoch == b.training.samples_per_epoch);
-  CHECK(a.training.epochs == b.training.epochs);
-  CHECK(a.training.global_batch == b.training.global_batch);
-  CHECK(a.training.precision == b.training.precision);
+  CHECK(a.jobs[0].model.name == b.jobs[0].model.name);
+  CHECK(a.jobs[0].model.layers == b.jobs[0].model.layers);
+  CHECK(a.jobs[0].model.hidden == b.jobs[0].model.hidden);
+  CHECK(a.jobs[0].model.heads == b.jobs[0].model.heads);
+  CHECK(a.jobs[0].model.ffn_hidden == b.jobs[0].model.ffn_hidden);
+  CHECK(a.jobs[0].model.vocab == b.jobs[0].model.vocab);
+  CHECK(a.jobs[0].model.seq_len == b.jobs[0].model.seq_len);
+  CHECK(a.jobs[0].parallel.dp == b.jobs[0].parallel.dp);
+  CHECK(a.jobs[0].parallel.micro_batch == b.jobs[0].parallel.micro_batch);
+  CHECK(a.jobs[0].parallel.grad_accum == b.jobs[0].parallel.grad_accum);
+  CHECK(a.jobs[0].parallel.ddp_bucket == b.jobs[0].parallel.ddp_bucket);
+  CHECK(a.jobs[0].training.samples_per_epoch == b.jobs[0].training.samples_per_epoch);
+  CHECK(a.jobs[0].training.epochs == b.jobs[0].training.epochs);
+  CHECK(a.jobs[0].training.global_batch == b.jobs[0].training.global_batch);
+  CHECK(a.jobs[0].training.precision == b.jobs[0].training.precision);
 }
 
 // A good scenario (GPT-3 2.7B shape, DDP on 2 x 8 A100), independent of the shipped scenarios/.
@@ -142,23 +142,23 @@ TEST_CASE("a good scenario parses with units converted") {
   CHECK(s.profile_ref == "a100-sxm4-80gb");
   CHECK(s.profile.name == "a100-sxm4-80gb");
   CHECK(s.profile.origin == "built-in");
-  CHECK(s.model.name == "gpt-2.7b");
-  CHECK(s.model.layers == 32);
-  CHECK(s.model.hidden == 2560);
-  CHECK(s.model.heads == 32);
-  CHECK(s.model.ffn_hidden == 10240);
-  CHECK(s.model.vocab == 51200);
-  CHECK(s.model.seq_len == 2048);
-  CHECK(s.parallel.dp == 16);
-  CHECK(s.parallel.micro_batch == 4);
-  CHECK(s.parallel.grad_accum == 2);
+  CHECK(s.jobs[0].model.name == "gpt-2.7b");
+  CHECK(s.jobs[0].model.layers == 32);
+  CHECK(s.jobs[0].model.hidden == 2560);
+  CHECK(s.jobs[0].model.heads == 32);
+  CHECK(s.jobs[0].model.ffn_hidden == 10240);
+  CHECK(s.jobs[0].model.vocab == 51200);
+  CHECK(s.jobs[0].model.seq_len == 2048);
+  CHECK(s.jobs[0].parallel.dp == 16);
+  CHECK(s.jobs[0].parallel.micro_batch == 4);
+  CHECK(s.jobs[0].parallel.grad_accum == 2);
   // 25 MiB = 25 x 2^20 = 26,214,400 bytes (binary, as PyTorch's bucket_cap_mb).
-  CHECK(s.parallel.ddp_bucket.raw() == 26214400.0);
+  CHECK(s.jobs[0].parallel.ddp_bucket.raw() == 26214400.0);
   // tokens 3e10 / seq_len 2048 = 14,648,437.5 samples per epoch (exact in binary floating point).
-  CHECK(s.training.samples_per_epoch == 14648437.5);
-  CHECK(s.training.epochs == 1);
-  CHECK(s.training.global_batch == 128);  // 4 x 2 x 16
-  CHECK(s.training.precision == Precision::kBF16);
+  CHECK(s.jobs[0].training.samples_per_epoch == 14648437.5);
+  CHECK(s.jobs[0].training.epochs == 1);
+  CHECK(s.jobs[0].training.global_batch == 128);  // 4 x 2 x 16
+  CHECK(s.jobs[0].training.precision == Precision::kBF16);
 }
 
 TEST_CASE("JSON form of a scenario gives the same values as text format") {
@@ -179,13 +179,13 @@ TEST_CASE("defaults are filled in") {
   const Scenario s = cli::load_scenario_text(kMinimal + "training { samples: 1000 }\n", "dir/my-run.textproto",
                                              false, "");
   CHECK(s.name == "my-run");                 // file stem
-  CHECK(s.model.name == "model");
-  CHECK(s.model.ffn_hidden == 256);           // 4 x hidden 64
-  CHECK(s.parallel.ddp_bucket.raw() == 26214400.0);  // 25 MiB
-  CHECK(s.training.epochs == 1);
-  CHECK(s.training.global_batch == 10);       // micro_batch 5 x grad_accum 2 x dp 1
-  CHECK(s.training.precision == Precision::kBF16);
-  CHECK(s.training.samples_per_epoch == 1000);
+  CHECK(s.jobs[0].model.name == "model");
+  CHECK(s.jobs[0].model.ffn_hidden == 256);           // 4 x hidden 64
+  CHECK(s.jobs[0].parallel.ddp_bucket.raw() == 26214400.0);  // 25 MiB
+  CHECK(s.jobs[0].training.epochs == 1);
+  CHECK(s.jobs[0].training.global_batch == 10);       // micro_batch 5 x grad_accum 2 x dp 1
+  CHECK(s.jobs[0].training.precision == Precision::kBF16);
+  CHECK(s.jobs[0].training.samples_per_epoch == 1000);
 }
 
 TEST_CASE("resolved text reloads to the same scenario") {
@@ -217,7 +217,7 @@ TEST_CASE("resolved text reloads to the same scenario") {
         "parallel { dp: 1 micro_batch: 5 ddp_bucket_mib: 0.7 }\n"
         "training { tokens: 100 epochs: 2.5 precision: FP16 }\n";
     const Scenario s = cli::load_scenario_text(text, "odd.textproto", false, "");
-    CHECK(s.training.samples_per_epoch == 6.25);  // 100 tokens / 16
+    CHECK(s.jobs[0].training.samples_per_epoch == 6.25);  // 100 tokens / 16
     CHECK(cli::resolved_scenario_text(s).find("tokens: 100\n") != std::string::npos);
     const Scenario again = cli::load_scenario_text(cli::resolved_scenario_text(s), "odd.textproto", false, "");
     check_same(s, again);
@@ -227,7 +227,8 @@ TEST_CASE("resolved text reloads to the same scenario") {
 TEST_CASE("bad scenario files name file, line:col and field") {
   const std::string cluster_fields =
       "nodes, gpus_per_node, gpu, nvlink_gbytes_per_s_per_direction, nic_gbits_per_s_per_direction, "
-      "nvlink_hop_latency_us, network_hop_latency_us";
+      "nvlink_hop_latency_us, network_hop_latency_us, node_preset, nics_per_node, fabric, torus, vertices, links, "
+      "link_faults, slow_gpus";
   CHECK(file_error("syntax_error.textproto") ==
         kBad + "syntax_error.textproto:12:10: model.layers: Expected \":\", found \"32\".");
   CHECK(file_error("unknown_field.textproto") == kBad + "unknown_field.textproto:7:3: cluster.nvlink_gbps: " +
@@ -276,7 +277,7 @@ TEST_CASE("bad inline scenarios") {
   SUBCASE("unknown top-level field") {
     CHECK(text_error(kMinimal + good_training + "seed: 3\n") ==
           "inline.textproto:7:1: seed: unknown field \"seed\" (Scenario has: name, cluster, profile, model, "
-          "parallel, training)");
+          "parallel, training, fidelity, jobs)");
   }
   SUBCASE("protobuf counts a tab as reaching the next multiple of 8 columns") {
     CHECK(text_error("cluster {\n\tnodes: x }\n") ==
@@ -328,7 +329,7 @@ TEST_CASE("bad inline scenarios") {
           "inline.textproto: parallel.dp: invalid value -1 for type TYPE_UINT32");
     CHECK(text_error(R"({"seed": 1})", true) ==
           "inline.textproto: seed: unknown field \"seed\" (Scenario has: name, cluster, profile, model, parallel, "
-          "training)");
+          "training, fidelity, jobs)");
     CHECK(text_error(R"({"cluster": {"nodes": 1},)", true).starts_with("inline.textproto: "));
   }
 }

@@ -27,9 +27,14 @@ Scenario small_ddp(std::uint32_t nodes, std::uint32_t grad_accum, Bytes bucket_c
   sc.cluster.nvlink_per_direction = GBps(300);
   sc.cluster.nic_per_direction = Gbitps(200);
   sc.profile = a100_like();
-  sc.model = ModelSpec{"small", 2, 1024, 16, 4096, 51200, 1024};
-  sc.parallel = ParallelPlan{nodes, 4, grad_accum, bucket_cap};
-  sc.training = TrainingJob{1000, 1, std::uint64_t(4) * grad_accum * nodes, Precision::kBF16};
+  sc.fidelity = Fidelity::kAnalytical;
+  Job job;
+  job.name = "ddp-test";
+  for (std::uint32_t g = 0; g < nodes; ++g) job.gpus.push_back(g);
+  job.model = ModelSpec{"small", 2, 1024, 16, 4096, 51200, 1024};
+  job.parallel = ParallelPlan{nodes, 4, grad_accum, bucket_cap};
+  job.training = TrainingJob{1000, 1, std::uint64_t(4) * grad_accum * nodes, Precision::kBF16};
+  sc.jobs.push_back(job);
   return sc;
 }
 
@@ -42,9 +47,9 @@ TEST_CASE("DDP buckets: first bucket capped at 1 MiB, then the configured cap, i
   // P = 2·(12h² + 13h) + (V + s)·h + 2h = 25,192,448 + 53,477,376 + 2,048 = 78,671,872;
   // bucket 1 = 78,671,872 − 4,197,376 = 74,474,496 params = 297,897,984 B (fp32 gradients).
   const Scenario sc = small_ddp(2, 1, MiB(10000));
-  const auto buckets = ddp_buckets(backward_ops(sc.model, 4, Precision::kBF16), bytes(4), MiB(1), MiB(10000));
+  const auto buckets = ddp_buckets(backward_ops(sc.jobs[0].model, 4, Precision::kBF16), bytes(4), MiB(1), MiB(10000));
   REQUIRE(buckets.size() == 2);
-  CHECK(sc.model.parameter_count() == doctest::Approx(78671872));
+  CHECK(sc.jobs[0].model.parameter_count() == doctest::Approx(78671872));
   CHECK(buckets[0].parameters == doctest::Approx(4197376));
   CHECK(buckets[0].first_op == "final_ln.bwd");
   CHECK(buckets[0].last_op == "L1.fc2.wgrad");
@@ -58,7 +63,8 @@ TEST_CASE("DDP: exposed communication equals the last bucket's AllReduce") {
   // → 14.9312992 ms. Bucket 0 (16.8 MB, 0.88 ms) finishes while backward still runs (≈2 ms of layers
   // left), so only the last bucket — released by the embedding backward, the last op — is exposed:
   // the optimizer step waits for it on an otherwise idle GPU.
-  const IterationResult r = simulate_iteration(small_ddp(2, 1, MiB(10000)));
+  const ScenarioResult all = simulate_scenario(small_ddp(2, 1, MiB(10000)));
+  const IterationResult& r = all.jobs[0];
   REQUIRE(r.buckets.size() == 2);
   CHECK(r.breakdown.exposed_comm.raw() == doctest::Approx(14.9312992e-3).epsilon(1e-9));
   CHECK(r.breakdown.idle.raw() == doctest::Approx(0).epsilon(1e-12));
@@ -69,18 +75,21 @@ TEST_CASE("DDP: exposed communication equals the last bucket's AllReduce") {
 
 TEST_CASE("DDP with gradient accumulation communicates only after the last micro-batch") {
   // Two micro-batches: compute doubles (except the optimizer step), the AllReduces do not.
-  const IterationResult one = simulate_iteration(small_ddp(2, 1, MiB(10000)));
-  const IterationResult two = simulate_iteration(small_ddp(2, 2, MiB(10000)));
+  const ScenarioResult all_one = simulate_scenario(small_ddp(2, 1, MiB(10000)));
+  const ScenarioResult all_two = simulate_scenario(small_ddp(2, 2, MiB(10000)));
+  const IterationResult& one = all_one.jobs[0];
+  const IterationResult& two = all_two.jobs[0];
   CHECK(two.breakdown.exposed_comm.raw() == doctest::Approx(one.breakdown.exposed_comm.raw()).epsilon(1e-9));
   // compute(two) = 2·compute(one) − optimizer step; the optimizer is < 1% of compute here.
   CHECK(two.breakdown.compute.raw() == doctest::Approx(2 * one.breakdown.compute.raw()).epsilon(0.01));
   CHECK(two.breakdown.compute.raw() < 2 * one.breakdown.compute.raw());
   // Tasks: per GPU 2×(fwd + bwd) + optimizer, plus 2 AllReduce tasks shared by both GPUs.
-  CHECK(two.tasks == 2 * one.tasks - 2 - 2 * 1);
+  CHECK(all_two.tasks == 2 * all_one.tasks - 2 - 2 * 1);
 }
 
 TEST_CASE("a single GPU has no gradient communication") {
-  const IterationResult r = simulate_iteration(small_ddp(1, 1, MiB(25)));
+  const ScenarioResult all = simulate_scenario(small_ddp(1, 1, MiB(25)));
+  const IterationResult& r = all.jobs[0];
   CHECK(r.breakdown.exposed_comm.raw() == 0);
   CHECK(r.breakdown.compute.raw() == doctest::Approx(r.iteration_time.raw()).epsilon(1e-12));
 }

@@ -1,0 +1,218 @@
+// Cluster loading (cli/cluster_loader): the simple form keeps its values, presets fill the node layout and
+// may be overridden, explicit vertices and links, faults and slow GPUs; every form round-trips through
+// write_cluster (--resolved) to an equal ClusterSpec; bad input names FILE:LINE:COL and the field.
+#include <doctest/doctest.h>
+#include <google/protobuf/text_format.h>
+
+#include <functional>
+#include <string>
+
+#include "cli/cluster_loader.h"
+#include "cli/scenario_loader.h"
+#include "sim/input_error.h"
+#include "topology/cluster.pb.h"
+#include "topology/topology.h"
+
+namespace {
+
+using clustersim::InputError;
+using clustersim::to_GBps;
+using clustersim::topology::ClusterSpec;
+using clustersim::topology::ScaleUp;
+namespace cli = clustersim::cli;
+
+const std::string kData = std::string(CLUSTERSIM_SOURCE_DIR) + "/tests/data/topology/";
+
+ClusterSpec load(const std::string& text) {
+  return cli::load_cluster_text(text, "c.textproto");
+}
+
+std::string error_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "<no InputError thrown>";
+}
+
+std::string text_error(const std::string& text) {
+  return error_of([&] { load(text); });
+}
+
+std::string resolved(const ClusterSpec& spec) {
+  clustersim::schema::Cluster m;
+  cli::write_cluster(spec, m);
+  std::string out;
+  google::protobuf::TextFormat::PrintToString(m, &out);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("topology loader: the simple form gives the values it always gave") {
+  const ClusterSpec s = load(
+      "nodes: 2 gpus_per_node: 8 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 300 "
+      "nic_gbits_per_s_per_direction: 200");
+  CHECK(s.nodes == 2);
+  CHECK(s.gpus_per_node == 8);
+  CHECK(s.nvlink_per_direction.raw() == 3e11);
+  CHECK(s.nic_per_direction.raw() == 2.5e10);
+  CHECK(s.node.preset.empty());
+  CHECK(s.node.nics_per_node == 8);
+  CHECK(s.fabric.kind == clustersim::topology::FabricKind::kRailOptimizedFatTree);
+  CHECK(s.fabric.oversubscription == 1);
+  CHECK(s.fabric.switch_radix == 64);
+  CHECK(s.fabric.link_per_direction.raw() == 2.5e10);  // default: the NIC port
+  CHECK(s.compute_slowdown(3) == 1);
+  // The shipped default scenario still loads, with the same cluster values.
+  const auto scenario = cli::load_default_scenario();
+  CHECK(scenario.cluster.gpu_count() == 16);
+  CHECK(scenario.cluster.nvlink_per_direction.raw() == 3e11);
+  CHECK(scenario.cluster.nic_per_direction.raw() == 2.5e10);
+}
+
+TEST_CASE("topology loader: presets fill the node and may be overridden") {
+  const ClusterSpec a = load("node_preset: \"dgx-a100\" nodes: 4");
+  CHECK(a.gpus_per_node == 8);
+  CHECK(a.gpu == "A100-SXM4-80GB");
+  CHECK(to_GBps(a.nvlink_per_direction) == doctest::Approx(300).epsilon(1e-15));
+  CHECK(a.nic_per_direction.raw() == doctest::Approx(2.5e10).epsilon(1e-15));  // 200 Gbit/s, one NIC per GPU
+  CHECK(a.node.preset == "dgx-a100");
+  CHECK(a.node.pcie_switches == 4);
+  CHECK(a.node.cpus == 2);
+  CHECK(to_GBps(a.node.pcie_per_direction) == doctest::Approx(31.5));
+
+  const ClusterSpec h =
+      load("node_preset: \"dgx-h100\" nodes: 1 gpu: \"H100-SXM5-94GB\" nvlink_gbytes_per_s_per_direction: 400");
+  CHECK(h.gpu == "H100-SXM5-94GB");
+  CHECK(to_GBps(h.nvlink_per_direction) == doctest::Approx(400));
+  CHECK(h.nic_per_direction.raw() == doctest::Approx(5e10));  // 400 Gbit/s
+
+  const ClusterSpec nvl = load("node_preset: \"gb200-nvl72\" nodes: 18");
+  CHECK(nvl.gpus_per_node == 4);
+  CHECK(nvl.node.nvlink_domain_nodes == 18);
+  CHECK(to_GBps(nvl.nvlink_per_direction) == doctest::Approx(900));
+
+  // PCIe-only: the per-GPU "NVLink" figure of the analytical model is the GPU's PCIe Gen3 x16 link; 2 NICs of
+  // 100 Gbit/s for 8 GPUs = 25 Gbit/s per GPU.
+  const ClusterSpec p = load("node_preset: \"pcie-8gpu-sys-4029gp-trt\" nodes: 2");
+  CHECK(p.node.scale_up == ScaleUp::kPcieOnly);
+  CHECK(to_GBps(p.nvlink_per_direction) == doctest::Approx(15.75));
+  CHECK(p.nic_per_direction.raw() * 8 / 1e9 == doctest::Approx(25));
+  CHECK(p.nic_port_per_direction().raw() * 8 / 1e9 == doctest::Approx(100));
+
+  // Torus: the per-chip figure is 6 ICI links x 50 GB/s.
+  const ClusterSpec t = load("node_preset: \"tpu-v4-cube\" nodes: 16");
+  CHECK(to_GBps(t.nvlink_per_direction) == doctest::Approx(300));
+  CHECK(t.node.torus == std::array<std::uint32_t, 3>{4, 4, 4});
+  const ClusterSpec t8 = load("node_preset: \"tpu-v4-cube\" nodes: 32 torus { x: 4 y: 4 z: 8 }");
+  CHECK(t8.gpu_count() == 128);
+}
+
+TEST_CASE("topology loader: every form and preset round-trips through the resolved text") {
+  const char* const cases[] = {
+      "nodes: 2 gpus_per_node: 8 gpu: \"A\" nvlink_gbytes_per_s_per_direction: 0.1 nic_gbits_per_s_per_direction: 1.1 "
+      "nvlink_hop_latency_us: 0.3 network_hop_latency_us: 1.7",
+      "nodes: 3 gpus_per_node: 4 gpu: \"A\" nvlink_gbytes_per_s_per_direction: 300 nic_gbits_per_s_per_direction: 200 "
+      "nics_per_node: 2 fabric { kind: CLOS_THREE_LEVEL oversubscription: 3 switch_radix: 8 "
+      "link_gbits_per_s_per_direction: 400 switch_latency_us: 0.13 }",
+      "node_preset: \"dgx-a100\" nodes: 2",
+      "node_preset: \"dgx-h100\" nodes: 3 fabric { kind: CLOS_TWO_LEVEL oversubscription: 2 }",
+      "node_preset: \"hgx-h100\" nodes: 1",
+      "node_preset: \"hgx-h200\" nodes: 2 gpus_per_node: 4",
+      "node_preset: \"gb200-nvl72\" nodes: 36",
+      "node_preset: \"pcie-8gpu-sys-4029gp-trt\" nodes: 2",
+      "node_preset: \"tpu-v4-cube\" nodes: 16",
+      "node_preset: \"dgx-a100\" nodes: 2 link_faults { from: \"n0/nic0\" to: \"rail0/leaf0\" down: true } "
+      "link_faults { pattern: \"n1/nic3->*\" bandwidth_factor: 0.3 } slow_gpus { gpu: 9 compute_slowdown: 1.7 } "
+      "slow_gpus { gpu: 2 compute_slowdown: 1 }",
+      "nodes: 1 gpus_per_node: 2 gpu: \"X\" nvlink_gbytes_per_s_per_direction: 1 nic_gbits_per_s_per_direction: 1 "
+      "vertices { name: \"a\" kind: GPU } vertices { name: \"b\" kind: GPU gpu: 1 node: 0 } "
+      "vertices { name: \"s\" kind: NVSWITCH } links { from: \"a\" to: \"s\" kind: NVLINK gbytes_per_s_per_direction: "
+      "0.7 "
+      "latency_us: 0.3 } links { from: \"s\" to: \"b\" kind: NVLINK gbytes_per_s_per_direction: 0.7 } "
+      "links { from: \"b\" to: \"a\" kind: PCIE gbytes_per_s_per_direction: 3 duplex: false }",
+  };
+  for (const char* text : cases) {
+    CAPTURE(text);
+    const ClusterSpec first = load(text);
+    const std::string again = resolved(first);
+    CAPTURE(again);
+    const ClusterSpec second = load(again);
+    CHECK(first == second);
+    CHECK(resolved(second) == again);
+  }
+  const ClusterSpec h200 = load("node_preset: \"hgx-h200\" nodes: 2 gpus_per_node: 4");
+  CHECK(h200.node.nics_per_node == 4);  // the preset's one NIC per GPU kept
+  // The scenario-level round trip of a preset scenario with faults (a fixture).
+  const auto scenario = cli::load_scenario_file(kData + "dgx_a100_faults.textproto");
+  CHECK(scenario.cluster.link_faults.size() == 2);
+  CHECK(scenario.cluster.compute_slowdown(5) == 1.25);
+  CHECK(clustersim::to_us(scenario.cluster.fabric.switch_latency) == doctest::Approx(0.2));
+  const auto reloaded =
+      cli::load_scenario_text(cli::resolved_scenario_text(scenario), "resolved.textproto", false, kData);
+  CHECK(reloaded.cluster == scenario.cluster);
+}
+
+TEST_CASE("topology loader: bad clusters name file, line:col and field") {
+  // "  node_preset: " is 15 characters: the value starts in column 16 of line 3.
+  CHECK(error_of([] { cli::load_scenario_file(kData + "unknown_preset.textproto"); }) ==
+        kData +
+            "unknown_preset.textproto:3:16: cluster.node_preset: \"dgx-a200\" is not a built-in node preset "
+            "(dgx-a100, dgx-h100, hgx-h100, hgx-h200, gb200-nvl72, pcie-8gpu-sys-4029gp-trt, tpu-v4-cube)");
+  // Line 6 is "  link_faults { pattern: \"n7/*\" down: true }": the value starts in column 26.
+  CHECK(error_of([] { cli::load_scenario_file(kData + "bad_fault_pattern.textproto"); }) ==
+        kData + "bad_fault_pattern.textproto:6:26: cluster.link_faults[1].pattern: \"n7/*\" matches no link");
+  // Line 11 is "          gbytes_per_s_per_direction: -5 }": '-' in column 39.
+  CHECK(error_of([] { cli::load_scenario_file(kData + "negative_link_bandwidth.textproto"); }) ==
+        kData +
+            "negative_link_bandwidth.textproto:11:39: cluster.links[0].gbytes_per_s_per_direction: -5 must be > 0 "
+            "(decimal GB/s per direction)");
+
+  // Inline (paths relative to the cluster); line:col of the offending value, counted by hand, e.g.
+  // "link_faults { from: \"n0/nic0\" to: " is 34 characters, so the value of `to` starts in column 35.
+  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2\nfabric { link_gbits_per_s_per_direction: -400 }") ==
+        "c.textproto:2:42: fabric.link_gbits_per_s_per_direction: -400 must be > 0 (Gbit/s per direction)");
+  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 fabric { oversubscription: 0.5 }") ==
+        "c.textproto:1:61: fabric.oversubscription: 0.5 must be >= 1 (leaf downlink / uplink bandwidth; 1 = "
+        "non-blocking)");
+  CHECK(
+      text_error("node_preset: \"dgx-a100\" nodes: 2\nlink_faults { from: \"n0/nic0\" to: \"n0/nic9\" down: true }") ==
+      "c.textproto:2:35: link_faults[0].to: no vertex \"n0/nic9\"");
+  CHECK(
+      text_error("node_preset: \"dgx-a100\" nodes: 2\nlink_faults { from: \"n0/nic0\" to: \"n1/nic0\" down: true }") ==
+      "c.textproto:2:1: link_faults[0]: no link between \"n0/nic0\" and \"n1/nic0\"");
+  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2\nlink_faults { pattern: \"n0/*\" bandwidth_factor: 1.5 }") ==
+        "c.textproto:2:49: link_faults[0].bandwidth_factor: 1.5 must be in (0, 1) (use down: true for 0)");
+  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2\nlink_faults { pattern: \"n1/*\" down: true }") ==
+        "c.textproto:2:1: link_faults: no route from GPU 8 (n1/gpu0) to GPU 0 (n0/gpu0) with these links down");
+  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2\nslow_gpus { gpu: 3 compute_slowdown: 0.5 }") ==
+        "c.textproto:2:38: slow_gpus[0].compute_slowdown: 0.5 must be >= 1 (1 = full speed)");
+  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2\nslow_gpus { gpu: 16 compute_slowdown: 2 }") ==
+        "c.textproto:2:18: slow_gpus[0].gpu: 16 is not below the cluster's 16 GPUs");
+  CHECK(text_error("node_preset: \"pcie-8gpu-sys-4029gp-trt\" nodes: 1 nvlink_gbytes_per_s_per_direction: 50") ==
+        "c.textproto:1:85: nvlink_gbytes_per_s_per_direction: preset \"pcie-8gpu-sys-4029gp-trt\" has no NVLink: its "
+        "GPUs talk over PCIe");
+  CHECK(text_error("node_preset: \"tpu-v4-cube\" nodes: 2") ==
+        "c.textproto:1:35: nodes: a 4x4x4 torus holds 64 chips, but 2 nodes x 4 per node = 8");
+  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 300") ==
+        "c.textproto:1:32: nodes: 80 leaves exceed the 64 ports of a spine; a two-level tree of radix 64 holds at "
+        "most 64 leaves (use CLOS_THREE_LEVEL)");
+  CHECK(text_error("nodes: 1 gpus_per_node: 2 gpu: \"X\" nvlink_gbytes_per_s_per_direction: 1 "
+                   "nic_gbits_per_s_per_direction: 1 node_preset: \"dgx-a100\" vertices { name: \"a\" kind: GPU }") ==
+        "c.textproto:1:119: node_preset: an explicit cluster (vertices and links) cannot also name a node_preset");
+  // Explicit: a GPU may not forward, so a chain g0 - g1 - g2 leaves g2 without a route to g0.
+  CHECK(text_error("nodes: 1 gpus_per_node: 3 gpu: \"X\" nvlink_gbytes_per_s_per_direction: 1 "
+                   "nic_gbits_per_s_per_direction: 1\n"
+                   "vertices { name: \"g0\" kind: GPU } vertices { name: \"g1\" kind: GPU } vertices { name: \"g2\" "
+                   "kind: GPU }\n"
+                   "links { from: \"g0\" to: \"g1\" kind: NVLINK gbytes_per_s_per_direction: 1 }\n"
+                   "links { from: \"g1\" to: \"g2\" kind: NVLINK gbytes_per_s_per_direction: 1 }") ==
+        "c.textproto:3:1: links: no route from GPU 2 (g2) to GPU 0 (g0)");
+  CHECK(text_error("nodes: 1 gpus_per_node: 2 gpu: \"X\" nvlink_gbytes_per_s_per_direction: 1 "
+                   "nic_gbits_per_s_per_direction: 1\n"
+                   "vertices { name: \"g0\" kind: GPU } vertices { name: \"g1\" kind: GPU }\n"
+                   "links { from: \"g0\" to: \"gx\" kind: NVLINK gbytes_per_s_per_direction: 1 }") ==
+        "c.textproto:3:24: links[0].to: no vertex \"gx\"");
+}

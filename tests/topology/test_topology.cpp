@@ -1,0 +1,366 @@
+// topology::Topology: vertex and link counts of the simple form and of every preset at 1 and several
+// nodes, routes (NVSwitch inside a node, rail-local leaf for the same rail, a spine between rails, ECMP
+// spread), latency, bisection bandwidth and diameter against hand computation, faults, the explicit form,
+// the fabric tiers and the Graphviz writer. Clusters are written as text and loaded through
+// cli::load_cluster_text, so the presets are the shipped data files.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "cli/cluster_loader.h"
+#include "sim/input_error.h"
+#include "topology/topology.h"
+
+namespace {
+
+using clustersim::BytesPerSecond;
+using clustersim::GBps;
+using clustersim::to_GBps;
+using clustersim::to_us;
+using clustersim::topology::ClusterSpec;
+using clustersim::topology::LinkIndex;
+using clustersim::topology::LinkKind;
+using clustersim::topology::NoRouteError;
+using clustersim::topology::Topology;
+using clustersim::topology::TopologyStats;
+using clustersim::topology::VertexKind;
+namespace cli = clustersim::cli;
+
+ClusterSpec load(const std::string& text) {
+  return cli::load_cluster_text(text, "test.textproto");
+}
+
+// "a -> b -> c": the vertex names along a route.
+std::string path_of(const Topology& t, std::span<const LinkIndex> route) {
+  if (route.empty()) return "";
+  std::string out = t.vertex(t.link(route.front()).from).name;
+  for (LinkIndex l : route) out += " -> " + t.vertex(t.link(l).to).name;
+  return out;
+}
+
+std::uint32_t count(const TopologyStats& s, VertexKind k) {
+  const auto it = s.vertices.find(k);
+  return it == s.vertices.end() ? 0 : it->second;
+}
+
+const char* const kSimple2x8 =
+    "nodes: 2 gpus_per_node: 8 gpu: \"A100-SXM4-80GB\"\n"
+    "nvlink_gbytes_per_s_per_direction: 300 nic_gbits_per_s_per_direction: 200\n";
+
+std::string dgx_a100(int nodes, const std::string& extra = "") {
+  return "node_preset: \"dgx-a100\" nodes: " + std::to_string(nodes) + "\n" + extra;
+}
+
+}  // namespace
+
+TEST_CASE("topology: simple form builds NVSwitch, one NIC per GPU and a rail-optimised tree") {
+  const Topology t(load(kSimple2x8));
+  // Per node: 8 GPUs + 1 NVSwitch + 8 NICs = 17 vertices; 8 GPU<->NVSwitch + 8 GPU<->NIC duplex = 32 links.
+  // Fabric, radix 64, o = 1, NIC = fabric link = 25 GB/s: u = floor(64*25/(25+25)) = 32 uplinks, d = 32.
+  // 8 rails x ceil(2/32) = 8 leaves, 32 spines. Vertices 2*17 + 8 + 32 = 74.
+  // Links 2*32 + 16 NICs*2 + 8 leaves*32 spines*2 = 64 + 32 + 512 = 608.
+  CHECK(t.gpu_count() == 16);
+  CHECK(t.vertex_count() == 74);
+  CHECK(t.link_count() == 608);
+  CHECK(t.find_vertex("n1/nvswitch") != clustersim::topology::kNone);
+  CHECK(t.find_vertex("rail7/leaf0") != clustersim::topology::kNone);
+  CHECK(t.find_vertex("spine31") != clustersim::topology::kNone);
+  CHECK(t.find_vertex("spine32") == clustersim::topology::kNone);
+  const auto l = t.link(t.find_link("n0/gpu3->n0/nvswitch"));
+  CHECK(l.kind == LinkKind::kNvlink);
+  CHECK(to_GBps(l.bandwidth) == doctest::Approx(300).epsilon(1e-12));
+  CHECK(l.name == "n0/gpu3->n0/nvswitch");
+  CHECK(l.up);
+  CHECK(t.node_of(9) == 1);
+  CHECK(t.nvlink_domain_of(7) == 0);
+  CHECK(t.nvlink_domain_of(8) == 1);
+
+  // Same node: GPU -> NVSwitch -> GPU. Same rail: NIC -> leaf -> NIC. Different rails: through a spine.
+  CHECK(path_of(t, t.route(0, 1)) == "n0/gpu0 -> n0/nvswitch -> n0/gpu1");
+  CHECK(path_of(t, t.route(0, 8)) == "n0/gpu0 -> n0/nic0 -> rail0/leaf0 -> n1/nic0 -> n1/gpu0");
+  const auto cross = t.route(0, 9);
+  CHECK(cross.size() == 6);  // gpu -> nic -> leaf -> spine -> leaf -> nic -> gpu
+  CHECK(t.vertex(t.link(cross[2]).to).kind == VertexKind::kSpine);
+  CHECK(t.route(3, 3).empty());
+  CHECK(t.diameter_hops() == 6);
+  // Bisection: node 0 -> node 1 over 8 NICs x 25 GB/s = 200 GB/s.
+  CHECK(to_GBps(t.bisection_bandwidth()) == doctest::Approx(200).epsilon(1e-9));
+}
+
+TEST_CASE("topology: preset vertex and link counts at 1 and several nodes") {
+  SUBCASE("dgx-a100") {
+    // One node: 8 GPU + 1 NVSwitch + 4 PCIe switches + 2 CPUs + 8 NICs = 23 vertices.
+    // Links: GPU-NVSwitch 16 + GPU-PCIe 16 + NIC-PCIe 16 + PCIe-CPU 8 + CPU-CPU 2 = 58. No fabric for 1 node.
+    const Topology one(load(dgx_a100(1)));
+    CHECK(one.vertex_count() == 23);
+    CHECK(one.link_count() == 58);
+    // 4 nodes: 4*23 + 8 rail leaves + 32 spines = 132; 4*58 + 32 NICs*2 + 8*32*2 = 232 + 64 + 512 = 808.
+    const Topology four(load(dgx_a100(4)));
+    CHECK(four.vertex_count() == 132);
+    CHECK(four.link_count() == 808);
+    const TopologyStats s = four.stats();
+    CHECK(s.gpus == 32);
+    CHECK(count(s, VertexKind::kPcieSwitch) == 16);
+    CHECK(count(s, VertexKind::kLeaf) == 8);
+    CHECK(count(s, VertexKind::kSpine) == 32);
+    CHECK(s.nvlink_domain_size == 8);
+    CHECK(s.nvlink_domains == 4);
+    CHECK(s.links.at(LinkKind::kNvlink).count == 64);
+    // 64 NVLink links x 300 GB/s = 19,200 GB/s.
+    CHECK(to_GBps(s.links.at(LinkKind::kNvlink).total) == doctest::Approx(19200).epsilon(1e-9));
+  }
+  SUBCASE("dgx-h100, hgx-h100, hgx-h200 share the layout") {
+    for (const char* preset : {"dgx-h100", "hgx-h100", "hgx-h200"}) {
+      CAPTURE(preset);
+      const Topology t(load(std::string("node_preset: \"") + preset + "\" nodes: 2"));
+      // 2*23 + 8 leaves + u spines: NIC 400 Gb/s = 50 GB/s = fabric link: u = 32. 46 + 8 + 32 = 86.
+      CHECK(t.vertex_count() == 86);
+      CHECK(t.link_count() == 2 * 58 + 32 + 512);
+      CHECK(to_GBps(t.link(t.find_link("n0/gpu0->n0/nvswitch")).bandwidth) == doctest::Approx(450));
+      CHECK(to_GBps(t.link(t.find_link("n0/nic0->rail0/leaf0")).bandwidth) == doctest::Approx(50));
+      CHECK(to_GBps(t.link(t.find_link("n0/gpu0->n0/pcie0")).bandwidth) == doctest::Approx(63));
+    }
+  }
+  SUBCASE("gb200-nvl72: one 72-GPU NVLink domain per 18 trays") {
+    // Per tray: 4 GPUs + 2 Grace + 4 NICs = 10 vertices; 4 GPU-CPU (C2C) + 4 GPU-NIC duplex = 16 links.
+    // One rack (18 trays): 180 + 1 domain NVSwitch = 181 vertices; 18*16 + 72*2 = 288 + 144 = 432 links.
+    const Topology rack(load("node_preset: \"gb200-nvl72\" nodes: 18"));
+    CHECK(rack.vertex_count() == 181);
+    CHECK(rack.link_count() == 432);
+    CHECK(rack.stats().nvlink_domain_size == 72);
+    CHECK(path_of(rack, rack.route(0, 71)) == "n0/gpu0 -> nvl0/nvswitch -> n17/gpu3");
+    // Bisection: 36 GPUs x 900 GB/s into the NVSwitch = 32,400 GB/s (NVIDIA: 130 TB/s = 72 x 1.8 TB/s, both ways).
+    CHECK(to_GBps(rack.bisection_bandwidth()) == doctest::Approx(32400).epsilon(1e-9));
+    // Two racks: 362 + 4 rails x ceil(36/32) = 8 leaves + 32 spines = 402 vertices;
+    // 864 + 144 NICs*2 + 8*32*2 = 864 + 288 + 512 = 1664 links.
+    const Topology two(load("node_preset: \"gb200-nvl72\" nodes: 36"));
+    CHECK(two.vertex_count() == 402);
+    CHECK(two.link_count() == 1664);
+    CHECK(two.nvlink_domain_of(71) == 0);
+    CHECK(two.nvlink_domain_of(72) == 1);
+    // Node 18 sits on rail0/leaf0 with node 0 (32 nodes per leaf): GPU 0 -> GPU 72 needs no spine.
+    CHECK(path_of(two, two.route(0, 72)) == "n0/gpu0 -> n0/nic0 -> rail0/leaf0 -> n18/nic0 -> n18/gpu0");
+  }
+  SUBCASE("8-GPU PCIe server: GPU to GPU through PCIe switches and the CPUs") {
+    // 8 GPUs + 4 PCIe switches + 2 CPUs + 2 NICs = 16 vertices; GPU-PCIe 16 + NIC-PCIe 4 + PCIe-CPU 8 + UPI 2 = 30.
+    const Topology t(load("node_preset: \"pcie-8gpu-sys-4029gp-trt\" nodes: 1"));
+    CHECK(t.vertex_count() == 16);
+    CHECK(t.link_count() == 30);
+    CHECK(t.stats().vertices.count(VertexKind::kNvSwitch) == 0);
+    CHECK(path_of(t, t.route(0, 1)) == "n0/gpu0 -> n0/pcie0 -> n0/gpu1");
+    CHECK(path_of(t, t.route(0, 2)) == "n0/gpu0 -> n0/pcie0 -> n0/cpu0 -> n0/pcie1 -> n0/gpu2");
+    CHECK(path_of(t, t.route(0, 4)) == "n0/gpu0 -> n0/pcie0 -> n0/cpu0 -> n0/cpu1 -> n0/pcie2 -> n0/gpu4");
+    CHECK(t.diameter_hops() == 5);
+    // GPUs 0-3 below CPU 0 send to GPUs 4-7 below CPU 1: UPI 41.6 GB/s, but CPU 1 reaches its GPUs through
+    // 2 switch uplinks of 15.75 GB/s: min(41.6, 2 x 15.75) = 31.5 GB/s.
+    CHECK(to_GBps(t.bisection_bandwidth()) == doctest::Approx(31.5).epsilon(1e-9));
+    // Two of them: NIC 0 serves GPUs 0-3 (NIC floor(i*2/8)), NIC 1 GPUs 4-7; 2 rails.
+    const Topology two(load("node_preset: \"pcie-8gpu-sys-4029gp-trt\" nodes: 2"));
+    CHECK(path_of(two, two.route(2, 10)) ==
+          "n0/gpu2 -> n0/pcie1 -> n0/cpu0 -> n0/pcie0 -> n0/nic0 -> rail0/leaf0 -> n1/nic0 -> n1/pcie0 -> n1/cpu0 -> "
+          "n1/pcie1 -> n1/gpu2");
+  }
+  SUBCASE("tpu-v4-cube: 4x4x4 torus with wraparound") {
+    // 64 chips, each with a duplex link to its +1 neighbour in x, y and z: 64*3*2 = 384 ICI links.
+    const Topology t(load("node_preset: \"tpu-v4-cube\" nodes: 16"));
+    CHECK(t.vertex_count() == 64);
+    CHECK(t.link_count() == 384);
+    const TopologyStats s = t.stats();
+    CHECK(s.links.at(LinkKind::kIci).count == 384);
+    CHECK(to_GBps(t.link(0).bandwidth) == doctest::Approx(50));  // 6 links share 300 GB/s per chip
+    CHECK(s.nvlink_domain_size == 64);
+    // Farthest chip: 2 hops per dimension with wraparound = 6.
+    CHECK(s.diameter_hops == 6);
+    CHECK(t.route(0, 42).size() == 6);  // chip 42 = (2, 2, 2)
+    CHECK(t.route(0, 3).size() == 1);   // (3, 0, 0) is 0's wraparound neighbour
+    // Halves z in {0,1} and {2,3}: 16 columns x 2 crossing links (1->2 and the wraparound 0->3) x 50 GB/s.
+    CHECK(to_GBps(s.bisection) == doctest::Approx(1600).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("topology: rail-optimised routes use the GPU's own NIC, the rail leaf, and a spine between rails") {
+  // Radix 8, o = 1, 25 GB/s everywhere: u = floor(8*25/50) = 4 spines, d = 4 nodes per rail leaf.
+  const Topology t(load(dgx_a100(2, "fabric { switch_radix: 8 }")));
+  CHECK(t.stats().vertices.at(VertexKind::kSpine) == 4);
+  // GPU 0 and GPU 1 share PCIe switch 0, but the NVSwitch wins the 2-hop tie.
+  CHECK(path_of(t, t.route(0, 1)) == "n0/gpu0 -> n0/nvswitch -> n0/gpu1");
+  CHECK(path_of(t, t.route(0, 8)) == "n0/gpu0 -> n0/pcie0 -> n0/nic0 -> rail0/leaf0 -> n1/nic0 -> n1/pcie0 -> n1/gpu0");
+  // Rail 0 to rail 1: 8 links; the 4th vertex after the source is a spine. 1,000 flows spread over the
+  // 4 spines: each expected 250, allowed +-20% (200..300).
+  std::map<std::string, int> per_spine;
+  for (std::uint64_t key = 0; key < 1000; ++key) {
+    const auto r = t.route(0, 9, key);
+    REQUIRE(r.size() == 8);
+    CHECK(t.vertex(t.link(r[0]).to).name == "n0/pcie0");
+    CHECK(t.vertex(t.link(r[2]).to).name == "rail0/leaf0");
+    CHECK(t.vertex(t.link(r[6]).from).name == "n1/nic1");
+    ++per_spine[t.vertex(t.link(r[3]).to).name];
+  }
+  REQUIRE(per_spine.size() == 4);
+  for (const auto& [spine, n] : per_spine) {
+    CAPTURE(spine);
+    CHECK(n >= 200);
+    CHECK(n <= 300);
+  }
+  // Deterministic and cached: the same key gives the same links (the same storage).
+  CHECK(t.route(0, 9, 17).data() == t.route(0, 9, 17).data());
+  CHECK(t.diameter_hops() == 8);
+}
+
+TEST_CASE("topology: path latency adds the hop and switch latencies") {
+  const Topology t(load(std::string(kSimple2x8) +
+                        "nvlink_hop_latency_us: 1 network_hop_latency_us: 2 fabric { switch_latency_us: 0.5 }"));
+  // GPU -> NVSwitch carries the NVLink hop latency, NVSwitch -> GPU nothing: 1 us.
+  CHECK(to_us(t.latency(t.route(0, 1))) == doctest::Approx(1).epsilon(1e-12));
+  // NIC -> leaf 2 + 0.5, leaf -> spine 0.5, spine -> leaf 0.5, the rest 0: 3.5 us.
+  CHECK(to_us(t.latency(t.route(0, 9))) == doctest::Approx(3.5).epsilon(1e-12));
+  // Same rail: NIC -> leaf 2.5 us.
+  CHECK(to_us(t.latency(t.route(0, 8))) == doctest::Approx(2.5).epsilon(1e-12));
+}
+
+TEST_CASE("topology: bisection bandwidth and oversubscription of Clos fabrics") {
+  // 2 DGX A100, non-blocking rail-optimised tree: node 0's 8 NICs x 25 GB/s = 200 GB/s.
+  CHECK(to_GBps(Topology(load(dgx_a100(2))).bisection_bandwidth()) == doctest::Approx(200).epsilon(1e-9));
+  // Two-level Clos, radix 16, o = 1: u = floor(16*25/50) = 8, d = 8 = one DGX per leaf, 8 spines:
+  // leaf 0's uplinks 8 x 25 = 200 GB/s.
+  const Topology flat(load(dgx_a100(2, "fabric { kind: CLOS_TWO_LEVEL switch_radix: 16 }")));
+  CHECK(to_GBps(flat.bisection_bandwidth()) == doctest::Approx(200).epsilon(1e-9));
+  // Radix 10, o = 4: u = floor(10*25/(25 + 4*25)) = 2, d = min(8, 4*2) = 8: one DGX per leaf, 2 spines;
+  // leaf 0's uplinks 2 x 25 = 50 GB/s = 200 / 4.
+  const Topology thin(load(dgx_a100(2, "fabric { kind: CLOS_TWO_LEVEL switch_radix: 10 oversubscription: 4 }")));
+  CHECK(to_GBps(thin.bisection_bandwidth()) == doctest::Approx(50).epsilon(1e-9));
+  const TopologyStats s = thin.stats();
+  REQUIRE(s.oversubscription.size() == 1);
+  CHECK(s.oversubscription[0].tier == "leaf");
+  CHECK(s.oversubscription[0].ratio == doctest::Approx(4).epsilon(1e-12));  // 8 x 25 / (2 x 25)
+  // Default radix 64, o = 4: u = floor(64/5) = 12, d = min(52, 48) = 48 -> ratio 48/12 = 4.
+  const auto ports = clustersim::topology::fabric_ports(load(dgx_a100(2, "fabric { oversubscription: 4 }")));
+  CHECK(ports.uplinks == 12);
+  CHECK(ports.downlinks == 48);
+}
+
+TEST_CASE("topology: three-level Clos in pods, partial leaves, any node count") {
+  // Simple form, 6 nodes x 2 GPUs, radix 4, o = 1: u = 2, d = 2 -> one node (2 NICs) per leaf, 6 leaves;
+  // c = min(4/2, 6) = 2 leaves per pod -> 3 pods of 2 spines; 2 groups x 2 = 4 cores.
+  const Topology t(
+      load("nodes: 6 gpus_per_node: 2 gpu: \"X\" nvlink_gbytes_per_s_per_direction: 100 "
+           "nic_gbits_per_s_per_direction: 200 fabric { kind: CLOS_THREE_LEVEL switch_radix: 4 }"));
+  // Vertices 6 x (2 GPU + NVSwitch + 2 NIC) + 6 + 6 + 4 = 46. Links: nodes 6 x 8 = 48, NIC-leaf 24,
+  // leaf-spine 6 x 2 x 2 = 24, spine-core 6 x 2 x 2 = 24: 120.
+  CHECK(t.vertex_count() == 46);
+  CHECK(t.link_count() == 120);
+  CHECK(t.find_vertex("pod2/spine1") != clustersim::topology::kNone);
+  CHECK(t.find_vertex("core3") != clustersim::topology::kNone);
+  // Pod 0 to pod 2: gpu nic leaf spine core spine leaf nic gpu = 8 links.
+  const auto r = t.route(0, 10);
+  CHECK(r.size() == 8);
+  CHECK(t.vertex(t.link(r[3]).to).kind == VertexKind::kCore);
+  const TopologyStats s = t.stats();
+  CHECK(s.diameter_hops == 8);
+  // Non-blocking: GPUs 0-5 (nodes 0-2, 6 NICs) to GPUs 6-11: 6 x 25 GB/s = 150 GB/s.
+  CHECK(to_GBps(s.bisection) == doctest::Approx(150).epsilon(1e-9));
+  REQUIRE(s.oversubscription.size() == 2);
+  CHECK(s.oversubscription[1].tier == "spine");
+  CHECK(s.oversubscription[1].ratio == doctest::Approx(1));
+  // Provisioned, not as filled: 2 DGX on 32-port rail leaves still report the design ratio 32 x 25 / (32 x 25).
+  const TopologyStats two = Topology(load(dgx_a100(2))).stats();
+  REQUIRE(two.oversubscription.size() == 1);
+  CHECK(two.oversubscription[0].ratio == doctest::Approx(1));
+
+  // A partial last leaf: 5 one-GPU nodes, radix 8 (d = 4): rail0/leaf0 holds nodes 0-3, rail0/leaf1 node 4.
+  // Vertices 5 x 2 + 2 leaves + 4 spines = 16; links 5 x 2 + 10 + 2 x 4 x 2 = 36.
+  const Topology partial(
+      load("nodes: 5 gpus_per_node: 1 gpu: \"X\" nvlink_gbytes_per_s_per_direction: 100 "
+           "nic_gbits_per_s_per_direction: 200 fabric { switch_radix: 8 }"));
+  CHECK(partial.vertex_count() == 16);
+  CHECK(partial.link_count() == 36);
+  CHECK(partial.route(0, 1).size() == 4);
+  CHECK(partial.route(0, 4).size() == 6);
+
+  // 1,000 DGX A100 (8,000 GPUs) in a three-level Clos of radix 64: 4 nodes per leaf -> 250 leaves,
+  // 32 leaves per pod -> 8 pods of 32 spines, 32 x 32 = 1,024 cores.
+  const Topology big(load(dgx_a100(1000, "fabric { kind: CLOS_THREE_LEVEL }")));
+  const TopologyStats bs = [&] {
+    TopologyStats out;
+    for (clustersim::topology::VertexIndex v = 0; v < big.vertex_count(); ++v) ++out.vertices[big.vertex(v).kind];
+    return out;
+  }();
+  CHECK(bs.vertices.at(VertexKind::kLeaf) == 250);
+  CHECK(bs.vertices.at(VertexKind::kSpine) == 256);
+  CHECK(bs.vertices.at(VertexKind::kCore) == 1024);
+  CHECK(big.route(0, 7999).size() == 10);  // gpu pcie nic leaf spine core spine leaf nic pcie gpu
+}
+
+TEST_CASE("topology: link faults reroute, slow links, and no route is an error") {
+  SUBCASE("a NIC cable down: the route falls back to the other NIC of the PCIe switch") {
+    const Topology t(load(dgx_a100(2, "link_faults { from: \"n0/nic0\" to: \"rail0/leaf0\" down: true }")));
+    CHECK_FALSE(t.link(t.find_link("n0/nic0->rail0/leaf0")).up);
+    CHECK_FALSE(t.link(t.find_link("rail0/leaf0->n0/nic0")).up);
+    // NIC 1 shares PCIe switch 0 with GPU 0 and reaches GPU 8 through its own rail: still 6 links.
+    CHECK(path_of(t, t.route(0, 8)) ==
+          "n0/gpu0 -> n0/pcie0 -> n0/nic1 -> rail1/leaf0 -> n1/nic1 -> n1/pcie0 -> n1/gpu0");
+    for (std::uint32_t d = 8; d < 16; ++d) {
+      for (LinkIndex l : t.route(0, d)) CHECK(t.link(l).up);
+    }
+    // Bisection loses one NIC: 7 x 25 = 175 GB/s.
+    CHECK(to_GBps(t.bisection_bandwidth()) == doctest::Approx(175).epsilon(1e-9));
+  }
+  SUBCASE("bandwidth_factor scales every link the pattern names, one direction") {
+    const Topology t(load(dgx_a100(2, "link_faults { pattern: \"n0/nic0->*\" bandwidth_factor: 0.5 }")));
+    CHECK(to_GBps(t.link(t.find_link("n0/nic0->rail0/leaf0")).bandwidth) == doctest::Approx(12.5));  // 25 / 2
+    CHECK(to_GBps(t.link(t.find_link("n0/nic0->n0/pcie0")).bandwidth) == doctest::Approx(15.75));    // 31.5 / 2
+    CHECK(to_GBps(t.link(t.find_link("rail0/leaf0->n0/nic0")).bandwidth) == doctest::Approx(25));
+    // Node 0 -> node 1: 7 x 25 + 12.5 = 187.5 GB/s.
+    CHECK(to_GBps(t.bisection_bandwidth()) == doctest::Approx(187.5).epsilon(1e-9));
+  }
+  SUBCASE("every route cut: NoRouteError from route(), an input error from the loader") {
+    ClusterSpec spec = load(kSimple2x8);
+    spec.link_faults.push_back({"", "", "n1/nic*", true, 1.0});
+    const Topology t(spec);
+    CHECK(t.route(0, 1).size() == 2);
+    CHECK_THROWS_AS(t.route(0, 8), NoRouteError);
+    CHECK(t.route_hops(0, 8) == clustersim::topology::kNone);
+    try {
+      t.route(0, 8);
+    } catch (const NoRouteError& e) {
+      CHECK(std::string(e.what()) == "no route from GPU 0 (n0/gpu0) to GPU 8 (n1/gpu0): every path has a link down");
+    }
+  }
+}
+
+TEST_CASE("topology: explicit vertices and links") {
+  const Topology t(load(R"(nodes: 1 gpus_per_node: 2 gpu: "X"
+      nvlink_gbytes_per_s_per_direction: 100 nic_gbits_per_s_per_direction: 100
+      vertices { name: "g0" kind: GPU }
+      vertices { name: "g1" kind: GPU }
+      vertices { name: "sw" kind: NVSWITCH }
+      links { from: "g0" to: "sw" kind: NVLINK gbytes_per_s_per_direction: 100 latency_us: 1 }
+      links { from: "g1" to: "sw" kind: NVLINK gbytes_per_s_per_direction: 100 latency_us: 1 }
+      links { from: "g0" to: "g1" kind: PCIE gbytes_per_s_per_direction: 10 duplex: false })"));
+  CHECK(t.vertex_count() == 3);
+  CHECK(t.link_count() == 5);  // 2 duplex + 1 one-way
+  // g0 -> g1: the direct one-way PCIe link is 1 hop, shorter than 2 through the switch.
+  CHECK(path_of(t, t.route(0, 1)) == "g0 -> g1");
+  // g1 -> g0: no reverse PCIe link, through the switch: 2 hops, 2 x 1 us.
+  CHECK(path_of(t, t.route(1, 0)) == "g1 -> sw -> g0");
+  CHECK(to_us(t.latency(t.route(1, 0))) == doctest::Approx(2));
+  CHECK(t.nvlink_domain_of(1) == 0);
+  // g0 -> g1: 100 GB/s through the switch + 10 GB/s direct = 110 GB/s.
+  CHECK(to_GBps(t.bisection_bandwidth()) == doctest::Approx(110).epsilon(1e-9));
+}
+
+TEST_CASE("topology: Graphviz output names vertices, kinds and bandwidths") {
+  const Topology t(
+      load("nodes: 1 gpus_per_node: 2 gpu: \"X\" nvlink_gbytes_per_s_per_direction: 300 "
+           "nic_gbits_per_s_per_direction: 200 link_faults { from: \"n0/gpu1\" to: \"n0/nic1\" down: true }"));
+  std::ostringstream out;
+  t.write_graphviz(out);
+  const std::string dot = out.str();
+  CHECK(dot.rfind("digraph", 0) == 0);
+  CHECK(dot.find("label=\"n0/gpu0\\ngpu\" kind=\"gpu\"") != std::string::npos);
+  CHECK(dot.find("label=\"nvlink 300 GB/s\"") != std::string::npos);
+  CHECK(dot.find("style=dashed") != std::string::npos);
+}

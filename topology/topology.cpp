@@ -1,0 +1,858 @@
+#include "topology/topology.h"
+
+#include <algorithm>
+#include <boost/graph/graphviz.hpp>
+#include <boost/graph/push_relabel_max_flow.hpp>
+#include <cassert>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <numeric>
+#include <ostream>
+#include <set>
+
+#include "sim/input_error.h"
+
+namespace clustersim::topology {
+namespace {
+
+constexpr std::uint16_t kUnreachable = 0xffff;
+
+std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Lower is preferred when several next links keep a route shortest.
+int preference(LinkKind kind) {
+  switch (kind) {
+    case LinkKind::kNvlink:
+    case LinkKind::kIci:
+      return 0;
+    case LinkKind::kNetwork:
+      return 1;
+    case LinkKind::kPcie:
+      return 2;
+    case LinkKind::kCpuInterconnect:
+      return 3;
+  }
+  return 4;
+}
+
+// '*' matches any run of characters (also '/'), '?' one character.
+bool glob_match(std::string_view pattern, std::string_view text) {
+  std::size_t p = 0, t = 0, star = std::string_view::npos, back = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
+      ++p;
+      ++t;
+    } else if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      back = t;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      t = ++back;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) {
+  return (a + b - 1) / b;
+}
+
+std::string str(std::uint32_t v) {
+  return std::to_string(v);
+}
+
+[[noreturn]] void input_error(const std::string& path, const std::string& message) {
+  throw InputError("", 0, 0, path, message);
+}
+
+}  // namespace
+
+const char* to_string(VertexKind kind) {
+  switch (kind) {
+    case VertexKind::kGpu:
+      return "gpu";
+    case VertexKind::kNvSwitch:
+      return "nvswitch";
+    case VertexKind::kPcieSwitch:
+      return "pcie_switch";
+    case VertexKind::kCpu:
+      return "cpu";
+    case VertexKind::kNic:
+      return "nic";
+    case VertexKind::kLeaf:
+      return "leaf";
+    case VertexKind::kSpine:
+      return "spine";
+    case VertexKind::kCore:
+      return "core";
+  }
+  return "?";
+}
+
+const char* to_string(LinkKind kind) {
+  switch (kind) {
+    case LinkKind::kNvlink:
+      return "nvlink";
+    case LinkKind::kPcie:
+      return "pcie";
+    case LinkKind::kNetwork:
+      return "network";
+    case LinkKind::kIci:
+      return "ici";
+    case LinkKind::kCpuInterconnect:
+      return "cpu_link";
+  }
+  return "?";
+}
+
+const char* to_string(FabricKind kind) {
+  switch (kind) {
+    case FabricKind::kRailOptimizedFatTree:
+      return "rail-optimised fat tree";
+    case FabricKind::kClosTwoLevel:
+      return "two-level Clos";
+    case FabricKind::kClosThreeLevel:
+      return "three-level Clos";
+  }
+  return "?";
+}
+
+std::size_t Topology::RouteKeyHash::operator()(const RouteKey& k) const {
+  return static_cast<std::size_t>(mix(mix((std::uint64_t{k.src} << 32) | k.dst) ^ k.flow));
+}
+
+Topology::~Topology() = default;
+
+Topology::Topology(const ClusterSpec& spec) : spec_(spec) {
+  if (spec_.is_explicit()) {
+    build_explicit();
+  } else {
+    build_generated();
+  }
+  apply_faults();
+  compute_domains();
+  fabric_slot_.assign(vertex_count(), kNone);
+  for (VertexIndex v = 0; v < vertex_count(); ++v) {
+    const VertexKind k = graph_[v].kind;
+    if (k == VertexKind::kNic || k == VertexKind::kLeaf || k == VertexKind::kSpine || k == VertexKind::kCore) {
+      fabric_slot_[v] = fabric_slots_++;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Construction
+
+VertexIndex Topology::add_vertex(std::string name, VertexKind kind, std::uint32_t node, std::uint32_t gpu) {
+  VertexProps p;
+  p.name = std::move(name);
+  p.kind = kind;
+  p.node = node;
+  p.gpu = gpu;
+  p.forwards = kind != VertexKind::kGpu || spec_.node.scale_up == ScaleUp::kTorus;
+  const auto v = static_cast<VertexIndex>(boost::add_vertex(p, graph_));
+  vertex_by_name_.emplace(graph_[v].name, v);
+  if (kind == VertexKind::kGpu) {
+    if (gpu_vertex_.size() <= gpu) gpu_vertex_.resize(gpu + 1, kNone);
+    gpu_vertex_[gpu] = v;
+  }
+  return v;
+}
+
+void Topology::add_link(VertexIndex from, VertexIndex to, LinkKind kind, BytesPerSecond bandwidth, Seconds latency) {
+  LinkProps p;
+  p.kind = kind;
+  p.bandwidth = bandwidth;
+  p.latency = latency;
+  p.name = graph_[from].name + "->" + graph_[to].name;
+  if (boost::edge(from, to, graph_).second) {  // a parallel link: keep names unique
+    std::uint32_t n = 2;
+    while (find_link(p.name + "#" + str(n)) != kNone) ++n;
+    p.name += "#" + str(n);
+  }
+  p.index = static_cast<LinkIndex>(edges_.size());
+  edges_.push_back(boost::add_edge(from, to, p, graph_).first);
+}
+
+void Topology::add_duplex(VertexIndex a, VertexIndex b, LinkKind kind, BytesPerSecond bandwidth, Seconds to_b_latency,
+                          Seconds to_a_latency) {
+  add_link(a, b, kind, bandwidth, to_b_latency);
+  add_link(b, a, kind, bandwidth, to_a_latency);
+}
+
+void Topology::build_generated() {
+  const NodeLayout& layout = spec_.node;
+  const std::uint32_t per_domain = layout.scale_up == ScaleUp::kTorus ? spec_.nodes : layout.nvlink_domain_nodes;
+  const std::uint32_t domains = ceil_div(spec_.nodes, std::max<std::uint32_t>(per_domain, 1));
+  own_nic_.assign(spec_.gpu_count(), kNone);
+  for (std::uint32_t d = 0; d < domains; ++d) {
+    const std::uint32_t first = d * per_domain;
+    const std::uint32_t last = std::min(spec_.nodes, first + per_domain);
+    const auto domain_begin = static_cast<VertexIndex>(vertex_count());
+    for (std::uint32_t n = first; n < last; ++n) {
+      const auto begin = static_cast<VertexIndex>(vertex_count());
+      build_node(n);
+      node_range_.push_back({begin, vertex_count()});
+    }
+    const std::uint32_t domain_gpus = (last - first) * spec_.gpus_per_node;
+    if (layout.scale_up == ScaleUp::kNvSwitch && per_domain > 1 && domain_gpus > 1) {
+      const VertexIndex sw = add_vertex("nvl" + str(d) + "/nvswitch", VertexKind::kNvSwitch, kNone, kNone);
+      for (std::uint32_t g = first * spec_.gpus_per_node; g < last * spec_.gpus_per_node; ++g) {
+        add_duplex(gpu_vertex_[g], sw, LinkKind::kNvlink, spec_.nvlink_per_direction, spec_.nvlink_hop_latency,
+                   seconds(0));
+      }
+    }
+    domain_range_.push_back({domain_begin, vertex_count()});
+    for (std::uint32_t g = first * spec_.gpus_per_node; g < last * spec_.gpus_per_node; ++g) group_.push_back(d);
+  }
+  if (layout.scale_up == ScaleUp::kTorus) build_torus();
+  if (domains > 1 && layout.nics_per_node > 0) build_fabric();
+}
+
+void Topology::build_node(std::uint32_t n) {
+  const NodeLayout& layout = spec_.node;
+  const std::uint32_t G = spec_.gpus_per_node;
+  const std::uint32_t N = layout.nics_per_node;
+  const std::uint32_t P = layout.pcie_switches;
+  const std::uint32_t C = layout.cpus;
+  const std::string prefix = "n" + str(n) + "/";
+  std::vector<VertexIndex> gpus, pcie, cpus, nics;
+  for (std::uint32_t i = 0; i < G; ++i) {
+    gpus.push_back(add_vertex(prefix + "gpu" + str(i), VertexKind::kGpu, n, n * G + i));
+  }
+  if (layout.scale_up == ScaleUp::kNvSwitch && layout.nvlink_domain_nodes <= 1 && G > 1) {
+    const VertexIndex sw = add_vertex(prefix + "nvswitch", VertexKind::kNvSwitch, n, kNone);
+    for (VertexIndex g : gpus) {
+      add_duplex(g, sw, LinkKind::kNvlink, spec_.nvlink_per_direction, spec_.nvlink_hop_latency, seconds(0));
+    }
+  }
+  for (std::uint32_t k = 0; k < P; ++k)
+    pcie.push_back(add_vertex(prefix + "pcie" + str(k), VertexKind::kPcieSwitch, n, kNone));
+  for (std::uint32_t c = 0; c < C; ++c) cpus.push_back(add_vertex(prefix + "cpu" + str(c), VertexKind::kCpu, n, kNone));
+  for (std::uint32_t j = 0; j < N; ++j) nics.push_back(add_vertex(prefix + "nic" + str(j), VertexKind::kNic, n, kNone));
+
+  const BytesPerSecond pcie_bw = layout.pcie_per_direction;
+  const BytesPerSecond nic_side = pcie_bw.raw() > 0 ? pcie_bw : spec_.nic_port_per_direction();
+  const Seconds zero = seconds(0);
+  if (P > 0) {
+    for (std::uint32_t i = 0; i < G; ++i) add_duplex(gpus[i], pcie[i * P / G], LinkKind::kPcie, pcie_bw, zero, zero);
+    for (std::uint32_t j = 0; j < N; ++j) add_duplex(nics[j], pcie[j * P / N], LinkKind::kPcie, pcie_bw, zero, zero);
+    if (C > 0) {
+      for (std::uint32_t k = 0; k < P; ++k) add_duplex(pcie[k], cpus[k * C / P], LinkKind::kPcie, pcie_bw, zero, zero);
+    }
+  } else {
+    if (C > 0) {
+      const bool c2c = layout.c2c_per_direction.raw() > 0;
+      for (std::uint32_t i = 0; i < G; ++i) {
+        add_duplex(gpus[i], cpus[i * C / G], c2c ? LinkKind::kCpuInterconnect : LinkKind::kPcie,
+                   c2c ? layout.c2c_per_direction : pcie_bw, zero, zero);
+      }
+    }
+    if (N > 0) {
+      for (std::uint32_t i = 0; i < G; ++i) add_duplex(gpus[i], nics[i * N / G], LinkKind::kPcie, nic_side, zero, zero);
+    }
+  }
+  if (layout.cpu_interconnect_per_direction.raw() > 0) {
+    for (std::uint32_t a = 0; a < C; ++a) {
+      for (std::uint32_t b = a + 1; b < C; ++b) {
+        add_duplex(cpus[a], cpus[b], LinkKind::kCpuInterconnect, layout.cpu_interconnect_per_direction, zero, zero);
+      }
+    }
+  }
+  if (N > 0) {
+    for (std::uint32_t i = 0; i < G; ++i) own_nic_[n * G + i] = nics[i * N / G];
+  }
+}
+
+std::uint32_t torus_links_per_chip(const std::array<std::uint32_t, 3>& dims) {
+  std::uint32_t links = 0;
+  for (std::uint32_t d : dims) links += d > 2 ? 2 : (d == 2 ? 1 : 0);
+  return links;
+}
+
+void Topology::build_torus() {
+  const auto& dims = spec_.node.torus;
+  const std::uint32_t links = torus_links_per_chip(dims);
+  if (links == 0) return;
+  const BytesPerSecond per_link = spec_.nvlink_per_direction / static_cast<double>(links);
+  const std::uint32_t X = dims[0], Y = dims[1], Z = dims[2];
+  for (std::uint32_t g = 0; g < gpu_count(); ++g) {
+    const std::uint32_t c[3] = {g % X, (g / X) % Y, g / (X * Y)};
+    for (int axis = 0; axis < 3; ++axis) {
+      const std::uint32_t size = dims[axis];
+      if (size < 2 || (size == 2 && c[axis] != 0)) continue;
+      std::uint32_t n[3] = {c[0], c[1], c[2]};
+      n[axis] = (c[axis] + 1) % size;
+      const std::uint32_t h = n[0] + X * (n[1] + Y * n[2]);
+      add_duplex(gpu_vertex_[g], gpu_vertex_[h], LinkKind::kIci, per_link, spec_.nvlink_hop_latency,
+                 spec_.nvlink_hop_latency);
+    }
+  }
+  (void)Z;
+}
+
+FabricPorts fabric_ports(const ClusterSpec& spec) {
+  const FabricSpec& f = spec.fabric;
+  const double b = spec.nic_port_per_direction().raw();
+  const double B = f.link_per_direction.raw() > 0 ? f.link_per_direction.raw() : b;
+  const double k = f.switch_radix;
+  FabricPorts p;
+  p.uplinks = std::max<std::uint32_t>(1, static_cast<std::uint32_t>(std::floor(k * b / (b + f.oversubscription * B))));
+  const double down = std::floor(f.oversubscription * p.uplinks * B / b + 1e-9);
+  p.downlinks = static_cast<std::uint32_t>(std::max(0.0, std::min(k - p.uplinks, down)));
+  return p;
+}
+
+void Topology::build_fabric() {
+  const FabricSpec& f = spec_.fabric;
+  const FabricPorts ports = fabric_ports(spec_);
+  const std::uint32_t k = f.switch_radix;
+  const std::uint32_t N = spec_.node.nics_per_node;
+  const BytesPerSecond b = spec_.nic_port_per_direction();
+  const BytesPerSecond B = f.link_per_direction.raw() > 0 ? f.link_per_direction : b;
+  const Seconds sw = f.switch_latency;
+  const Seconds nic_up = spec_.network_hop_latency + sw;
+  if (ports.downlinks == 0) {
+    input_error("fabric.switch_radix", str(k) + " ports leave no downlink port on a leaf");
+  }
+  const auto nic_of = [&](std::uint32_t node, std::uint32_t j) {
+    return find_vertex("n" + str(node) + "/nic" + str(j));
+  };
+  std::vector<VertexIndex> leaves;
+  if (f.kind == FabricKind::kRailOptimizedFatTree) {
+    const std::uint32_t per_rail = ceil_div(spec_.nodes, ports.downlinks);
+    for (std::uint32_t r = 0; r < N; ++r) {
+      for (std::uint32_t i = 0; i < per_rail; ++i) {
+        leaves.push_back(add_vertex("rail" + str(r) + "/leaf" + str(i), VertexKind::kLeaf, kNone, kNone));
+      }
+      for (std::uint32_t n = 0; n < spec_.nodes; ++n) {
+        add_duplex(nic_of(n, r), leaves[r * per_rail + n / ports.downlinks], LinkKind::kNetwork, b, nic_up, seconds(0));
+      }
+    }
+  } else {
+    const std::uint32_t per_leaf = ports.downlinks / N;
+    if (per_leaf == 0) {
+      input_error("fabric.switch_radix", "a leaf has " + str(ports.downlinks) + " downlink ports, fewer than the " +
+                                             str(N) + " NICs of a node");
+    }
+    const std::uint32_t count = ceil_div(spec_.nodes, per_leaf);
+    for (std::uint32_t i = 0; i < count; ++i)
+      leaves.push_back(add_vertex("leaf" + str(i), VertexKind::kLeaf, kNone, kNone));
+    for (std::uint32_t n = 0; n < spec_.nodes; ++n) {
+      for (std::uint32_t j = 0; j < N; ++j) {
+        add_duplex(nic_of(n, j), leaves[n / per_leaf], LinkKind::kNetwork, b, nic_up, seconds(0));
+      }
+    }
+  }
+  tiers_.push_back("leaf");
+  const auto L = static_cast<std::uint32_t>(leaves.size());
+  if (L <= 1) return;
+  if (f.kind != FabricKind::kClosThreeLevel) {
+    if (L > k) {
+      input_error("fabric.kind", str(L) + " leaves exceed the " + str(k) +
+                                     " ports of a spine; a two-level tree of radix " + str(k) + " holds at most " +
+                                     str(k) + " leaves (use CLOS_THREE_LEVEL)");
+    }
+    std::vector<VertexIndex> spines;
+    for (std::uint32_t j = 0; j < ports.uplinks; ++j)
+      spines.push_back(add_vertex("spine" + str(j), VertexKind::kSpine, kNone, kNone));
+    for (VertexIndex leaf : leaves) {
+      for (VertexIndex s : spines) add_duplex(leaf, s, LinkKind::kNetwork, B, sw, sw);
+    }
+    tiers_.push_back("spine");
+    return;
+  }
+  const std::uint32_t c = std::min(std::max<std::uint32_t>(k / 2, 1), L);  // leaves per pod
+  const std::uint32_t pods = ceil_div(L, c);
+  if (pods > k) {
+    input_error("fabric.kind", str(pods) + " pods exceed the " + str(k) + " ports of a core switch");
+  }
+  std::vector<std::vector<VertexIndex>> spines(pods);
+  for (std::uint32_t p = 0; p < pods; ++p) {
+    for (std::uint32_t j = 0; j < ports.uplinks; ++j) {
+      spines[p].push_back(add_vertex("pod" + str(p) + "/spine" + str(j), VertexKind::kSpine, kNone, kNone));
+    }
+    for (std::uint32_t i = p * c; i < std::min(L, (p + 1) * c); ++i) {
+      for (VertexIndex s : spines[p]) add_duplex(leaves[i], s, LinkKind::kNetwork, B, sw, sw);
+    }
+  }
+  tiers_.push_back("spine");
+  if (pods <= 1) return;
+  std::vector<VertexIndex> cores;
+  for (std::uint32_t i = 0; i < ports.uplinks * c; ++i)
+    cores.push_back(add_vertex("core" + str(i), VertexKind::kCore, kNone, kNone));
+  for (std::uint32_t p = 0; p < pods; ++p) {
+    for (std::uint32_t j = 0; j < ports.uplinks; ++j) {
+      for (std::uint32_t m = 0; m < c; ++m) add_duplex(spines[p][j], cores[j * c + m], LinkKind::kNetwork, B, sw, sw);
+    }
+  }
+}
+
+void Topology::build_explicit() {
+  for (std::size_t i = 0; i < spec_.vertices.size(); ++i) {
+    const VertexSpec& v = spec_.vertices[i];
+    if (vertex_by_name_.count(v.name) != 0) {
+      input_error("vertices[" + std::to_string(i) + "].name", "\"" + v.name + "\" is already a vertex");
+    }
+    add_vertex(v.name, v.kind, v.node.value_or(kNone), v.kind == VertexKind::kGpu ? v.gpu.value_or(kNone) : kNone);
+  }
+  for (std::size_t i = 0; i < gpu_vertex_.size(); ++i) {
+    if (gpu_vertex_[i] == kNone) input_error("vertices", "no GPU vertex has gpu index " + std::to_string(i));
+  }
+  for (std::size_t i = 0; i < spec_.links.size(); ++i) {
+    const LinkSpec& l = spec_.links[i];
+    const std::string path = "links[" + std::to_string(i) + "]";
+    const VertexIndex a = find_vertex(l.from);
+    if (a == kNone) input_error(path + ".from", "no vertex \"" + l.from + "\"");
+    const VertexIndex b = find_vertex(l.to);
+    if (b == kNone) input_error(path + ".to", "no vertex \"" + l.to + "\"");
+    if (a == b) input_error(path + ".to", "a link from \"" + l.from + "\" to itself");
+    add_link(a, b, l.kind, l.bandwidth, l.latency);
+    if (l.duplex) add_link(b, a, l.kind, l.bandwidth, l.latency);
+  }
+  own_nic_.assign(gpu_vertex_.size(), kNone);
+}
+
+void Topology::apply_faults() {
+  for (std::size_t i = 0; i < spec_.link_faults.size(); ++i) {
+    const LinkFault& fault = spec_.link_faults[i];
+    const std::string path = "link_faults[" + std::to_string(i) + "]";
+    std::vector<LinkIndex> selected;
+    if (!fault.pattern.empty()) {
+      for (LinkIndex l = 0; l < link_count(); ++l) {
+        if (glob_match(fault.pattern, graph_[edges_[l]].name)) selected.push_back(l);
+      }
+      if (selected.empty()) input_error(path + ".pattern", "\"" + fault.pattern + "\" matches no link");
+    } else {
+      const VertexIndex a = find_vertex(fault.from);
+      if (a == kNone) input_error(path + ".from", "no vertex \"" + fault.from + "\"");
+      const VertexIndex b = find_vertex(fault.to);
+      if (b == kNone) input_error(path + ".to", "no vertex \"" + fault.to + "\"");
+      for (const auto& [x, y] : {std::pair{a, b}, std::pair{b, a}}) {
+        for (auto [e, end] = boost::out_edges(x, graph_); e != end; ++e) {
+          if (boost::target(*e, graph_) == y) selected.push_back(graph_[*e].index);
+        }
+      }
+      if (selected.empty()) input_error(path, "no link between \"" + fault.from + "\" and \"" + fault.to + "\"");
+    }
+    for (LinkIndex l : selected) {
+      LinkProps& p = graph_[edges_[l]];
+      if (fault.down) {
+        p.up = false;
+      } else {
+        p.bandwidth = p.bandwidth * fault.bandwidth_factor;
+      }
+    }
+  }
+}
+
+void Topology::compute_domains() {
+  // Union-find over NVLink and ICI links (whatever their state: a domain is a wiring fact).
+  std::vector<VertexIndex> parent(vertex_count());
+  std::iota(parent.begin(), parent.end(), VertexIndex{0});
+  const auto find = [&](VertexIndex v) {
+    while (parent[v] != v) v = parent[v] = parent[parent[v]];
+    return v;
+  };
+  for (const auto& e : edges_) {
+    const LinkKind kind = graph_[e].kind;
+    if (kind != LinkKind::kNvlink && kind != LinkKind::kIci) continue;
+    const VertexIndex a = find(static_cast<VertexIndex>(boost::source(e, graph_)));
+    const VertexIndex b = find(static_cast<VertexIndex>(boost::target(e, graph_)));
+    if (a != b) parent[std::max(a, b)] = std::min(a, b);
+  }
+  std::unordered_map<VertexIndex, std::uint32_t> ids;
+  domain_.resize(gpu_count());
+  for (std::uint32_t g = 0; g < gpu_count(); ++g) {
+    const VertexIndex root = find(gpu_vertex_[g]);
+    domain_[g] = ids.emplace(root, static_cast<std::uint32_t>(ids.size())).first->second;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Accessors
+
+LinkInfo Topology::link(LinkIndex i) const {
+  const auto& e = edges_.at(i);
+  const LinkProps& p = graph_[e];
+  return LinkInfo{static_cast<VertexIndex>(boost::source(e, graph_)),
+                  static_cast<VertexIndex>(boost::target(e, graph_)),
+                  p.kind,
+                  p.bandwidth,
+                  p.latency,
+                  p.name,
+                  p.up};
+}
+
+VertexIndex Topology::find_vertex(std::string_view name) const {
+  const auto it = vertex_by_name_.find(std::string(name));
+  return it == vertex_by_name_.end() ? kNone : it->second;
+}
+
+LinkIndex Topology::find_link(std::string_view name) const {
+  const std::size_t arrow = name.find("->");
+  if (arrow == std::string_view::npos) return kNone;
+  const VertexIndex from = find_vertex(name.substr(0, arrow));
+  if (from == kNone) return kNone;
+  for (auto [e, end] = boost::out_edges(from, graph_); e != end; ++e) {
+    if (graph_[*e].name == name) return graph_[*e].index;
+  }
+  return kNone;
+}
+
+Seconds Topology::latency(std::span<const LinkIndex> path) const {
+  Seconds total = seconds(0);
+  for (LinkIndex l : path) total += graph_[edges_.at(l)].latency;
+  return total;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Routing
+
+// Index of v in the distance array of (target, scope); kNone when v is outside the scope.
+std::uint32_t Topology::slot(VertexIndex v, VertexIndex target, Scope scope) const {
+  switch (scope) {
+    case Scope::kAny:
+      return v;
+    case Scope::kFabric:
+      return fabric_slot_[v];
+    case Scope::kNode:
+    case Scope::kDomain: {
+      const Range r = scope_range(target, scope);
+      return v >= r.begin && v < r.end ? v - r.begin : kNone;
+    }
+  }
+  return kNone;
+}
+
+Topology::Range Topology::scope_range(VertexIndex target, Scope scope) const {
+  if (scope == Scope::kNode) return node_range_.at(graph_[target].node);
+  return domain_range_.at(group_.at(graph_[target].gpu));
+}
+
+std::uint32_t Topology::slot_count(VertexIndex target, Scope scope) const {
+  switch (scope) {
+    case Scope::kAny:
+      return vertex_count();
+    case Scope::kFabric:
+      return fabric_slots_;
+    case Scope::kNode:
+    case Scope::kDomain: {
+      const Range r = scope_range(target, scope);
+      return r.end - r.begin;
+    }
+  }
+  return 0;
+}
+
+const std::vector<std::uint16_t>& Topology::distances(VertexIndex target, Scope scope) const {
+  const std::uint64_t key = (std::uint64_t{target} << 2) | static_cast<std::uint64_t>(scope);
+  auto& entry = distance_cache_[key];
+  if (entry) return *entry;
+  if (scope == Scope::kFabric && graph_[target].kind == VertexKind::kNic) {
+    // A NIC reached only from its leaf: distances to the NIC are the leaf's plus one, so the many NICs of a
+    // leaf share one BFS (the cache still keeps one array per NIC).
+    VertexIndex only = kNone;
+    std::uint32_t in_scope = 0;
+    for (auto [e, end] = boost::in_edges(target, graph_); e != end; ++e) {
+      const auto u = static_cast<VertexIndex>(boost::source(*e, graph_));
+      if (fabric_slot_[u] == kNone) continue;
+      ++in_scope;
+      if (graph_[*e].up) only = u;
+    }
+    if (in_scope == 1 && only != kNone) {
+      std::vector<std::uint16_t> derived = distances(only, scope);  // a copy: the cache may rehash below
+      for (std::uint16_t& d : derived) d = d == kUnreachable ? kUnreachable : static_cast<std::uint16_t>(d + 1);
+      derived[fabric_slot_[target]] = 0;
+      auto& slot_entry = distance_cache_[key];
+      slot_entry = std::make_unique<std::vector<std::uint16_t>>(std::move(derived));
+      return *slot_entry;
+    }
+  }
+  entry = std::make_unique<std::vector<std::uint16_t>>(slot_count(target, scope), kUnreachable);
+  std::vector<std::uint16_t>& dist = *entry;
+  std::deque<VertexIndex> queue{target};
+  dist[slot(target, target, scope)] = 0;
+  while (!queue.empty()) {
+    const VertexIndex v = queue.front();
+    queue.pop_front();
+    if (v != target && !graph_[v].forwards) continue;  // reached as a source, never passed through
+    const std::uint16_t next = static_cast<std::uint16_t>(dist[slot(v, target, scope)] + 1);
+    for (auto [e, end] = boost::in_edges(v, graph_); e != end; ++e) {
+      if (!graph_[*e].up) continue;
+      const auto u = static_cast<VertexIndex>(boost::source(*e, graph_));
+      const std::uint32_t su = slot(u, target, scope);
+      if (su == kNone || dist[su] != kUnreachable) continue;
+      dist[su] = next;
+      queue.push_back(u);
+    }
+  }
+  return dist;
+}
+
+std::uint32_t Topology::distance(VertexIndex from, VertexIndex target, Scope scope) const {
+  const std::uint32_t s = slot(from, target, scope);
+  if (s == kNone) return kNone;
+  const std::uint16_t d = distances(target, scope)[s];
+  return d == kUnreachable ? kNone : d;
+}
+
+void Topology::walk(VertexIndex from, VertexIndex target, Scope scope, std::uint64_t seed,
+                    std::vector<LinkIndex>& out) const {
+  const std::vector<std::uint16_t>& dist = distances(target, scope);
+  std::vector<LinkIndex> candidates;
+  VertexIndex u = from;
+  while (u != target) {
+    const std::uint16_t du = dist[slot(u, target, scope)];
+    assert(du != kUnreachable && du > 0);
+    candidates.clear();
+    int best = std::numeric_limits<int>::max();
+    for (auto [e, end] = boost::out_edges(u, graph_); e != end; ++e) {
+      const LinkProps& p = graph_[*e];
+      if (!p.up) continue;
+      const auto v = static_cast<VertexIndex>(boost::target(*e, graph_));
+      const std::uint32_t sv = slot(v, target, scope);
+      if (sv == kNone || dist[sv] != du - 1 || (v != target && !graph_[v].forwards)) continue;
+      const int rank = preference(p.kind);
+      if (rank < best) {
+        best = rank;
+        candidates.clear();
+      }
+      if (rank == best) candidates.push_back(p.index);
+    }
+    assert(!candidates.empty());
+    const LinkIndex chosen = candidates[mix(seed ^ (std::uint64_t{u} * 0xd6e8feb86659fd93ULL)) % candidates.size()];
+    out.push_back(chosen);
+    u = static_cast<VertexIndex>(boost::target(edges_[chosen], graph_));
+  }
+}
+
+bool Topology::use_rails(std::uint32_t src, std::uint32_t dst) const {
+  return !spec_.is_explicit() && group_[src] != group_[dst] && own_nic_[src] != kNone && own_nic_[dst] != kNone;
+}
+
+void Topology::throw_no_route(std::uint32_t src, std::uint32_t dst) const {
+  throw NoRouteError("no route from GPU " + str(src) + " (" + graph_[gpu_vertex_[src]].name + ") to GPU " + str(dst) +
+                     " (" + graph_[gpu_vertex_[dst]].name + "): every path has a link down");
+}
+
+std::uint32_t Topology::route_hops(std::uint32_t src, std::uint32_t dst) const {
+  if (src == dst) return 0;
+  const VertexIndex s = gpu_vertex_.at(src);
+  const VertexIndex t = gpu_vertex_.at(dst);
+  if (use_rails(src, dst)) {
+    const VertexIndex ns = own_nic_[src], nd = own_nic_[dst];
+    const std::uint32_t a = distance(s, ns, Scope::kNode);
+    const std::uint32_t b = a == kNone ? kNone : distance(ns, nd, Scope::kFabric);
+    const std::uint32_t c = b == kNone ? kNone : distance(nd, t, Scope::kNode);
+    if (c != kNone) return a + b + c;
+  } else if (!spec_.is_explicit() && group_[src] == group_[dst]) {
+    const std::uint32_t d = distance(s, t, Scope::kDomain);
+    if (d != kNone) return d;
+  }
+  return distance(s, t, Scope::kAny);
+}
+
+std::span<const LinkIndex> Topology::route(std::uint32_t src, std::uint32_t dst, std::uint64_t flow_key) const {
+  if (src >= gpu_count() || dst >= gpu_count()) {
+    throw std::out_of_range("route: GPU " + str(std::max(src, dst)) + " of " + str(gpu_count()));
+  }
+  if (src == dst) return {};
+  const RouteKey key{src, dst, flow_key};
+  if (const auto it = route_cache_.find(key); it != route_cache_.end()) return it->second;
+  std::vector<LinkIndex> path;
+  const std::uint64_t seed = mix(mix((std::uint64_t{src} << 32) | dst) ^ mix(flow_key));
+  const VertexIndex s = gpu_vertex_[src];
+  const VertexIndex t = gpu_vertex_[dst];
+  bool done = false;
+  if (use_rails(src, dst)) {
+    const VertexIndex ns = own_nic_[src], nd = own_nic_[dst];
+    if (distance(s, ns, Scope::kNode) != kNone && distance(ns, nd, Scope::kFabric) != kNone &&
+        distance(nd, t, Scope::kNode) != kNone) {
+      walk(s, ns, Scope::kNode, seed, path);
+      walk(ns, nd, Scope::kFabric, seed, path);
+      walk(nd, t, Scope::kNode, seed, path);
+      done = true;
+    }
+  } else if (!spec_.is_explicit() && group_[src] == group_[dst] && distance(s, t, Scope::kDomain) != kNone) {
+    walk(s, t, Scope::kDomain, seed, path);
+    done = true;
+  }
+  if (!done) {
+    if (distance(s, t, Scope::kAny) == kNone) throw_no_route(src, dst);
+    walk(s, t, Scope::kAny, seed, path);
+  }
+  return route_cache_.emplace(key, std::move(path)).first->second;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Figures
+
+BytesPerSecond Topology::bisection_bandwidth() const {
+  const std::uint32_t G = gpu_count();
+  if (G < 2) return bytes_per_second(0);
+  using Traits = boost::adjacency_list_traits<boost::vecS, boost::vecS, boost::directedS>;
+  using FlowGraph = boost::adjacency_list<
+      boost::vecS, boost::vecS, boost::directedS, boost::no_property,
+      boost::property<boost::edge_capacity_t, long long,
+                      boost::property<boost::edge_residual_capacity_t, long long,
+                                      boost::property<boost::edge_reverse_t, Traits::edge_descriptor>>>>;
+  const std::uint32_t V = vertex_count();
+  FlowGraph flow(V + 2);
+  auto capacity = boost::get(boost::edge_capacity, flow);
+  auto reverse = boost::get(boost::edge_reverse, flow);
+  const auto add = [&](std::uint32_t a, std::uint32_t b, long long cap) {
+    const auto e = boost::add_edge(a, b, flow).first;
+    const auto r = boost::add_edge(b, a, flow).first;
+    capacity[e] = cap;
+    capacity[r] = 0;
+    reverse[e] = r;
+    reverse[r] = e;
+  };
+  const auto half_of = [&](VertexIndex v) -> int {  // 0 first half, 1 second, -1 forwarding vertex
+    const VertexProps& p = graph_[v];
+    if (p.kind != VertexKind::kGpu || p.forwards) return -1;
+    return p.gpu < G / 2 ? 0 : 1;
+  };
+  long long total = 0;
+  for (const auto& e : edges_) {
+    const LinkProps& p = graph_[e];
+    if (!p.up) continue;
+    const auto a = static_cast<VertexIndex>(boost::source(e, graph_));
+    const auto b = static_cast<VertexIndex>(boost::target(e, graph_));
+    if (half_of(a) == 1 || half_of(b) == 0) continue;  // GPUs only send (first half) or receive (second)
+    const long long cap = std::llround(p.bandwidth.raw());
+    total += cap;
+    add(a, b, cap);
+  }
+  const std::uint32_t source = V, sink = V + 1;
+  for (std::uint32_t g = 0; g < G; ++g) {
+    if (g < G / 2) {
+      add(source, gpu_vertex_[g], total + 1);
+    } else {
+      add(gpu_vertex_[g], sink, total + 1);
+    }
+  }
+  const long long value = boost::push_relabel_max_flow(flow, source, sink);
+  return bytes_per_second(static_cast<double>(value));
+}
+
+std::uint32_t Topology::diameter_hops() const {
+  // route_hops() for every ordered pair, with the rail legs read straight from the cached distance arrays:
+  // hops = (src GPU -> its NIC) + (NIC -> NIC through the fabric) + (NIC -> dst GPU).
+  const std::uint32_t G = gpu_count();
+  std::vector<std::uint32_t> to_nic(G, kNone), from_nic(G, kNone);
+  for (std::uint32_t g = 0; g < G; ++g) {
+    if (own_nic_[g] == kNone || spec_.is_explicit()) continue;
+    to_nic[g] = distance(gpu_vertex_[g], own_nic_[g], Scope::kNode);
+    from_nic[g] = distance(own_nic_[g], gpu_vertex_[g], Scope::kNode);
+  }
+  std::uint32_t longest = 0;
+  for (std::uint32_t d = 0; d < G; ++d) {
+    const std::vector<std::uint16_t>* fabric = from_nic[d] == kNone ? nullptr : &distances(own_nic_[d], Scope::kFabric);
+    for (std::uint32_t s = 0; s < G; ++s) {
+      std::uint32_t h = kNone;
+      if (fabric != nullptr && to_nic[s] != kNone && use_rails(s, d)) {
+        const std::uint16_t b = (*fabric)[fabric_slot_[own_nic_[s]]];
+        if (b != kUnreachable) h = to_nic[s] + b + from_nic[d];
+      }
+      if (h == kNone) h = route_hops(s, d);
+      if (h == kNone) throw_no_route(s, d);
+      longest = std::max(longest, h);
+    }
+  }
+  return longest;
+}
+
+TopologyStats Topology::stats() const {
+  TopologyStats s;
+  s.gpus = gpu_count();
+  for (VertexIndex v = 0; v < vertex_count(); ++v) ++s.vertices[graph_[v].kind];
+  for (const auto& e : edges_) {
+    const LinkProps& p = graph_[e];
+    LinkKindStats& k = s.links[p.kind];
+    ++k.count;
+    if (p.up) k.total += p.bandwidth;
+  }
+  std::map<std::uint32_t, std::uint32_t> domain_sizes;
+  for (std::uint32_t d : domain_) ++domain_sizes[d];
+  s.nvlink_domains = static_cast<std::uint32_t>(domain_sizes.size());
+  for (const auto& [d, n] : domain_sizes) s.nvlink_domain_size = std::max(s.nvlink_domain_size, n);
+  s.bisection = bisection_bandwidth();
+  if (!spec_.is_explicit()) {
+    // Generated fabrics: the ratio as provisioned (a partially filled leaf carries less than its ports allow).
+    if (!tiers_.empty()) {
+      const FabricPorts ports = fabric_ports(spec_);
+      const double b = spec_.nic_port_per_direction().raw();
+      const double B = spec_.fabric.link_per_direction.raw() > 0 ? spec_.fabric.link_per_direction.raw() : b;
+      s.oversubscription.push_back({"leaf", ports.downlinks * b / (ports.uplinks * B)});
+      if (tiers_.size() > 1 && spec_.fabric.kind == FabricKind::kClosThreeLevel) {
+        s.oversubscription.push_back({"spine", 1.0});  // as many core uplinks as leaves below, same speed
+      }
+    }
+  } else {
+    // Explicit graphs: per tier, the worst switch's downlink bandwidth (links arriving from the tier below)
+    // over its uplink bandwidth (links going to the tier above).
+    const auto level = [](VertexKind k) {
+      switch (k) {
+        case VertexKind::kNic:
+          return 0;
+        case VertexKind::kLeaf:
+          return 1;
+        case VertexKind::kSpine:
+          return 2;
+        case VertexKind::kCore:
+          return 3;
+        default:
+          return -1;
+      }
+    };
+    for (VertexKind tier : {VertexKind::kLeaf, VertexKind::kSpine}) {
+      double worst = 0;
+      bool any = false;
+      for (VertexIndex v = 0; v < vertex_count(); ++v) {
+        if (graph_[v].kind != tier) continue;
+        double down = 0, up = 0;
+        for (auto [e, end] = boost::in_edges(v, graph_); e != end; ++e) {
+          if (level(graph_[boost::source(*e, graph_)].kind) == level(tier) - 1) down += graph_[*e].bandwidth.raw();
+        }
+        for (auto [e, end] = boost::out_edges(v, graph_); e != end; ++e) {
+          if (level(graph_[boost::target(*e, graph_)].kind) == level(tier) + 1) up += graph_[*e].bandwidth.raw();
+        }
+        if (up > 0) {
+          worst = std::max(worst, down / up);
+          any = true;
+        }
+      }
+      if (any) s.oversubscription.push_back({to_string(tier), worst});
+    }
+  }
+  s.diameter_hops = diameter_hops();
+  return s;
+}
+
+void Topology::write_graphviz(std::ostream& out) const {
+  const auto vertex_writer = [this](std::ostream& o, Graph::vertex_descriptor v) {
+    const VertexProps& p = graph_[v];
+    const char* shape = p.kind == VertexKind::kGpu ? "box" : (p.kind == VertexKind::kNic ? "ellipse" : "diamond");
+    o << "[label=\"" << p.name << "\\n"
+      << to_string(p.kind) << "\" kind=\"" << to_string(p.kind) << "\" shape=" << shape << "]";
+  };
+  const auto edge_writer = [this](std::ostream& o, Graph::edge_descriptor e) {
+    const LinkProps& p = graph_[e];
+    o << "[label=\"" << to_string(p.kind) << " " << to_GBps(p.bandwidth) << " GB/s\" kind=\"" << to_string(p.kind)
+      << "\"" << (p.up ? "" : " style=dashed") << "]";
+  };
+  boost::write_graphviz(out, graph_, vertex_writer, edge_writer, boost::default_writer());
+}
+
+}  // namespace clustersim::topology

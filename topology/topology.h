@@ -1,0 +1,231 @@
+// Topology: a cluster as a Boost.Graph, with routing and the figures `clustersim topo` prints.
+//
+// Graph. boost::adjacency_list<vecS, vecS, bidirectionalS> with bundled properties. Vertices are GPUs (and
+// TPU-style accelerators), NVSwitches, PCIe switches, host CPUs, NICs and leaf/spine/core switches. Edges are
+// DIRECTED links (a full-duplex cable is two edges) with a kind, a bandwidth per direction (BytesPerSecond),
+// a latency (Seconds), a stable name "FROM->TO" and an up flag. Link indices 0..link_count()-1 are stable
+// and are what routes are made of.
+//
+// Vertex names (generated forms):
+//   n{node}/gpu{i}, n{node}/pcie{i}, n{node}/cpu{i}, n{node}/nic{i}   i = index inside the node
+//   n{node}/nvswitch     the node's NVSwitch crossbar (one vertex for all NVSwitch chips: they act as one
+//                        non-blocking switch; each GPU has one link of its full NVLink bandwidth to it)
+//   nvl{d}/nvswitch      the same for an NVLink domain of several nodes (GB200 NVL72: d = node / 18)
+//   rail{r}/leaf{i}      rail-optimised fat tree: leaf i of rail r (NIC r of every node is on rail r)
+//   leaf{i}, spine{i}    two-level Clos; spines of the rail-optimised tree are spine{i} too
+//   leaf{i}, pod{p}/spine{j}, core{i}   three-level Clos
+// Node wiring: GPU i and NIC j sit on PCIe switch floor(i*P/G) and floor(j*P/N), switch k below CPU
+// floor(k*C/P); CPUs are joined pairwise by the CPU interconnect. Without PCIe switches a GPU links to its
+// CPU (NVLink-C2C when the layout gives it, else PCIe) and to its NIC directly. GPU i's own NIC (its rail)
+// is NIC floor(i*N/G). Latencies: a GPU->NVSwitch link and every ICI link carry nvlink_hop_latency,
+// a NIC->switch link network_hop_latency + switch_latency, a switch->switch link switch_latency, so a
+// path pays each switch it crosses once; PCIe and CPU links carry none.
+//
+// Fabric sizing (radix k, oversubscription o, NIC port bandwidth b, fabric link bandwidth B): a leaf has
+// u = max(1, floor(k*b / (b + o*B))) uplinks and d = min(k - u, floor(o*u*B/b)) downlinks, so d*b / (u*B)
+// ~= o (k = 64, o = 1: 32 + 32; o = 4: 48 down + 12 up). Rail-optimised: each rail has ceil(nodes/d) leaves,
+// every leaf has one uplink to each of the u spines. Two-level Clos: floor(d / nics_per_node) nodes per leaf
+// (all NICs of a node on one leaf), u spines. Three-level Clos: pods of c = min(k/2, leaves) leaves and u
+// spines; spine j of every pod links to the c cores of core group j. There is no fabric when the cluster is
+// a single NVLink domain, and no spine tier above a single leaf (no core tier above a single pod).
+//
+// Routing. route(src, dst, flow_key) is a shortest path in hops over up links. GPUs never forward (torus
+// chips do: their ICI router is the network). Between NVLink domains, traffic leaves through the source
+// GPU's own NIC and enters through the destination GPU's own NIC (NCCL's rail-local choice), each leg a
+// shortest path; if that is impossible (a NIC or its link down) the plain shortest path is used. At each hop
+// the next links that keep the path shortest are narrowed to the preferred kind (NVLink/ICI before network
+// before PCIe before CPU links, so an NVSwitch path wins a tie against a shared PCIe switch) and one is
+// chosen by a deterministic ECMP hash of (src, dst, flow_key, hop vertex). Distances to each target are
+// computed lazily by BFS and cached, and so are resolved routes: Topology is not thread-safe (one per
+// simulation). The cache costs O(targets x vertices) small integers.
+//
+// Bisection bandwidth: the maximum flow (boost::push_relabel_max_flow, integer bytes/s) from a super source
+// feeding GPUs 0 .. G/2-1 to a super sink fed by GPUs G/2 .. G-1, over the up links at their (fault-scaled)
+// bandwidth, GPUs not forwarding: one direction's worth of what the first half of the GPUs (by index) can
+// send the second half at once. Diameter: the longest route, in links, over all ordered GPU pairs (O(G^2)).
+// Sources of the presets' figures are in topology/presets/*.textproto.
+#pragma once
+
+#include <array>
+#include <boost/graph/adjacency_list.hpp>
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "topology/cluster_spec.h"
+
+namespace clustersim::topology {
+
+using VertexIndex = std::uint32_t;
+using LinkIndex = std::uint32_t;
+inline constexpr std::uint32_t kNone = 0xffffffffu;
+
+struct VertexProps {
+  std::string name;
+  VertexKind kind = VertexKind::kGpu;
+  std::uint32_t node = kNone;  // kNone for fabric switches and multi-node NVSwitches
+  std::uint32_t gpu = kNone;   // GPU index, kNone for other vertices
+  bool forwards = true;        // may be a transit vertex of a route (false for GPUs outside a torus)
+};
+
+struct LinkProps {
+  LinkKind kind = LinkKind::kNvlink;
+  BytesPerSecond bandwidth = bytes_per_second(0);  // per direction, after faults
+  Seconds latency = seconds(0);
+  std::string name;  // "FROM->TO"
+  bool up = true;
+  LinkIndex index = 0;
+};
+
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, VertexProps, LinkProps>;
+
+struct LinkInfo {
+  VertexIndex from = 0;
+  VertexIndex to = 0;
+  LinkKind kind = LinkKind::kNvlink;
+  BytesPerSecond bandwidth = bytes_per_second(0);
+  Seconds latency = seconds(0);
+  std::string_view name;
+  bool up = true;
+};
+
+// No up path between two GPUs (links down). A consequence of the input, so an InputError-like message.
+class NoRouteError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct LinkKindStats {
+  std::uint32_t count = 0;                     // directed links, up or down
+  BytesPerSecond total = bytes_per_second(0);  // summed bandwidth of the up ones
+};
+
+// Downlink over uplink bandwidth of a fabric tier: as provisioned for a generated fabric (leaf: d*b / (u*B),
+// see the sizing rule; spine of a three-level Clos: 1), the worst switch's for an explicit one.
+struct TierOversubscription {
+  std::string tier;  // "leaf", "spine"
+  double ratio = 0;
+};
+
+struct TopologyStats {
+  std::uint32_t gpus = 0;
+  std::map<VertexKind, std::uint32_t> vertices;  // count per kind (GPUs included)
+  std::map<LinkKind, LinkKindStats> links;
+  std::uint32_t nvlink_domain_size = 0;  // GPUs in the largest NVLink/ICI-connected domain
+  std::uint32_t nvlink_domains = 0;
+  BytesPerSecond bisection = bytes_per_second(0);
+  std::vector<TierOversubscription> oversubscription;
+  std::uint32_t diameter_hops = 0;
+};
+
+// Leaf ports of a generated fabric (see the sizing rule above).
+struct FabricPorts {
+  std::uint32_t uplinks = 0;
+  std::uint32_t downlinks = 0;
+};
+FabricPorts fabric_ports(const ClusterSpec& spec);
+
+// ICI links per chip of a torus: 2 per dimension longer than 2, 1 for a dimension of 2, 0 for 1.
+std::uint32_t torus_links_per_chip(const std::array<std::uint32_t, 3>& dims);
+
+class Topology {
+ public:
+  // Builds the graph; throws InputError (empty file, field path relative to the cluster, e.g.
+  // "link_faults[1].pattern") when a fault selects nothing or the explicit form names an unknown vertex.
+  explicit Topology(const ClusterSpec& spec);
+  Topology(const Topology&) = delete;
+  Topology& operator=(const Topology&) = delete;
+  ~Topology();
+
+  const ClusterSpec& spec() const { return spec_; }
+  const Graph& graph() const { return graph_; }
+
+  std::uint32_t gpu_count() const { return static_cast<std::uint32_t>(gpu_vertex_.size()); }
+  std::uint32_t vertex_count() const { return static_cast<std::uint32_t>(boost::num_vertices(graph_)); }
+  std::uint32_t link_count() const { return static_cast<std::uint32_t>(edges_.size()); }
+  VertexIndex gpu_vertex(std::uint32_t gpu) const { return gpu_vertex_.at(gpu); }
+  std::uint32_t node_of(std::uint32_t gpu) const { return graph_[gpu_vertex(gpu)].node; }
+  std::uint32_t nvlink_domain_of(std::uint32_t gpu) const { return domain_.at(gpu); }
+  const VertexProps& vertex(VertexIndex v) const { return graph_[v]; }
+  LinkInfo link(LinkIndex i) const;
+  VertexIndex find_vertex(std::string_view name) const;  // kNone when absent
+  LinkIndex find_link(std::string_view name) const;      // kNone when absent
+
+  // The links from GPU src to GPU dst (empty when src == dst). Throws NoRouteError. The span stays valid
+  // as long as the Topology.
+  std::span<const LinkIndex> route(std::uint32_t src_gpu, std::uint32_t dst_gpu, std::uint64_t flow_key = 0) const;
+  // route(...).size() without building the route; kNone when there is no route.
+  std::uint32_t route_hops(std::uint32_t src_gpu, std::uint32_t dst_gpu) const;
+  Seconds latency(std::span<const LinkIndex> path) const;
+
+  BytesPerSecond bisection_bandwidth() const;
+  std::uint32_t diameter_hops() const;
+  TopologyStats stats() const;
+  // Graphviz: vertices labelled with name and kind, edges with kind and GB/s; down links dashed.
+  void write_graphviz(std::ostream& out) const;
+
+ private:
+  // Where a route leg may go: anywhere; inside the target's node or NVLink domain (their vertices are
+  // contiguous); NICs and fabric switches only.
+  enum class Scope : std::uint8_t { kAny, kNode, kDomain, kFabric };
+  struct Range {
+    VertexIndex begin = 0, end = 0;
+  };
+
+  VertexIndex add_vertex(std::string name, VertexKind kind, std::uint32_t node, std::uint32_t gpu);
+  void add_link(VertexIndex from, VertexIndex to, LinkKind kind, BytesPerSecond bandwidth, Seconds latency);
+  void add_duplex(VertexIndex a, VertexIndex b, LinkKind kind, BytesPerSecond bandwidth, Seconds to_b_latency,
+                  Seconds to_a_latency);
+  void build_generated();
+  void build_node(std::uint32_t node);
+  void build_torus();
+  void build_fabric();
+  void build_explicit();
+  void apply_faults();
+  void compute_domains();
+
+  std::uint32_t slot(VertexIndex v, VertexIndex target, Scope scope) const;
+  Range scope_range(VertexIndex target, Scope scope) const;
+  std::uint32_t slot_count(VertexIndex target, Scope scope) const;
+  const std::vector<std::uint16_t>& distances(VertexIndex target, Scope scope) const;
+  std::uint32_t distance(VertexIndex from, VertexIndex target, Scope scope) const;
+  void walk(VertexIndex from, VertexIndex target, Scope scope, std::uint64_t hash_seed,
+            std::vector<LinkIndex>& out) const;
+  bool use_rails(std::uint32_t src, std::uint32_t dst) const;
+  [[noreturn]] void throw_no_route(std::uint32_t src, std::uint32_t dst) const;
+
+  ClusterSpec spec_;
+  Graph graph_;
+  std::vector<Graph::edge_descriptor> edges_;  // by LinkIndex
+  std::vector<VertexIndex> gpu_vertex_;        // by GPU index
+  std::vector<VertexIndex> own_nic_;           // by GPU index; kNone without NICs
+  std::vector<std::uint32_t> domain_;          // NVLink domain by GPU index (NVLink/ICI-connected component)
+  std::vector<std::uint32_t> group_;           // generated forms: the node group routed locally (the built
+                                               // NVLink domain, the whole torus; a PCIe-only node) by GPU
+  std::vector<Range> node_range_;              // generated forms: vertices of node n
+  std::vector<Range> domain_range_;            // generated forms: vertices of NVLink domain d
+  std::vector<std::uint32_t> fabric_slot_;     // dense index of NICs and fabric switches, else kNone
+  std::uint32_t fabric_slots_ = 0;
+  std::unordered_map<std::string, VertexIndex> vertex_by_name_;
+  std::vector<std::string> tiers_;  // fabric tiers present, bottom up ("leaf", "spine")
+
+  mutable std::unordered_map<std::uint64_t, std::unique_ptr<std::vector<std::uint16_t>>> distance_cache_;
+  struct RouteKey {
+    std::uint32_t src, dst;
+    std::uint64_t flow;
+    bool operator==(const RouteKey&) const = default;
+  };
+  struct RouteKeyHash {
+    std::size_t operator()(const RouteKey& k) const;
+  };
+  mutable std::unordered_map<RouteKey, std::vector<LinkIndex>, RouteKeyHash> route_cache_;
+};
+
+}  // namespace clustersim::topology

@@ -1,0 +1,68 @@
+// NetworkModel: collectives as flows on the cluster's links (FLOW fidelity).
+//
+// The cluster's topology (topology/) becomes a FlowNetwork (sim/): one link per directed topology
+// link, with capacity = link bandwidth × the profile's bus efficiency for its kind (NVLink, or
+// network for NIC, PCIe and fabric links), so a contention-free collective matches the analytical
+// model, and contention between concurrent collectives — DP rings of other jobs, later TP/PP/EP —
+// emerges from max-min sharing.
+//
+// Ring AllReduce (NCCL's ring, pipelined): NCCL splits the buffer over channels; across nodes it
+// builds one ring per NIC rail, so k = (ranks per node) rings run at once, each carrying S/k.
+// Inside a node, ring c visits the node's ranks starting at local rank c; the hop from the last
+// rank of a node to the first rank of the next node is routed through the fabric. The 2(n−1) steps
+// of a ring are pipelined chunks with no barrier between them, so a ring runs as one rate-coupled
+// flow: each of its n edges must move 2(n−1)/n · S/k bytes, all at the same rate, over the union
+// of the edges' routed links (a link used by two edges of the ring counts twice). After the ring's
+// latency — NCCL's base latency plus per-step latencies along the pipeline (collective_model.h)
+// plus the links' own latencies — its bytes flow at the max-min rate the network grants.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/simulation.h"
+#include "workloads/collective_engine.h"
+#include "workloads/scenario.h"
+
+namespace clustersim::topology {
+class Topology;
+}
+
+namespace clustersim::workloads {
+
+struct LinkUsage {
+  std::string name;            // topology link name, "from->to"
+  std::string kind;            // "nvlink", "pcie", "network", ...
+  BytesPerSecond capacity;     // as shared in the flow network (bandwidth × efficiency)
+  Bytes bytes_carried;
+  Seconds busy;                // time with at least one flow on it
+  std::uint32_t peak_flows = 0;
+};
+
+class NetworkModel {
+ public:
+  NetworkModel(sim::Simulation& sim, const Scenario& scenario);
+  ~NetworkModel();
+
+  // Runs an AllReduce as flows; `done` is called when its last flow ends.
+  void run_allreduce(const CollectiveCall& call, std::function<void()> done);
+
+  // Utilisation of every link that carried traffic, busiest (by bytes) first; ties by name.
+  std::vector<LinkUsage> link_usage() const;
+
+  // Keep every link's aggregate rate over time (for trace counter tracks). Call before running.
+  void record_rates();
+  // (time, bytes/s) samples of a link by name; empty unless record_rates() was called.
+  std::vector<std::pair<sim::SimTime, double>> rate_samples(const std::string& link_name) const;
+
+  const topology::Topology& topology() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace clustersim::workloads

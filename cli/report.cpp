@@ -144,7 +144,8 @@ std::string job_json(const workloads::Job& job, const workloads::IterationResult
   for (std::size_t b = 0; b < r.buckets.size(); ++b)
     o << (b ? ",\n  " : "\n  ") << in << "{\"bytes\": " << num(r.buckets[b].size.raw())
       << ", \"parameters\": " << num(r.buckets[b].parameters) << ", \"first\": \"" << json_escape(r.buckets[b].first_op)
-      << "\", \"last\": \"" << json_escape(r.buckets[b].last_op) << "\"}";
+      << "\", \"last\": \"" << json_escape(r.buckets[b].last_op) << "\""
+      << (b < r.bucket_allreduce.size() ? ", \"allreduce_s\": " + num(r.bucket_allreduce[b].raw()) : "") << "}";
   o << "\n" << in << "],\n";
   o << in << "\"memory\": {\"peak_bytes\": " << num(r.memory.peak.raw()) << ", \"capacity_bytes\": "
     << num(r.memory.capacity.raw()) << ", \"oom\": " << (r.memory.oom ? "true" : "false") << ", \"parts_bytes\": {";

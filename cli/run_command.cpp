@@ -54,6 +54,10 @@ int run_command(const std::vector<std::string>& args, std::ostream& out) {
 
   const workloads::Scenario scenario = scenarios.empty() ? load_default_scenario() : load_scenario_file(scenarios[0]);
 
+  if ((vm.count("links") || vm.count("links-csv")) && scenario.fidelity != workloads::Fidelity::kFlow)
+    throw InputError("command line", 0, 0, "--links",
+                     "per-link utilisation needs fidelity: FLOW (the scenario sets ANALYTICAL)");
+
   std::vector<std::string> labels;
   for (std::uint32_t g = 0; g < scenario.cluster.gpu_count(); ++g)
     labels.push_back("GPU " + std::to_string(g) + " (node " + std::to_string(scenario.cluster.node_of(g)) + ", local " +
@@ -68,8 +72,6 @@ int run_command(const std::vector<std::string>& args, std::ostream& out) {
   out << summary_text(scenario, result);
   if (vm.count("json")) write_file_atomically(vm["json"].as<std::string>(), result_json(scenario, result));
   if (vm.count("trace")) write_file_atomically(vm["trace"].as<std::string>(), trace.json());
-  if ((vm.count("links") || vm.count("links-csv")) && scenario.fidelity != workloads::Fidelity::kFlow)
-    throw InputError("command line", 0, 0, "--links", "per-link utilisation needs fidelity: FLOW");
   if (vm.count("links")) write_file_atomically(vm["links"].as<std::string>(), link_usage_json(result));
   if (vm.count("links-csv")) write_file_atomically(vm["links-csv"].as<std::string>(), link_usage_csv(result));
   if (vm.count("resolved")) {

@@ -110,6 +110,8 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
     r.mfu = r.model_flops_per_step.raw() /
             (r.iteration_time.raw() * ranks * tensor_peak(sc.profile.gpu, job.training.precision).raw());
     r.buckets = std::move(it.buckets);
+    for (sim::TaskId t : it.bucket_allreduce)
+      r.bucket_allreduce.push_back(sim::to_seconds(executor.end_time(t) - executor.start_time(t)));
     r.memory = estimate_ddp_memory(job, sc.profile.gpu);
     r.training = training_time(job.training, job.parallel.grad_accum, ranks, r.iteration_time);
     out.jobs.push_back(std::move(r));

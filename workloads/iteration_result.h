@@ -50,6 +50,7 @@ struct IterationResult {
   TimeBreakdown breakdown;              // of the GPU with the most exposed communication (ties: lowest index)
   std::uint32_t breakdown_gpu = 0;      // global GPU index
   std::vector<GradientBucket> buckets;
+  std::vector<Seconds> bucket_allreduce;   // how long each bucket's AllReduce ran (empty at DP 1)
   MemoryEstimate memory;
   TrainingTime training;
 };

@@ -162,3 +162,35 @@ TEST_CASE("--resolved rewrites a profile path so the resolved file loads from it
   CHECK(run("run " + (dir / "out/r.textproto").string(), dir).status == 0);
   fs::remove_all(dir);
 }
+
+TEST_CASE("clustersim topo prints the cluster and writes Graphviz") {
+  const fs::path dir = scratch_dir("topo");
+  const Run r = run("topo scenarios/fabric-rail-vs-oversubscribed/clos-4to1.textproto --dot " + (dir / "g.dot").string(), dir);
+  CHECK(r.status == 0);
+  // 16 DGX H100: 128 GPUs in 16 NVLink domains of 8; 3 leaves and 12 spines (see the folder's README).
+  for (const char* s : {"128 (16 nodes x 8 H100-SXM5-80GB, preset dgx-h100)", "8 GPUs (16 domains)", "leaf 3",
+                        "spine 12", "1400.0 GB/s per direction", "leaf 4.00:1", "diameter"})
+    CHECK_MESSAGE(r.out.find(s) != std::string::npos, "topo lacks '" << s << "'");
+  CHECK(slurp(dir / "g.dot").rfind("digraph", 0) == 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("run --links writes per-link utilisation and the trace gains link counter tracks") {
+  const fs::path dir = scratch_dir("links");
+  const Run r = run("run --links " + (dir / "l.json").string() + " --links-csv " + (dir / "l.csv").string() +
+                        " --trace " + (dir / "t.json").string(),
+                    dir);
+  REQUIRE(r.status == 0);
+  const std::string j = slurp(dir / "l.json");
+  for (const char* key : {"makespan_s", "busy_fraction", "bytes_carried", "peak_flows", "capacity_GBps"})
+    CHECK_MESSAGE(j.find(key) != std::string::npos, "links JSON lacks " << key);
+  CHECK(slurp(dir / "l.csv").rfind("link,kind,capacity_GBps,bytes_carried,busy_s,busy_fraction", 0) == 0);
+  const std::string trace = slurp(dir / "t.json");
+  CHECK(trace.find("\"name\":\"network links\"") != std::string::npos);
+  CHECK(trace.find("\"ph\":\"C\"") != std::string::npos);
+  // ANALYTICAL fidelity has no flows to report.
+  std::ofstream(dir / "a.textproto") << slurp(fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios/default.textproto")
+                                     << "fidelity: ANALYTICAL\n";
+  CHECK(run("run " + (dir / "a.textproto").string() + " --links " + (dir / "x.json").string(), dir).status == 2);
+  fs::remove_all(dir);
+}

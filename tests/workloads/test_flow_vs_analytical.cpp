@@ -1,0 +1,140 @@
+// FLOW fidelity (collectives as flows on the topology) against the closed form, and contention.
+#include <doctest/doctest.h>
+
+#include <numeric>
+#include <string>
+
+#include "cli/scenario_loader.h"
+#include "sim/executor.h"
+#include "workloads/collective_engine.h"
+#include "workloads/iteration_result.h"
+#include "workloads/network_model.h"
+
+using namespace clustersim;
+using namespace clustersim::workloads;
+
+namespace {
+
+Scenario cluster_only(const std::string& cluster_text, const std::string& profile) {
+  // A scenario just to carry a cluster and a profile; its one job is not simulated here.
+  Scenario probe = cli::load_scenario_text(
+      "cluster { " + cluster_text + " }\nprofile: \"" + profile +
+          "\"\njobs { gpus: \"0\" model { layers: 1 hidden: 64 heads: 1 vocab: 64 seq_len: 8 }\n"
+          "parallel { dp: 1 micro_batch: 1 } training { samples: 1 } }\n",
+      "probe.textproto", false, "");
+  return probe;
+}
+
+// Duration of one AllReduce of `size` over all GPUs of the cluster at the given fidelity.
+double allreduce_seconds(Scenario sc, Fidelity fidelity, Bytes size) {
+  sc.fidelity = fidelity;
+  sim::Simulation s;
+  std::unique_ptr<NetworkModel> net;
+  if (fidelity == Fidelity::kFlow) net = std::make_unique<NetworkModel>(s, sc);
+  CollectiveEngine engine(s, sc, net.get());
+  sim::TaskGraph g;
+  std::vector<sim::StreamId> lanes;
+  std::vector<std::uint32_t> gpus(sc.cluster.gpu_count());
+  std::iota(gpus.begin(), gpus.end(), 0u);
+  for (std::uint32_t gpu : gpus) lanes.push_back(g.add_stream(gpu, "comm"));
+  engine.add(g, "ar", "comm", CollectiveCall{CollectiveKind::kAllReduce, gpus, size}, lanes, {});
+  sim::Executor ex(s, g, &engine);
+  ex.start();
+  s.run();
+  ex.finish();
+  return sim::to_seconds(ex.makespan()).raw();
+}
+
+}  // namespace
+
+TEST_CASE("contention-free ring AllReduce: FLOW agrees with ANALYTICAL within 1% from 1 MiB") {
+  // Both compute latency + 2(n−1)/n · S / B; FLOW gets B from max-min shares on the routed links
+  // (k rings, one per rail), ANALYTICAL from min(NVLink · η, k · NIC · η). With no other traffic the
+  // two must agree; the PCIe links of the presets (Gen4 31.5, Gen5 63 GB/s) are faster than the NICs.
+  const char* clusters[][2] = {
+      {"nodes: 1 gpus_per_node: 8 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 300 "
+       "nic_gbits_per_s_per_direction: 200",
+       "a100-sxm4-80gb"},
+      {"nodes: 2 gpus_per_node: 8 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 300 "
+       "nic_gbits_per_s_per_direction: 200",
+       "a100-sxm4-80gb"},
+      {"nodes: 4 gpus_per_node: 1 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 300 "
+       "nic_gbits_per_s_per_direction: 200",
+       "a100-sxm4-80gb"},
+      {"node_preset: \"dgx-a100\" nodes: 2", "a100-sxm4-80gb"},
+      {"node_preset: \"dgx-h100\" nodes: 4", "h100-sxm5-80gb"},
+  };
+  for (const auto& [cluster, profile] : clusters) {
+    const Scenario sc = cluster_only(cluster, profile);
+    for (double mib : {1.0, 16.0, 256.0, 1024.0}) {
+      CAPTURE(cluster);
+      CAPTURE(mib);
+      const double flow = allreduce_seconds(sc, Fidelity::kFlow, MiB(mib));
+      const double analytical = allreduce_seconds(sc, Fidelity::kAnalytical, MiB(mib));
+      CHECK(flow == doctest::Approx(analytical).epsilon(0.01));
+    }
+  }
+}
+
+TEST_CASE("two jobs sharing a leaf uplink slow each other by the max-min share") {
+  // 4 nodes × 1 GPU, two-level Clos with 3-port leaves at 2:1: a leaf has u = floor(3·b/(b + 2·b)) = 1
+  // uplink and d = 2 downlinks, so nodes {0,1} and {2,3} sit on two leaves joined through one spine.
+  // Job A on GPUs {0,2} and job B on {1,3}: each 2-rank ring crosses the leaves both ways.
+  // Alone, a ring moves 2(n−1)/n · S = S per edge at the NIC's 25 GB/s · 0.8 = 20 GB/s; together the
+  // two rings share each leaf–spine link (20 GB/s) max-min: 10 GB/s each, so the bandwidth part of
+  // every AllReduce doubles while the latency (8.4 + 2·14 = 36.4 µs) stays.
+  const std::string cluster =
+      "cluster { nodes: 4 gpus_per_node: 1 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 300\n"
+      "  nic_gbits_per_s_per_direction: 200 fabric { kind: CLOS_TWO_LEVEL oversubscription: 2 switch_radix: 3 } }\n"
+      "profile: \"a100-sxm4-80gb\"\n";
+  auto job = [](const char* name, const char* gpus) {
+    return std::string("jobs { name: \"") + name + "\" gpus: \"" + gpus +
+           "\" model { layers: 2 hidden: 1024 heads: 16 vocab: 51200 seq_len: 1024 }\n"
+           "  parallel { dp: 2 micro_batch: 1 ddp_bucket_mib: 10000 } training { samples: 1000 } }\n";
+  };
+  const Scenario alone = cli::load_scenario_text(cluster + job("a", "0,2"), "alone.textproto", false, "");
+  const Scenario both = cli::load_scenario_text(cluster + job("a", "0,2") + job("b", "1,3"), "both.textproto", false, "");
+  const ScenarioResult r1 = simulate_scenario(alone);
+  const ScenarioResult r2 = simulate_scenario(both);
+  REQUIRE(r1.jobs[0].bucket_allreduce.size() == 2);
+  const double latency = 36.4e-6;
+  for (std::size_t b = 0; b < 2; ++b) {
+    const double bytes = r1.jobs[0].buckets[b].size.raw();
+    CHECK(r1.jobs[0].bucket_allreduce[b].raw() == doctest::Approx(latency + bytes / 20e9).epsilon(1e-6));
+    CHECK(r2.jobs[0].bucket_allreduce[b].raw() == doctest::Approx(latency + bytes / 10e9).epsilon(1e-6));
+    CHECK(r2.jobs[1].bucket_allreduce[b].raw() == doctest::Approx(latency + bytes / 10e9).epsilon(1e-6));
+  }
+  // At ANALYTICAL fidelity the two jobs do not see each other.
+  Scenario both_analytical = both;
+  both_analytical.fidelity = Fidelity::kAnalytical;
+  const ScenarioResult r3 = simulate_scenario(both_analytical);
+  CHECK(r3.jobs[0].bucket_allreduce[1].raw() == doctest::Approx(r1.jobs[0].bucket_allreduce[1].raw()).epsilon(1e-9));
+}
+
+TEST_CASE("a slow GPU holds up the whole data-parallel job") {
+  // DDP's AllReduces start when every member has produced the bucket, so one GPU at 1.5x compute time
+  // stretches everyone's step by about its extra compute, 0.5·C; the others wait.
+  const std::string base =
+      "cluster { nodes: 1 gpus_per_node: 4 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 300\n"
+      "  nic_gbits_per_s_per_direction: 200 %s }\nprofile: \"a100-sxm4-80gb\"\n"
+      "model { layers: 4 hidden: 1024 heads: 16 vocab: 32000 seq_len: 1024 }\n"
+      "parallel { dp: 4 micro_batch: 2 }\ntraining { samples: 1000 }\n";
+  auto with = [&](const std::string& extra) {
+    std::string text = base;
+    text.replace(text.find("%s"), 2, extra);
+    return simulate_scenario(cli::load_scenario_text(text, "slow.textproto", false, ""));
+  };
+  const ScenarioResult fast = with("");
+  const ScenarioResult slow = with("slow_gpus { gpu: 2 compute_slowdown: 1.5 }");
+  const auto& f = fast.jobs[0];
+  const auto& s = slow.jobs[0];
+  // GPU 2 computes 1.5x as long.
+  CHECK(s.per_gpu[2].compute.raw() == doctest::Approx(1.5 * f.per_gpu[2].compute.raw()).epsilon(1e-6));
+  // The step is at least that long, and the healthy GPUs now spend about 0.5x their compute waiting:
+  // idle, or in AllReduces that wait for GPU 2 while their own compute is done (exposed).
+  CHECK(s.iteration_time.raw() >= s.per_gpu[2].compute.raw());
+  CHECK(s.per_gpu[0].idle.raw() + s.per_gpu[0].exposed_comm.raw() -
+            (f.per_gpu[0].idle.raw() + f.per_gpu[0].exposed_comm.raw()) >
+        0.45 * f.per_gpu[0].compute.raw());
+  CHECK(s.per_gpu[0].compute.raw() == doctest::Approx(f.per_gpu[0].compute.raw()).epsilon(1e-9));
+}

@@ -8,18 +8,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli/command_line.h"
 #include "sim/input_error.h"
 #include "sim/trace.h"
 #include "workloads/compute_model.h"
 
 namespace clustersim::cli {
 namespace {
-
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
 
 // "1,234,567" for counts.
 std::string grouped(std::uint64_t v) {
@@ -50,17 +45,6 @@ constexpr const char* kMfuConvention =
 
 namespace {
 
-std::string gpu_ranges(const std::vector<std::uint32_t>& gpus) {
-  std::string out;
-  for (std::size_t i = 0; i < gpus.size();) {
-    std::size_t j = i;
-    while (j + 1 < gpus.size() && gpus[j + 1] == gpus[j] + 1) ++j;
-    out += (out.empty() ? "" : ",") + std::to_string(gpus[i]) + (j > i ? "-" + std::to_string(gpus[j]) : "");
-    i = j + 1;
-  }
-  return out;
-}
-
 void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const workloads::Job& job,
                  const workloads::IterationResult& r, bool several) {
   using workloads::to_string;
@@ -68,7 +52,7 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
   const auto& p = job.parallel;
   const auto& t = job.training;
   const auto gpus = static_cast<double>(job.gpus.size());
-  if (several) o << "Job \"" << job.name << "\" on GPUs " << gpu_ranges(job.gpus) << "\n";
+  if (several) o << "Job \"" << job.name << "\" on GPUs " << gpu_ranges_text(job.gpus) << "\n";
   o << "  model      " << m.name << ": " << fmt("%.3f", m.parameter_count() / 1e9) << " B parameters, " << m.layers
     << " layers, hidden " << m.hidden << ", " << m.heads << " heads, FFN " << m.ffn_hidden << ", vocab " << m.vocab
     << ", sequence " << m.seq_len << "\n";
@@ -125,7 +109,7 @@ std::string job_json(const workloads::Job& job, const workloads::IterationResult
   };
   const std::string& in = indent;
   o << in << "\"job\": \"" << json_escape(job.name) << "\",\n";
-  o << in << "\"job_gpus\": \"" << gpu_ranges(job.gpus) << "\",\n";
+  o << in << "\"job_gpus\": \"" << gpu_ranges_text(job.gpus) << "\",\n";
   o << in << "\"parameters\": " << num(job.model.parameter_count()) << ",\n";
   o << in << "\"global_batch\": " << job.training.global_batch << ",\n";
   o << in << "\"iteration_time_s\": " << num(r.iteration_time.raw()) << ",\n";

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <ostream>
 
+#include "cli/command_line.h"
 #include "cli/report.h"
 #include "cli/scenario_loader.h"
 #include "sim/input_error.h"
@@ -15,44 +16,27 @@ namespace po = boost::program_options;
 namespace clustersim::cli {
 
 int run_command(const std::vector<std::string>& args, std::ostream& out) {
-  po::options_description named("clustersim run [SCENARIO] [options]\n\n"
-                                "Simulates one training iteration (optimizer step) of SCENARIO (.textproto or .json;\n"
-                                "without one, the built-in default scenario) and prints where the time goes\n"
-                                "and how long training takes.\n\nOptions");
-  named.add_options()
-      ("help,h", "show this help")
-      ("json", po::value<std::string>()->value_name("FILE"), "write the results as JSON")
-      ("trace", po::value<std::string>()->value_name("FILE"),
-       "write the timeline as Chrome trace-event JSON (open in https://ui.perfetto.dev)")
-      ("links", po::value<std::string>()->value_name("FILE"),
-       "write per-link utilisation as JSON (FLOW fidelity): bytes, busy fraction, peak concurrent flows")
-      ("links-csv", po::value<std::string>()->value_name("FILE"), "the same as CSV")
-      ("resolved", po::value<std::string>()->value_name("FILE"),
-       "write the scenario with every default filled in (text format)");
-  po::options_description hidden;
-  hidden.add_options()("scenario", po::value<std::vector<std::string>>());
-  po::options_description all;
-  all.add(named).add(hidden);
-  po::positional_options_description positional;
-  positional.add("scenario", -1);
-
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw InputError("command line", 0, 0, "run", std::string(e.what()) + " (see clustersim run --help)");
-  }
+  po::options_description named(
+      "clustersim run [SCENARIO] [options]\n\n"
+      "Simulates one training iteration (optimizer step) of SCENARIO (.textproto or .json;\n"
+      "without one, the built-in default scenario) and prints where the time goes\n"
+      "and how long training takes.\n\nOptions");
+  named.add_options()("help,h", "show this help")("json", po::value<std::string>()->value_name("FILE"),
+                                                  "write the results as JSON")(
+      "trace", po::value<std::string>()->value_name("FILE"),
+      "write the timeline as Chrome trace-event JSON (open in https://ui.perfetto.dev)")(
+      "links", po::value<std::string>()->value_name("FILE"),
+      "write per-link utilisation as JSON (FLOW fidelity): bytes, busy fraction, peak concurrent flows")(
+      "links-csv", po::value<std::string>()->value_name("FILE"), "the same as CSV")(
+      "resolved", po::value<std::string>()->value_name("FILE"),
+      "write the scenario with every default filled in (text format)");
+  const ParsedCommand parsed = parse_command(args, named, "run");
+  const po::variables_map& vm = parsed.options;
   if (vm.count("help")) {
     out << named << "\n";
     return 0;
   }
-  std::vector<std::string> scenarios;
-  if (vm.count("scenario")) scenarios = vm["scenario"].as<std::vector<std::string>>();
-  if (scenarios.size() > 1)
-    throw InputError("command line", 0, 0, "run", "takes one scenario, got " + std::to_string(scenarios.size()));
-
-  const workloads::Scenario scenario = scenarios.empty() ? load_default_scenario() : load_scenario_file(scenarios[0]);
+  const workloads::Scenario scenario = load_scenario_argument(parsed, "run");
 
   if ((vm.count("links") || vm.count("links-csv")) && scenario.fidelity != workloads::Fidelity::kFlow)
     throw InputError("command line", 0, 0, "--links",
@@ -81,8 +65,10 @@ int run_command(const std::vector<std::string>& args, std::ostream& out) {
     // so the resolved scenario loads from wherever it was written.
     if (scenario.profile.origin != "built-in") {
       const std::filesystem::path out_dir = std::filesystem::absolute(path).parent_path();
-      resolved.profile_ref =
-          std::filesystem::absolute(scenario.profile.origin).lexically_normal().lexically_relative(out_dir.lexically_normal()).generic_string();
+      resolved.profile_ref = std::filesystem::absolute(scenario.profile.origin)
+                                 .lexically_normal()
+                                 .lexically_relative(out_dir.lexically_normal())
+                                 .generic_string();
     }
     write_file_atomically(path, resolved_scenario_text(resolved));
   }

@@ -13,6 +13,7 @@
 
 #include "calibrate/proto_text.h"
 #include "cli/cluster_loader.h"
+#include "cli/command_line.h"
 #include "cli/scenario.pb.h"
 #include "cli/validate.h"
 #include "sim/input_error.h"
@@ -307,18 +308,6 @@ void write_job(const workloads::Job& job, schema::Model* mo_ptr, schema::Paralle
   t.set_global_batch(training.global_batch);
   t.set_precision(to_schema(training.precision));
 
-}
-
-// {0..63, 128..191} → "0-63,128-191".
-std::string gpu_ranges_text(const std::vector<std::uint32_t>& gpus) {
-  std::string out;
-  for (std::size_t i = 0; i < gpus.size();) {
-    std::size_t j = i;
-    while (j + 1 < gpus.size() && gpus[j + 1] == gpus[j] + 1) ++j;
-    out += (out.empty() ? "" : ",") + std::to_string(gpus[i]) + (j > i ? "-" + std::to_string(gpus[j]) : "");
-    i = j + 1;
-  }
-  return out;
 }
 
 }  // namespace

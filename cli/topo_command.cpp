@@ -5,6 +5,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "cli/command_line.h"
 #include "cli/report.h"
 #include "cli/scenario_loader.h"
 #include "sim/input_error.h"
@@ -15,12 +16,6 @@ namespace po = boost::program_options;
 namespace clustersim::cli {
 namespace {
 
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
 // Left-aligned in a column of `width` characters (at least one space after).
 std::string fmt_name(const std::string& name, std::size_t width) {
   return name + std::string(name.size() < width ? width - name.size() : 1, ' ');
@@ -29,34 +24,20 @@ std::string fmt_name(const std::string& name, std::size_t width) {
 }  // namespace
 
 int topo_command(const std::vector<std::string>& args, std::ostream& out) {
-  po::options_description named("clustersim topo [SCENARIO] [options]\n\n"
-                                "Prints the cluster of SCENARIO (default: the built-in scenario): GPUs, switches,\n"
-                                "links per kind, NVLink domain size, bisection bandwidth, oversubscription, diameter.\n\n"
-                                "Options");
-  named.add_options()("help,h", "show this help")(
-      "dot", po::value<std::string>()->value_name("FILE"), "write the graph in Graphviz format");
-  po::options_description hidden;
-  hidden.add_options()("scenario", po::value<std::vector<std::string>>());
-  po::options_description all;
-  all.add(named).add(hidden);
-  po::positional_options_description positional;
-  positional.add("scenario", -1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw InputError("command line", 0, 0, "topo", std::string(e.what()) + " (see clustersim topo --help)");
-  }
+  po::options_description named(
+      "clustersim topo [SCENARIO] [options]\n\n"
+      "Prints the cluster of SCENARIO (default: the built-in scenario): GPUs, switches,\n"
+      "links per kind, NVLink domain size, bisection bandwidth, oversubscription, diameter.\n\n"
+      "Options");
+  named.add_options()("help,h", "show this help")("dot", po::value<std::string>()->value_name("FILE"),
+                                                  "write the graph in Graphviz format");
+  const ParsedCommand parsed = parse_command(args, named, "topo");
+  const po::variables_map& vm = parsed.options;
   if (vm.count("help")) {
     out << named << "\n";
     return 0;
   }
-  std::vector<std::string> scenarios;
-  if (vm.count("scenario")) scenarios = vm["scenario"].as<std::vector<std::string>>();
-  if (scenarios.size() > 1)
-    throw InputError("command line", 0, 0, "topo", "takes one scenario, got " + std::to_string(scenarios.size()));
-  const workloads::Scenario sc = scenarios.empty() ? load_default_scenario() : load_scenario_file(scenarios[0]);
+  const workloads::Scenario sc = load_scenario_argument(parsed, "topo");
 
   const topology::Topology topo(sc.cluster);
   const topology::TopologyStats st = topo.stats();
@@ -70,9 +51,10 @@ int topo_command(const std::vector<std::string>& args, std::ostream& out) {
   for (const auto& [kind, count] : st.vertices) out << " " << topology::to_string(kind) << " " << count;
   out << "\n  links (directed; a cable is two)\n";
   for (const auto& [kind, s] : st.links)
-    out << "    " << fmt_name(topology::to_string(kind), 14) << fmt("%6.0f", double(s.count)) << " links, " << fmt("%12.1f", to_GBps(s.total)) << " GB/s in total\n";
-  out << "  bisection         " << fmt("%.1f", to_GBps(st.bisection))
-      << " GB/s per direction (GPUs 0.." << (st.gpus / 2 ? st.gpus / 2 - 1 : 0) << " to the rest, max-flow)\n";
+    out << "    " << fmt_name(topology::to_string(kind), 14) << fmt("%6.0f", double(s.count)) << " links, "
+        << fmt("%12.1f", to_GBps(s.total)) << " GB/s in total\n";
+  out << "  bisection         " << fmt("%.1f", to_GBps(st.bisection)) << " GB/s per direction (GPUs 0.."
+      << (st.gpus / 2 ? st.gpus / 2 - 1 : 0) << " to the rest, max-flow)\n";
   if (st.oversubscription.empty()) {
     out << "  oversubscription  none (no switched fabric)\n";
   } else {

@@ -29,7 +29,8 @@ sim::TaskId CollectiveEngine::add(sim::TaskGraph& graph, std::string name, std::
       {"protocol", 0, "simple"},
       {"fidelity", 0, to_string(scenario_.fidelity)},
       {scenario_.fidelity == Fidelity::kAnalytical ? "bus_bandwidth_GBps" : "contention_free_bus_bandwidth_GBps",
-       busbw, {}}};
+       busbw,
+       {}}};
   const sim::LabelId label = graph.add_label({std::move(name), std::move(category), std::move(args)});
   const sim::TaskId id = graph.add_dynamic(label, lanes, deps);
   if (call_of_task_.size() <= id) call_of_task_.resize(id + 1, -1);

@@ -26,8 +26,8 @@ enum class CollectiveKind { kAllReduce };
 
 struct CollectiveCall {
   CollectiveKind kind = CollectiveKind::kAllReduce;
-  std::vector<std::uint32_t> gpus;   // global GPU indices of the communicator, in rank order
-  Bytes size;                        // the buffer (nccl-tests "size")
+  std::vector<std::uint32_t> gpus;  // global GPU indices of the communicator, in rank order
+  Bytes size;                       // the buffer (nccl-tests "size")
 };
 
 class CollectiveEngine : public sim::TaskRunner {
@@ -48,7 +48,7 @@ class CollectiveEngine : public sim::TaskRunner {
   sim::Simulation& sim_;
   const Scenario& scenario_;
   NetworkModel* network_;
-  std::vector<std::int64_t> call_of_task_;   // task id → index in calls_, −1 if none
+  std::vector<std::int64_t> call_of_task_;  // task id → index in calls_, −1 if none
   std::vector<CollectiveCall> calls_;
 };
 

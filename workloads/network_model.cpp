@@ -14,12 +14,11 @@ struct NetworkModel::Impl {
   const Scenario& scenario;
   topology::Topology topo;
   sim::FlowNetwork flows;
-  std::vector<sim::LinkId> link_of;        // topology link → flow-network link
+  std::vector<sim::LinkId> link_of;  // topology link → flow-network link
   bool record_rates = false;
   std::vector<std::vector<std::pair<sim::SimTime, double>>> rate_samples;  // per topology link
 
-  Impl(sim::Simulation& s, const Scenario& sc)
-      : sim(s), scenario(sc), topo(sc.cluster), flows(s) {
+  Impl(sim::Simulation& s, const Scenario& sc) : sim(s), scenario(sc), topo(sc.cluster), flows(s) {
     const auto& c = sc.profile.collectives;
     for (topology::LinkIndex i = 0; i < topo.link_count(); ++i) {
       const topology::LinkInfo l = topo.link(i);
@@ -143,6 +142,8 @@ std::vector<std::pair<sim::SimTime, double>> NetworkModel::rate_samples(const st
   return impl_->rate_samples[i];
 }
 
-const topology::Topology& NetworkModel::topology() const { return impl_->topo; }
+const topology::Topology& NetworkModel::topology() const {
+  return impl_->topo;
+}
 
 }  // namespace clustersim::workloads

@@ -34,11 +34,11 @@ class Topology;
 namespace clustersim::workloads {
 
 struct LinkUsage {
-  std::string name;            // topology link name, "from->to"
-  std::string kind;            // "nvlink", "pcie", "network", ...
-  BytesPerSecond capacity;     // as shared in the flow network (bandwidth × efficiency)
+  std::string name;         // topology link name, "from->to"
+  std::string kind;         // "nvlink", "pcie", "network", ...
+  BytesPerSecond capacity;  // as shared in the flow network (bandwidth × efficiency)
   Bytes bytes_carried;
-  Seconds busy;                // time with at least one flow on it
+  Seconds busy;  // time with at least one flow on it
   std::uint32_t peak_flows = 0;
 };
 

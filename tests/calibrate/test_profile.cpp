@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include "tests/test_support.h"
+
 #include <functional>
 #include <string>
 
@@ -18,14 +20,7 @@ namespace calibrate = clustersim::calibrate;
 
 const std::string kBad = std::string(CLUSTERSIM_SOURCE_DIR) + "/tests/data/bad/";
 
-std::string error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "<no InputError thrown>";
-}
+std::string error_of(const std::function<void()>& call) { return clustersim::testing::input_error_of(call); }
 
 // A valid profile; line 1 is "name:", the gpu block is lines 3-14, collectives lines 15-21.
 const std::string kProfile =

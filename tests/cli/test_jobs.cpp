@@ -33,8 +33,8 @@ std::string error_of(const std::string& text) {
 }  // namespace
 
 TEST_CASE("two jobs on disjoint GPU ranges") {
-  const auto sc = cli::load_scenario_text(kCluster + job("a", "0-7", 8) + job("b", "8-11,14-15", 6), "jobs.textproto",
-                                          false, "");
+  const auto sc =
+      cli::load_scenario_text(kCluster + job("a", "0-7", 8) + job("b", "8-11,14-15", 6), "jobs.textproto", false, "");
   REQUIRE(sc.jobs.size() == 2);
   CHECK(sc.jobs[0].name == "a");
   CHECK(sc.jobs[0].gpus.size() == 8);

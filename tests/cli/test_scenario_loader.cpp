@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include "tests/test_support.h"
+
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -20,15 +22,7 @@ namespace cli = clustersim::cli;
 const std::string kSourceDir = CLUSTERSIM_SOURCE_DIR;
 const std::string kBad = kSourceDir + "/tests/data/bad/";
 
-// what() of the InputError the call throws, or a marker that makes the CHECK fail readably.
-std::string error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "<no InputError thrown>";
-}
+std::string error_of(const std::function<void()>& call) { return clustersim::testing::input_error_of(call); }
 
 std::string file_error(const std::string& fixture) {
   return error_of([&] { cli::load_scenario_file(kBad + fixture); });

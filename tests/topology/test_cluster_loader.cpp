@@ -2,6 +2,8 @@
 // may be overridden, explicit vertices and links, faults and slow GPUs; every form round-trips through
 // write_cluster (--resolved) to an equal ClusterSpec; bad input names FILE:LINE:COL and the field.
 #include <doctest/doctest.h>
+
+#include "tests/test_support.h"
 #include <google/protobuf/text_format.h>
 
 #include <functional>
@@ -27,14 +29,7 @@ ClusterSpec load(const std::string& text) {
   return cli::load_cluster_text(text, "c.textproto");
 }
 
-std::string error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "<no InputError thrown>";
-}
+std::string error_of(const std::function<void()>& call) { return clustersim::testing::input_error_of(call); }
 
 std::string text_error(const std::string& text) {
   return error_of([&] { load(text); });

@@ -93,7 +93,8 @@ TEST_CASE("two jobs sharing a leaf uplink slow each other by the max-min share")
            "  parallel { dp: 2 micro_batch: 1 ddp_bucket_mib: 10000 } training { samples: 1000 } }\n";
   };
   const Scenario alone = cli::load_scenario_text(cluster + job("a", "0,2"), "alone.textproto", false, "");
-  const Scenario both = cli::load_scenario_text(cluster + job("a", "0,2") + job("b", "1,3"), "both.textproto", false, "");
+  const Scenario both =
+      cli::load_scenario_text(cluster + job("a", "0,2") + job("b", "1,3"), "both.textproto", false, "");
   const ScenarioResult r1 = simulate_scenario(alone);
   const ScenarioResult r2 = simulate_scenario(both);
   REQUIRE(r1.jobs[0].bucket_allreduce.size() == 2);

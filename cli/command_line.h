@@ -1,0 +1,35 @@
+// Shared parts of the `clustersim` subcommands: parsing options plus positional scenario files
+// (bad options become InputError naming the command line), loading the scenario argument, and
+// small formatting helpers used by the reports.
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "workloads/scenario.h"
+
+namespace clustersim::cli {
+
+struct ParsedCommand {
+  boost::program_options::variables_map options;
+  std::vector<std::string> scenarios;  // positional arguments
+};
+
+// Parses `args` against `named` (which must include "help") plus any number of positional scenario
+// paths. Throws InputError("command line", ..., command, ...) on unknown or malformed options.
+ParsedCommand parse_command(const std::vector<std::string>& args,
+                            const boost::program_options::options_description& named, const std::string& command);
+
+// The one optional scenario argument: the built-in default when absent; more than one is an error.
+workloads::Scenario load_scenario_argument(const ParsedCommand& parsed, const std::string& command);
+
+// printf-style formatting of one number.
+std::string fmt(const char* format, double value);
+
+// {0..63, 128..191} → "0-63,128-191".
+std::string gpu_ranges_text(const std::vector<std::uint32_t>& gpus);
+
+}  // namespace clustersim::cli

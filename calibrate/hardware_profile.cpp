@@ -39,6 +39,68 @@ double efficiency(const ParsedText& in, const std::string& path, double value) {
   return value;
 }
 
+NcclTuning::PerProtocol per_protocol(const ParsedText& in, const std::string& path, const schema::ProtocolValues& v) {
+  const NcclTuning::PerProtocol out{v.ll(), v.ll128(), v.simple()};
+  const char* names[] = {"ll", "ll128", "simple"};
+  for (int i = 0; i < 3; ++i) non_negative(in, path + "." + names[i], out[i]);
+  return out;
+}
+
+std::array<double, 3> per_node_count(const ParsedText& in, const std::string& path,
+                                     const google::protobuf::RepeatedField<double>& v) {
+  if (v.size() != 3)
+    in.fail(path, std::to_string(v.size()) + " values; needs 3 (1 node, 2 nodes, more than 2 nodes)");
+  std::array<double, 3> out{};
+  for (int i = 0; i < 3; ++i) out[i] = positive(in, path + "[" + std::to_string(i) + "]", v[i], "decimal GB/s");
+  return out;
+}
+
+std::vector<double> correction(const ParsedText& in, const std::string& path,
+                               const google::protobuf::RepeatedField<double>& v) {
+  if (v.size() != 23) in.fail(path, std::to_string(v.size()) + " values; needs 23 (64 B .. 256 MiB, powers of 2)");
+  std::vector<double> out(v.begin(), v.end());
+  for (std::size_t i = 0; i < out.size(); ++i) efficiency(in, path + "[" + std::to_string(i) + "]", out[i]);
+  return out;
+}
+
+NcclTuning to_nccl_tuning(const ParsedText& in, const schema::NcclTuning& t) {
+  const std::string p = "collectives.nccl.";
+  NcclTuning k;
+  k.present = true;
+  if (t.source().empty()) in.fail(p + "source", "missing; say which NCCL version the constants come from");
+  k.source = t.source();
+  k.ring_base_us = per_protocol(in, p + "ring_base_latency_us", t.ring_base_latency_us());
+  k.tree_base_us = per_protocol(in, p + "tree_base_latency_us", t.tree_base_latency_us());
+  k.nvls_base_us = per_protocol(in, p + "nvls_base_latency_us", t.nvls_base_latency_us());
+  k.collnet_base_us = per_protocol(in, p + "collnet_base_latency_us", t.collnet_base_latency_us());
+  k.ring_nvlink_us = per_protocol(in, p + "ring_nvlink_latency_us", t.ring_nvlink_latency_us());
+  k.tree_nvlink_us = per_protocol(in, p + "tree_nvlink_latency_us", t.tree_nvlink_latency_us());
+  k.nvls_nvlink_us = per_protocol(in, p + "nvls_nvlink_latency_us", t.nvls_nvlink_latency_us());
+  k.collnet_nvlink_us = per_protocol(in, p + "collnet_nvlink_latency_us", t.collnet_nvlink_latency_us());
+  k.ring_pci_us = per_protocol(in, p + "ring_pci_latency_us", t.ring_pci_latency_us());
+  k.tree_pci_us = per_protocol(in, p + "tree_pci_latency_us", t.tree_pci_latency_us());
+  k.ring_net_us = per_protocol(in, p + "ring_net_latency_us", t.ring_net_latency_us());
+  k.tree_net_us = per_protocol(in, p + "tree_net_latency_us", t.tree_net_latency_us());
+  k.nvls_net_us = per_protocol(in, p + "nvls_net_latency_us", t.nvls_net_latency_us());
+  k.collnet_net_us = per_protocol(in, p + "collnet_net_latency_us", t.collnet_net_latency_us());
+  k.ll_max_bus_GBps = per_node_count(in, p + "ll_max_bus_gbytes_per_s", t.ll_max_bus_gbytes_per_s());
+  k.ring_ll128_per_channel_GBps =
+      per_node_count(in, p + "ring_ll128_per_channel_gbytes_per_s", t.ring_ll128_per_channel_gbytes_per_s());
+  k.tree_per_channel_GBps = per_node_count(in, p + "tree_per_channel_gbytes_per_s", t.tree_per_channel_gbytes_per_s());
+  k.tree_ll128_per_channel_GBps =
+      per_node_count(in, p + "tree_ll128_per_channel_gbytes_per_s", t.tree_ll128_per_channel_gbytes_per_s());
+  if (t.nvls_efficiency() < 0 || t.nvls_efficiency() > 1 || !std::isfinite(t.nvls_efficiency()))
+    in.fail(p + "nvls_efficiency", format_number(t.nvls_efficiency()) + " is not in [0, 1]");
+  k.nvls_efficiency = t.nvls_efficiency();
+  if (t.channels() == 0) in.fail(p + "channels", "missing or zero; must be >= 1");
+  k.channels = t.channels();
+  k.net_overhead_us = non_negative(in, p + "net_overhead_us", t.net_overhead_us());
+  k.tree_correction[0] = correction(in, p + "tree_correction_ll", t.tree_correction_ll());
+  k.tree_correction[1] = correction(in, p + "tree_correction_ll128", t.tree_correction_ll128());
+  k.tree_correction[2] = correction(in, p + "tree_correction_simple", t.tree_correction_simple());
+  return k;
+}
+
 HardwareProfile to_profile(const ParsedText& in, const schema::HardwareProfile& p) {
   HardwareProfile out;
   if (p.name().empty()) in.fail("name", "missing; a profile needs a name");
@@ -73,6 +135,10 @@ HardwareProfile to_profile(const ParsedText& in, const schema::HardwareProfile& 
       microseconds(non_negative(in, "collectives.network_step_latency_us", c.network_step_latency_us()));
   k.nvlink_bus_efficiency = efficiency(in, "collectives.nvlink_bus_efficiency", c.nvlink_bus_efficiency());
   k.network_bus_efficiency = efficiency(in, "collectives.network_bus_efficiency", c.network_bus_efficiency());
+  if (!std::isfinite(c.nvls_gbytes_per_s()) || c.nvls_gbytes_per_s() < 0)
+    in.fail("collectives.nvls_gbytes_per_s", format_number(c.nvls_gbytes_per_s()) + " must be >= 0 (decimal GB/s)");
+  k.nvls_bandwidth = GBps(c.nvls_gbytes_per_s());
+  if (c.has_nccl()) k.nccl = to_nccl_tuning(in, c.nccl());
   return out;
 }
 

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <optional>
+#include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,12 +26,32 @@ struct GpuPerformance {
   Seconds kernel_launch;
 };
 
+// NCCL's tuning constants (see calibrate/profile.proto NcclTuning). Arrays indexed by protocol are
+// {LL, LL128, Simple}; by node count {1 node, 2 nodes, >2 nodes}.
+struct NcclTuning {
+  bool present = false;                  // false: only ring/Simple is modelled
+  std::string source;
+  using PerProtocol = std::array<double, 3>;
+  PerProtocol ring_base_us{}, tree_base_us{}, nvls_base_us{}, collnet_base_us{};
+  PerProtocol ring_nvlink_us{}, tree_nvlink_us{}, nvls_nvlink_us{}, collnet_nvlink_us{};
+  PerProtocol ring_pci_us{}, tree_pci_us{};
+  PerProtocol ring_net_us{}, tree_net_us{}, nvls_net_us{}, collnet_net_us{};
+  std::array<double, 3> ll_max_bus_GBps{}, ring_ll128_per_channel_GBps{}, tree_per_channel_GBps{},
+      tree_ll128_per_channel_GBps{};
+  double nvls_efficiency = 0;
+  std::uint32_t channels = 1;
+  double net_overhead_us = 0;
+  std::array<std::vector<double>, 3> tree_correction;  // per protocol, index log2(bytes / 64)
+};
+
 struct CollectiveConstants {
   Seconds ring_base_latency;             // per collective call
   Seconds nvlink_step_latency;           // per ring step over NVLink
   Seconds network_step_latency;          // per ring step crossing nodes
   double nvlink_bus_efficiency = 1.0;    // achieved busbw / link bandwidth, (0, 1]
   double network_bus_efficiency = 1.0;
+  NcclTuning nccl;
+  BytesPerSecond nvls_bandwidth;         // per GPU, NVLS AllReduce; 0 = none
 };
 
 struct HardwareProfile {

@@ -376,6 +376,7 @@ void fabric(const ParsedText& in, const schema::Cluster& c, const std::string& p
                                       : out.nic_port_per_direction();
   out.fabric.switch_latency = microseconds(
       non_negative(in, join(fp, "switch_latency_us"), f.has_switch_latency_us(), f.switch_latency_us(), "us"));
+  out.fabric.in_network_reduction = f.in_network_reduction();
 }
 
 void faults_and_stragglers(const ParsedText& in, const schema::Cluster& c, const std::string& path, ClusterSpec& out) {
@@ -556,6 +557,7 @@ void write_cluster(const topology::ClusterSpec& cluster, schema::Cluster& c) {
       f.set_link_gbits_per_s_per_direction(gbits(cluster.fabric.link_per_direction));
     }
     f.set_switch_latency_us(us(cluster.fabric.switch_latency));
+    f.set_in_network_reduction(cluster.fabric.in_network_reduction);
   }
   for (const topology::LinkFault& fault : cluster.link_faults) {
     schema::LinkFault& m = *c.add_link_faults();

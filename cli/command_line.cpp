@@ -1,6 +1,7 @@
 #include "cli/command_line.h"
 
 #include <cstdio>
+#include <string>
 
 #include "cli/scenario_loader.h"
 #include "sim/input_error.h"
@@ -39,6 +40,49 @@ std::string fmt(const char* format, double value) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, value);
   return buf;
+}
+
+std::vector<std::uint32_t> parse_gpu_ranges(const std::string& text, std::uint32_t total, const std::string& option) {
+  auto fail = [&](const std::string& message) { throw InputError("command line", 0, 0, option, message); };
+  const std::string malformed = "\"" + text + "\" is not a list of GPU ranges such as \"0-63,128-191\"";
+  std::vector<bool> seen(total, false);
+  std::size_t pos = 0;
+  auto number = [&]() -> std::uint64_t {
+    while (pos < text.size() && text[pos] == ' ') ++pos;
+    const std::size_t begin = pos;
+    std::uint64_t v = 0;
+    // Stop growing past `total`: the value is only compared with it, and this cannot overflow.
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+      if (v <= total) v = v * 10 + static_cast<std::uint64_t>(text[pos] - '0');
+      ++pos;
+    }
+    if (pos == begin) fail(malformed);
+    while (pos < text.size() && text[pos] == ' ') ++pos;
+    return v;
+  };
+  while (true) {
+    const std::uint64_t first = number();
+    std::uint64_t last = first;
+    if (pos < text.size() && text[pos] == '-') {
+      ++pos;
+      last = number();
+    }
+    if (last < first) fail("range " + std::to_string(first) + "-" + std::to_string(last) + " is backwards");
+    if (last >= total)
+      fail("GPU " + std::to_string(last) + " does not exist (the cluster has " + std::to_string(total) +
+           (total == 1 ? " GPU)" : " GPUs)"));
+    for (std::uint64_t g = first; g <= last; ++g) {
+      if (seen[g]) fail("GPU " + std::to_string(g) + " is listed twice");
+      seen[g] = true;
+    }
+    if (pos == text.size()) break;
+    if (text[pos] != ',') fail(malformed);
+    ++pos;
+  }
+  std::vector<std::uint32_t> out;
+  for (std::uint32_t g = 0; g < total; ++g)
+    if (seen[g]) out.push_back(g);
+  return out;
 }
 
 std::string gpu_ranges_text(const std::vector<std::uint32_t>& gpus) {

@@ -29,6 +29,12 @@ workloads::Scenario load_scenario_argument(const ParsedCommand& parsed, const st
 // printf-style formatting of one number.
 std::string fmt(const char* format, double value);
 
+// "0-63,128-191" → {0..63, 128..191}: GPU index ranges as jobs and --ranks write them, sorted. Throws
+// InputError("command line", 0, 0, option, ...) for malformed text, backwards ranges, GPUs that do not
+// exist (index >= total) and GPUs listed twice. `option` names the flag in the error ("--ranks").
+std::vector<std::uint32_t> parse_gpu_ranges(const std::string& text, std::uint32_t total,
+                                            const std::string& option = "--ranks");
+
 // {0..63, 128..191} → "0-63,128-191".
 std::string gpu_ranges_text(const std::vector<std::uint32_t>& gpus);
 

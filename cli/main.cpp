@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/collective_command.h"
 #include "cli/run_command.h"
 #include "cli/topo_command.h"
 #include "sim/executor.h"
@@ -18,6 +19,9 @@ constexpr const char* kUsage =
     "commands:\n"
     "  run [SCENARIO]   simulate one training iteration; print time, throughput, MFU, memory, time to train\n"
     "  topo [SCENARIO]  show the cluster: GPUs, switches, links, NVLink domains, bisection, diameter\n"
+    "  collective [SCENARIO] --op OP\n"
+    "                   nccl-tests, simulated: one collective over a sweep of sizes, NCCL's algorithm and\n"
+    "                   protocol; --compare FILE predicts a measured nccl-tests run and reports the error\n"
     "\n"
     "clustersim <command> --help shows the options of a command.\n";
 
@@ -38,6 +42,7 @@ int main(int argc, char** argv) {
     args.erase(args.begin());
     if (command == "run") return clustersim::cli::run_command(args, std::cout);
     if (command == "topo") return clustersim::cli::topo_command(args, std::cout);
+    if (command == "collective") return clustersim::cli::collective_command(args, std::cout);
     std::cerr << "error: command line: unknown command '" << command << "'\n" << kUsage;
     return 2;
   } catch (const clustersim::InputError& e) {

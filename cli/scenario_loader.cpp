@@ -216,6 +216,25 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
   }
   out.fidelity = message.fidelity() == schema::ANALYTICAL ? workloads::Fidelity::kAnalytical
                                                           : workloads::Fidelity::kFlow;
+  if (message.has_nccl()) {
+    const schema::NcclSettings& n = message.nccl();
+    switch (n.algorithm()) {
+      case schema::NcclSettings::RING: out.nccl.algorithm = workloads::Algorithm::kRing; break;
+      case schema::NcclSettings::TREE: out.nccl.algorithm = workloads::Algorithm::kTree; break;
+      case schema::NcclSettings::NVLS: out.nccl.algorithm = workloads::Algorithm::kNvls; break;
+      case schema::NcclSettings::COLLNET: out.nccl.algorithm = workloads::Algorithm::kCollNet; break;
+      case schema::NcclSettings::HIERARCHICAL: out.nccl.algorithm = workloads::Algorithm::kHierarchical; break;
+      default: break;
+    }
+    switch (n.protocol()) {
+      case schema::NcclSettings::LL: out.nccl.protocol = workloads::Protocol::kLL; break;
+      case schema::NcclSettings::LL128: out.nccl.protocol = workloads::Protocol::kLL128; break;
+      case schema::NcclSettings::SIMPLE: out.nccl.protocol = workloads::Protocol::kSimple; break;
+      default: break;
+    }
+    out.nccl.launch_overhead = microseconds(
+        non_negative(in, "nccl.launch_overhead_us", n.has_launch_overhead_us(), n.launch_overhead_us(), "us"));
+  }
   const std::uint32_t total_gpus = out.cluster.gpu_count();
   if (message.jobs_size() == 0) {
     workloads::Job job;
@@ -321,6 +340,26 @@ std::string resolved_scenario_text(const workloads::Scenario& scenario) {
   m.set_profile(scenario.profile_ref);
 
   m.set_fidelity(scenario.fidelity == workloads::Fidelity::kAnalytical ? schema::ANALYTICAL : schema::FLOW);
+  schema::NcclSettings& nccl = *m.mutable_nccl();
+  if (scenario.nccl.algorithm) {
+    switch (*scenario.nccl.algorithm) {
+      case workloads::Algorithm::kRing: nccl.set_algorithm(schema::NcclSettings::RING); break;
+      case workloads::Algorithm::kTree: nccl.set_algorithm(schema::NcclSettings::TREE); break;
+      case workloads::Algorithm::kNvls: nccl.set_algorithm(schema::NcclSettings::NVLS); break;
+      case workloads::Algorithm::kCollNet: nccl.set_algorithm(schema::NcclSettings::COLLNET); break;
+      case workloads::Algorithm::kHierarchical: nccl.set_algorithm(schema::NcclSettings::HIERARCHICAL); break;
+      case workloads::Algorithm::kPointToPoint: break;  // not selectable: how NCCL runs AlltoAll and Send/Recv
+    }
+  }
+  if (scenario.nccl.protocol) {
+    switch (*scenario.nccl.protocol) {
+      case workloads::Protocol::kLL: nccl.set_protocol(schema::NcclSettings::LL); break;
+      case workloads::Protocol::kLL128: nccl.set_protocol(schema::NcclSettings::LL128); break;
+      case workloads::Protocol::kSimple: nccl.set_protocol(schema::NcclSettings::SIMPLE); break;
+    }
+  }
+  nccl.set_launch_overhead_us(invert(scenario.nccl.launch_overhead.raw(), to_us(scenario.nccl.launch_overhead),
+                                     [](double v) { return microseconds(v).raw(); }));
   const bool single = scenario.jobs.size() == 1 && scenario.jobs[0].gpus.size() == scenario.cluster.gpu_count() &&
                       scenario.jobs[0].name == scenario.name;
   for (const workloads::Job& job : scenario.jobs) {

@@ -1,6 +1,7 @@
 #include "workloads/collective_engine.h"
 
 #include <cassert>
+#include <memory>
 
 #include "sim/trace.h"
 #include "workloads/network_model.h"
@@ -8,45 +9,73 @@
 namespace clustersim::workloads {
 
 CollectiveEngine::CollectiveEngine(sim::Simulation& sim, const Scenario& scenario, NetworkModel* network)
-    : sim_(sim), scenario_(scenario), network_(network) {
+    : sim_(sim), scenario_(scenario), network_(network), model_(scenario.cluster, scenario.profile, scenario.nccl) {
   assert((scenario.fidelity == Fidelity::kAnalytical || network) && "FLOW fidelity needs a network model");
 }
 
-RingCost CollectiveEngine::analytical_cost(const CollectiveCall& call) const {
-  return ring_allreduce_cost(scenario_.cluster, scenario_.profile.collectives, call.gpus, call.size);
-}
-
-sim::TaskId CollectiveEngine::add(sim::TaskGraph& graph, std::string name, std::string category, CollectiveCall call,
-                                  std::span<const sim::StreamId> lanes, std::span<const sim::TaskId> deps) {
-  const RingCost cost = analytical_cost(call);
-  const double n = static_cast<double>(call.gpus.size());
-  // nccl-tests convention: algbw = size / time, busbw = algbw · 2(n−1)/n for AllReduce.
-  const double busbw = cost.total().raw() > 0 ? call.size.raw() / cost.total().raw() * 2 * (n - 1) / n / 1e9 : 0;
+sim::TaskId CollectiveEngine::add(sim::TaskGraph& graph, std::string name, std::string category,
+                                  CollectiveRequest request, std::span<const sim::StreamId> lanes,
+                                  std::span<const sim::TaskId> deps) {
+  const CollectivePlan plan = model_.plan(request);
+  const double n = static_cast<double>(request.gpus.size());
   std::vector<sim::TaskArg> args = {
-      {"bytes", call.size.raw(), {}},
+      {"op", 0, to_string(request.op)},
+      {"bytes", request.size.raw(), {}},
       {"ranks", n, {}},
-      {"algorithm", 0, "ring"},
-      {"protocol", 0, "simple"},
+      {"algorithm", 0, to_string(plan.algorithm)},
+      {"protocol", 0, to_string(plan.protocol)},
+      {"channels", double(plan.channels), {}},
       {"fidelity", 0, to_string(scenario_.fidelity)},
+      // nccl-tests convention (busbw = size / time · factor); at FLOW the contention-free value.
       {scenario_.fidelity == Fidelity::kAnalytical ? "bus_bandwidth_GBps" : "contention_free_bus_bandwidth_GBps",
-       busbw,
+       plan.time.raw() > 0 ? request.size.raw() / plan.time.raw() *
+                                 busbw_factor(request.op, static_cast<std::uint32_t>(request.gpus.size())) / 1e9
+                           : 0,
        {}}};
   const sim::LabelId label = graph.add_label({std::move(name), std::move(category), std::move(args)});
   const sim::TaskId id = graph.add_dynamic(label, lanes, deps);
   if (call_of_task_.size() <= id) call_of_task_.resize(id + 1, -1);
   call_of_task_[id] = static_cast<std::int64_t>(calls_.size());
-  calls_.push_back(std::move(call));
+  calls_.push_back(Call{std::move(request), plan});
   return id;
 }
 
 void CollectiveEngine::run(sim::TaskId task, std::function<void()> done) {
   assert(task < call_of_task_.size() && call_of_task_[task] >= 0 && "not a collective of this engine");
-  const CollectiveCall& call = calls_[static_cast<std::size_t>(call_of_task_[task])];
-  if (scenario_.fidelity == Fidelity::kAnalytical || call.gpus.size() <= 1) {
-    sim_.schedule_after(sim::to_sim_time(analytical_cost(call).total()), std::move(done));
+  const Call& call = calls_[static_cast<std::size_t>(call_of_task_[task])];
+  if (scenario_.fidelity == Fidelity::kAnalytical || call.request.gpus.size() <= 1) {
+    sim_.schedule_after(sim::to_sim_time(call.plan.time), std::move(done));
     return;
   }
-  network_->run_allreduce(call, std::move(done));
+  // The call ends when both its flows and the host's launch of it are done (see CollectivePlan::time).
+  const Seconds launch = scenario_.nccl.launch_overhead;
+  if (launch.raw() <= 0) {
+    network_->run(call.plan, call.request, std::move(done));
+    return;
+  }
+  auto remaining = std::make_shared<int>(2);
+  auto finish = std::make_shared<std::function<void()>>(std::move(done));
+  auto one_done = [remaining, finish] {
+    if (--*remaining == 0) (*finish)();
+  };
+  sim_.schedule_after(sim::to_sim_time(launch), one_done);
+  network_->run(call.plan, call.request, one_done);
+}
+
+CollectiveRun run_collective(const Scenario& scenario, const CollectiveRequest& request) {
+  sim::Simulation simulation;
+  std::unique_ptr<NetworkModel> network;
+  if (scenario.fidelity == Fidelity::kFlow) network = std::make_unique<NetworkModel>(simulation, scenario);
+  CollectiveEngine engine(simulation, scenario, network.get());
+  sim::TaskGraph graph;
+  std::vector<sim::StreamId> lanes;
+  for (std::uint32_t gpu : request.gpus) lanes.push_back(graph.add_stream(gpu, "comm"));
+  const sim::TaskId id = engine.add(graph, "collective", "comm", request, lanes, {});
+  sim::Executor executor(simulation, graph, &engine);
+  executor.start();
+  simulation.run();
+  executor.finish();
+  return CollectiveRun{engine.model().plan(request), sim::to_seconds(executor.end_time(id) - executor.start_time(id))};
 }
 
 }  // namespace clustersim::workloads

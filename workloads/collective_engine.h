@@ -1,10 +1,11 @@
 // CollectiveEngine: times every collective of a simulation. The task graph holds each collective
 // as a dynamic task; when all members have reached it, the executor hands it here.
 //
-// ANALYTICAL fidelity: the task ends after the closed-form time of its algorithm
-// (collective_model.h), whatever else the network carries.
-// FLOW fidelity: the collective runs as flows on the cluster's links (network_model.h), sharing
-// bandwidth max-min with every other flow in flight; it ends when its flows end.
+// Each call is planned once, when the graph is built: NCCL's choice of algorithm and protocol for
+// that operation, communicator and size (nccl_model.h). At ANALYTICAL fidelity the task then ends
+// after the plan's closed-form time, whatever else the network carries; at FLOW fidelity the
+// algorithm runs as flows on the cluster's links (network_model.h), sharing bandwidth max-min with
+// every other flow in flight, and ends when its flows end.
 #pragma once
 
 #include <cstdint>
@@ -15,41 +16,46 @@
 #include "sim/executor.h"
 #include "sim/simulation.h"
 #include "sim/task_graph.h"
-#include "workloads/collective_model.h"
+#include "workloads/nccl_model.h"
 #include "workloads/scenario.h"
 
 namespace clustersim::workloads {
 
 class NetworkModel;
 
-enum class CollectiveKind { kAllReduce };
-
-struct CollectiveCall {
-  CollectiveKind kind = CollectiveKind::kAllReduce;
-  std::vector<std::uint32_t> gpus;  // global GPU indices of the communicator, in rank order
-  Bytes size;                       // the buffer (nccl-tests "size")
-};
-
 class CollectiveEngine : public sim::TaskRunner {
  public:
   // `network` is used at FLOW fidelity and may be null at ANALYTICAL.
   CollectiveEngine(sim::Simulation& sim, const Scenario& scenario, NetworkModel* network);
 
-  // Adds the collective to the graph as a dynamic task on `lanes` (one stream per member GPU).
-  sim::TaskId add(sim::TaskGraph& graph, std::string name, std::string category, CollectiveCall call,
+  // Adds the collective to the graph as a dynamic task on `lanes` (one stream per member GPU); the
+  // trace shows its operation, algorithm, protocol, bytes and bus bandwidth.
+  sim::TaskId add(sim::TaskGraph& graph, std::string name, std::string category, CollectiveRequest request,
                   std::span<const sim::StreamId> lanes, std::span<const sim::TaskId> deps);
 
   void run(sim::TaskId task, std::function<void()> done) override;
 
-  // Closed-form cost of a call on this scenario's cluster and profile.
-  RingCost analytical_cost(const CollectiveCall& call) const;
+  const CollectiveModel& model() const { return model_; }
 
  private:
+  struct Call {
+    CollectiveRequest request;
+    CollectivePlan plan;
+  };
   sim::Simulation& sim_;
   const Scenario& scenario_;
   NetworkModel* network_;
+  CollectiveModel model_;
   std::vector<std::int64_t> call_of_task_;  // task id → index in calls_, −1 if none
-  std::vector<CollectiveCall> calls_;
+  std::vector<Call> calls_;
 };
+
+// One collective on its own at the scenario's fidelity (what nccl-tests measures): NCCL's choice of
+// algorithm and protocol, and the time — closed form at ANALYTICAL, flows on the topology at FLOW.
+struct CollectiveRun {
+  CollectivePlan plan;
+  Seconds time;
+};
+CollectiveRun run_collective(const Scenario& scenario, const CollectiveRequest& request);
 
 }  // namespace clustersim::workloads

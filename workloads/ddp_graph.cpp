@@ -89,7 +89,8 @@ JobGraph build_ddp_job(const Scenario& sc, const Job& job, sim::TaskGraph& graph
     for (std::size_t b = 0; b < it.buckets.size(); ++b) {
       it.bucket_allreduce.push_back(collectives.add(
           graph, "allreduce.bucket" + std::to_string(b), kCategoryDpComm,
-          CollectiveCall{CollectiveKind::kAllReduce, job.gpus, it.buckets[b].size}, it.comm_stream, bucket_ready[b]));
+          CollectiveRequest{CollectiveOp::kAllReduce, job.gpus, it.buckets[b].size, 0}, it.comm_stream,
+          bucket_ready[b]));
     }
   }
   const sim::LabelId opt_label = graph.add_label({opt.name, kCategoryCompute, op_args(opt, 0)});

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <map>
+#include <memory>
 
 #include "sim/flow_network.h"
 #include "topology/topology.h"
@@ -43,81 +44,254 @@ void NetworkModel::record_rates() {
   });
 }
 
-void NetworkModel::run_allreduce(const CollectiveCall& call, std::function<void()> done) {
-  Impl& m = *impl_;
-  const topology::Topology& topo = m.topo;
-  const auto& constants = m.scenario.profile.collectives;
-  const std::size_t n = call.gpus.size();
-  assert(n > 1);
+namespace {
 
-  // Ranks grouped by NVLink domain, domains in order of first appearance, ranks in call order.
-  std::vector<std::uint32_t> domain_order;
-  std::map<std::uint32_t, std::vector<std::uint32_t>> by_domain;
-  for (std::uint32_t g : call.gpus) {
-    const std::uint32_t d = topo.nvlink_domain_of(g);
-    if (by_domain.find(d) == by_domain.end()) domain_order.push_back(d);
-    by_domain[d].push_back(g);
+// The ranks of a communicator grouped by NVLink domain: domains in order of first appearance,
+// ranks in communicator order.
+struct Domains {
+  std::vector<std::vector<std::uint32_t>> ranks;
+  std::size_t min_size() const {
+    std::size_t m = ranks.empty() ? 0 : ranks[0].size();
+    for (const auto& r : ranks) m = std::min(m, r.size());
+    return m;
   }
-  const std::size_t domains = domain_order.size();
-  std::size_t channels = 1;
-  if (domains > 1) {
-    channels = n;
-    for (const auto& [d, ranks] : by_domain) channels = std::min(channels, ranks.size());
-  }
+};
 
-  // Per-step software latencies as the analytical model counts them (NCCL ncclTopoTuneModel):
-  // 2(n−1) steps, 2(domains−1) of them across domains.
-  const double steps = 2.0 * double(n - 1);
-  const double inter_steps = 2.0 * double(domains - 1);
-  const double intra_steps = steps - inter_steps;
-
-  auto pending = std::make_shared<std::size_t>(channels);
-  auto finished = std::make_shared<std::function<void()>>(std::move(done));
-  const Bytes per_edge = call.size * (steps / double(n)) / double(channels);
-  std::vector<sim::LinkId> path;
-  for (std::size_t c = 0; c < channels; ++c) {
-    path.clear();
-    Seconds intra_latency, inter_latency;
-    std::size_t intra_edges = 0, inter_edges = 0;
-    auto add_route = [&](std::uint32_t a, std::uint32_t b) {
-      const auto links = topo.route(a, b, c);
-      for (topology::LinkIndex l : links) path.push_back(m.link_of[l]);
-      return topo.latency(links);
-    };
-    if (domains == 1) {
-      for (std::size_t i = 0; i < n; ++i) {
-        intra_latency += add_route(call.gpus[i], call.gpus[(i + 1) % n]);
-        ++intra_edges;
-      }
-    } else {
-      for (std::size_t di = 0; di < domains; ++di) {
-        const auto& local = by_domain[domain_order[di]];
-        const auto& next = by_domain[domain_order[(di + 1) % domains]];
-        const std::size_t m_local = local.size();
-        // Inside the domain: local ranks starting at local index c.
-        for (std::size_t j = 0; j + 1 < m_local; ++j) {
-          intra_latency += add_route(local[(c + j) % m_local], local[(c + j + 1) % m_local]);
-          ++intra_edges;
-        }
-        // Leave through the entry rank's rail (PXN: the last rank hands its data over NVLink to the
-        // rank whose NIC is rail c), arrive on the next domain's rail-c rank.
-        const std::uint32_t exit_rank = local[(c + m_local - 1) % m_local];
-        const std::uint32_t rail_rank = local[c % m_local];
-        Seconds hop;
-        if (exit_rank != rail_rank) hop += add_route(exit_rank, rail_rank);
-        hop += add_route(rail_rank, next[c % next.size()]);
-        inter_latency += hop;
-        ++inter_edges;
-      }
+Domains group(const topology::Topology& topo, const std::vector<std::uint32_t>& gpus) {
+  Domains d;
+  std::map<std::uint32_t, std::size_t> index;
+  for (std::uint32_t g : gpus) {
+    const std::uint32_t dom = topo.nvlink_domain_of(g);
+    auto it = index.find(dom);
+    if (it == index.end()) {
+      it = index.emplace(dom, d.ranks.size()).first;
+      d.ranks.emplace_back();
     }
-    Seconds latency = constants.ring_base_latency + constants.nvlink_step_latency * intra_steps +
-                      constants.network_step_latency * inter_steps;
-    if (intra_edges) latency += intra_latency * (intra_steps / double(intra_edges));
-    if (inter_edges) latency += inter_latency * (inter_steps / double(inter_edges));
-    m.flows.start(path, per_edge, latency, [pending, finished] {
-      if (--*pending == 0) (*finished)();
-    });
+    d.ranks[it->second].push_back(g);
   }
+  return d;
+}
+
+}  // namespace
+
+// A rate-coupled flow: `bytes` cross every link of `path` (a link listed twice carries them twice).
+struct NetworkModel::Coflow {
+  std::vector<sim::LinkId> path;
+  Bytes bytes;
+  BytesPerSecond bound = sim::FlowNetwork::kUnbounded;
+};
+
+void NetworkModel::append_route(std::vector<sim::LinkId>& path, std::uint32_t a, std::uint32_t b, std::uint64_t key,
+                                int times, Seconds* latency) const {
+  if (a == b) return;
+  const auto links = impl_->topo.route(a, b, key);
+  for (int t = 0; t < times; ++t)
+    for (topology::LinkIndex l : links) path.push_back(impl_->link_of[l]);
+  if (latency) *latency += impl_->topo.latency(links);
+}
+
+// Channel c of NCCL's ring over `gpus` (see the header). With `chain`, the edge that closes the ring
+// is left out (Broadcast/Reduce pipelines from the root). Returns the edges' routed links and the
+// summed link latencies of the intra- and inter-domain edges.
+void NetworkModel::ring_path(const std::vector<std::uint32_t>& gpus, std::size_t c, bool chain,
+                             std::vector<sim::LinkId>& path, Seconds& intra, Seconds& inter, std::size_t& intra_edges,
+                             std::size_t& inter_edges) const {
+  const Domains d = group(impl_->topo, gpus);
+  const std::size_t domains = d.ranks.size();
+  if (domains == 1) {
+    const std::size_t n = gpus.size();
+    for (std::size_t i = 0; i + (chain ? 1 : 0) < n; ++i) {
+      append_route(path, gpus[i], gpus[(i + 1) % n], c, 1, &intra);
+      ++intra_edges;
+    }
+    return;
+  }
+  for (std::size_t di = 0; di < domains; ++di) {
+    const auto& local = d.ranks[di];
+    const std::size_t m = local.size();
+    for (std::size_t j = 0; j + 1 < m; ++j) {
+      append_route(path, local[(c + j) % m], local[(c + j + 1) % m], c, 1, &intra);
+      ++intra_edges;
+    }
+    if (chain && di + 1 == domains) break;
+    // Leave through rail c (PXN: the last rank hands over on NVLink to the rank whose NIC is rail c),
+    // arrive on the next domain's rail-c rank.
+    const auto& next = d.ranks[(di + 1) % domains];
+    const std::uint32_t exit_rank = local[(c + m - 1) % m], rail_rank = local[c % m];
+    Seconds hop;
+    append_route(path, exit_rank, rail_rank, c, 1, &hop);
+    append_route(path, rail_rank, next[c % next.size()], c, 1, &hop);
+    inter += hop;
+    ++inter_edges;
+  }
+}
+
+void NetworkModel::start_phase(std::vector<Coflow> flows, Seconds latency, std::function<void()> done) {
+  auto pending = std::make_shared<std::size_t>(flows.size());
+  auto finished = std::make_shared<std::function<void()>>(std::move(done));
+  if (flows.empty()) {
+    impl_->sim.schedule_after(sim::to_sim_time(latency), [finished] { (*finished)(); });
+    return;
+  }
+  for (Coflow& f : flows)
+    impl_->flows.start(
+        f.path, f.bytes, latency,
+        [pending, finished] {
+          if (--*pending == 0) (*finished)();
+        },
+        1.0, f.bound);
+}
+
+void NetworkModel::run(const CollectivePlan& plan, const CollectiveRequest& req, std::function<void()> done) {
+  const std::vector<std::uint32_t>& gpus = req.gpus;
+  const std::size_t n = gpus.size();
+  assert(n > 1);
+  const double S = req.size.raw() * plan.wire_factor;
+  // The plan's latency without the cluster's nominal hop latencies: the routed links' own latencies
+  // replace them where an algorithm's steps follow its edges (rings).
+  const Seconds base = plan.latency - plan.hop_latency;
+  std::vector<Coflow> flows;
+  switch (plan.algorithm) {
+    case Algorithm::kRing: {
+      const bool chain = req.op == CollectiveOp::kBroadcast || req.op == CollectiveOp::kReduce;
+      std::vector<std::uint32_t> order = gpus;
+      if (chain) std::rotate(order.begin(), order.begin() + std::min<std::size_t>(req.root, n - 1), order.end());
+      const std::size_t k = plan.channels;
+      const double per_edge = S * (chain ? 1.0 : busbw_factor(req.op, static_cast<std::uint32_t>(n))) / double(k);
+      const double steps = chain ? double(n) : req.op == CollectiveOp::kAllReduce ? 2.0 * double(n - 1) : double(n - 1);
+      Seconds link_latency;
+      for (std::size_t c = 0; c < k; ++c) {
+        Coflow f;
+        Seconds intra, inter;
+        std::size_t intra_edges = 0, inter_edges = 0;
+        ring_path(order, c, chain, f.path, intra, inter, intra_edges, inter_edges);
+        f.bytes = bytes(per_edge);
+        // Pipelined steps cross edges in turn: spread the steps over the edges' latencies.
+        const std::size_t edges = intra_edges + inter_edges;
+        if (c == 0 && edges) link_latency = (intra + inter) * (steps / double(edges));
+        flows.push_back(std::move(f));
+      }
+      start_phase(std::move(flows), base + link_latency, std::move(done));
+      return;
+    }
+    case Algorithm::kTree: {
+      // Per channel: a chain inside each domain (S/k up and S/k down each edge) and two binary trees
+      // over the domains' rail-c ranks (S/2k up and down each edge). Unit: S/2k.
+      const Domains d = group(impl_->topo, gpus);
+      const std::size_t k = plan.channels, D = d.ranks.size();
+      for (std::size_t c = 0; c < k; ++c) {
+        Coflow f;
+        for (const auto& local : d.ranks) {
+          const std::size_t m = local.size();
+          for (std::size_t j = 0; j + 1 < m; ++j) {
+            append_route(f.path, local[(c + j) % m], local[(c + j + 1) % m], c, 2, nullptr);
+            append_route(f.path, local[(c + j + 1) % m], local[(c + j) % m], c, 2, nullptr);
+          }
+        }
+        for (int tree = 0; tree < 2 && D > 1; ++tree) {
+          for (std::uint32_t child = 0; child < D; ++child) {
+            const std::uint32_t parent = tree_parent(tree, child, static_cast<std::uint32_t>(D));
+            if (parent == D) continue;
+            const std::uint32_t a = d.ranks[child][c % d.ranks[child].size()];
+            const std::uint32_t b = d.ranks[parent][c % d.ranks[parent].size()];
+            append_route(f.path, a, b, c, 1, nullptr);
+            append_route(f.path, b, a, c, 1, nullptr);
+          }
+        }
+        f.bytes = bytes(S / (2.0 * double(k)));
+        flows.push_back(std::move(f));
+      }
+      break;
+    }
+    case Algorithm::kNvls: {
+      // Every GPU sends S + S/n to the NVSwitch and receives S/n + S (nccl.md §1.12), at most at the
+      // measured NVLS rate.
+      Coflow f;
+      for (std::size_t i = 0; i < n; ++i) append_route(f.path, gpus[i], gpus[(i + 1) % n], 0, 1, nullptr);
+      f.bytes = bytes(S * (1.0 + 1.0 / double(n)));
+      if (req.op == CollectiveOp::kAllReduce && impl_->scenario.profile.collectives.nvls_bandwidth.raw() > 0)
+        f.bound = impl_->scenario.profile.collectives.nvls_bandwidth;
+      else
+        f.bytes = bytes(S * busbw_factor(req.op, static_cast<std::uint32_t>(n)));
+      flows.push_back(std::move(f));
+      break;
+    }
+    case Algorithm::kCollNet: {
+      // The switches reduce: each rank sends its S/ppn shard into the fabric and gets the reduced shard
+      // back (routes towards its rail peer in the next domain load the same NIC and leaf links);
+      // inside the domain a reduce-scatter and an all-gather move 2(ppn−1) shards per rank. Unit S/ppn.
+      const Domains d = group(impl_->topo, gpus);
+      const std::size_t ppn = std::max<std::size_t>(1, d.min_size());
+      Coflow f;
+      for (std::size_t di = 0; di < d.ranks.size(); ++di) {
+        const auto& local = d.ranks[di];
+        const auto& next = d.ranks[(di + 1) % d.ranks.size()];
+        for (std::size_t j = 0; j < local.size(); ++j) {
+          append_route(f.path, local[j], next[j % next.size()], j, 1, nullptr);
+          if (local.size() > 1)
+            append_route(f.path, local[j], local[(j + 1) % local.size()], j, static_cast<int>(2 * (local.size() - 1)),
+                         nullptr);
+        }
+      }
+      f.bytes = bytes(S / double(ppn));
+      flows.push_back(std::move(f));
+      break;
+    }
+    case Algorithm::kHierarchical: {
+      // Three phases, each waiting for the previous: ring reduce-scatter inside every domain, ring
+      // AllReduce of the shards across domains (one ring per local rank, on its rail), ring all-gather.
+      const Domains d = group(impl_->topo, gpus);
+      const std::size_t ppn = d.min_size(), D = d.ranks.size();
+      auto intra_phase = [this, d, S, ppn]() {
+        std::vector<Coflow> out;
+        for (const auto& local : d.ranks) {
+          if (local.size() < 2) continue;
+          Coflow f;
+          for (std::size_t j = 0; j < local.size(); ++j)
+            append_route(f.path, local[j], local[(j + 1) % local.size()], 0, 1, nullptr);
+          f.bytes = bytes(S * double(ppn - 1) / double(ppn));
+          out.push_back(std::move(f));
+        }
+        return out;
+      };
+      std::vector<Coflow> inter;
+      if (D > 1) {
+        for (std::size_t j = 0; j < ppn; ++j) {
+          Coflow f;
+          for (std::size_t di = 0; di < D; ++di)
+            append_route(f.path, d.ranks[di][j], d.ranks[(di + 1) % D][j], j, 1, nullptr);
+          f.bytes = bytes(S / double(ppn) * 2.0 * double(D - 1) / double(D));
+          inter.push_back(std::move(f));
+        }
+      }
+      auto shared_done = std::make_shared<std::function<void()>>(std::move(done));
+      start_phase(intra_phase(), base, [this, intra_phase, inter, shared_done]() mutable {
+        start_phase(std::move(inter), seconds(0), [this, intra_phase, shared_done] {
+          start_phase(intra_phase(), seconds(0), [shared_done] { (*shared_done)(); });
+        });
+      });
+      return;
+    }
+    case Algorithm::kPointToPoint: {
+      if (req.op == CollectiveOp::kSendRecv) {
+        Coflow f;
+        append_route(f.path, gpus[0], gpus[1], 0, 1, nullptr);
+        f.bytes = bytes(S);
+        flows.push_back(std::move(f));
+      } else {
+        // AlltoAll: every rank sends S/n to each other rank at once.
+        for (std::size_t i = 0; i < n; ++i) {
+          Coflow f;
+          for (std::size_t j = 0; j < n; ++j)
+            if (j != i) append_route(f.path, gpus[i], gpus[j], i, 1, nullptr);
+          f.bytes = bytes(S / double(n));
+          flows.push_back(std::move(f));
+        }
+      }
+      break;
+    }
+  }
+  start_phase(std::move(flows), base, std::move(done));
 }
 
 std::vector<LinkUsage> NetworkModel::link_usage() const {

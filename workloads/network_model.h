@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/flow_network.h"
 #include "sim/simulation.h"
 #include "workloads/collective_engine.h"
 #include "workloads/scenario.h"
@@ -47,8 +48,8 @@ class NetworkModel {
   NetworkModel(sim::Simulation& sim, const Scenario& scenario);
   ~NetworkModel();
 
-  // Runs an AllReduce as flows; `done` is called when its last flow ends.
-  void run_allreduce(const CollectiveCall& call, std::function<void()> done);
+  // Runs a planned collective as flows; `done` is called when its last flow ends.
+  void run(const CollectivePlan& plan, const CollectiveRequest& request, std::function<void()> done);
 
   // Utilisation of every link that carried traffic, busiest (by bytes) first; ties by name.
   std::vector<LinkUsage> link_usage() const;
@@ -62,6 +63,13 @@ class NetworkModel {
 
  private:
   struct Impl;
+  struct Coflow;
+  void append_route(std::vector<sim::LinkId>& path, std::uint32_t a, std::uint32_t b, std::uint64_t key, int times,
+                    Seconds* latency) const;
+  void ring_path(const std::vector<std::uint32_t>& gpus, std::size_t channel, bool chain,
+                 std::vector<sim::LinkId>& path, Seconds& intra, Seconds& inter, std::size_t& intra_edges,
+                 std::size_t& inter_edges) const;
+  void start_phase(std::vector<Coflow> flows, Seconds latency, std::function<void()> done);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -10,6 +10,7 @@
 #include "sim/units.h"
 #include "topology/cluster_spec.h"
 #include "workloads/model_spec.h"
+#include "workloads/nccl_model.h"
 
 namespace clustersim::workloads {
 
@@ -57,6 +58,7 @@ struct Scenario {
   std::string profile_ref;              // the profile as the scenario names it: built-in name or path
   calibrate::HardwareProfile profile;
   Fidelity fidelity = Fidelity::kFlow;
+  NcclSettings nccl;                   // forced algorithm / protocol (NCCL_ALGO, NCCL_PROTO)
   std::vector<Job> jobs;               // at least one
 };
 

@@ -271,7 +271,7 @@ TEST_CASE("bad inline scenarios") {
   SUBCASE("unknown top-level field") {
     CHECK(text_error(kMinimal + good_training + "seed: 3\n") ==
           "inline.textproto:7:1: seed: unknown field \"seed\" (Scenario has: name, cluster, profile, model, "
-          "parallel, training, fidelity, jobs)");
+          "parallel, training, fidelity, jobs, nccl)");
   }
   SUBCASE("protobuf counts a tab as reaching the next multiple of 8 columns") {
     CHECK(text_error("cluster {\n\tnodes: x }\n") ==
@@ -323,7 +323,7 @@ TEST_CASE("bad inline scenarios") {
           "inline.textproto: parallel.dp: invalid value -1 for type TYPE_UINT32");
     CHECK(text_error(R"({"seed": 1})", true) ==
           "inline.textproto: seed: unknown field \"seed\" (Scenario has: name, cluster, profile, model, parallel, "
-          "training, fidelity, jobs)");
+          "training, fidelity, jobs, nccl)");
     CHECK(text_error(R"({"cluster": {"nodes": 1},)", true).starts_with("inline.textproto: "));
   }
 }

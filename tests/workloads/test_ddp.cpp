@@ -13,7 +13,7 @@ calibrate::HardwareProfile a100_like() {
   p.name = "test-a100";
   p.gpu = {"A100", TFLOPps(312), TFLOPps(312), TFLOPps(156), TFLOPps(19.5), GBps(2039), GiB(80), 0.75, 0.8,
            microseconds(2)};
-  p.collectives = {microseconds(8.4), microseconds(3.4), microseconds(14.0), 0.77, 0.8};
+  p.collectives = {microseconds(8.4), microseconds(3.4), microseconds(14.0), 0.77, 0.8, {}, bytes_per_second(0)};
   return p;
 }
 

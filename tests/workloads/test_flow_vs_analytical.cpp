@@ -37,7 +37,7 @@ double allreduce_seconds(Scenario sc, Fidelity fidelity, Bytes size) {
   std::vector<std::uint32_t> gpus(sc.cluster.gpu_count());
   std::iota(gpus.begin(), gpus.end(), 0u);
   for (std::uint32_t gpu : gpus) lanes.push_back(g.add_stream(gpu, "comm"));
-  engine.add(g, "ar", "comm", CollectiveCall{CollectiveKind::kAllReduce, gpus, size}, lanes, {});
+  engine.add(g, "ar", "comm", CollectiveRequest{CollectiveOp::kAllReduce, gpus, size, 0}, lanes, {});
   sim::Executor ex(s, g, &engine);
   ex.start();
   s.run();
@@ -67,7 +67,7 @@ TEST_CASE("contention-free ring AllReduce: FLOW agrees with ANALYTICAL within 1%
   for (const auto& [cluster, profile] : clusters) {
     const Scenario sc = cluster_only(cluster, profile);
     for (double mib : {1.0, 16.0, 256.0, 1024.0}) {
-      CAPTURE(cluster);
+      CAPTURE(std::string(cluster));
       CAPTURE(mib);
       const double flow = allreduce_seconds(sc, Fidelity::kFlow, MiB(mib));
       const double analytical = allreduce_seconds(sc, Fidelity::kAnalytical, MiB(mib));
@@ -82,7 +82,8 @@ TEST_CASE("two jobs sharing a leaf uplink slow each other by the max-min share")
   // Job A on GPUs {0,2} and job B on {1,3}: each 2-rank ring crosses the leaves both ways.
   // Alone, a ring moves 2(n−1)/n · S = S per edge at the NIC's 25 GB/s · 0.8 = 20 GB/s; together the
   // two rings share each leaf–spine link (20 GB/s) max-min: 10 GB/s each, so the bandwidth part of
-  // every AllReduce doubles while the latency (8.4 + 2·14 = 36.4 µs) stays.
+  // every AllReduce doubles while the latency stays: NCCL picks ring/Simple, whose latency is
+  // (8.4 + 2·14) · 1.4 = 50.96 µs (two network steps; ×1.4 is tuning.cc's multi-node "plateau effect").
   const std::string cluster =
       "cluster { nodes: 4 gpus_per_node: 1 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 300\n"
       "  nic_gbits_per_s_per_direction: 200 fabric { kind: CLOS_TWO_LEVEL oversubscription: 2 switch_radix: 3 } }\n"
@@ -98,7 +99,7 @@ TEST_CASE("two jobs sharing a leaf uplink slow each other by the max-min share")
   const ScenarioResult r1 = simulate_scenario(alone);
   const ScenarioResult r2 = simulate_scenario(both);
   REQUIRE(r1.jobs[0].bucket_allreduce.size() == 2);
-  const double latency = 36.4e-6;
+  const double latency = 50.96e-6;
   for (std::size_t b = 0; b < 2; ++b) {
     const double bytes = r1.jobs[0].buckets[b].size.raw();
     CHECK(r1.jobs[0].bucket_allreduce[b].raw() == doctest::Approx(latency + bytes / 20e9).epsilon(1e-6));

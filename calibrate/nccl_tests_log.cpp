@@ -1,0 +1,527 @@
+#include "calibrate/nccl_tests_log.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "calibrate/proto_text.h"
+#include "sim/input_error.h"
+
+namespace clustersim::calibrate {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr std::string_view kCsvHeader =
+    "size_bytes,count,type,time_us_oop,algbw_oop,busbw_oop,time_us_ip,algbw_ip,busbw_ip";
+
+struct Token {
+  std::string_view text;
+  int column = 0;  // 1-based
+};
+
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\r';
+}
+
+std::vector<Token> split_whitespace(std::string_view line, int first_column = 1) {
+  std::vector<Token> out;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && is_space(line[i])) ++i;
+    if (i == line.size()) break;
+    const std::size_t begin = i;
+    while (i < line.size() && !is_space(line[i])) ++i;
+    out.push_back(Token{line.substr(begin, i - begin), first_column + static_cast<int>(begin)});
+  }
+  return out;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+bool all_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+bool is_word(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+// One line of the input with its 1-based number; `offset` is how many characters a removed
+// launcher prefix took, so columns still count from the start of the line in the file.
+struct Line {
+  std::string_view text;
+  int number = 0;
+  int offset = 0;
+};
+
+std::vector<Line> split_lines(std::string_view text) {
+  std::vector<Line> out;
+  std::size_t begin = 0;
+  int number = 1;
+  while (begin < text.size()) {
+    std::size_t end = text.find('\n', begin);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(begin, end - begin);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    out.push_back(Line{line, number, 0});
+    begin = end + 1;
+    ++number;
+  }
+  return out;
+}
+
+// `mpirun --tag-output` writes "[1,0]<stdout>:" before every line.
+void strip_launcher_prefix(Line& line) {
+  if (line.text.empty() || line.text.front() != '[') return;
+  const std::size_t tag = line.text.find("]<stdout>:");
+  if (tag == std::string_view::npos || tag > 24) return;
+  const std::size_t n = tag + std::string_view("]<stdout>:").size();
+  line.text.remove_prefix(n);
+  line.offset += static_cast<int>(n);
+}
+
+class Reader {
+ public:
+  explicit Reader(const std::string& file) : file_(file) {}
+
+  [[noreturn]] void fail(int line, int column, const std::string& message) const {
+    throw InputError(file_, line, column, "", message);
+  }
+
+  std::uint64_t unsigned_field(const Token& t, int line, const char* what) const {
+    std::uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+    if (ec != std::errc() || end != t.text.data() + t.text.size())
+      fail(line, t.column,
+           std::string(what) + ": \"" + std::string(t.text) + "\" is not a whole number of " +
+               (std::string_view(what) == "size" ? "bytes" : "elements"));
+    return v;
+  }
+
+  std::int64_t signed_field(const Token& t, int line, const char* what) const {
+    std::int64_t v = 0;
+    const auto [end, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+    if (ec != std::errc() || end != t.text.data() + t.text.size())
+      fail(line, t.column, std::string(what) + ": \"" + std::string(t.text) + "\" is not an integer");
+    return v;
+  }
+
+  // A number, or NaN for "N/A" (and for an empty CSV field when `empty_is_na`).
+  double number_field(const Token& t, int line, const char* what, bool empty_is_na = false) const {
+    if (t.text == "N/A" || (empty_is_na && t.text.empty())) return kNaN;
+    double v = 0;
+    const auto [end, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+    if (ec != std::errc() || end != t.text.data() + t.text.size() || t.text.empty())
+      fail(line, t.column, std::string(what) + ": \"" + std::string(t.text) + "\" is not a number or N/A");
+    return v;
+  }
+
+ private:
+  const std::string& file_;
+};
+
+// "./build/all_reduce_perf" or "all_reduce_perf_mpi" → "all_reduce"; "" when it is not a test name.
+std::string test_name_to_op(std::string_view word) {
+  const std::size_t slash = word.find_last_of('/');
+  if (slash != std::string_view::npos) word.remove_prefix(slash + 1);
+  for (std::string_view suffix : {"_perf_mpi", "_perf"}) {
+    if (word.size() > suffix.size() && word.substr(word.size() - suffix.size()) == suffix) {
+      const std::string_view stem = word.substr(0, word.size() - suffix.size());
+      return is_word(stem) ? std::string(stem) : std::string();
+    }
+  }
+  return {};
+}
+
+// The value after `key` ("GPUs=" → 8), if digits follow it.
+std::optional<std::uint64_t> number_after(std::string_view line, std::string_view key) {
+  const std::size_t at = line.find(key);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::size_t i = at + key.size();
+  std::size_t j = i;
+  while (j < line.size() && line[j] >= '0' && line[j] <= '9') ++j;
+  if (j == i) return std::nullopt;
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(line.data() + i, line.data() + j, v);
+  if (ec != std::errc() || end != line.data() + j) return std::nullopt;
+  return v;
+}
+
+// "2.22.3+cuda12.6" → "2.22.3" (digits and dots from the start), or "" when none.
+std::string leading_version(std::string_view s) {
+  std::size_t j = 0;
+  int dots = 0;
+  while (j < s.size() && ((s[j] >= '0' && s[j] <= '9') || (s[j] == '.' && j > 0))) {
+    if (s[j] == '.') ++dots;
+    ++j;
+  }
+  while (j > 0 && s[j - 1] == '.') --j, --dots;
+  return dots >= 1 ? std::string(s.substr(0, j)) : std::string();
+}
+
+// What the `#` lines and the rest of the file say about the run. Strong sources of the collective
+// (nccl-tests' own "Collective test starting/concluded" lines, the CSV's "collective=") must agree;
+// weak ones (a command line naming all_reduce_perf) are used only when no strong one exists.
+class RunFacts {
+ public:
+  explicit RunFacts(const Reader& reader) : reader_(reader) {}
+
+  void comment_line(std::string_view body, int line) {
+    const std::vector<Token> t = split_whitespace(body);
+    for (std::string_view key : {"Collective test starting:", "Collective test concluded:"}) {
+      const std::size_t at = body.find(key);
+      if (at != std::string_view::npos) {
+        const std::vector<Token> rest = split_whitespace(body.substr(at + key.size()));
+        if (!rest.empty()) strong_op(test_name_to_op(rest[0].text), line);
+      }
+    }
+    const std::size_t coll = body.find("collective=");
+    if (coll != std::string_view::npos) {
+      std::size_t i = coll + std::string_view("collective=").size(), j = i;
+      while (j < body.size() && (is_word(body.substr(j, 1)))) ++j;
+      strong_op(std::string(body.substr(i, j - i)), line);
+    }
+    // nccl-tests device lines: "#  Rank  3 Group  0 Pid 1234 on host device  3 [0000:1b:00] NVIDIA H100 …"
+    if (t.size() >= 2 && t[0].text == "Rank" && all_digits(t[1].text)) {
+      ++rank_lines_;
+      for (std::size_t i = 2; i + 1 < t.size(); ++i)
+        if (t[i].text == "on") {
+          hosts_.insert(std::string(t[i + 1].text));
+          break;
+        }
+    }
+    if (t.size() >= 4 && t[0].text == "nThread" && t[2].text == "nGpus" && all_digits(t[1].text) &&
+        all_digits(t[3].text)) {
+      std::uint64_t threads = 0, gpus = 0;
+      std::from_chars(t[1].text.data(), t[1].text.data() + t[1].text.size(), threads);
+      std::from_chars(t[3].text.data(), t[3].text.data() + t[3].text.size(), gpus);
+      if (threads * gpus > 0 && threads * gpus < (1u << 31))
+        gpus_per_process_ = static_cast<std::uint32_t>(threads * gpus);
+    }
+    if (const auto g = number_after(body, "GPUs="); g && *g > 0 && *g < (1u << 31))
+      stated_gpus_ = static_cast<std::uint32_t>(*g);
+    if (const auto n = number_after(body, "nodes="); n && *n > 0 && *n < (1u << 31))
+      stated_nodes_ = static_cast<std::uint32_t>(*n);
+    if (const auto code = number_after(body, "nccl-library="); code && *code > 0)
+      library_version_ = nccl_version_from_code(*code);
+    other_line(body);
+  }
+
+  // Any line: command lines that name a test, NCCL INFO "NCCL version 2.22.3+cuda12.6".
+  void other_line(std::string_view body) {
+    for (const Token& tok : split_whitespace(body)) {
+      const std::string op = test_name_to_op(tok.text);
+      if (!op.empty()) weak_ops_.insert(op);
+    }
+    for (std::string_view key : {"NCCL version ", "NCCL "}) {
+      const std::size_t at = body.find(key);
+      if (at == std::string_view::npos || printed_version_) continue;
+      const std::string v = leading_version(body.substr(at + key.size()));
+      if (!v.empty()) printed_version_ = v;
+    }
+  }
+
+  void fill(MeasuredRun& run) const {
+    if (strong_op_)
+      run.op = strong_op_;
+    else if (weak_ops_.size() == 1)
+      run.op = *weak_ops_.begin();
+    if (rank_lines_ > 0)
+      run.gpus = rank_lines_;
+    else if (stated_gpus_)
+      run.gpus = stated_gpus_;
+    if (!hosts_.empty())
+      run.nodes = static_cast<std::uint32_t>(hosts_.size());
+    else if (stated_nodes_)
+      run.nodes = stated_nodes_;
+    run.gpus_per_process = gpus_per_process_;
+    if (library_version_)
+      run.nccl_version = library_version_;
+    else if (printed_version_)
+      run.nccl_version = printed_version_;
+  }
+
+ private:
+  void strong_op(const std::string& op, int line) {
+    if (op.empty()) return;
+    if (strong_op_ && *strong_op_ != op)
+      reader_.fail(line, 0,
+                   "this file holds results of more than one test (" + *strong_op_ + " at line " +
+                       std::to_string(strong_op_line_) + ", " + op + " here); give one test per file");
+    if (!strong_op_) strong_op_line_ = line;
+    strong_op_ = op;
+  }
+
+  const Reader& reader_;
+  std::optional<std::string> strong_op_;
+  int strong_op_line_ = 0;
+  std::set<std::string> weak_ops_;
+  std::uint32_t rank_lines_ = 0;
+  std::set<std::string> hosts_;
+  std::optional<std::uint32_t> stated_gpus_, stated_nodes_, gpus_per_process_;
+  std::optional<std::string> library_version_, printed_version_;
+};
+
+// Where each value sits in a row of the nccl-tests table.
+struct Columns {
+  std::size_t fields = 13;
+  bool timestamp = false;  // -S 1: one more column whose value is "YYYY-MM-DD HH:MM:SS" (two tokens)
+  int size = 0, count = 1, type = 2, redop = 3, root = 4;
+  int time_oop = 5, algbw_oop = 6, busbw_oop = 7;
+  int time_ip = 9, algbw_ip = 10, busbw_ip = 11;
+  std::vector<int> numeric_extras{8, 12};  // #wrong/error, #bitdiff, i_* columns: numbers or N/A
+};
+
+Columns modern_columns() {
+  return Columns{};
+}
+
+Columns legacy_columns() {  // older nccl-tests: no root, "error" instead of "#wrong"
+  Columns c;
+  c.fields = 12;
+  c.root = -1;
+  c.time_oop = 4, c.algbw_oop = 5, c.busbw_oop = 6, c.time_ip = 8, c.algbw_ip = 9, c.busbw_ip = 10;
+  c.numeric_extras = {7, 11};
+  return c;
+}
+
+// From the table header "#       size         count      type   redop    root     time   algbw …".
+std::optional<Columns> columns_from_header(const std::vector<Token>& names) {
+  if (names.size() < 3 || names[0].text != "size" || names[1].text != "count" || names[2].text != "type")
+    return std::nullopt;
+  Columns c;
+  c.fields = 0;
+  c.redop = c.root = c.time_oop = c.algbw_oop = c.busbw_oop = c.time_ip = c.algbw_ip = c.busbw_ip = -1;
+  c.numeric_extras.clear();
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string_view n = names[i].text;
+    const int at = static_cast<int>(i);
+    if (n == "timestamp") {
+      c.timestamp = true;
+      continue;
+    }
+    ++c.fields;
+    if (i < 3) continue;
+    if (n == "redop")
+      c.redop = at;
+    else if (n == "root")
+      c.root = at;
+    else if (n == "time" || n == "cputime")
+      (c.time_oop < 0 ? c.time_oop : c.time_ip) = at;
+    else if (n == "algbw")
+      (c.algbw_oop < 0 ? c.algbw_oop : c.algbw_ip) = at;
+    else if (n == "busbw")
+      (c.busbw_oop < 0 ? c.busbw_oop : c.busbw_ip) = at;
+    else
+      c.numeric_extras.push_back(at);
+  }
+  if (c.time_oop < 0 || c.algbw_oop < 0 || c.busbw_oop < 0) return std::nullopt;
+  return c;
+}
+
+MeasuredRow parse_log_row(const Reader& r, const std::vector<Token>& t, const Columns& c, int line) {
+  MeasuredRow row;
+  row.size_bytes = r.unsigned_field(t[static_cast<std::size_t>(c.size)], line, "size");
+  row.count = r.unsigned_field(t[static_cast<std::size_t>(c.count)], line, "count");
+  const Token& type = t[static_cast<std::size_t>(c.type)];
+  if (!is_word(type.text) || all_digits(type.text))
+    r.fail(line, type.column, "type: \"" + std::string(type.text) + "\" is not a data type name such as float");
+  row.type = std::string(type.text);
+  if (c.redop >= 0) {
+    const Token& op = t[static_cast<std::size_t>(c.redop)];
+    if (!is_word(op.text) || all_digits(op.text))
+      r.fail(line, op.column, "redop: \"" + std::string(op.text) + "\" is not a reduction name such as sum or none");
+    row.redop = std::string(op.text);
+  }
+  if (c.root >= 0) row.root = r.signed_field(t[static_cast<std::size_t>(c.root)], line, "root");
+  auto num = [&](int index, const char* what) {
+    return index < 0 ? kNaN : r.number_field(t[static_cast<std::size_t>(index)], line, what);
+  };
+  row.time_us_oop = num(c.time_oop, "out-of-place time");
+  row.algbw_oop = num(c.algbw_oop, "out-of-place algbw");
+  row.busbw_oop = num(c.busbw_oop, "out-of-place busbw");
+  row.time_us_ip = num(c.time_ip, "in-place time");
+  row.algbw_ip = num(c.algbw_ip, "in-place algbw");
+  row.busbw_ip = num(c.busbw_ip, "in-place busbw");
+  for (int extra : c.numeric_extras)
+    if (static_cast<std::size_t>(extra) < t.size()) (void)num(extra, "#wrong/error");
+  return row;
+}
+
+MeasuredRun parse_log(const std::vector<Line>& lines, const std::string& file) {
+  const Reader r(file);
+  RunFacts facts(r);
+  MeasuredRun run;
+  run.source_file = file;
+  run.format = MeasuredFormat::kNcclTestsLog;
+  std::optional<Columns> header;
+  int header_line = 0;
+  std::optional<Columns> inferred;  // without a header: from the first row's field count
+  // With a table header in the file, only lines after it can be rows ("8 GPUs found" before it is noise).
+  int first_header_line = 0;
+  for (const Line& l : lines) {
+    const std::string_view text = trim(l.text);
+    if (!text.empty() && text.front() == '#' && columns_from_header(split_whitespace(text.substr(1)))) {
+      first_header_line = l.number;
+      break;
+    }
+  }
+  for (const Line& l : lines) {
+    const std::string_view text = trim(l.text);
+    if (text.empty()) continue;
+    if (text.front() == '#') {
+      run.header_lines.emplace_back(l.text);
+      const std::size_t hash = static_cast<std::size_t>(text.data() - l.text.data());
+      const std::string_view body = text.substr(1);
+      facts.comment_line(body, l.number);
+      const std::vector<Token> names = split_whitespace(body, l.offset + static_cast<int>(hash) + 2);
+      if (const auto c = columns_from_header(names)) {
+        if (!run.rows.empty())
+          r.fail(l.number, 1,
+                 "a second result table starts here (the first has " + std::to_string(run.rows.size()) +
+                     " rows); give one run per file");
+        header = c;
+        header_line = l.number;
+      }
+      continue;
+    }
+    const std::vector<Token> t = split_whitespace(l.text, 1 + l.offset);
+    if (!all_digits(t[0].text) || l.number < first_header_line) {
+      facts.other_line(text);
+      continue;
+    }
+    // A result row.
+    Columns c;
+    if (header) {
+      c = *header;
+    } else {
+      if (!inferred) {
+        if (t.size() == 13)
+          inferred = modern_columns();
+        else if (t.size() == 12)
+          inferred = legacy_columns();
+        else
+          r.fail(l.number, 1,
+                 "a result row needs 13 fields (size count type redop root, then time algbw busbw #wrong out-of-place "
+                 "and in-place) or 12 (older nccl-tests, no root); this line has " +
+                     std::to_string(t.size()) + " and no table header precedes it");
+      }
+      c = *inferred;
+    }
+    const std::size_t expected = c.fields + (c.timestamp ? 2 : 0);
+    if (t.size() < expected) {
+      const int col = 1 + l.offset + static_cast<int>(l.text.size());
+      r.fail(l.number, col,
+             "the row ends after " + std::to_string(t.size()) + " of its " + std::to_string(expected) + " fields" +
+                 (header ? " (columns of the header at line " + std::to_string(header_line) + ")" : "") +
+                 ": the log is cut off or this is not nccl-tests output");
+    }
+    if (t.size() > expected)
+      r.fail(l.number, t[expected].column,
+             "unexpected field \"" + std::string(t[expected].text) + "\" after the row's " + std::to_string(expected) +
+                 " fields");
+    run.rows.push_back(parse_log_row(r, t, c, l.number));
+  }
+  if (run.rows.empty()) {
+    if (header) r.fail(header_line, 1, "the result table has no rows: the log is cut off before the first size");
+    r.fail(1, 1,
+           "not an nccl-tests log or a validation CSV: no result table found (expected rows like "
+           "\"1048576  262144  float  sum  -1  …\" or a header \"" +
+               std::string(kCsvHeader) + "\")");
+  }
+  facts.fill(run);
+  return run;
+}
+
+MeasuredRun parse_csv(const std::vector<Line>& lines, std::size_t header_index, const std::string& file) {
+  const Reader r(file);
+  RunFacts facts(r);
+  MeasuredRun run;
+  run.source_file = file;
+  run.format = MeasuredFormat::kValidationCsv;
+  const Line& h = lines[header_index];
+  if (trim(h.text) != kCsvHeader) r.fail(h.number, 1, "CSV header must be \"" + std::string(kCsvHeader) + "\"");
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const Line& l = lines[i];
+    const std::string_view text = trim(l.text);
+    if (text.empty() || i == header_index) continue;
+    if (text.front() == '#') {
+      if (i > header_index) r.fail(l.number, 1, "comment line after the CSV header; `#` lines belong before it");
+      run.header_lines.emplace_back(l.text);
+      facts.comment_line(text.substr(1), l.number);
+      continue;
+    }
+    if (i < header_index) continue;  // unreachable: the header is the first other line
+    std::vector<Token> f;
+    std::size_t begin = 0;
+    while (true) {
+      const std::size_t comma = l.text.find(',', begin);
+      const std::size_t end = comma == std::string_view::npos ? l.text.size() : comma;
+      const std::string_view raw = l.text.substr(begin, end - begin);
+      const std::string_view value = trim(raw);
+      const std::size_t lead = static_cast<std::size_t>(value.data() - raw.data());
+      f.push_back(Token{value, 1 + static_cast<int>(begin + (value.empty() ? 0 : lead))});
+      if (comma == std::string_view::npos) break;
+      begin = comma + 1;
+    }
+    if (f.size() < 9)
+      r.fail(l.number, 1 + static_cast<int>(l.text.size()),
+             "the row ends after " + std::to_string(f.size()) + " of its 9 fields: the file is cut off");
+    if (f.size() > 9) r.fail(l.number, f[9].column, "the row has more than 9 fields");
+    MeasuredRow row;
+    row.size_bytes = r.unsigned_field(f[0], l.number, "size");
+    row.count = r.unsigned_field(f[1], l.number, "count");
+    if (!is_word(f[2].text) || all_digits(f[2].text))
+      r.fail(l.number, f[2].column, "type: \"" + std::string(f[2].text) + "\" is not a data type name such as float");
+    row.type = std::string(f[2].text);
+    row.time_us_oop = r.number_field(f[3], l.number, "time_us_oop", true);
+    row.algbw_oop = r.number_field(f[4], l.number, "algbw_oop", true);
+    row.busbw_oop = r.number_field(f[5], l.number, "busbw_oop", true);
+    row.time_us_ip = r.number_field(f[6], l.number, "time_us_ip", true);
+    row.algbw_ip = r.number_field(f[7], l.number, "algbw_ip", true);
+    row.busbw_ip = r.number_field(f[8], l.number, "busbw_ip", true);
+    run.rows.push_back(std::move(row));
+  }
+  if (run.rows.empty()) r.fail(h.number, 1, "the CSV has a header but no rows: the file is cut off");
+  facts.fill(run);
+  return run;
+}
+
+}  // namespace
+
+std::string nccl_version_from_code(std::uint64_t code) {
+  const std::uint64_t major = code >= 10000 ? code / 10000 : code / 1000;
+  const std::uint64_t minor = code >= 10000 ? code % 10000 / 100 : code % 1000 / 100;
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(code % 100);
+}
+
+MeasuredRun parse_measured_run(std::string_view text, const std::string& file) {
+  std::vector<Line> lines = split_lines(text);
+  for (const Line& l : lines)
+    if (l.text.find('\0') != std::string_view::npos)
+      throw InputError(file, l.number, static_cast<int>(l.text.find('\0')) + 1, "",
+                       "binary data: not an nccl-tests log or a validation CSV");
+  for (Line& l : lines) strip_launcher_prefix(l);
+  // The CSV layout: its first line that is neither empty nor a comment is the column header.
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::string_view t = trim(lines[i].text);
+    if (t.empty() || t.front() == '#') continue;
+    if (t.substr(0, std::min<std::size_t>(t.size(), 10)) == "size_bytes") return parse_csv(lines, i, file);
+    break;
+  }
+  return parse_log(lines, file);
+}
+
+MeasuredRun read_measured_run(const std::string& path) {
+  return parse_measured_run(read_text_file(path), path);
+}
+
+}  // namespace clustersim::calibrate

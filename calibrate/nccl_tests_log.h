@@ -1,0 +1,76 @@
+// Measured collective runs: nccl-tests text logs and the validation CSV layout, read into plain value
+// types for `clustersim collective --compare` and, later, `clustersim calibrate import-nccl-tests`.
+//
+// Two inputs, detected from the content (not the file name):
+//  * nccl-tests output exactly as printed (NVIDIA/nccl-tests src/util.cu; ../shared/reference/nccl.md §2.1):
+//    `#` preamble lines (`# nccl-tests version … nccl-library=22602`, `# nThread 1 nGpus 8 minBytes …`,
+//    `# Using devices` and one `#  Rank …` line per rank), a three-line `#` table header, one row per size
+//      size count type redop root | time algbw busbw #wrong | time algbw busbw #wrong
+//    (out-of-place, then in-place; `N/A` where a value is not reported), and a footer
+//    (`# Avg bus bandwidth : X`, `# Collective test concluded: all_reduce_perf`). Older nccl-tests builds
+//    print no `root` column and an `error` column (`0e+00`) in place of `#wrong`; the header line, when
+//    present, names the columns, otherwise the field count (13 or 12) tells the two apart. Lines that are
+//    not part of the table (NCCL INFO lines, launcher noise) are skipped; `[1,0]<stdout>:` prefixes that
+//    `mpirun --tag-output` adds are removed.
+//  * The CSV layout of validation/nccl/: `#` lines (source, hardware, `GPUs=8 nodes=1`, NCCL version,
+//    `collective=all_reduce`), then the header
+//    `size_bytes,count,type,time_us_oop,algbw_oop,busbw_oop,time_us_ip,algbw_ip,busbw_ip` and one row per size.
+//
+// Units are nccl-tests': size in bytes (nccl-tests' "size": the total buffer for AllGather/ReduceScatter/
+// AlltoAll, whose "count" is per rank), time in microseconds (the mean over `iters` back-to-back calls,
+// §2.3), algbw and busbw in GB/s = 1e9 B/s. Values printed as `N/A` (or empty in the CSV) are NaN.
+//
+// Input that is not one of the two layouts, or is cut off mid-row, throws InputError(file, line, column, "",
+// what is wrong); nothing here asserts on input.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace clustersim::calibrate {
+
+struct MeasuredRow {
+  std::uint64_t size_bytes = 0;  // nccl-tests "size" (bytes)
+  std::uint64_t count = 0;       // elements, as printed (per rank for AllGather/ReduceScatter/AlltoAll)
+  std::string type;              // "float", "double", "bfloat16", ...
+  std::string redop;             // "sum", "none", ...; empty when the input does not say (CSV layout)
+  std::int64_t root = -1;        // -1 where none, or where the input has no root column
+  double time_us_oop = 0;        // out-of-place time, µs
+  double algbw_oop = 0;          // GB/s
+  double busbw_oop = 0;          // GB/s
+  double time_us_ip = 0;         // in-place; NaN when N/A
+  double algbw_ip = 0;
+  double busbw_ip = 0;
+};
+
+enum class MeasuredFormat { kNcclTestsLog, kValidationCsv };
+
+struct MeasuredRun {
+  std::string source_file;
+  MeasuredFormat format = MeasuredFormat::kNcclTestsLog;
+  // The collective as nccl-tests names its test without "_perf": "all_reduce", "all_gather",
+  // "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv", ... (the names
+  // workloads::parse_collective_op accepts). Empty when the input does not say.
+  std::optional<std::string> op;
+  std::vector<std::string> header_lines;          // every `#` line, verbatim, in order
+  std::optional<std::uint32_t> gpus;              // ranks in the communicator, where stated
+  std::optional<std::uint32_t> nodes;             // distinct hosts, where stated
+  std::optional<std::uint32_t> gpus_per_process;  // nccl-tests nThread × nGpus
+  std::optional<std::string> nccl_version;        // "2.26.2"
+  std::vector<MeasuredRow> rows;                  // in file order
+};
+
+// Parses `text` (read from `file`, which is used only in errors and as source_file).
+MeasuredRun parse_measured_run(std::string_view text, const std::string& file);
+
+// Reads and parses a file (InputError when it cannot be read).
+MeasuredRun read_measured_run(const std::string& path);
+
+// NCCL's version code as nccl-tests prints it (`nccl-library=22602`) → "2.26.2". Codes since 2.9 are
+// major·10000 + minor·100 + patch; older ones major·1000 + minor·100 + patch (NCCL_VERSION_CODE, nccl.h).
+std::string nccl_version_from_code(std::uint64_t code);
+
+}  // namespace clustersim::calibrate

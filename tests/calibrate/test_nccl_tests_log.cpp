@@ -1,0 +1,391 @@
+// Measured collective runs (calibrate/nccl_tests_log.h): the five validation CSVs read as CSVs and, rebuilt
+// line by line in nccl-tests' own output format (src/util.cu, ../shared/reference/nccl.md §2.1), read back as
+// logs with every value intact; the older layout without a root column; N/A fields; and exact errors
+// (file:line:col) for cut-off and foreign input.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "calibrate/nccl_tests_log.h"
+#include "sim/input_error.h"
+#include "tests/test_support.h"
+
+namespace {
+
+namespace calibrate = clustersim::calibrate;
+using calibrate::MeasuredRow;
+using calibrate::MeasuredRun;
+
+const std::string kValidation = std::string(CLUSTERSIM_SOURCE_DIR) + "/validation/nccl/";
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string error_of(const std::function<void()>& call) {
+  return clustersim::testing::input_error_of(call);
+}
+
+// nccl-tests' number formatting of the time (width 7) and bandwidth (width 6) columns: the most decimals of
+// %.2f, %.1f, %.0f that fit the width, else %.1e (width >= 7) or %.0e. Written from the description in
+// nccl.md §2.1, independently of the command's own formatter.
+std::string nccl_float(double v, int width) {
+  char buf[64];
+  for (const char* f : {"%*.2f", "%*.1f", "%*.0f"}) {
+    const int n = std::snprintf(buf, sizeof buf, f, width, v);
+    if (n <= width) return buf;
+  }
+  std::snprintf(buf, sizeof buf, width >= 7 ? "%*.1e" : "%*.0e", width, v);
+  return buf;
+}
+
+// What the parser should read back for a value nccl-tests printed: the printed text as a number.
+double as_printed(double v, int width) {
+  return std::strtod(nccl_float(v, width).c_str(), nullptr);
+}
+
+// The rows of a validation CSV, split by hand (the oracle for the CSV reader).
+struct CsvRow {
+  std::uint64_t size, count;
+  std::string type;
+  double v[6];  // time_oop, algbw_oop, busbw_oop, time_ip, algbw_ip, busbw_ip
+};
+std::vector<CsvRow> csv_rows(const std::string& text) {
+  std::vector<CsvRow> out;
+  std::istringstream in(text);
+  std::string line;
+  bool header = false;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    if (!header) {
+      header = true;
+      continue;
+    }
+    CsvRow r{};
+    char type[32] = {};
+    unsigned long long size = 0, count = 0;
+    REQUIRE(std::sscanf(line.c_str(), "%llu,%llu,%31[^,],%lf,%lf,%lf,%lf,%lf,%lf", &size, &count, type, &r.v[0],
+                        &r.v[1], &r.v[2], &r.v[3], &r.v[4], &r.v[5]) == 9);
+    r.size = size, r.count = count, r.type = type;
+    out.push_back(r);
+  }
+  return out;
+}
+
+struct FileFacts {
+  const char* stem;
+  const char* test;   // nccl-tests binary
+  const char* op;     // MeasuredRun::op
+  const char* redop;  // as nccl-tests prints it
+  unsigned gpus, nodes, gpus_per_process;
+  unsigned version_code;  // nccl-library=
+  const char* version;
+};
+
+// From the CSV headers: -g 8 single-process runs for the 8-GPU files, one GPU per MPI rank otherwise.
+// The A100 log prints no NCCL version; 21903 (2.19.3) stands in for the rebuilt log.
+const FileFacts kFiles[] = {
+    {"h100_8gpu_nvswitch_allreduce_ring", "all_reduce_perf", "all_reduce", "sum", 8, 1, 8, 22602, "2.26.2"},
+    {"h100_8gpu_nvswitch_allgather_ring", "all_gather_perf", "all_gather", "none", 8, 1, 8, 22602, "2.26.2"},
+    {"a100_8gpu_nvswitch_allreduce", "all_reduce_perf", "all_reduce", "sum", 8, 1, 8, 21903, "2.19.3"},
+    {"h100x4_2node_ib_hdr_allreduce", "all_reduce_perf", "all_reduce", "sum", 8, 2, 1, 22203, "2.22.3"},
+    {"h100_80gpu_10node_allreduce", "all_reduce_perf", "all_reduce", "sum", 80, 10, 1, 22902, "2.29.2"},
+};
+
+// The CSV's rows as nccl-tests prints them (preamble, device lines, header, rows, footer).
+std::string rebuild_log(const FileFacts& f, const std::vector<CsvRow>& rows) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "# nccl-tests version 2.17.9 nccl-headers=%u nccl-library=%u\n", f.version_code,
+                f.version_code);
+  out += line;
+  out += std::string("# Collective test starting: ") + f.test + "\n";
+  std::snprintf(line, sizeof line,
+                "# nThread 1 nGpus %u minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 agg "
+                "iters: 1 validation: 1 graph: 0 unalign: 0\n",
+                f.gpus_per_process);
+  out += line;
+  out += "#\n# Using devices\n";
+  const unsigned per_node = f.gpus / f.nodes;
+  for (unsigned r = 0; r < f.gpus; ++r) {
+    const std::string host = "node" + std::to_string(r / per_node);
+    std::snprintf(line, sizeof line, "#  Rank %2u Group %2d Pid %6u on %10s device %2u [%04x:%02x:%02x] %s\n", r, 0,
+                  1000 + r / f.gpus_per_process, host.c_str(), r % per_node, 0, 0x18 + r % per_node, 0,
+                  "NVIDIA H100 80GB HBM3");
+    out += line;
+  }
+  out += "#\n";
+  std::snprintf(line, sizeof line,
+                "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "",
+                "", "", "");
+  out += line;
+  std::snprintf(line, sizeof line, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s \n", "size",
+                "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw",
+                "#wrong");
+  out += line;
+  std::snprintf(line, sizeof line, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s \n", "(B)",
+                "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+  out += line;
+  double sum = 0;
+  for (const CsvRow& r : rows) {
+    std::snprintf(line, sizeof line, "%12lu  %12lu  %8s  %6s  %6s", static_cast<unsigned long>(r.size),
+                  static_cast<unsigned long>(r.count), r.type.c_str(), f.redop, "    -1");
+    out += line;
+    for (int p = 0; p < 2; ++p) {
+      std::snprintf(line, sizeof line, "  %7s  %6s  %6s  %6g", nccl_float(r.v[3 * p], 7).c_str(),
+                    nccl_float(r.v[3 * p + 1], 6).c_str(), nccl_float(r.v[3 * p + 2], 6).c_str(), 0.0);
+      out += line;
+    }
+    out += "\n";
+    sum += r.v[2];
+  }
+  std::snprintf(line, sizeof line, "# %-20s : %d %s\n", "Out of bounds values", 0, "OK");
+  out += line;
+  std::snprintf(line, sizeof line, "# %-20s : %g %s\n", "Avg bus bandwidth", sum / double(rows.size()), "");
+  out += line;
+  out += "#\n";
+  out += std::string("# Collective test concluded: ") + f.test + "\n\n";
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("nccl-tests log: each validation CSV rebuilt as nccl-tests output reads back value for value") {
+  for (const FileFacts& f : kFiles) {
+    const std::string stem = f.stem;
+    CAPTURE(stem);
+    const std::vector<CsvRow> rows = csv_rows(slurp(kValidation + f.stem + ".csv"));
+    REQUIRE(rows.size() >= 10);
+    const std::string log = rebuild_log(f, rows);
+    const MeasuredRun run = calibrate::parse_measured_run(log, std::string(f.stem) + ".log");
+    CHECK(run.format == calibrate::MeasuredFormat::kNcclTestsLog);
+    CHECK(run.source_file == std::string(f.stem) + ".log");
+    REQUIRE(run.op.has_value());
+    CHECK(*run.op == f.op);
+    REQUIRE(run.gpus.has_value());
+    CHECK(*run.gpus == f.gpus);  // one "#  Rank" line per rank
+    REQUIRE(run.nodes.has_value());
+    CHECK(*run.nodes == f.nodes);  // distinct hosts on those lines
+    REQUIRE(run.gpus_per_process.has_value());
+    CHECK(*run.gpus_per_process == f.gpus_per_process);  // nThread 1 × nGpus
+    REQUIRE(run.nccl_version.has_value());
+    CHECK(*run.nccl_version == f.version);
+    // Every '#' line is kept: 5 preamble + one per rank + "#" + 3 header + 4 footer.
+    CHECK(run.header_lines.size() == 5 + f.gpus + 1 + 3 + 4);
+    REQUIRE(run.rows.size() == rows.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      CAPTURE(i);
+      const MeasuredRow& m = run.rows[i];
+      CHECK(m.size_bytes == rows[i].size);
+      CHECK(m.count == rows[i].count);
+      CHECK(m.type == rows[i].type);
+      CHECK(m.redop == f.redop);
+      CHECK(m.root == -1);
+      // The CSVs were transcribed from such logs, so printing and reading back gives the same numbers.
+      CHECK(m.time_us_oop == as_printed(rows[i].v[0], 7));
+      CHECK(m.algbw_oop == as_printed(rows[i].v[1], 6));
+      CHECK(m.busbw_oop == as_printed(rows[i].v[2], 6));
+      CHECK(m.time_us_ip == as_printed(rows[i].v[3], 7));
+      CHECK(m.algbw_ip == as_printed(rows[i].v[4], 6));
+      CHECK(m.busbw_ip == as_printed(rows[i].v[5], 6));
+      CHECK(m.time_us_oop == doctest::Approx(rows[i].v[0]).epsilon(1e-12));  // and they are the CSV's values
+    }
+  }
+}
+
+TEST_CASE("validation CSV layout: rows, header facts and op read from the project's copies") {
+  for (const FileFacts& f : kFiles) {
+    const std::string stem = f.stem;
+    CAPTURE(stem);
+    const std::string path = kValidation + f.stem + ".csv";
+    const std::vector<CsvRow> rows = csv_rows(slurp(path));
+    const MeasuredRun run = calibrate::read_measured_run(path);
+    CHECK(run.format == calibrate::MeasuredFormat::kValidationCsv);
+    REQUIRE(run.op.has_value());
+    CHECK(*run.op == f.op);  // "collective=all_reduce" in the header
+    REQUIRE(run.gpus.has_value());
+    CHECK(*run.gpus == f.gpus);  // "GPUs=8"
+    REQUIRE(run.nodes.has_value());
+    CHECK(*run.nodes == f.nodes);  // "nodes=1"
+    CHECK(!run.header_lines.empty());
+    CHECK(run.header_lines[0].rfind("# source:", 0) == 0);
+    REQUIRE(run.rows.size() == rows.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const MeasuredRow& m = run.rows[i];
+      CHECK(m.size_bytes == rows[i].size);
+      CHECK(m.count == rows[i].count);
+      CHECK(m.type == rows[i].type);
+      CHECK(m.redop.empty());  // the CSV layout has no redop or root column
+      CHECK(m.root == -1);
+      const double got[6] = {m.time_us_oop, m.algbw_oop, m.busbw_oop, m.time_us_ip, m.algbw_ip, m.busbw_ip};
+      for (int k = 0; k < 6; ++k) CHECK(got[k] == rows[i].v[k]);
+    }
+  }
+  // Versions where the header states them: nccl-library=22602 → 2.26.2; "NCCL version 2.22.3+cuda12.6" → 2.22.3;
+  // the A100 doc printed none.
+  CHECK(calibrate::read_measured_run(kValidation + "h100_8gpu_nvswitch_allreduce_ring.csv").nccl_version == "2.26.2");
+  CHECK(calibrate::read_measured_run(kValidation + "h100x4_2node_ib_hdr_allreduce.csv").nccl_version == "2.22.3");
+  CHECK(calibrate::read_measured_run(kValidation + "h100_80gpu_10node_allreduce.csv").nccl_version == "2.29.2");
+  CHECK(!calibrate::read_measured_run(kValidation + "a100_8gpu_nvswitch_allreduce.csv").nccl_version.has_value());
+}
+
+TEST_CASE("nccl-tests log: the older layout without a root column and with an error column") {
+  // As older nccl-tests builds print it (cf. the excerpt in NVIDIA/nccl#1244): 12 fields, "error" 0e+00 / 2e-07.
+  const std::string log =
+      "# nThread 1 nGpus 8 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 validation: 1 \n"
+      "#\n"
+      "# Using devices\n"
+      "#   Rank  0 Pid  40000 on   machine1 device  0 [0x06] Tesla V100-SXM2-32GB\n"
+      "#   Rank  1 Pid  40000 on   machine1 device  1 [0x07] Tesla V100-SXM2-32GB\n"
+      "#\n"
+      "#                                                     out-of-place                       in-place          \n"
+      "#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n"
+      "#        (B)    (elements)                     (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       \n"
+      "           8             2   float     sum    42.18    0.00    0.00  0e+00    41.54    0.00    0.00  0e+00\n"
+      "     1048576        262144   float     sum    60.10   17.45   17.45  2e-07    59.87   17.51   17.51  2e-07\n"
+      "   134217728      33554432   float     sum   5290.4   25.37   25.37  2e-07   5287.9   25.38   25.38  2e-07\n"
+      "# Out of bounds values : 0 OK\n"
+      "# Avg bus bandwidth    : 14.27 \n"
+      "#\n";
+  const MeasuredRun run = calibrate::parse_measured_run(log, "old.log");
+  REQUIRE(run.rows.size() == 3);
+  CHECK(run.rows[1].size_bytes == 1048576);
+  CHECK(run.rows[1].count == 262144);
+  CHECK(run.rows[1].type == "float");
+  CHECK(run.rows[1].redop == "sum");
+  CHECK(run.rows[1].root == -1);  // no root column
+  CHECK(run.rows[1].time_us_oop == 60.10);
+  CHECK(run.rows[1].algbw_oop == 17.45);
+  CHECK(run.rows[1].busbw_oop == 17.45);
+  CHECK(run.rows[2].time_us_oop == 5290.4);
+  CHECK(run.rows[2].time_us_ip == 5287.9);
+  CHECK(run.rows[2].busbw_ip == 25.38);
+  CHECK(run.gpus == 2u);
+  CHECK(run.nodes == 1u);
+  CHECK(run.gpus_per_process == 8u);
+  CHECK(!run.op.has_value());  // nothing names the test
+  CHECK(!run.nccl_version.has_value());
+
+  // The same rows with no header at all (a pasted excerpt): 12 fields mean the old layout, 13 the new.
+  const MeasuredRun bare = calibrate::parse_measured_run(
+      "  1048576   262144   float   sum   60.10   17.45   17.45  2e-07   59.87   17.51   17.51  2e-07\n", "bare.log");
+  REQUIRE(bare.rows.size() == 1);
+  CHECK(bare.rows[0].time_us_ip == 59.87);
+  CHECK(bare.rows[0].root == -1);
+  const MeasuredRun bare13 = calibrate::parse_measured_run(
+      "  1048576   262144   float   sum   0   60.10   17.45   17.45  0   59.87   17.51   17.51  0\n", "bare.log");
+  REQUIRE(bare13.rows.size() == 1);
+  CHECK(bare13.rows[0].root == 0);
+  CHECK(bare13.rows[0].time_us_oop == 60.10);
+}
+
+TEST_CASE("nccl-tests log: N/A fields, launcher prefixes, NCCL INFO noise, test name from the command line") {
+  const std::string log =
+      "$ mpirun -np 2 ./build/alltoall_perf -b 1M -e 2M -f 2 -g 1\n"
+      "host1:1234:1234 [0] NCCL INFO NCCL version 2.18.5+cuda12.2\n"
+      "[1,0]<stdout>:#\n"
+      "[1,0]<stdout>:#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   "
+      "algbw   busbw  #wrong\n"
+      "[1,0]<stdout>:#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  "
+      "(GB/s)  (GB/s)\n"
+      "[1,0]<stdout>:     1048576        131072     float    none      -1    20.00   52.43   26.21       0    19.00   "
+      "55.19   27.59     N/A\n"
+      "host1:1234:1234 [0] NCCL INFO comm 0x1 rank 0 nranks 2 - Destroy COMPLETE\n"
+      "     2097152        262144     float    none      -1    35.00   59.92   29.96       0      N/A     N/A     N/A  "
+      "   N/A\n";
+  const MeasuredRun run = calibrate::parse_measured_run(log, "a2a.log");
+  REQUIRE(run.rows.size() == 2);
+  CHECK(run.op == "alltoall");  // from "./build/alltoall_perf" on the command line
+  CHECK(run.nccl_version == "2.18.5");
+  CHECK(run.rows[0].redop == "none");
+  CHECK(run.rows[0].time_us_ip == 19.00);
+  CHECK(std::isnan(run.rows[1].time_us_ip));
+  CHECK(std::isnan(run.rows[1].algbw_ip));
+  CHECK(std::isnan(run.rows[1].busbw_ip));
+  CHECK(run.rows[1].busbw_oop == 29.96);
+}
+
+TEST_CASE("nccl_version_from_code follows NCCL_VERSION_CODE") {
+  CHECK(calibrate::nccl_version_from_code(22602) == "2.26.2");  // 2·10000 + 26·100 + 2
+  CHECK(calibrate::nccl_version_from_code(22902) == "2.29.2");
+  CHECK(calibrate::nccl_version_from_code(2708) == "2.7.8");  // before 2.9: 2·1000 + 7·100 + 8
+}
+
+TEST_CASE("measured runs: cut-off and foreign input are InputErrors with file:line:col") {
+  const std::string header =
+      "# nThread 1 nGpus 8 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 "
+      "graph: 0\n"
+      "#\n"
+      "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  "
+      "#wrong\n"
+      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  "
+      "(GB/s)\n";
+  const std::string row1 =
+      "           8             2     float     sum      -1    37.33    0.00    0.00       0    37.79    0.00    0.00  "
+      "     0\n";
+  // Line 6 stops after the out-of-place time (6 of 13 fields); the column is just past its last character (62).
+  const std::string cut = "          16             4     float     sum      -1    34.96";
+  CHECK(error_of([&] { calibrate::parse_measured_run(header + row1 + cut, "cut.log"); }) ==
+        "cut.log:6:62: the row ends after 6 of its 13 fields (columns of the header at line 3): the log is cut off or "
+        "this is not nccl-tests output");
+  // The header and nothing else: cut off before the first row.
+  CHECK(error_of([&] { calibrate::parse_measured_run(header, "empty.log"); }) ==
+        "empty.log:3:1: the result table has no rows: the log is cut off before the first size");
+  // A bad number names its field and column: "3x.96" starts at column 57.
+  const std::string bad =
+      "          16             4     float     sum      -1    3x.96    0.00    0.00       0    35.10    0.00    0.00  "
+      "     0\n";
+  CHECK(error_of([&] { calibrate::parse_measured_run(header + bad, "bad.log"); }) ==
+        "bad.log:5:57: out-of-place time: \"3x.96\" is not a number or N/A");
+  // A scenario given by mistake.
+  CHECK(error_of([&] {
+          calibrate::parse_measured_run("name: \"x\"\ncluster { nodes: 1 }\n", "x.textproto");
+        }).rfind("x.textproto:1:1: not an nccl-tests log or a validation CSV: no result table found", 0) == 0);
+  CHECK(error_of([&] {
+          calibrate::parse_measured_run(std::string("\x7f"
+                                                    "ELF\0\x01",
+                                                    6),
+                                        "a.out");
+        }) == "a.out:1:5: binary data: not an nccl-tests log or a validation CSV");
+  // Two tests concatenated into one file.
+  CHECK(error_of([&] {
+          calibrate::parse_measured_run("# Collective test starting: all_reduce_perf\n" + header + row1 +
+                                            "# Collective test starting: all_gather_perf\n",
+                                        "two.log");
+        }) ==
+        "two.log:7: this file holds results of more than one test (all_reduce at line 1, all_gather here); "
+        "give one test per file");
+  CHECK(error_of([&] { calibrate::parse_measured_run(header + row1 + header + row1, "twice.log"); }) ==
+        "twice.log:8:1: a second result table starts here (the first has 1 rows); give one run per file");
+  // Without a header, a row's field count must be one of the two layouts.
+  CHECK(error_of([&] {
+          calibrate::parse_measured_run("8 2 float sum -1 37.33\n", "frag.log");
+        }).rfind("frag.log:1:1: a result row needs 13 fields", 0) == 0);
+
+  // The CSV layout: a cut-off row, a wrong header, a header without rows, a bad value.
+  const std::string csv_header =
+      "# source: test\nsize_bytes,count,type,time_us_oop,algbw_oop,busbw_oop,time_us_ip,algbw_ip,busbw_ip\n";
+  CHECK(error_of([&] {
+          calibrate::parse_measured_run(csv_header + "8,2,float,37.33,0.00,0.00,37.79,0.00,0.00\n16,4,flo", "cut.csv");
+        }) == "cut.csv:4:9: the row ends after 3 of its 9 fields: the file is cut off");
+  CHECK(error_of([&] { calibrate::parse_measured_run("size_bytes,time_us\n8,37.33\n", "h.csv"); }) ==
+        "h.csv:1:1: CSV header must be \"size_bytes,count,type,time_us_oop,algbw_oop,busbw_oop,time_us_ip,algbw_ip,"
+        "busbw_ip\"");
+  CHECK(error_of([&] { calibrate::parse_measured_run(csv_header, "n.csv"); }) ==
+        "n.csv:2:1: the CSV has a header but no rows: the file is cut off");
+  CHECK(error_of([&] {
+          calibrate::parse_measured_run(csv_header + "8,2,float,fast,0.00,0.00,37.79,0.00,0.00\n", "v.csv");
+        }) == "v.csv:3:11: time_us_oop: \"fast\" is not a number or N/A");
+  CHECK(error_of([&] {
+          calibrate::read_measured_run("/nonexistent/x.log");
+        }).rfind("/nonexistent/x.log: cannot read file:", 0) == 0);
+}

@@ -1,0 +1,494 @@
+#include "workloads/nccl_model.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "sim/input_error.h"
+#include "topology/communicator_span.h"
+
+namespace clustersim::workloads {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  out.erase(std::remove(out.begin(), out.end(), '_'), out.end());
+  return out;
+}
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+int proto_index(Protocol p) {
+  return p == Protocol::kLL ? 0 : p == Protocol::kLL128 ? 1 : 2;
+}
+
+// Everything about where a communicator sits that the models need.
+struct Shape {
+  std::uint32_t n = 0;        // ranks
+  std::uint32_t domains = 0;  // NVLink domains spanned ("nodes" in NCCL's formulas)
+  std::uint32_t ppn = 0;      // ranks per domain (NCCL: nRanks / nNodes)
+  std::uint32_t rails = 0;    // ranks of the least populated domain: rings/trees leave through that many NICs
+  int idx = 0;                // NCCL's node-count index: 1 node, 2 nodes, more
+  bool nvlink = true;         // intra-domain links are NVLink (else PCIe)
+  double b_intra = 0;         // bytes/s per GPU inside a domain, after efficiency
+  double b_nic = 0;           // bytes/s per GPU's NIC, after efficiency
+  double egress = 0;          // bytes/s a domain's rails carry out at once (rails × NIC)
+};
+
+std::uint32_t nsteps(CollectiveOp op, std::uint32_t n) {
+  switch (op) {
+    case CollectiveOp::kAllReduce:
+      return 2 * (n - 1);
+    case CollectiveOp::kReduceScatter:
+    case CollectiveOp::kAllGather:
+      return n - 1;
+    default:
+      return n;
+  }
+}
+
+std::uint32_t log2i(std::uint32_t v) {
+  std::uint32_t r = 0;
+  while (v >>= 1) ++r;
+  return r;
+}
+
+}  // namespace
+
+const char* to_string(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::kAllReduce:
+      return "allreduce";
+    case CollectiveOp::kReduceScatter:
+      return "reducescatter";
+    case CollectiveOp::kAllGather:
+      return "allgather";
+    case CollectiveOp::kBroadcast:
+      return "broadcast";
+    case CollectiveOp::kReduce:
+      return "reduce";
+    case CollectiveOp::kAllToAll:
+      return "alltoall";
+    case CollectiveOp::kSendRecv:
+      return "sendrecv";
+  }
+  return "?";
+}
+
+const char* to_string(Algorithm a) {
+  switch (a) {
+    case Algorithm::kRing:
+      return "ring";
+    case Algorithm::kTree:
+      return "tree";
+    case Algorithm::kNvls:
+      return "nvls";
+    case Algorithm::kCollNet:
+      return "collnet";
+    case Algorithm::kHierarchical:
+      return "hierarchical";
+    case Algorithm::kPointToPoint:
+      return "p2p";
+  }
+  return "?";
+}
+
+const char* to_string(Protocol p) {
+  switch (p) {
+    case Protocol::kLL:
+      return "LL";
+    case Protocol::kLL128:
+      return "LL128";
+    case Protocol::kSimple:
+      return "Simple";
+  }
+  return "?";
+}
+
+std::optional<CollectiveOp> parse_collective_op(std::string_view name) {
+  static const std::map<std::string, CollectiveOp> names = {
+      {"allreduce", CollectiveOp::kAllReduce}, {"reducescatter", CollectiveOp::kReduceScatter},
+      {"allgather", CollectiveOp::kAllGather}, {"broadcast", CollectiveOp::kBroadcast},
+      {"reduce", CollectiveOp::kReduce},       {"alltoall", CollectiveOp::kAllToAll},
+      {"sendrecv", CollectiveOp::kSendRecv},   {"p2p", CollectiveOp::kSendRecv}};
+  std::string key = lower(name);
+  if (key.size() > 4 && key.substr(key.size() - 4) == "perf") key = key.substr(0, key.size() - 4);
+  const auto it = names.find(key);
+  return it == names.end() ? std::nullopt : std::optional<CollectiveOp>(it->second);
+}
+
+std::optional<Algorithm> parse_algorithm(std::string_view name) {
+  static const std::map<std::string, Algorithm> names = {{"ring", Algorithm::kRing},
+                                                         {"tree", Algorithm::kTree},
+                                                         {"nvls", Algorithm::kNvls},
+                                                         {"collnet", Algorithm::kCollNet},
+                                                         {"collnetdirect", Algorithm::kCollNet},
+                                                         {"sharp", Algorithm::kCollNet},
+                                                         {"hierarchical", Algorithm::kHierarchical},
+                                                         {"p2p", Algorithm::kPointToPoint}};
+  const auto it = names.find(lower(name));
+  return it == names.end() ? std::nullopt : std::optional<Algorithm>(it->second);
+}
+
+std::optional<Protocol> parse_protocol(std::string_view name) {
+  const std::string key = lower(name);
+  if (key == "ll") return Protocol::kLL;
+  if (key == "ll128") return Protocol::kLL128;
+  if (key == "simple") return Protocol::kSimple;
+  return std::nullopt;
+}
+
+std::uint32_t tree_parent(int tree, std::uint32_t i, std::uint32_t domains) {
+  const std::uint32_t j = tree == 0 ? i : domains - 1 - i;  // position in the heap
+  if (j == 0) return domains;
+  const std::uint32_t parent = (j - 1) / 2;
+  return tree == 0 ? parent : domains - 1 - parent;
+}
+
+std::uint32_t tree_max_sends(std::uint32_t domains) {
+  std::vector<std::uint32_t> sends(domains, 0);
+  for (int tree = 0; tree < 2; ++tree)
+    for (std::uint32_t i = 0; i < domains; ++i) {
+      const std::uint32_t p = tree_parent(tree, i, domains);
+      if (p == domains) continue;
+      ++sends[i];  // up to the parent (reduce)
+      ++sends[p];  // down to this child (broadcast)
+    }
+  return domains ? *std::max_element(sends.begin(), sends.end()) : 0;
+}
+
+double busbw_factor(CollectiveOp op, std::uint32_t ranks) {
+  const double n = ranks;
+  switch (op) {
+    case CollectiveOp::kAllReduce:
+      return n > 1 ? 2 * (n - 1) / n : 1;
+    case CollectiveOp::kReduceScatter:
+    case CollectiveOp::kAllGather:
+    case CollectiveOp::kAllToAll:
+      return n > 1 ? (n - 1) / n : 1;
+    default:
+      return 1;
+  }
+}
+
+CollectiveModel::CollectiveModel(const topology::ClusterSpec& cluster, const calibrate::HardwareProfile& profile,
+                                 NcclSettings settings)
+    : cluster_(cluster), profile_(profile), settings_(settings) {}
+
+namespace {
+
+struct Evaluator {
+  const topology::ClusterSpec& cluster;
+  const calibrate::HardwareProfile& profile;
+  const NcclSettings& settings;
+  const CollectiveRequest& req;
+  Shape sh;
+
+  Evaluator(const topology::ClusterSpec& c, const calibrate::HardwareProfile& p, const NcclSettings& s,
+            const CollectiveRequest& r)
+      : cluster(c), profile(p), settings(s), req(r) {
+    const topology::CommunicatorSpan span = topology::span_of(cluster, req.gpus);
+    const auto& k = profile.collectives;
+    sh.n = span.ranks;
+    sh.domains = span.nodes;
+    sh.ppn = std::max<std::uint32_t>(1, sh.n / std::max<std::uint32_t>(1, sh.domains));
+    sh.rails = span.min_ranks_per_node;
+    sh.idx = sh.domains <= 1 ? 0 : sh.domains == 2 ? 1 : 2;
+    sh.nvlink = cluster.node.scale_up != topology::ScaleUp::kPcieOnly;
+    sh.b_intra = span.max_ranks_per_node > 1 ? cluster.nvlink_per_direction.raw() * k.nvlink_bus_efficiency : kInf;
+    sh.b_nic = cluster.nic_per_direction.raw() * k.network_bus_efficiency;
+    sh.egress = sh.domains > 1 ? sh.b_nic * sh.rails : kInf;
+  }
+
+  const calibrate::NcclTuning& t() const { return profile.collectives.nccl; }
+
+  // NCCL's per-(algo, proto) latency in µs (nccl.md §1.4), without the launch overhead.
+  double latency_us(Algorithm a, Protocol p, double bytes) const {
+    const auto& c = profile.collectives;
+    const int pi = proto_index(p);
+    const std::uint32_t n = sh.n, N = std::max<std::uint32_t>(1, sh.domains), ppn = sh.ppn;
+    if (!t().present) {  // ring Simple only, from the profile's ring constants
+      const double steps = nsteps(req.op, n);
+      const double inter = req.op == CollectiveOp::kAllReduce ? 2.0 * (N - 1) : double(N - 1);
+      return to_us(c.ring_base_latency) + (steps - inter) * to_us(c.nvlink_step_latency) +
+             inter * to_us(c.network_step_latency);
+    }
+    const auto& k = t();
+    auto intra = [&](const auto& nv, const auto& pci) { return sh.nvlink ? nv[pi] : pci[pi]; };
+    const double steps = nsteps(req.op, n);
+    const double net_overhead = N > 1 ? k.net_overhead_us * (p == Protocol::kSimple ? 3 : 1) : 0;
+    switch (a) {
+      case Algorithm::kRing: {
+        if (req.op == CollectiveOp::kBroadcast || req.op == CollectiveOp::kReduce) {
+          // Broadcast/Reduce ring: per-step latency of the link class; Simple takes the tree's (tuning.cc).
+          const double lat = N == 1 ? (p == Protocol::kSimple ? intra(k.tree_nvlink_us, k.tree_pci_us)
+                                                              : intra(k.ring_nvlink_us, k.ring_pci_us))
+                                    : (p == Protocol::kSimple ? k.tree_net_us[2] : k.ring_net_us[pi]);
+          return k.ring_base_us[pi] + steps * lat;
+        }
+        const double inter_steps = req.op == CollectiveOp::kAllReduce ? 2.0 * (N - 1) : double(N - 1);
+        const double inter_lat = ppn == 1 ? k.tree_net_us[pi] : k.ring_net_us[pi];
+        double lat = k.ring_base_us[pi] +
+                     (steps - inter_steps) * std::max(intra(k.ring_nvlink_us, k.ring_pci_us), net_overhead) +
+                     inter_steps * inter_lat;
+        // "Plateau effect of ring" (tuning.cc): multi-node ring Simple AllReduce with enough data per rank.
+        if (p == Protocol::kSimple && N > 1 && req.op == CollectiveOp::kAllReduce &&
+            bytes / (double(k.channels) * n) >= 64)
+          lat *= 1.4;
+        return lat;
+      }
+      case Algorithm::kTree:
+        return k.tree_base_us[pi] +
+               2 * ((ppn - 1) * intra(k.tree_nvlink_us, k.tree_pci_us) + log2i(N) * k.tree_net_us[pi]);
+      case Algorithm::kCollNet:
+        return k.collnet_base_us[pi] + 2 * (std::min<double>(1, ppn - 1) * k.collnet_nvlink_us[pi] + (ppn - 1) * 0.4) +
+               k.collnet_net_us[pi];
+      case Algorithm::kNvls:
+        return k.nvls_nvlink_us[pi] + (N > 1 ? k.nvls_net_us[pi] : 0);
+      case Algorithm::kHierarchical:
+        // Ring reduce-scatter and all-gather inside each domain, ring AllReduce across domains.
+        return k.ring_base_us[pi] + 2.0 * (ppn - 1) * intra(k.ring_nvlink_us, k.ring_pci_us) +
+               2.0 * (N - 1) * k.ring_net_us[pi];
+      case Algorithm::kPointToPoint:
+        return k.ring_base_us[pi] + (N > 1 ? k.ring_net_us[pi] : intra(k.ring_nvlink_us, k.ring_pci_us));
+    }
+    return 0;
+  }
+
+  // NCCL's algorithm bandwidth in GB/s (nccl.md §1.5), for the choice.
+  double nccl_algbw_GBps(Algorithm a, Protocol p, double bytes) const {
+    const auto& k = t();
+    const std::uint32_t n = sh.n, N = std::max<std::uint32_t>(1, sh.domains);
+    const double nch = k.channels;
+    // channels × per-channel bandwidth of the algorithm's graph. A ring crosses each domain boundary
+    // once per channel; a double binary tree uses each domain's rails in both trees, so its graph can
+    // carry twice the rails' bandwidth before the network binds.
+    const double tree_graph =
+        std::min(sh.b_intra, N > 1 ? 2 * sh.egress / (tree_max_sends(static_cast<std::uint32_t>(N)) / 2.0) : kInf);
+    const double graph = (a == Algorithm::kTree ? tree_graph : std::min(sh.b_intra, sh.egress)) / 1e9;
+    double bus = graph;
+    switch (a) {
+      case Algorithm::kRing:
+        if (p == Protocol::kLL) bus = std::min(k.ll_max_bus_GBps[sh.idx], graph * 0.5);
+        if (p == Protocol::kLL128) bus = std::min(graph * 0.92, nch * k.ring_ll128_per_channel_GBps[sh.idx]);
+        break;
+      case Algorithm::kTree:
+        if (p == Protocol::kSimple) bus = std::min(graph * 0.92, nch * k.tree_per_channel_GBps[sh.idx]);
+        if (p == Protocol::kLL) bus = std::min(graph / 3.8, k.ll_max_bus_GBps[sh.idx]);
+        if (p == Protocol::kLL128)
+          bus = std::min(graph * (N == 1 ? 7.0 / 9.0 : 120.0 / 128.0), nch * k.tree_ll128_per_channel_GBps[sh.idx]);
+        break;
+      case Algorithm::kNvls: {
+        double intra = sh.b_intra / 1e9 * k.nvls_efficiency * (nch - 1) / nch;
+        intra *= req.op == CollectiveOp::kAllReduce ? 2.0 : double(sh.ppn - 1) / sh.ppn;
+        bus = std::min(intra, N > 1 ? sh.egress / 1e9 : kInf);
+        break;
+      }
+      case Algorithm::kCollNet: {
+        if (req.op == CollectiveOp::kAllReduce) {
+          double f = sh.ppn / nch;
+          f -= (f - 1) / 2;
+          bus = graph / f * 0.85;
+        } else {
+          bus = sh.ppn * std::min(sh.b_intra, sh.egress * 0.9) / 1e9 / nch;
+        }
+        break;
+      }
+      default:
+        break;
+    }
+    const double ratio = (a == Algorithm::kRing || a == Algorithm::kNvls) ? double(n) / nsteps(req.op, n) : 0.5;
+    double alg = bus * ratio;
+    if (a == Algorithm::kTree && req.op == CollectiveOp::kAllReduce) alg *= tree_correction(p, bytes);
+    return alg;
+  }
+
+  double tree_correction(Protocol p, double bytes) const {
+    if (!t().present) return 1.0;
+    const auto& table = t().tree_correction[proto_index(p)];
+    const auto chunks = static_cast<std::uint64_t>(bytes) >> 6;
+    if (chunks == 0) return 1.0;
+    const std::uint32_t log_size = log2i(static_cast<std::uint32_t>(std::min<std::uint64_t>(chunks, 1u << 31)));
+    return log_size < table.size() ? table[log_size] : 1.0;
+  }
+
+  // Physical algorithm bandwidth in bytes/s: payload bytes (nccl-tests size) per second.
+  // With raw = true: the links' rate only (no protocol efficiency, caps or correction).
+  double physical_algbw(Algorithm a, Protocol p, double bytes, bool raw = false) const {
+    const auto& k = t();
+    const double n = sh.n, ppn = sh.ppn, N = std::max<std::uint32_t>(1, sh.domains);
+    const double ring_bus = std::min(sh.b_intra, sh.egress);
+    auto protocol_cap = [&](double bus_Bps) {  // ring protocols: wire efficiency and NCCL's per-channel caps
+      if (!k.present || raw) return bus_Bps;
+      if (p == Protocol::kLL) return std::min(k.ll_max_bus_GBps[sh.idx] * 1e9, bus_Bps * 0.5);
+      if (p == Protocol::kLL128)
+        return std::min(bus_Bps * 0.92, k.channels * k.ring_ll128_per_channel_GBps[sh.idx] * 1e9);
+      return bus_Bps;
+    };
+    switch (a) {
+      case Algorithm::kRing:
+        return protocol_cap(ring_bus) / busbw_factor(req.op, sh.n);
+      case Algorithm::kTree: {
+        // Chain inside a domain (each GPU sends S up and S down), a double binary tree across domains:
+        // the busiest domain sends tree_max_sends half-buffers over its rails (S with 2 domains, 2S
+        // from 3 on: an interior node feeds two children).
+        const double tree_bytes = N > 1 ? tree_max_sends(static_cast<std::uint32_t>(N)) / 2.0 : 0;
+        double alg = std::min(ppn > 1 ? sh.b_intra / 2 : kInf, N > 1 ? sh.egress / tree_bytes : kInf);
+        if (!std::isfinite(alg)) alg = sh.b_intra;
+        if (raw) return alg;
+        // Wire efficiency: Simple moves payload only; LL and LL128 as NCCL's tree factors (1/3.8; 7/9 in a
+        // node, 120/128 across). The size-dependent tree correction is NCCL's measured shortfall.
+        const double eff = p == Protocol::kSimple ? 1.0
+                           : p == Protocol::kLL   ? 1 / 3.8
+                                                  : (N == 1 ? 7.0 / 9 : 120.0 / 128);
+        return alg * eff * tree_correction(p, bytes);
+      }
+      case Algorithm::kNvls:
+        if (req.op == CollectiveOp::kAllReduce && profile.collectives.nvls_bandwidth.raw() > 0)
+          return profile.collectives.nvls_bandwidth.raw() * n / (n + 1);  // nccl.md §1.12
+        return ring_bus / busbw_factor(req.op, sh.n);
+      case Algorithm::kCollNet:
+        // The switches reduce: a domain sends its data once and receives the result once over its rails;
+        // inside the domain a reduce-scatter and an all-gather over NVLink.
+        return std::min(sh.egress, ppn > 1 ? sh.b_intra * ppn / (2 * (ppn - 1)) : kInf);
+      case Algorithm::kHierarchical: {
+        const double intra_time = ppn > 1 ? 2 * (ppn - 1) / ppn / sh.b_intra : 0;  // per byte of S
+        const double inter_time = N > 1 ? 2 * (N - 1) / N / ppn / sh.b_nic : 0;
+        const double per_byte = intra_time + inter_time;
+        return per_byte > 0 ? protocol_cap(1 / per_byte) : kInf;
+      }
+      case Algorithm::kPointToPoint: {
+        if (req.op == CollectiveOp::kSendRecv) {
+          const bool same = sh.domains <= 1;
+          return same ? sh.b_intra : sh.b_nic;
+        }
+        // AlltoAll: each GPU sends (n − ppn)/n of S across domains through its NIC and (ppn − 1)/n inside.
+        const double inter = N > 1 ? (n - ppn) / n / sh.b_nic : 0;
+        const double local = ppn > 1 ? (ppn - 1) / n / sh.b_intra : 0;
+        const double per_byte = std::max(inter, local);
+        return per_byte > 0 ? 1 / per_byte : kInf;
+      }
+    }
+    return kInf;
+  }
+
+  CollectivePlan make(Algorithm a, Protocol p) const {
+    const double bytes = req.size.raw();
+    CollectivePlan plan;
+    plan.op = req.op;
+    plan.algorithm = a;
+    plan.protocol = p;
+    plan.channels = sh.domains > 1 && (a == Algorithm::kRing || a == Algorithm::kTree) ? std::max(1u, sh.rails) : 1;
+    const double lat_us = latency_us(a, p, bytes);
+    double hops = 0;  // the cluster's own per-hop latencies along a ring
+    if (a == Algorithm::kRing && sh.n > 1) {
+      const double steps = nsteps(req.op, sh.n);
+      const double inter = sh.domains > 1 ? (req.op == CollectiveOp::kAllReduce ? 2.0 : 1.0) * (sh.domains - 1) : 0;
+      hops = (steps - inter) * cluster.nvlink_hop_latency.raw() + inter * cluster.network_hop_latency.raw();
+    }
+    plan.hop_latency = seconds(hops);
+    plan.latency = microseconds(lat_us) + plan.hop_latency;
+    const double alg = sh.n > 1 ? physical_algbw(a, p, bytes) : kInf;
+    plan.time = plan.latency + seconds(std::isfinite(alg) && alg > 0 ? bytes / alg : 0);
+    // Back-to-back calls overlap the host's launch of the next call with the GPU work of this one,
+    // so a call costs the longer of the two (nccl-tests' steady-state time, nccl.md §2.3).
+    plan.time = std::max(plan.time, settings.launch_overhead);
+    if (sh.n <= 1) plan.time = seconds(0);
+    plan.bus_bandwidth = bytes_per_second(std::isfinite(alg) ? alg * busbw_factor(req.op, sh.n) : 0);
+    const double raw = sh.n > 1 ? physical_algbw(a, p, bytes, true) : kInf;
+    plan.wire_factor = std::isfinite(alg) && alg > 0 && std::isfinite(raw) ? raw / alg : 1.0;
+    if (t().present && a != Algorithm::kHierarchical && a != Algorithm::kPointToPoint) {
+      const double nccl_alg = nccl_algbw_GBps(a, p, bytes);
+      plan.nccl_model_time = microseconds(lat_us + (nccl_alg > 0 ? bytes / (1000 * nccl_alg) : 1e30));
+    } else {
+      plan.nccl_model_time = microseconds(lat_us) + seconds(std::isfinite(alg) && alg > 0 ? bytes / alg : 0);
+    }
+    return plan;
+  }
+
+  // Algorithms NCCL may use for this request, and whether each can run here at all.
+  std::vector<Algorithm> algorithms(bool forced) const {
+    const auto& k = t();
+    const auto& c = profile.collectives;
+    std::vector<Algorithm> out;
+    switch (req.op) {
+      case CollectiveOp::kAllToAll:
+      case CollectiveOp::kSendRecv:
+        return {Algorithm::kPointToPoint};
+      case CollectiveOp::kBroadcast:
+      case CollectiveOp::kReduce:
+        return {Algorithm::kRing};
+      default:
+        break;
+    }
+    out.push_back(Algorithm::kRing);
+    const bool ar = req.op == CollectiveOp::kAllReduce;
+    if (!k.present) return out;
+    if (ar) out.push_back(Algorithm::kTree);
+    const bool nvswitch = cluster.node.scale_up == topology::ScaleUp::kNvSwitch;
+    if (k.nvls_efficiency > 0 && c.nvls_bandwidth.raw() > 0 && nvswitch && sh.domains == 1 && sh.n > 2)
+      out.push_back(Algorithm::kNvls);
+    if (cluster.fabric.in_network_reduction && sh.domains > 1) out.push_back(Algorithm::kCollNet);
+    if (forced && ar) out.push_back(Algorithm::kHierarchical);
+    return out;
+  }
+
+  std::vector<Protocol> protocols(Algorithm a) const {
+    if (!t().present || a == Algorithm::kNvls || a == Algorithm::kCollNet || a == Algorithm::kPointToPoint)
+      return {Protocol::kSimple};
+    std::vector<Protocol> out = {Protocol::kLL};
+    if (sh.nvlink) out.push_back(Protocol::kLL128);  // LL128 needs NVLink inside the node (nccl.md §1.6)
+    out.push_back(Protocol::kSimple);
+    return out;
+  }
+};
+
+}  // namespace
+
+std::vector<CollectivePlan> CollectiveModel::candidates(const CollectiveRequest& request) const {
+  Evaluator e(cluster_, profile_, settings_, request);
+  std::vector<CollectivePlan> out;
+  for (Algorithm a : e.algorithms(false))
+    for (Protocol p : e.protocols(a)) out.push_back(e.make(a, p));
+  return out;
+}
+
+CollectivePlan CollectiveModel::plan(const CollectiveRequest& request) const {
+  Evaluator e(cluster_, profile_, settings_, request);
+  const bool forced = settings_.algorithm.has_value();
+  std::vector<Algorithm> algos = e.algorithms(forced);
+  if (forced) {
+    const Algorithm want = *settings_.algorithm;
+    if (std::find(algos.begin(), algos.end(), want) == algos.end()) {
+      std::string why = std::string(to_string(want)) + " cannot run " + to_string(request.op) + " on these " +
+                        std::to_string(request.gpus.size()) + " GPUs (candidates:";
+      for (Algorithm a : algos) why += std::string(" ") + to_string(a);
+      throw InputError("", 0, 0, "nccl.algorithm", why + ")");
+    }
+    algos = {want};
+  }
+  std::optional<CollectivePlan> best;
+  for (Algorithm a : algos) {
+    std::vector<Protocol> protos = e.protocols(a);
+    if (settings_.protocol) {
+      if (std::find(protos.begin(), protos.end(), *settings_.protocol) == protos.end()) {
+        if (forced || algos.size() == 1)
+          throw InputError(
+              "", 0, 0, "nccl.protocol",
+              std::string(to_string(*settings_.protocol)) + " is not available for " + to_string(a) + " here");
+        continue;
+      }
+      protos = {*settings_.protocol};
+    }
+    for (Protocol p : protos) {
+      const CollectivePlan c = e.make(a, p);
+      if (!best || c.nccl_model_time < best->nccl_model_time) best = c;
+    }
+  }
+  if (!best) throw InputError("", 0, 0, "nccl.protocol", "no algorithm offers the forced protocol here");
+  return *best;
+}
+
+}  // namespace clustersim::workloads

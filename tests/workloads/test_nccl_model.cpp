@@ -1,0 +1,126 @@
+// NCCL's tuning model (choice) and clustersim's physical model (time), against hand derivations from
+// NCCL v2.30.7-1's constants (../shared/reference/nccl.md §1.3–1.5) as stored in the built-in profiles.
+#include <doctest/doctest.h>
+
+#include <numeric>
+
+#include "calibrate/hardware_profile.h"
+#include "workloads/nccl_model.h"
+
+using namespace clustersim;
+using namespace clustersim::workloads;
+
+namespace {
+
+topology::ClusterSpec cluster(std::uint32_t nodes, std::uint32_t per_node, double nvlink_GBps, double nic_Gbps) {
+  topology::ClusterSpec c;
+  c.nodes = nodes;
+  c.gpus_per_node = per_node;
+  c.nvlink_per_direction = GBps(nvlink_GBps);
+  c.nic_per_direction = Gbitps(nic_Gbps);
+  return c;
+}
+
+std::vector<std::uint32_t> first(std::uint32_t n) {
+  std::vector<std::uint32_t> v(n);
+  std::iota(v.begin(), v.end(), 0u);
+  return v;
+}
+
+CollectivePlan plan(const topology::ClusterSpec& c, const calibrate::HardwareProfile& p, CollectiveOp op, Bytes size,
+                    NcclSettings s = {}) {
+  return CollectiveModel(c, p, s).plan(CollectiveRequest{op, first(c.gpu_count()), size, 0});
+}
+
+}  // namespace
+
+TEST_CASE("nccl-tests bus-bandwidth factors per operation") {
+  // doc/PERFORMANCE.md: AllReduce 2(n−1)/n; ReduceScatter, AllGather, AlltoAll (n−1)/n; the rest 1.
+  CHECK(busbw_factor(CollectiveOp::kAllReduce, 8) == doctest::Approx(1.75));
+  CHECK(busbw_factor(CollectiveOp::kReduceScatter, 8) == doctest::Approx(0.875));
+  CHECK(busbw_factor(CollectiveOp::kAllGather, 16) == doctest::Approx(0.9375));
+  CHECK(busbw_factor(CollectiveOp::kAllToAll, 4) == doctest::Approx(0.75));
+  CHECK(busbw_factor(CollectiveOp::kBroadcast, 8) == 1);
+  CHECK(busbw_factor(CollectiveOp::kReduce, 8) == 1);
+  CHECK(busbw_factor(CollectiveOp::kSendRecv, 2) == 1);
+}
+
+TEST_CASE("ring and tree latencies: step counts times NCCL's per-step latencies") {
+  const calibrate::HardwareProfile h100 = calibrate::load_profile("h100-sxm5-80gb");
+  const auto node = cluster(1, 8, 450, 400);
+  auto forced = [](Algorithm a, Protocol p) {
+    NcclSettings s;
+    s.algorithm = a;
+    s.protocol = p;
+    return s;
+  };
+  // Ring AllReduce on 8 GPUs: 2(n−1) = 14 NVLink steps. Simple 8.4 + 14·3.4 = 56.0 µs; LL 6.6 + 14·0.6 =
+  // 15.0 µs; LL128 14 + 14·1.9 = 40.6 µs (nccl.md §1.11's table).
+  CHECK(to_us(plan(node, h100, CollectiveOp::kAllReduce, bytes(1 * 1024.0), forced(Algorithm::kRing, Protocol::kSimple)).latency) ==
+        doctest::Approx(56.0));
+  CHECK(to_us(plan(node, h100, CollectiveOp::kAllReduce, bytes(1 * 1024.0), forced(Algorithm::kRing, Protocol::kLL)).latency) ==
+        doctest::Approx(15.0));
+  CHECK(to_us(plan(node, h100, CollectiveOp::kAllReduce, bytes(1 * 1024.0), forced(Algorithm::kRing, Protocol::kLL128)).latency) ==
+        doctest::Approx(40.6));
+  // AllGather: n−1 = 7 steps: 8.4 + 7·3.4 = 32.2 µs.
+  CHECK(to_us(plan(node, h100, CollectiveOp::kAllGather, bytes(64 * 1024.0), forced(Algorithm::kRing, Protocol::kSimple)).latency) ==
+        doctest::Approx(32.2));
+  // Tree on 2 nodes × 8: base + 2·((ppn−1)·intra + log2(nodes)·net) = 8.4 + 2·(7·4.0 + 1·14) = 92.4 µs.
+  const auto two = cluster(2, 8, 450, 400);
+  CHECK(to_us(plan(two, h100, CollectiveOp::kAllReduce, bytes(1 * 1024.0), forced(Algorithm::kTree, Protocol::kSimple)).latency) ==
+        doctest::Approx(92.4));
+}
+
+TEST_CASE("NCCL's choice on an 8-GPU A100 node: LL, then LL128, then Simple at the crossovers its model predicts") {
+  // A100 (no NVLS): bus bandwidth 300 GB/s · 0.77 = 231 GB/s; ring algbw = busBw · 8/14.
+  //   LL:    15.0 µs + S / (min(llMax 87.7, 231·0.5) · 8/14 = 50.114 GB/s)
+  //   LL128: 40.6 µs + S / (min(231·0.92 = 212.52, 12 ch · 20 = 240) · 8/14 = 121.44 GB/s)
+  //   Simple: 56.0 µs + S / (231 · 8/14 = 132.0 GB/s)
+  // LL = LL128 at S = 25.6 µs / (1/50.114 − 1/121.44 µs per kB) = 2.184 MB;
+  // LL128 = Simple at S = 15.4 µs / (1/121.44 − 1/132.0 µs per kB) = 23.38 MB.
+  // The tree (1 node: a chain) never wins here: its LL latency 6.8 + 2·7·0.6 = 15.2 µs > 15.0 and its
+  // bandwidth is lower.
+  const calibrate::HardwareProfile a100 = calibrate::load_profile("a100-sxm4-80gb");
+  const auto node = cluster(1, 8, 300, 200);
+  auto choice = [&](double megabytes) { return plan(node, a100, CollectiveOp::kAllReduce, MB(megabytes)); };
+  CHECK(choice(0.001).protocol == Protocol::kLL);
+  CHECK(choice(2.0).protocol == Protocol::kLL);
+  CHECK(choice(2.4).protocol == Protocol::kLL128);
+  CHECK(choice(22.0).protocol == Protocol::kLL128);
+  CHECK(choice(25.0).protocol == Protocol::kSimple);
+  CHECK(choice(1000.0).protocol == Protocol::kSimple);
+  CHECK(choice(1000.0).algorithm == Algorithm::kRing);
+}
+
+TEST_CASE("on H100 NVSwitch NCCL's model moves large AllReduces to NVLS, timed at the measured NVLS rate") {
+  // NCCL: NVLS busBw = 369 · 0.85 · 11/12 · 2 = 575 GB/s → algbw 575 · 8/14 = 328.6 GB/s beats ring Simple's
+  // 369 · 8/14 = 210.9. Physical: algbw = 308 · 8/9 = 273.8 GB/s (nccl.md §1.12), so 1 GiB takes
+  // 25 µs + 1,073,741,824 / 273.78e9 = 25 + 3,921.9 µs.
+  const calibrate::HardwareProfile h100 = calibrate::load_profile("h100-sxm5-80gb");
+  topology::ClusterSpec node = cluster(1, 8, 450, 400);
+  const CollectivePlan p = plan(node, h100, CollectiveOp::kAllReduce, GiB(1));
+  CHECK(p.algorithm == Algorithm::kNvls);
+  CHECK(p.time.raw() == doctest::Approx(25e-6 + 1073741824.0 / (308e9 * 8 / 9)).epsilon(1e-9));
+}
+
+TEST_CASE("hierarchical AllReduce on 2 nodes: intra reduce-scatter, inter AllReduce, intra all-gather") {
+  // 2 × 8 A100, forced HIERARCHICAL/Simple. Latency: 8.4 + 2·7·3.4 + 2·1·14 = 84.0 µs.
+  // Per byte of S: intra RS + AG 2·(7/8)/231e9 = 7.5758e-12 s; inter ring AllReduce of S/8 on each rail:
+  // 2·(1/2)/8 / (25e9 · 0.8) = 6.25e-12 s → 1.38258e-11 s/B; S = 1 GiB → 14.8453 ms + 84 µs.
+  const calibrate::HardwareProfile a100 = calibrate::load_profile("a100-sxm4-80gb");
+  NcclSettings s;
+  s.algorithm = Algorithm::kHierarchical;
+  s.protocol = Protocol::kSimple;
+  const CollectivePlan p = plan(cluster(2, 8, 300, 200), a100, CollectiveOp::kAllReduce, GiB(1), s);
+  CHECK(to_us(p.latency) == doctest::Approx(84.0));
+  const double per_byte = 2.0 * 7 / 8 / 231e9 + 2.0 * 0.5 / 8 / 20e9;
+  CHECK(p.time.raw() == doctest::Approx(84e-6 + 1073741824.0 * per_byte).epsilon(1e-9));
+}
+
+TEST_CASE("a forced algorithm that cannot run is an input error naming nccl.algorithm") {
+  const calibrate::HardwareProfile a100 = calibrate::load_profile("a100-sxm4-80gb");
+  NcclSettings s;
+  s.algorithm = Algorithm::kNvls;  // A100 has no NVLS
+  CHECK_THROWS_WITH(plan(cluster(1, 8, 300, 200), a100, CollectiveOp::kAllReduce, MB(8), s),
+                    doctest::Contains("nccl.algorithm: nvls cannot run allreduce on these 8 GPUs"));
+}

@@ -35,20 +35,9 @@ std::string error_of(const std::function<void()>& call) {
   return clustersim::testing::input_error_of(call);
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using clustersim::testing::slurp;
 
-fs::path scratch_dir(const std::string& name) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("clustersim-test-collective-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path scratch_dir(const std::string& name) { return clustersim::testing::scratch_dir("collective-" + name); }
 
 std::string run_api(const std::vector<std::string>& args) {
   std::ostringstream out;
@@ -77,17 +66,8 @@ std::vector<std::string> fields_of(const std::string& line, char sep = ' ') {
   return out;
 }
 
-struct Exit {
-  int status = -1;
-  std::string err;
-};
-Exit run_binary(const std::string& args, const fs::path& dir) {
-  const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
-  const std::string cmd =
-      "cd " + kSource + " && " + CLUSTERSIM_BINARY + " " + args + " >" + out.string() + " 2>" + err.string();
-  const int raw = std::system(cmd.c_str());
-  return Exit{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, slurp(err)};
-}
+using Exit = clustersim::testing::BinaryRun;
+Exit run_binary(const std::string& args, const fs::path& dir) { return clustersim::testing::run_clustersim(args, dir); }
 
 }  // namespace
 

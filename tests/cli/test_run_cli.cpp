@@ -1,6 +1,8 @@
 // End-to-end tests of `clustersim run`: the binary as a user runs it.
 #include <doctest/doctest.h>
 
+#include "tests/test_support.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,33 +19,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Run {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
+using Run = clustersim::testing::BinaryRun;
+using clustersim::testing::scratch_dir;
+using clustersim::testing::slurp;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-fs::path scratch_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("clustersim-test-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-Run run(const std::string& args, const fs::path& dir) {
-  const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
-  const std::string cmd = std::string("cd ") + CLUSTERSIM_SOURCE_DIR + " && " + CLUSTERSIM_BINARY + " " + args + " >" +
-                          out.string() + " 2>" + err.string();
-  const int raw = std::system(cmd.c_str());
-  return Run{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, slurp(out), slurp(err)};
-}
+Run run(const std::string& args, const fs::path& dir) { return clustersim::testing::run_clustersim(args, dir); }
 
 double json_number(const std::string& json, const std::string& key) {
   const std::regex re("\"" + key + "\": ([-0-9.eE+]+)");

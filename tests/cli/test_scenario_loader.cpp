@@ -1,6 +1,7 @@
 // Scenario loading: values and unit conversions of a good scenario, text/JSON/resolved-text
 // agreement, and the exact error (FILE:LINE:COL: field.path: message) for each kind of bad input.
 #include "cli/scenario_loader.h"
+#include "workloads/iteration_result.h"
 
 #include <doctest/doctest.h>
 
@@ -192,10 +193,13 @@ TEST_CASE("resolved text reloads to the same scenario") {
     CHECK(cli::resolved_scenario_text(cli::load_scenario_text(resolved, s.source_file, false, "")) == resolved);
   }
   SUBCASE("every shipped scenario") {
-    for (const auto& entry : std::filesystem::directory_iterator(kSourceDir + "/scenarios")) {
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(kSourceDir + "/scenarios")) {
       if (entry.path().extension() != ".textproto") continue;
       CAPTURE(entry.path().string());
       const Scenario s = cli::load_scenario_file(entry.path().string());
+      // Every shipped scenario also simulates: each job finishes an iteration.
+      const clustersim::workloads::ScenarioResult r = clustersim::workloads::simulate_scenario(s);
+      for (const auto& job : r.jobs) CHECK(job.iteration_time.raw() > 0);
       check_same(s, cli::load_scenario_text(cli::resolved_scenario_text(s), "resolved.textproto", false,
                                             entry.path().parent_path().string()));
     }

@@ -1,7 +1,10 @@
 #include "calibrate/hardware_profile.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <string_view>
 
@@ -63,6 +66,148 @@ std::vector<double> correction(const ParsedText& in, const std::string& path,
   return out;
 }
 
+std::string indexed(const std::string& path, int i) {
+  return path + "[" + std::to_string(i) + "]";
+}
+
+std::vector<GemmEfficiencyPoint> to_gemm_table(
+    const ParsedText& in, const google::protobuf::RepeatedPtrField<schema::GemmEfficiency>& table) {
+  std::vector<GemmEfficiencyPoint> out;
+  for (int i = 0; i < table.size(); ++i) {
+    const schema::GemmEfficiency& e = table[i];
+    const std::string p = indexed("gpu.gemm_table", i);
+    if (e.m() == 0) in.fail(p + ".m", "missing or zero; a GEMM dimension must be >= 1");
+    if (e.n() == 0) in.fail(p + ".n", "missing or zero; a GEMM dimension must be >= 1");
+    if (e.k() == 0) in.fail(p + ".k", "missing or zero; a GEMM dimension must be >= 1");
+    GemmEfficiencyPoint g;
+    g.m = e.m(), g.n = e.n(), g.k = e.k();
+    switch (e.dtype()) {
+      case schema::GemmSample::FP16:
+        g.dtype = GemmDtype::kFP16;
+        break;
+      case schema::GemmSample::BF16:
+        g.dtype = GemmDtype::kBF16;
+        break;
+      case schema::GemmSample::FP32:
+        g.dtype = GemmDtype::kFP32;
+        break;
+      case schema::GemmSample::TF32:
+        g.dtype = GemmDtype::kTF32;
+        break;
+      default:
+        in.fail(p + ".dtype", "missing; one of FP16, BF16, FP32, TF32");
+    }
+    g.efficiency = efficiency(in, p + ".efficiency", e.efficiency());
+    for (const GemmEfficiencyPoint& other : out)
+      if (other.m == g.m && other.n == g.n && other.k == g.k && other.dtype == g.dtype)
+        in.fail(p, "a second entry for " + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k) +
+                       " " + to_string(g.dtype) + "; give each shape once");
+    out.push_back(g);
+  }
+  return out;
+}
+
+std::vector<HbmBandwidthPoint> to_hbm_curve(
+    const ParsedText& in, const google::protobuf::RepeatedPtrField<schema::HbmBandwidthPoint>& curve) {
+  std::vector<HbmBandwidthPoint> out;
+  for (int i = 0; i < curve.size(); ++i) {
+    const std::string p = indexed("gpu.hbm_curve", i);
+    if (curve[i].bytes() == 0) in.fail(p + ".bytes", "missing or zero; must be >= 1 (bytes)");
+    if (i > 0 && curve[i].bytes() <= curve[i - 1].bytes())
+      in.fail(p + ".bytes", std::to_string(curve[i].bytes()) + " is not larger than the previous point's " +
+                                std::to_string(curve[i - 1].bytes()) + "; give the points in increasing size");
+    const double bw = positive(in, p + ".gbytes_per_s", curve[i].gbytes_per_s(), "decimal GB/s");
+    out.push_back(HbmBandwidthPoint{bytes(static_cast<double>(curve[i].bytes())), GBps(bw)});
+  }
+  return out;
+}
+
+constexpr std::array<std::string_view, 7> kBandOps = {"all_reduce", "reduce_scatter", "all_gather", "broadcast",
+                                                      "reduce",     "alltoall",       "sendrecv"};
+constexpr std::array<std::string_view, 7> kBandAlgorithms = {"ring",         "tree", "nvls",   "collnet",
+                                                             "hierarchical", "p2p",  "default"};
+constexpr std::array<std::string_view, 4> kBandProtocols = {"LL", "LL128", "Simple", "default"};
+
+template <std::size_t N>
+std::string one_of(const std::array<std::string_view, N>& names) {
+  std::string out;
+  for (std::string_view n : names) out += (out.empty() ? "" : ", ") + std::string(n);
+  return out;
+}
+
+template <std::size_t N>
+bool is_one_of(const std::array<std::string_view, N>& names, std::string_view v) {
+  return std::find(names.begin(), names.end(), v) != names.end();
+}
+
+std::vector<AlphaBetaBand> to_bands(const ParsedText& in,
+                                    const google::protobuf::RepeatedPtrField<schema::AlphaBetaBand>& bands) {
+  std::vector<AlphaBetaBand> out;
+  for (int i = 0; i < bands.size(); ++i) {
+    const schema::AlphaBetaBand& b = bands[i];
+    const std::string p = indexed("collectives.bands", i);
+    AlphaBetaBand v;
+    if (!is_one_of(kBandOps, b.op()))
+      in.fail(p + ".op", "\"" + b.op() + "\" is not a collective; one of " + one_of(kBandOps));
+    if (!is_one_of(kBandAlgorithms, b.algorithm()))
+      in.fail(p + ".algorithm", "\"" + b.algorithm() + "\" is not an algorithm; one of " + one_of(kBandAlgorithms));
+    if (!is_one_of(kBandProtocols, b.protocol()))
+      in.fail(p + ".protocol", "\"" + b.protocol() + "\" is not a protocol; one of " + one_of(kBandProtocols));
+    v.op = b.op(), v.algorithm = b.algorithm(), v.protocol = b.protocol();
+    if (b.link() == schema::AlphaBetaBand::NVLINK)
+      v.link = LinkKind::kNvlink;
+    else if (b.link() == schema::AlphaBetaBand::NET)
+      v.link = LinkKind::kNet;
+    else
+      in.fail(p + ".link", "missing; NVLINK (inside one NVLink domain) or NET (across domains)");
+    v.min_bytes = b.min_bytes();
+    if (b.has_max_bytes()) {
+      if (b.max_bytes() <= b.min_bytes())
+        in.fail(p + ".max_bytes", std::to_string(b.max_bytes()) + " must be larger than min_bytes " +
+                                      std::to_string(b.min_bytes()) + " (the band is [min_bytes, max_bytes))");
+      v.max_bytes = b.max_bytes();
+    }
+    if (std::isnan(b.alpha_us()) || std::isinf(b.alpha_us()))
+      in.fail(p + ".alpha_us", format_number(b.alpha_us()) + " is not a finite number");
+    if (b.alpha_us() < 0) in.fail(p + ".alpha_us", format_number(b.alpha_us()) + " must be >= 0 (microseconds)");
+    v.alpha = microseconds(b.alpha_us());
+    const double bw = b.busbw_gbytes_per_s();
+    if (std::isnan(bw)) in.fail(p + ".busbw_gbytes_per_s", "nan is not a bandwidth");
+    if (bw == 0) in.fail(p + ".busbw_gbytes_per_s", "missing or zero; must be > 0 (decimal GB/s; inf = latency only)");
+    if (bw < 0) in.fail(p + ".busbw_gbytes_per_s", format_number(bw) + " must be > 0 (decimal GB/s)");
+    v.busbw = GBps(bw);
+    v.points = b.points();
+    v.mean_relative_error = b.mean_relative_error();
+    v.max_relative_error = b.max_relative_error();
+    for (std::size_t j = 0; j < out.size(); ++j) {
+      const AlphaBetaBand& o = out[j];
+      const bool same = o.op == v.op && o.algorithm == v.algorithm && o.protocol == v.protocol && o.link == v.link;
+      const bool overlap = (!v.max_bytes || o.min_bytes < *v.max_bytes) && (!o.max_bytes || v.min_bytes < *o.max_bytes);
+      if (same && overlap)
+        in.fail(p + ".min_bytes", "overlaps collectives.bands[" + std::to_string(j) +
+                                      "] of the same op, algorithm, "
+                                      "protocol and link; bands of one kind must not overlap");
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+Provenance to_provenance(const ParsedText& in, const schema::Provenance& p) {
+  Provenance out;
+  out.source = p.source(), out.date = p.date(), out.notes = p.notes();
+  out.gpu = p.gpu(), out.driver_version = p.driver_version(), out.cuda_version = p.cuda_version();
+  out.nccl_version = p.nccl_version(), out.hosts = p.hosts();
+  const std::string& h = p.raw_sha256();
+  if (!h.empty() && (h.size() != 64 || !std::all_of(h.begin(), h.end(), [](char c) {
+                       return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+                     })))
+    in.fail("provenance.raw_sha256", "\"" + h + "\" is not 64 lower-case hex digits (a SHA-256)");
+  out.raw_sha256 = h;
+  out.raw_files.assign(p.raw_files().begin(), p.raw_files().end());
+  return out;
+}
+
 NcclTuning to_nccl_tuning(const ParsedText& in, const schema::NcclTuning& t) {
   const std::string p = "collectives.nccl.";
   NcclTuning k;
@@ -109,6 +254,7 @@ HardwareProfile to_profile(const ParsedText& in, const schema::HardwareProfile& 
     in.fail("provenance.source", "missing; a profile must say where its numbers come from");
   }
   out.source = p.provenance().source();
+  out.provenance = to_provenance(in, p.provenance());
   out.origin = in.file();
 
   if (!p.has_gpu()) in.fail("gpu", "missing (the GPU's peaks, memory and efficiencies)");
@@ -124,6 +270,13 @@ HardwareProfile to_profile(const ParsedText& in, const schema::HardwareProfile& 
   out.gpu.gemm_efficiency = efficiency(in, "gpu.gemm_efficiency", g.gemm_efficiency());
   out.gpu.hbm_efficiency = efficiency(in, "gpu.hbm_efficiency", g.hbm_efficiency());
   out.gpu.kernel_launch = microseconds(non_negative(in, "gpu.kernel_launch_us", g.kernel_launch_us()));
+  out.gpu.gemm_table = to_gemm_table(in, g.gemm_table());
+  out.gpu.hbm_curve = to_hbm_curve(in, g.hbm_curve());
+  const double slow = g.compute_slowdown_during_comm();
+  if (!std::isfinite(slow) || (slow != 0 && slow < 1))
+    in.fail("gpu.compute_slowdown_during_comm",
+            format_number(slow) + " must be >= 1 (1 = no slowdown; 0 = absent = 1)");
+  out.gpu.compute_slowdown_during_comm = slow == 0 ? 1.0 : slow;
 
   if (!p.has_collectives()) in.fail("collectives", "missing (the NCCL ring constants)");
   const schema::CollectiveProfile& c = p.collectives();
@@ -139,6 +292,7 @@ HardwareProfile to_profile(const ParsedText& in, const schema::HardwareProfile& 
     in.fail("collectives.nvls_gbytes_per_s", format_number(c.nvls_gbytes_per_s()) + " must be >= 0 (decimal GB/s)");
   k.nvls_bandwidth = GBps(c.nvls_gbytes_per_s());
   if (c.has_nccl()) k.nccl = to_nccl_tuning(in, c.nccl());
+  k.bands = to_bands(in, c.bands());
   return out;
 }
 
@@ -180,6 +334,61 @@ HardwareProfile load_profile(const std::string& name_or_path) {
                      "not a built-in profile (built-in: " + builtin_list() + ") and no such file");
   }
   return load_profile_file(name_or_path);
+}
+
+std::optional<std::string> builtin_profile_source(const std::string& name) {
+  const std::optional<std::string_view> text = builtin_profile_text(name);
+  if (!text) return std::nullopt;
+  return std::string(*text);
+}
+
+const char* to_string(GemmDtype d) {
+  switch (d) {
+    case GemmDtype::kFP16:
+      return "FP16";
+    case GemmDtype::kBF16:
+      return "BF16";
+    case GemmDtype::kFP32:
+      return "FP32";
+    case GemmDtype::kTF32:
+      return "TF32";
+  }
+  return "?";
+}
+
+const char* to_string(LinkKind k) {
+  return k == LinkKind::kNvlink ? "NVLINK" : "NET";
+}
+
+const AlphaBetaBand* find_band(const CollectiveConstants& c, std::string_view op, std::string_view algorithm,
+                               std::string_view protocol, LinkKind link, std::uint64_t bytes) {
+  // Rule 1: the op itself; exact algorithm, then exact protocol, beat "default".
+  const AlphaBetaBand* best = nullptr;
+  int best_score = -1;
+  for (const AlphaBetaBand& b : c.bands) {
+    if (b.op != op || b.link != link || !b.covers(bytes)) continue;
+    const bool algo_exact = b.algorithm == algorithm, proto_exact = b.protocol == protocol;
+    if ((!algo_exact && b.algorithm != "default") || (!proto_exact && b.protocol != "default")) continue;
+    const int score = (algo_exact ? 2 : 0) + (proto_exact ? 1 : 0);
+    if (score > best_score) best = &b, best_score = score;
+  }
+  if (best) return best;
+  // Rule 2: another ring-family op, same algorithm exactly.
+  constexpr std::array<std::string_view, 5> kRingFamily = {"all_reduce", "reduce_scatter", "all_gather", "broadcast",
+                                                           "reduce"};
+  if (!is_one_of(kRingFamily, op) || algorithm == "default") return nullptr;
+  for (std::string_view other : kRingFamily) {
+    if (other == op) continue;
+    for (const AlphaBetaBand& b : c.bands) {
+      if (b.op != other || b.link != link || !b.covers(bytes) || b.algorithm != algorithm) continue;
+      const bool proto_exact = b.protocol == protocol;
+      if (!proto_exact && b.protocol != "default") continue;
+      const int score = proto_exact ? 1 : 0;
+      if (score > best_score) best = &b, best_score = score;
+    }
+    if (best) return best;
+  }
+  return nullptr;
 }
 
 std::vector<std::string> builtin_profile_names() {

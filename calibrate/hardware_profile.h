@@ -1,17 +1,39 @@
 // HardwareProfile: achieved performance of one GPU type and of NCCL ring collectives around it,
 // as value types (schema: calibrate/profile.proto). Built-in profiles are data files in
 // calibrate/profiles/ with their sources; load_profile() parses one, by built-in name or path.
+//
+// A fitted profile (clustersim calibrate fit, calibrate/fit.h) adds measured tables: GEMM efficiency
+// by (M, N, K, dtype), an HBM bandwidth curve by transfer size, and alpha-beta bands per collective,
+// algorithm, protocol and link kind:  t = alpha + size · busbw_factor(op, n) / busbw  for sizes in
+// [min_bytes, max_bytes) (nccl-tests' busbw convention, ../shared/reference/nccl.md §2.2, §5).
+// find_band() is the one lookup rule for those bands (documented there).
 #pragma once
 
 #include <optional>
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/units.h"
 
 namespace clustersim::calibrate {
+
+// The element types GEMMs are measured in (calibrate/raw.proto GemmSample.DataType).
+enum class GemmDtype { kFP16, kBF16, kFP32, kTF32 };
+const char* to_string(GemmDtype d);  // "FP16", "BF16", "FP32", "TF32"
+
+struct GemmEfficiencyPoint {
+  std::uint64_t m = 0, n = 0, k = 0;
+  GemmDtype dtype = GemmDtype::kBF16;
+  double efficiency = 1.0;  // achieved / dense peak of the dtype, (0, 1]
+};
+
+struct HbmBandwidthPoint {
+  Bytes size;                // bytes moved (read + written)
+  BytesPerSecond bandwidth;  // achieved
+};
 
 struct GpuPerformance {
   std::string gpu;                       // GPU type, matched against the cluster's gpu
@@ -24,6 +46,9 @@ struct GpuPerformance {
   double gemm_efficiency = 1.0;          // achieved / peak FLOP/s, (0, 1]
   double hbm_efficiency = 1.0;           // achieved / peak HBM bandwidth, (0, 1]
   Seconds kernel_launch;
+  std::vector<GemmEfficiencyPoint> gemm_table{};  // empty: gemm_efficiency everywhere
+  std::vector<HbmBandwidthPoint> hbm_curve{};     // size strictly increasing; empty: hbm_bandwidth·hbm_efficiency
+  double compute_slowdown_during_comm = 1.0;      // >= 1; recorded, not yet used by the simulation
 };
 
 // NCCL's tuning constants (see calibrate/profile.proto NcclTuning). Arrays indexed by protocol are
@@ -44,6 +69,23 @@ struct NcclTuning {
   std::array<std::vector<double>, 3> tree_correction;  // per protocol, index log2(bytes / 64)
 };
 
+enum class LinkKind { kNvlink, kNet };  // communicator inside one NVLink domain, or across domains
+const char* to_string(LinkKind k);      // "NVLINK", "NET"
+
+// One fitted band (profile.proto AlphaBetaBand). op is nccl-tests' name ("all_reduce"), algorithm one of
+// ring/tree/nvls/collnet/hierarchical/p2p/default, protocol LL/LL128/Simple/default (canonical spellings).
+struct AlphaBetaBand {
+  std::string op, algorithm, protocol;
+  LinkKind link = LinkKind::kNvlink;
+  std::uint64_t min_bytes = 0;
+  std::optional<std::uint64_t> max_bytes;  // exclusive; nullopt = unbounded
+  Seconds alpha;
+  BytesPerSecond busbw;  // may be +inf (latency-only band)
+  std::uint32_t points = 0;
+  double mean_relative_error = 0, max_relative_error = 0;
+  bool covers(std::uint64_t bytes) const { return bytes >= min_bytes && (!max_bytes || bytes < *max_bytes); }
+};
+
 struct CollectiveConstants {
   Seconds ring_base_latency;             // per collective call
   Seconds nvlink_step_latency;           // per ring step over NVLink
@@ -52,12 +94,36 @@ struct CollectiveConstants {
   double network_bus_efficiency = 1.0;
   NcclTuning nccl;
   BytesPerSecond nvls_bandwidth;         // per GPU, NVLS AllReduce; 0 = none
+  std::vector<AlphaBetaBand> bands{};  // fitted; empty in the built-in profiles
+};
+
+// The band that times a collective, or null. The rule:
+//  1. bands of the same op, link kind and covering `bytes`, whose algorithm and protocol each equal the
+//     requested one or are "default" (measured with NCCL's own choice); an exact algorithm beats "default",
+//     then an exact protocol; among equals the first in the profile.
+//  2. none: bands of another ring-family op (all_reduce, reduce_scatter, all_gather, broadcast, reduce, in
+//     that order of preference; never alltoall/sendrecv, which run point-to-point) with the same link kind,
+//     the *same* algorithm (not "default": NCCL may have run another algorithm for that op) and the protocol
+//     as in 1. busbw is nccl-tests' normalisation to the bytes each link carries (PERFORMANCE.md), the same
+//     physical wire rate for every ring-family op, so it transfers; alpha is taken as measured (in nccl-tests
+//     runs it is mostly the launch floor, shared by all ops).
+// `op` is nccl-tests' name ("all_gather"); `algorithm` and `protocol` as in AlphaBetaBand.
+const AlphaBetaBand* find_band(const CollectiveConstants& c, std::string_view op, std::string_view algorithm,
+                               std::string_view protocol, LinkKind link, std::uint64_t bytes);
+
+struct Provenance {
+  std::string source, date, notes;
+  std::string gpu, driver_version, cuda_version, nccl_version;  // of the measurement run (fitted profiles)
+  std::uint32_t hosts = 0;
+  std::string raw_sha256;              // SHA-256 of the raw measurements fitted from; empty for built-ins
+  std::vector<std::string> raw_files;  // "<sha256>  <path>"
 };
 
 struct HardwareProfile {
   std::string name;
-  std::string source;                    // provenance: where the numbers come from
+  std::string source;  // provenance: where the numbers come from (= provenance.source)
   std::string origin;                    // "built-in" or the file it was read from
+  Provenance provenance;
   GpuPerformance gpu;
   CollectiveConstants collectives;
 };
@@ -74,5 +140,7 @@ std::optional<HardwareProfile> load_builtin_profile(const std::string& name);
 HardwareProfile load_profile_file(const std::string& path);
 // Names of the built-in profiles.
 std::vector<std::string> builtin_profile_names();
+// The text of the built-in profile of that name, or nullopt.
+std::optional<std::string> builtin_profile_source(const std::string& name);
 
 }  // namespace clustersim::calibrate

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/calibrate_command.h"
 #include "cli/collective_command.h"
 #include "cli/run_command.h"
 #include "cli/topo_command.h"
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
     if (command == "run") return clustersim::cli::run_command(args, std::cout);
     if (command == "topo") return clustersim::cli::topo_command(args, std::cout);
     if (command == "collective") return clustersim::cli::collective_command(args, std::cout);
+    if (command == "calibrate") return clustersim::cli::calibrate_command(args, std::cout);
     std::cerr << "error: command line: unknown command '" << command << "'\n" << kUsage;
     return 2;
   } catch (const clustersim::InputError& e) {

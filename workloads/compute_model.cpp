@@ -1,23 +1,89 @@
 #include "workloads/compute_model.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace clustersim::workloads {
+namespace {
+
+calibrate::GemmDtype dtype_of(Precision precision) {
+  switch (precision) {
+    case Precision::kBF16:
+      return calibrate::GemmDtype::kBF16;
+    case Precision::kFP16:
+      return calibrate::GemmDtype::kFP16;
+    case Precision::kTF32:
+      return calibrate::GemmDtype::kTF32;
+    case Precision::kFP32:
+      return calibrate::GemmDtype::kFP32;
+  }
+  return calibrate::GemmDtype::kFP32;
+}
+
+}  // namespace
 
 FlopsPerSecond tensor_peak(const calibrate::GpuPerformance& gpu, Precision precision) {
   switch (precision) {
-    case Precision::kBF16: return gpu.peak_bf16;
-    case Precision::kFP16: return gpu.peak_fp16;
-    case Precision::kTF32: return gpu.peak_tf32;
-    case Precision::kFP32: return gpu.peak_fp32;
+    case Precision::kBF16:
+      return gpu.peak_bf16;
+    case Precision::kFP16:
+      return gpu.peak_fp16;
+    case Precision::kTF32:
+      return gpu.peak_tf32;
+    case Precision::kFP32:
+      return gpu.peak_fp32;
   }
   return gpu.peak_fp32;
 }
 
+double gemm_efficiency(const calibrate::GpuPerformance& gpu, double m, double n, double k, Precision precision) {
+  const calibrate::GemmDtype dtype = dtype_of(precision);
+  const double lm = std::log2(std::max(m, 1.0)), ln = std::log2(std::max(n, 1.0)), lk = std::log2(std::max(k, 1.0));
+  const calibrate::GemmEfficiencyPoint* nearest = nullptr;
+  double best = 0;
+  for (const calibrate::GemmEfficiencyPoint& e : gpu.gemm_table) {
+    if (e.dtype != dtype) continue;
+    const double dm = lm - std::log2(static_cast<double>(e.m)), dn = ln - std::log2(static_cast<double>(e.n)),
+                 dk = lk - std::log2(static_cast<double>(e.k));
+    const double d2 = dm * dm + dn * dn + dk * dk;
+    if (!nearest || d2 < best) nearest = &e, best = d2;
+  }
+  return nearest ? nearest->efficiency : gpu.gemm_efficiency;
+}
+
+BytesPerSecond hbm_bandwidth(const calibrate::GpuPerformance& gpu, Bytes size) {
+  const auto& c = gpu.hbm_curve;
+  if (c.empty()) return gpu.hbm_bandwidth * gpu.hbm_efficiency;
+  if (size <= c.front().size) return c.front().bandwidth;
+  if (size >= c.back().size) return c.back().bandwidth;
+  std::size_t i = 1;
+  while (c[i].size < size) ++i;  // c[i-1].size < size <= c[i].size
+  const double x0 = std::log(c[i - 1].size.raw()), x1 = std::log(c[i].size.raw());
+  const double t = (std::log(size.raw()) - x0) / (x1 - x0);
+  return bytes_per_second(c[i - 1].bandwidth.raw() + t * (c[i].bandwidth.raw() - c[i - 1].bandwidth.raw()));
+}
+
+namespace {
+
+Seconds gemm_roofline(Flops work, double m, double n, double k, Bytes size, const calibrate::GpuPerformance& gpu,
+                      Precision precision) {
+  const Seconds math = work / (tensor_peak(gpu, precision) * gemm_efficiency(gpu, m, n, k, precision));
+  return std::max(math, size / hbm_bandwidth(gpu, size)) + gpu.kernel_launch;
+}
+
+}  // namespace
+
+Seconds gemm_time(double m, double n, double k, Bytes size, const calibrate::GpuPerformance& gpu, Precision precision) {
+  return gemm_roofline(flops(2 * m * n * k), m, n, k, size, gpu, precision);
+}
+
 Seconds op_time(const Op& op, const calibrate::GpuPerformance& gpu, Precision precision) {
-  const FlopsPerSecond peak = op.kind == OpKind::kGemm ? tensor_peak(gpu, precision) : gpu.peak_fp32;
-  const Seconds math = op.flops / (peak * (op.kind == OpKind::kGemm ? gpu.gemm_efficiency : 1.0));
-  const Seconds memory = op.bytes / (gpu.hbm_bandwidth * gpu.hbm_efficiency);
+  if (op.kind == OpKind::kGemm) {
+    const double edge = std::cbrt(op.flops.raw() / 2);  // the cube of the same FLOPs (see the header)
+    return gemm_roofline(op.flops, edge, edge, edge, op.bytes, gpu, precision);
+  }
+  const Seconds math = op.flops / gpu.peak_fp32;
+  const Seconds memory = op.bytes / hbm_bandwidth(gpu, op.bytes);
   return std::max(math, memory) + gpu.kernel_launch;
 }
 

@@ -1,11 +1,25 @@
 // Compute time of one operator on one GPU: a roofline against the hardware profile.
 //
-//   t = max(FLOPs / (peak · η_gemm), bytes / (HBM · η_hbm)) + t_launch
+//   t = max(FLOPs / (peak · η_gemm(M, N, K, dtype)), bytes / B_hbm(bytes)) + t_launch
 //
 // GEMMs run on tensor cores at the precision's dense peak; element-wise ops run on the vector
-// units (FP32 peak). η_gemm, η_hbm and t_launch come from the profile (built-in or calibrated).
+// units (FP32 peak). η_gemm, the HBM bandwidth and t_launch come from the profile (built-in or
+// calibrated, calibrate/fit.h):
+//  * η_gemm: a fitted profile's GEMM table gives the efficiency of the entry of the same dtype nearest
+//    to (M, N, K) in log space, distance² = Σ (log2 x − log2 x_entry)² over the three dimensions; a tie
+//    goes to the entry listed first. Nearest, not interpolated: measured efficiencies jump with tile
+//    quantisation, and a deterministic step is easier to check than a blend. No table, or no entry of the
+//    dtype: the profile's single gemm_efficiency. An Op carries FLOPs, not its shape
+//    (workloads/transformer_ops.h), so op_time() looks a GEMM up at the cube of the same FLOPs,
+//    M = N = K = (FLOPs / 2)^(1/3) — the geometric mean of its dimensions; gemm_time() takes the shape.
+//  * B_hbm: a fitted profile's HBM curve, linear in log(bytes) between its points and clamped to the end
+//    points; without one, hbm_gbytes_per_s · hbm_efficiency.
+// The profile's compute_slowdown_during_comm (compute slowed while NCCL kernels share the GPU) is
+// recorded but not applied: the executor does not yet know which compute overlaps communication.
 // A slowdown factor > 1 stretches the result (a slow GPU in a what-if).
 #pragma once
+
+#include <cstdint>
 
 #include "calibrate/hardware_profile.h"
 #include "sim/units.h"
@@ -15,6 +29,15 @@
 namespace clustersim::workloads {
 
 FlopsPerSecond tensor_peak(const calibrate::GpuPerformance& gpu, Precision precision);
+
+// Achieved fraction of `precision`'s dense peak for an M×K by K×N GEMM (rule above).
+double gemm_efficiency(const calibrate::GpuPerformance& gpu, double m, double n, double k, Precision precision);
+
+// Achieved HBM bandwidth for an operator that moves `size` bytes (rule above).
+BytesPerSecond hbm_bandwidth(const calibrate::GpuPerformance& gpu, Bytes size);
+
+// The roofline time of an M×K by K×N GEMM moving `size` bytes, launch included.
+Seconds gemm_time(double m, double n, double k, Bytes size, const calibrate::GpuPerformance& gpu, Precision precision);
 
 Seconds op_time(const Op& op, const calibrate::GpuPerformance& gpu, Precision precision);
 

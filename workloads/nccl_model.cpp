@@ -173,6 +173,53 @@ double busbw_factor(CollectiveOp op, std::uint32_t ranks) {
   }
 }
 
+namespace {
+
+// ---- Fitted alpha-beta bands (clustersim calibrate fit) -------------------------------------------------
+// When the profile has a band for the chosen (op, algorithm, protocol, link kind: NVLINK if the communicator
+// lies in one NVLink domain, else NET) covering the size (calibrate::find_band: the op's own bands first, then
+// the same algorithm of another ring-family op), the measured
+//   t = max(alpha + size · busbw_factor(op, n) / busbw, launch overhead)
+// replaces the physical model's time. NCCL's choice of algorithm and protocol is untouched. The band's alpha
+// already holds the real hops, so the plan's latency is alpha and its hop part is capped by it; FLOW fidelity
+// gets a wire factor that makes a contention-free run take the band's time.
+const char* nccl_tests_name(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::kAllReduce:
+      return "all_reduce";
+    case CollectiveOp::kReduceScatter:
+      return "reduce_scatter";
+    case CollectiveOp::kAllGather:
+      return "all_gather";
+    case CollectiveOp::kBroadcast:
+      return "broadcast";
+    case CollectiveOp::kReduce:
+      return "reduce";
+    case CollectiveOp::kAllToAll:
+      return "alltoall";
+    case CollectiveOp::kSendRecv:
+      return "sendrecv";
+  }
+  return "?";
+}
+
+void apply_fitted_band(const calibrate::CollectiveConstants& k, const CollectiveRequest& req, std::uint32_t ranks,
+                       std::uint32_t domains, double raw_algbw, Seconds launch_overhead, CollectivePlan& plan) {
+  const double bytes = req.size.raw();
+  const calibrate::AlphaBetaBand* band = calibrate::find_band(
+      k, nccl_tests_name(req.op), to_string(plan.algorithm), to_string(plan.protocol),
+      domains <= 1 ? calibrate::LinkKind::kNvlink : calibrate::LinkKind::kNet, static_cast<std::uint64_t>(bytes));
+  if (!band) return;
+  const double alg = band->busbw.raw() / busbw_factor(req.op, ranks);  // payload bytes per second; may be inf
+  plan.latency = band->alpha;
+  plan.hop_latency = std::min(plan.hop_latency, band->alpha);
+  plan.time = std::max(band->alpha + seconds(bytes / alg), launch_overhead);
+  plan.bus_bandwidth = band->busbw;
+  plan.wire_factor = std::isfinite(raw_algbw) ? raw_algbw / alg : 1.0;
+}
+
+}  // namespace
+
 CollectiveModel::CollectiveModel(const topology::ClusterSpec& cluster, const calibrate::HardwareProfile& profile,
                                  NcclSettings settings)
     : cluster_(cluster), profile_(profile), settings_(settings) {}
@@ -399,6 +446,7 @@ struct Evaluator {
     plan.bus_bandwidth = bytes_per_second(std::isfinite(alg) ? alg * busbw_factor(req.op, sh.n) : 0);
     const double raw = sh.n > 1 ? physical_algbw(a, p, bytes, true) : kInf;
     plan.wire_factor = std::isfinite(alg) && alg > 0 && std::isfinite(raw) ? raw / alg : 1.0;
+    if (sh.n > 1) apply_fitted_band(profile.collectives, req, sh.n, sh.domains, raw, settings.launch_overhead, plan);
     if (t().present && a != Algorithm::kHierarchical && a != Algorithm::kPointToPoint) {
       const double nccl_alg = nccl_algbw_GBps(a, p, bytes);
       plan.nccl_model_time = microseconds(lat_us + (nccl_alg > 0 ? bytes / (1000 * nccl_alg) : 1e30));

@@ -103,7 +103,8 @@ TEST_CASE("bad profile files") {
   CHECK(error_of([] { calibrate::load_profile(kBad + "profile_unknown_field.textproto"); }) ==
         kBad + "profile_unknown_field.textproto:14:3: gpu.tensor_tflops: unknown field \"tensor_tflops\" "
                "(GpuProfile has: gpu, peak_bf16_tflops, peak_fp16_tflops, peak_tf32_tflops, peak_fp32_tflops, "
-               "hbm_gbytes_per_s, memory_capacity_gib, gemm_efficiency, hbm_efficiency, kernel_launch_us)");
+               "hbm_gbytes_per_s, memory_capacity_gib, gemm_efficiency, hbm_efficiency, kernel_launch_us, gemm_table, "
+               "hbm_curve, compute_slowdown_during_comm)");
   CHECK(error_of([] { calibrate::load_profile("b200"); }) ==
         "b200: not a built-in profile (built-in: a100-sxm4-80gb, h100-sxm5-80gb) and no such file");
 }

@@ -262,7 +262,8 @@ TEST_CASE("bad scenario files name file, line:col and field") {
   CHECK(file_error("profile_file_unknown_field.textproto") ==
         kBad + "profile_unknown_field.textproto:14:3: gpu.tensor_tflops: unknown field \"tensor_tflops\" "
                "(GpuProfile has: gpu, peak_bf16_tflops, peak_fp16_tflops, peak_tf32_tflops, peak_fp32_tflops, "
-               "hbm_gbytes_per_s, memory_capacity_gib, gemm_efficiency, hbm_efficiency, kernel_launch_us)");
+               "hbm_gbytes_per_s, memory_capacity_gib, gemm_efficiency, hbm_efficiency, kernel_launch_us, gemm_table, "
+               "hbm_curve, compute_slowdown_during_comm)");
   // JSON has no positions: FILE: path: message.
   CHECK(file_error("unknown_field.json") == kBad + "unknown_field.json: cluster.nvlinkGbps: unknown field "
                                                    "\"nvlinkGbps\" (Cluster has: " + cluster_fields + ")");

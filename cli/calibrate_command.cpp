@@ -1,0 +1,326 @@
+#include "cli/calibrate_command.h"
+
+#include <array>
+#include <boost/program_options.hpp>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <map>
+#include <ostream>
+
+#include "calibrate/fit.h"
+#include "calibrate/nccl_tests_log.h"
+#include "cli/command_line.h"
+#include "cli/report.h"
+#include "sim/input_error.h"
+
+namespace po = boost::program_options;
+
+namespace clustersim::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: clustersim calibrate <subcommand> ...\n"
+    "\n"
+    "  import-nccl-tests LOG... -o RAW.textproto [--algo ring] [--proto simple] [--gpu NAME]\n"
+    "        nccl-tests logs or validation CSVs -> raw measurements (calibrate/raw.proto)\n"
+    "  fit RAW... -o PROFILE.textproto [--base NAME|PATH] [--bands 64K,1M,64M] [--name NAME]\n"
+    "        raw measurements -> a hardware profile; prints the fit's residuals\n"
+    "  show PROFILE\n"
+    "        a profile (built-in name or file) as tables\n"
+    "\n"
+    "clustersim calibrate <subcommand> --help shows its options.\n";
+
+[[noreturn]] void fail_option(const std::string& option, const std::string& message) {
+  throw InputError("command line", 0, 0, option, message);
+}
+
+std::string line(const char* format, ...) __attribute__((format(printf, 1, 2)));
+std::string line(const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  va_list again;
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, format, args);
+  va_end(args);
+  std::string out(static_cast<std::size_t>(n > 0 ? n : 0) + 1, '\0');
+  std::vsnprintf(out.data(), out.size(), format, again);
+  va_end(again);
+  out.pop_back();
+  return out;
+}
+
+std::string number(double v, const char* format = "%g") {
+  return std::isinf(v) ? std::string(v > 0 ? "inf" : "-inf") : fmt(format, v);
+}
+
+std::string size_text(std::uint64_t b) {
+  if (b == 0) return "0";
+  if (b % (1ull << 30) == 0) return std::to_string(b >> 30) + " GiB";
+  if (b % (1ull << 20) == 0) return std::to_string(b >> 20) + " MiB";
+  if (b % (1ull << 10) == 0) return std::to_string(b >> 10) + " KiB";
+  return std::to_string(b) + " B";
+}
+
+// "64K,1M,64M" → {65536, 1048576, 67108864}.
+std::vector<std::uint64_t> parse_bands(const std::string& text) {
+  std::vector<std::uint64_t> out;
+  std::size_t begin = 0;
+  const std::string bad = "\"" + text + "\" is not a comma-separated list of increasing sizes such as 64K,1M,64M";
+  while (begin <= text.size()) {
+    std::size_t end = text.find(',', begin);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(begin, end - begin);
+    std::uint64_t v = 0;
+    std::size_t i = 0;
+    for (; i < item.size() && item[i] >= '0' && item[i] <= '9'; ++i) {
+      if (v > (1ull << 50)) fail_option("--bands", bad);
+      v = v * 10 + static_cast<std::uint64_t>(item[i] - '0');
+    }
+    if (i == 0) fail_option("--bands", bad);
+    if (i < item.size()) {
+      const char u = item[i++];
+      const int shift = u == 'K' || u == 'k' ? 10 : u == 'M' || u == 'm' ? 20 : u == 'G' || u == 'g' ? 30 : -1;
+      if (shift < 0) fail_option("--bands", bad);
+      v <<= shift;
+    }
+    if (i != item.size() || v == 0 || (!out.empty() && v <= out.back())) fail_option("--bands", bad);
+    out.push_back(v);
+    begin = end + 1;
+  }
+  return out;
+}
+
+std::string output_option(const po::variables_map& vm, const std::string& what) {
+  if (!vm.count("output")) fail_option("-o", "missing (required): the " + what + " file to write");
+  return vm["output"].as<std::string>();
+}
+
+int import_command(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description named(
+      "clustersim calibrate import-nccl-tests LOG... -o RAW.textproto [options]\n\n"
+      "Reads nccl-tests text logs (any collective; out-of-place and in-place columns become two samples) or\n"
+      "CSVs in the layout of validation/nccl/, and writes raw measurements (calibrate/raw.proto).\n\nOptions");
+  named.add_options()("help,h", "show this help")("output,o", po::value<std::string>()->value_name("RAW"),
+                                                  "the raw measurements file to write (text format)")(
+      "algo", po::value<std::string>()->value_name("ALGO"),
+      "the algorithm NCCL_ALGO forced when measuring (ring, tree, nvls, ...; default: NCCL's choice)")(
+      "proto", po::value<std::string>()->value_name("PROTO"),
+      "the protocol NCCL_PROTO forced when measuring (LL, LL128, Simple; default: NCCL's choice)")(
+      "gpu", po::value<std::string>()->value_name("NAME"),
+      "the GPU's device name, when the logs do not say (e.g. \"NVIDIA H100 80GB HBM3\")");
+  const ParsedCommand parsed = parse_command(args, named, "calibrate import-nccl-tests");
+  const po::variables_map& vm = parsed.options;
+  if (vm.count("help")) {
+    out << named << "\n";
+    return 0;
+  }
+  if (parsed.scenarios.empty()) fail_option("LOG", "missing: give one or more nccl-tests logs or CSVs");
+  const std::string output = output_option(vm, "raw measurements");
+  calibrate::ImportOptions options;
+  if (vm.count("algo")) options.algorithm = vm["algo"].as<std::string>();
+  if (vm.count("proto")) options.protocol = vm["proto"].as<std::string>();
+  if (vm.count("gpu")) options.gpu = vm["gpu"].as<std::string>();
+  std::vector<calibrate::MeasuredRun> runs;
+  for (const std::string& path : parsed.scenarios) runs.push_back(calibrate::read_measured_run(path));
+  const schema::RawMeasurements raw = calibrate::import_measured_runs(runs, options);
+  std::map<std::string, int> per_op;
+  for (const schema::CollectiveSample& s : raw.collectives()) ++per_op[s.op()];
+  std::string summary = "# imported " + std::to_string(raw.collectives_size()) + " collective samples from " +
+                        std::to_string(runs.size()) + (runs.size() == 1 ? " file" : " files") + ":";
+  for (const auto& [op, n] : per_op) summary += " " + op + " " + std::to_string(n);
+  summary += "\n# GPU " + (raw.provenance().gpu().empty() ? std::string("(not stated)") : raw.provenance().gpu()) +
+             ", " + std::to_string(raw.provenance().gpus()) + " GPUs, " +
+             (raw.provenance().hosts() ? std::to_string(raw.provenance().hosts()) : std::string("?")) +
+             " hosts, NCCL " +
+             (raw.provenance().nccl_version().empty() ? std::string("?") : raw.provenance().nccl_version()) + "\n";
+  write_file_atomically(output, calibrate::message_text(raw,
+                                                        "Raw measurements imported by `clustersim calibrate "
+                                                        "import-nccl-tests` (schema: calibrate/raw.proto)."));
+  out << summary << "# wrote " << output << "\n";
+  return 0;
+}
+
+int fit_command(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description named(
+      "clustersim calibrate fit RAW... -o PROFILE.textproto [options]\n\n"
+      "Fits a hardware profile to raw measurements (clustersim-bench output or import-nccl-tests; text, JSON\n"
+      "or binary calibrate/raw.proto): alpha-beta per collective, algorithm, protocol, link kind and size band,\n"
+      "GEMM efficiency table, HBM curve, launch overhead. Everything not measured comes from the base.\n\nOptions");
+  named.add_options()("help,h", "show this help")("output,o", po::value<std::string>()->value_name("PROFILE"),
+                                                  "the profile file to write (text format)")(
+      "base", po::value<std::string>()->value_name("NAME|PATH"),
+      "profile for everything not measured (default: the built-in whose GPU matches the raw provenance)")(
+      "bands", po::value<std::string>()->value_name("EDGES"),
+      "inner edges of the size bands, e.g. 64K,1M,64M (the default: [0,64K) [64K,1M) [1M,64M) [64M,inf))")(
+      "name", po::value<std::string>()->value_name("NAME"), "the profile's name (default: <base>-fitted)");
+  const ParsedCommand parsed = parse_command(args, named, "calibrate fit");
+  const po::variables_map& vm = parsed.options;
+  if (vm.count("help")) {
+    out << named << "\n";
+    return 0;
+  }
+  if (parsed.scenarios.empty()) fail_option("RAW", "missing: give one or more raw measurement files");
+  const std::string output = output_option(vm, "profile");
+  calibrate::FitOptions options;
+  if (vm.count("base")) options.base = vm["base"].as<std::string>();
+  if (vm.count("bands")) options.band_edges = parse_bands(vm["bands"].as<std::string>());
+  if (vm.count("name")) options.name = vm["name"].as<std::string>();
+  std::vector<calibrate::RawInput> raws;
+  for (const std::string& path : parsed.scenarios) raws.push_back(calibrate::read_raw(path));
+  const calibrate::FitResult result = calibrate::fit_profile(raws, options);
+  write_file_atomically(output, result.profile_text);
+  out << calibrate::fit_report(result) << "# wrote " << output << "\n";
+  return 0;
+}
+
+int show_command(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description named(
+      "clustersim calibrate show PROFILE\n\nPrints a profile (built-in name or file) as tables.\n\nOptions");
+  named.add_options()("help,h", "show this help");
+  const ParsedCommand parsed = parse_command(args, named, "calibrate show");
+  if (parsed.options.count("help")) {
+    out << named << "\n";
+    return 0;
+  }
+  if (parsed.scenarios.size() != 1)
+    fail_option(
+        "PROFILE", "give exactly one profile (built-in: " + [] {
+          std::string s;
+          for (const std::string& n : calibrate::builtin_profile_names()) s += (s.empty() ? "" : ", ") + n;
+          return s;
+        }() + ", or a file)");
+  out << profile_tables(calibrate::load_profile(parsed.scenarios[0]));
+  return 0;
+}
+
+std::string per_protocol(const calibrate::NcclTuning::PerProtocol& v) {
+  return number(v[0]) + " / " + number(v[1]) + " / " + number(v[2]);
+}
+
+std::string per_nodes(const std::array<double, 3>& v) {
+  return number(v[0]) + " / " + number(v[1]) + " / " + number(v[2]);
+}
+
+}  // namespace
+
+std::string profile_tables(const calibrate::HardwareProfile& p) {
+  std::string o = "profile " + p.name + " (" + p.origin + ")\n\nprovenance\n";
+  const calibrate::Provenance& v = p.provenance;
+  auto field = [&](const char* name, const std::string& value) {
+    if (!value.empty()) o += line("  %-14s %s\n", name, value.c_str());
+  };
+  field("source", v.source);
+  field("date", v.date);
+  field("notes", v.notes);
+  field("gpu", v.gpu);
+  field("driver", v.driver_version);
+  field("cuda", v.cuda_version);
+  field("nccl", v.nccl_version);
+  field("hosts", v.hosts ? std::to_string(v.hosts) : "");
+  field("raw sha256", v.raw_sha256.empty() ? "(none: not fitted from raw measurements)" : v.raw_sha256);
+  for (const std::string& f : v.raw_files) field("raw file", f);
+
+  const calibrate::GpuPerformance& g = p.gpu;
+  o += "\ngpu " + g.gpu + "\n";
+  o += line("  %-30s BF16 %s  FP16 %s  TF32 %s  FP32 %s\n", "dense peak (TFLOP/s)",
+            number(to_TFLOPps(g.peak_bf16)).c_str(), number(to_TFLOPps(g.peak_fp16)).c_str(),
+            number(to_TFLOPps(g.peak_tf32)).c_str(), number(to_TFLOPps(g.peak_fp32)).c_str());
+  o += line("  %-30s %s GB/s x efficiency %s\n", "HBM", number(g.hbm_bandwidth.raw() / 1e9).c_str(),
+            number(g.hbm_efficiency).c_str());
+  o += line("  %-30s %s GiB\n", "memory capacity", number(g.memory_capacity.raw() / 1073741824.0).c_str());
+  o += line("  %-30s %s\n", "gemm efficiency (no table)", number(g.gemm_efficiency).c_str());
+  o += line("  %-30s %s us\n", "kernel launch", number(to_us(g.kernel_launch)).c_str());
+  o += line("  %-30s %s (recorded; not yet used by the simulation)\n", "compute slowdown during comm",
+            number(g.compute_slowdown_during_comm).c_str());
+
+  o += "\nGEMM efficiency table (nearest entry of the dtype in log(M, N, K))\n";
+  if (g.gemm_table.empty()) {
+    o += "  (empty: gemm efficiency " + number(g.gemm_efficiency) + " for every GEMM)\n";
+  } else {
+    o += line("  %8s %8s %8s  %-5s  %10s  %9s\n", "M", "N", "K", "dtype", "efficiency", "TFLOP/s");
+    for (const calibrate::GemmEfficiencyPoint& e : g.gemm_table) {
+      const FlopsPerSecond peak = e.dtype == calibrate::GemmDtype::kBF16   ? g.peak_bf16
+                                  : e.dtype == calibrate::GemmDtype::kFP16 ? g.peak_fp16
+                                  : e.dtype == calibrate::GemmDtype::kTF32 ? g.peak_tf32
+                                                                           : g.peak_fp32;
+      o += line("  %8llu %8llu %8llu  %-5s  %10.3f  %9.1f\n", static_cast<unsigned long long>(e.m),
+                static_cast<unsigned long long>(e.n), static_cast<unsigned long long>(e.k), to_string(e.dtype),
+                e.efficiency, to_TFLOPps(peak) * e.efficiency);
+    }
+  }
+
+  o += "\nHBM bandwidth curve (linear in log(bytes), clamped)\n";
+  if (g.hbm_curve.empty()) {
+    o += "  (empty: " + number(g.hbm_bandwidth.raw() / 1e9 * g.hbm_efficiency) + " GB/s at every size)\n";
+  } else {
+    o += line("  %14s  %10s\n", "bytes", "GB/s");
+    for (const calibrate::HbmBandwidthPoint& h : g.hbm_curve)
+      o += line("  %14.0f  %10.1f\n", h.size.raw(), h.bandwidth.raw() / 1e9);
+  }
+
+  const calibrate::CollectiveConstants& c = p.collectives;
+  o += "\nalpha-beta bands (t = alpha + size * busbw_factor / busbw)\n";
+  if (c.bands.empty()) {
+    o += "  (none: collectives use the physical model)\n";
+  } else {
+    o += line("  %-14s %-8s %-7s %-6s %-22s %10s %10s %6s %8s %8s\n", "op", "algo", "proto", "link", "band",
+              "alpha(us)", "busbw", "points", "mean err", "max err");
+    for (const calibrate::AlphaBetaBand& b : c.bands) {
+      const std::string band =
+          "[" + size_text(b.min_bytes) + ", " + (b.max_bytes ? size_text(*b.max_bytes) : "inf") + ")";
+      o += line("  %-14s %-8s %-7s %-6s %-22s %10.2f %10s %6u %7.1f%% %7.1f%%\n", b.op.c_str(), b.algorithm.c_str(),
+                b.protocol.c_str(), to_string(b.link), band.c_str(), to_us(b.alpha),
+                number(b.busbw.raw() / 1e9, "%.1f").c_str(), b.points, 100 * b.mean_relative_error,
+                100 * b.max_relative_error);
+    }
+  }
+
+  o += "\ncollective constants\n";
+  o += line("  %-30s %s us\n", "ring base latency", number(to_us(c.ring_base_latency)).c_str());
+  o += line("  %-30s %s us\n", "NVLink step latency", number(to_us(c.nvlink_step_latency)).c_str());
+  o += line("  %-30s %s us\n", "network step latency", number(to_us(c.network_step_latency)).c_str());
+  o += line("  %-30s %s\n", "NVLink bus efficiency", number(c.nvlink_bus_efficiency).c_str());
+  o += line("  %-30s %s\n", "network bus efficiency", number(c.network_bus_efficiency).c_str());
+  o += line("  %-30s %s GB/s\n", "NVLS per GPU", number(c.nvls_bandwidth.raw() / 1e9).c_str());
+
+  const calibrate::NcclTuning& t = c.nccl;
+  o += "\nNCCL tuning constants";
+  if (!t.present) {
+    o += "\n  (none: ring/Simple only)\n";
+    return o;
+  }
+  o += " (LL / LL128 / Simple; per node count 1 / 2 / >2)\n";
+  o += line("  %-30s %s\n", "source", t.source.c_str());
+  o += line("  %-30s %u\n", "channels", t.channels);
+  o += line("  %-30s %s us\n", "ring base latency", per_protocol(t.ring_base_us).c_str());
+  o += line("  %-30s %s us\n", "tree base latency", per_protocol(t.tree_base_us).c_str());
+  o += line("  %-30s %s us\n", "ring NVLink latency", per_protocol(t.ring_nvlink_us).c_str());
+  o += line("  %-30s %s us\n", "tree NVLink latency", per_protocol(t.tree_nvlink_us).c_str());
+  o += line("  %-30s %s us\n", "NVLS NVLink latency", per_protocol(t.nvls_nvlink_us).c_str());
+  o += line("  %-30s %s us\n", "ring NET latency", per_protocol(t.ring_net_us).c_str());
+  o += line("  %-30s %s us\n", "tree NET latency", per_protocol(t.tree_net_us).c_str());
+  o += line("  %-30s %s GB/s\n", "LL max bus bandwidth", per_nodes(t.ll_max_bus_GBps).c_str());
+  o += line("  %-30s %s GB/s\n", "ring LL128 per channel", per_nodes(t.ring_ll128_per_channel_GBps).c_str());
+  o += line("  %-30s %s GB/s\n", "tree per channel", per_nodes(t.tree_per_channel_GBps).c_str());
+  o += line("  %-30s %s\n", "NVLS efficiency", number(t.nvls_efficiency).c_str());
+  o += line("  %-30s %s us\n", "net overhead", number(t.net_overhead_us).c_str());
+  return o;
+}
+
+int calibrate_command(const std::vector<std::string>& args, std::ostream& out) {
+  if (args.empty()) throw InputError("command line", 0, 0, "calibrate", "missing subcommand\n" + std::string(kUsage));
+  const std::string sub = args[0];
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (sub == "-h" || sub == "--help" || sub == "help") {
+    out << kUsage;
+    return 0;
+  }
+  if (sub == "fit") return fit_command(rest, out);
+  if (sub == "import-nccl-tests") return import_command(rest, out);
+  if (sub == "show") return show_command(rest, out);
+  throw InputError("command line", 0, 0, "calibrate",
+                   "unknown subcommand '" + sub + "'; one of fit, import-nccl-tests, show");
+}
+
+}  // namespace clustersim::cli

@@ -1,0 +1,270 @@
+// Calibration fitting (calibrate/fit.h): SHA-256 against FIPS 180-4 test vectors, the weighted α-β fit on
+// hand-made points whose answer is exact, the GEMM table / HBM curve / launch fits, determinism, the band
+// lookup rule, the compute model's use of the tables, and the input errors.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "calibrate/fit.h"
+#include "calibrate/hardware_profile.h"
+#include "calibrate/profile.pb.h"
+#include "sim/input_error.h"
+#include "tests/test_support.h"
+#include "workloads/compute_model.h"
+
+namespace {
+
+namespace calibrate = clustersim::calibrate;
+using clustersim::testing::input_error_of;
+
+const std::string kData = std::string(CLUSTERSIM_SOURCE_DIR) + "/tests/data/calibrate/";
+
+calibrate::FitResult fit_files(const std::vector<std::string>& names, calibrate::FitOptions options = {}) {
+  std::vector<calibrate::RawInput> raws;
+  for (const std::string& n : names) raws.push_back(calibrate::read_raw(kData + n));
+  return calibrate::fit_profile(raws, options);
+}
+
+const calibrate::BandFit* band(const calibrate::FitResult& r, std::uint64_t min_bytes) {
+  for (const calibrate::BandFit& b : r.bands)
+    if (b.min_bytes == min_bytes) return &b;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("sha256: FIPS 180-4 / NIST test vectors") {
+  // SHA-256("") and SHA-256("abc") from FIPS 180-4 examples; the 56-byte message needs a second padding block.
+  CHECK(calibrate::sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(calibrate::sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(calibrate::sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
+        "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  // One million 'a' (FIPS 180-4 appendix B.3): many full blocks.
+  CHECK(calibrate::sha256_hex(std::string(1000000, 'a')) ==
+        "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST_CASE("fit: two exact points give alpha and busbw exactly; flat band is latency-only; one size is skipped") {
+  const calibrate::FitResult r = fit_files({"two_points.textproto"});
+  CHECK(r.base_name == "h100-sxm5-80gb");  // from provenance.gpu "NVIDIA H100 80GB HBM3"
+  REQUIRE(r.bands.size() == 3);
+  // [1 MiB, 64 MiB): t = 10 us + size*1.75 / (100 GB/s), see the fixture's comment.
+  const calibrate::BandFit* line = band(r, 1 << 20);
+  REQUIRE(line);
+  CHECK(line->fitted);
+  CHECK(line->op == "all_reduce");
+  CHECK(line->algorithm == "ring");
+  CHECK(line->protocol == "Simple");
+  CHECK(line->link == "NVLINK");
+  CHECK(line->max_bytes == std::optional<std::uint64_t>(64ull << 20));
+  CHECK(line->alpha_us == doctest::Approx(10).epsilon(1e-9));
+  CHECK(line->busbw_GBps == doctest::Approx(100).epsilon(1e-9));
+  CHECK(line->max_relative_error < 1e-9);
+  CHECK(line->points == 2);
+  // [0, 64 KiB): 30 us at 1 KiB and 2 KiB: slope 0 → latency only, alpha = 30, busbw = inf.
+  const calibrate::BandFit* flat = band(r, 0);
+  REQUIRE(flat);
+  CHECK(flat->fitted);
+  CHECK(flat->alpha_us == doctest::Approx(30));
+  CHECK(std::isinf(flat->busbw_GBps));
+  // [64 KiB, 1 MiB): one size (256 KiB) → skipped, not written.
+  const calibrate::BandFit* one = band(r, 64 << 10);
+  REQUIRE(one);
+  CHECK_FALSE(one->fitted);
+  CHECK(r.profile.collectives().bands_size() == 2);
+
+  // The written profile loads, and holds what was fitted.
+  const calibrate::HardwareProfile p = calibrate::parse_profile(r.profile_text, "fitted.textproto");
+  CHECK(p.name == "h100-sxm5-80gb-fitted");
+  CHECK(p.provenance.gpu == "NVIDIA H100 80GB HBM3");
+  CHECK(p.provenance.driver_version == "550.54.15");
+  CHECK(p.provenance.cuda_version == "12.4");
+  CHECK(p.provenance.nccl_version == "2.26.2");
+  CHECK(p.provenance.date == "2026-12-01");
+  CHECK(p.provenance.hosts == 1);
+  CHECK(p.provenance.raw_sha256 == calibrate::sha256_hex(clustersim::testing::slurp(kData + "two_points.textproto")));
+  REQUIRE(p.collectives.bands.size() == 2);
+  CHECK(std::isinf(p.collectives.bands[0].busbw.raw()));
+  CHECK(to_us(p.collectives.bands[1].alpha) == doctest::Approx(10).epsilon(1e-9));
+  CHECK(p.collectives.bands[1].busbw.raw() == doctest::Approx(100e9).epsilon(1e-9));
+  // GEMM: 742.05 / 989.4 = 0.75 at 4096^3; (494.7 + 395.76)/2 / 989.4 = (0.5 + 0.4)/2 = 0.45 at 1024^3.
+  REQUIRE(p.gpu.gemm_table.size() == 2);
+  CHECK(p.gpu.gemm_table[0].m == 1024);
+  CHECK(p.gpu.gemm_table[0].efficiency == doctest::Approx(0.45).epsilon(1e-12));
+  CHECK(p.gpu.gemm_table[1].m == 4096);
+  CHECK(p.gpu.gemm_table[1].efficiency == doctest::Approx(0.75).epsilon(1e-12));
+  // HBM: the two hbm_stream points; efficiency 3000 / 3350.
+  REQUIRE(p.gpu.hbm_curve.size() == 2);
+  CHECK(p.gpu.hbm_curve[1].bandwidth.raw() == doctest::Approx(3000e9));
+  CHECK(p.gpu.hbm_efficiency == doctest::Approx(3000.0 / 3350.0).epsilon(1e-12));
+  // Launch: median of 2.5, 3.5, 3.0 = 3.0 us.
+  CHECK(to_us(p.gpu.kernel_launch) == doctest::Approx(3.0));
+  // Not measured: from the base.
+  CHECK(to_TFLOPps(p.gpu.peak_bf16) == doctest::Approx(989.4));
+  CHECK(p.gpu.gemm_efficiency == doctest::Approx(0.7));
+  CHECK(p.collectives.nccl.present);
+  CHECK(p.gpu.compute_slowdown_during_comm == 1.0);
+}
+
+TEST_CASE("fit: deterministic; binary raw input fits the same as text") {
+  const calibrate::FitResult a = fit_files({"two_points.textproto"});
+  const calibrate::FitResult b = fit_files({"two_points.textproto"});
+  CHECK(a.profile_text == b.profile_text);
+  // The same measurements as binary protobuf: same bands and tables (only the hash and file list differ).
+  calibrate::RawInput text = calibrate::read_raw(kData + "two_points.textproto");
+  std::string binary;
+  REQUIRE(text.raw->SerializeToString(&binary));
+  std::vector<calibrate::RawInput> raws;
+  raws.push_back(calibrate::parse_raw(binary, "two_points.pb"));
+  const calibrate::FitResult c = calibrate::fit_profile(raws, {});
+  CHECK(c.profile.collectives().SerializeAsString() == a.profile.collectives().SerializeAsString());
+  CHECK(c.profile.gpu().SerializeAsString() == a.profile.gpu().SerializeAsString());
+  CHECK(c.raw_sha256 == calibrate::sha256_hex(binary));
+}
+
+TEST_CASE("fit: the recorded nccl-tests import fits four bands of ring all_reduce on NVLink") {
+  const calibrate::FitResult r = fit_files({"h100_8gpu_allreduce_ring.raw.textproto"});
+  REQUIRE(r.bands.size() == 4);
+  for (const calibrate::BandFit& b : r.bands) {
+    CHECK(b.fitted);
+    CHECK(b.protocol == "default");
+    CHECK(b.link == "NVLINK");
+    // The relative-error weights keep every band's worst point within 15% (printed by `fit`).
+    CHECK(b.max_relative_error < 0.15);
+  }
+  // Plateau band [64 MiB, inf): busbw near the measured 368 GB/s at 8 GiB.
+  CHECK(band(r, 64ull << 20)->busbw_GBps == doctest::Approx(364.7).epsilon(0.01));
+  const std::string report = calibrate::fit_report(r);
+  CHECK(report.find("all_reduce     ring     default NVLINK [64 MiB, inf)") != std::string::npos);
+}
+
+TEST_CASE("fit: bad input is an InputError naming the file and field") {
+  CHECK(input_error_of([] { fit_files({"bad_time.textproto"}); }) ==
+        kData + "bad_time.textproto:5:24: collectives[1].time_us: -41 must be a number > 0 (microseconds)");
+  CHECK(input_error_of([] { fit_files({"no_usable.textproto"}); }) ==
+        kData +
+            "no_usable.textproto: collectives: no usable samples: nothing to fit (collectives need two sizes per "
+            "band; GEMM, memory and launch samples need values > 0)");
+  CHECK(input_error_of([] { fit_files({"unknown_gpu.textproto"}); }) ==
+        "command line: --base: no built-in profile matches the measured GPU \"NVIDIA B200\"; choose the base profile "
+        "with --base: a100-sxm4-80gb, h100-sxm5-80gb, or a profile file");
+  calibrate::FitOptions options;
+  options.base = "no-such-profile";
+  CHECK(input_error_of([&] { fit_files({"two_points.textproto"}, options); }) ==
+        "command line: --base: \"no-such-profile\" is not a built-in profile (a100-sxm4-80gb, h100-sxm5-80gb) or a "
+        "file");
+  CHECK(input_error_of([] { calibrate::parse_raw(std::string("\x08\x96\x01garbage\xff", 11), "x.pb"); }) ==
+        "x.pb: not a RawMeasurements binary protobuf (calibrate/raw.proto), nor text");
+}
+
+TEST_CASE("builtin_profile_for_gpu: driver device names pick the built-in profile") {
+  CHECK(calibrate::builtin_profile_for_gpu("NVIDIA H100 80GB HBM3") == std::optional<std::string>("h100-sxm5-80gb"));
+  CHECK(calibrate::builtin_profile_for_gpu("NVIDIA A100-SXM4-80GB") == std::optional<std::string>("a100-sxm4-80gb"));
+  CHECK_FALSE(calibrate::builtin_profile_for_gpu("NVIDIA B200").has_value());
+  CHECK_FALSE(calibrate::builtin_profile_for_gpu("").has_value());
+}
+
+namespace {
+
+calibrate::AlphaBetaBand make_band(std::string op, std::string algo, std::string proto, std::uint64_t lo,
+                                   std::optional<std::uint64_t> hi, double alpha_us) {
+  calibrate::AlphaBetaBand b;
+  b.op = std::move(op), b.algorithm = std::move(algo), b.protocol = std::move(proto);
+  b.min_bytes = lo, b.max_bytes = hi, b.alpha = clustersim::microseconds(alpha_us);
+  b.busbw = clustersim::GBps(100);
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("find_band: the op's own bands first (exact beats default), then another ring-family op") {
+  using calibrate::LinkKind;
+  calibrate::CollectiveConstants c;
+  c.bands = {make_band("all_reduce", "ring", "default", 0, 1024, 1), make_band("all_reduce", "ring", "LL", 0, 1024, 2),
+             make_band("all_reduce", "default", "LL", 0, 1024, 3), make_band("all_reduce", "tree", "Simple", 0, {}, 4),
+             make_band("all_gather", "ring", "Simple", 1024, {}, 5)};
+  auto alpha = [&](const char* op, const char* algo, const char* proto, std::uint64_t bytes,
+                   LinkKind link = LinkKind::kNvlink) {
+    const calibrate::AlphaBetaBand* b = calibrate::find_band(c, op, algo, proto, link, bytes);
+    return b ? to_us(b->alpha) : -1.0;
+  };
+  CHECK(alpha("all_reduce", "ring", "LL", 100) == 2);     // exact algorithm and protocol
+  CHECK(alpha("all_reduce", "ring", "LL128", 100) == 1);  // exact algorithm, default protocol
+  CHECK(alpha("all_reduce", "nvls", "LL", 100) == 3);     // default algorithm, exact protocol
+  CHECK(alpha("all_reduce", "ring", "LL", 1024) == -1);   // [0, 1024) does not cover 1024; tree is another algo
+  CHECK(alpha("all_reduce", "ring", "LL", 100, LinkKind::kNet) == -1);  // other link kind
+  CHECK(alpha("all_reduce", "ring", "Simple", 4096) == 5);    // no all_reduce ring band: all_gather's, same algo
+  CHECK(alpha("reduce_scatter", "ring", "LL128", 100) == 1);  // rule 2: all_reduce first
+  CHECK(alpha("reduce_scatter", "tree", "Simple", 4096) == 4);
+  CHECK(alpha("alltoall", "p2p", "Simple", 100) == -1);  // point-to-point never borrows
+  // Rule 2 never takes an algorithm-"default" band: all_reduce default/LL is not used for all_gather nvls.
+  CHECK(alpha("all_gather", "nvls", "LL", 100) == -1);
+}
+
+TEST_CASE("profile: band, table and curve errors name the field") {
+  const std::string base = *calibrate::builtin_profile_source("h100-sxm5-80gb");
+  auto with = [&](const std::string& gpu_extra, const std::string& coll_extra) {
+    std::string t = base;
+    t.insert(t.find("  kernel_launch_us: 2\n") + 22, gpu_extra);
+    t.insert(t.find("  nvls_gbytes_per_s"), coll_extra);
+    return input_error_of([&] { calibrate::parse_profile(t, "p.textproto"); });
+  };
+  CHECK(with("",
+             "  bands { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" link: NVLINK min_bytes: 0 "
+             "alpha_us: 1 busbw_gbytes_per_s: -5 }\n") ==
+        "p.textproto:27:123: collectives.bands[0].busbw_gbytes_per_s: -5 must be > 0 (decimal GB/s)");
+  CHECK(with("",
+             "  bands { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" min_bytes: 0 "
+             "alpha_us: 1 busbw_gbytes_per_s: 5 }\n") ==
+        "p.textproto:27:3: collectives.bands[0].link: missing; NVLINK (inside one NVLink domain) or NET (across "
+        "domains)");
+  CHECK(with("",
+             "  bands { op: \"allreduce\" algorithm: \"ring\" protocol: \"Simple\" link: NET min_bytes: 0 "
+             "alpha_us: 1 busbw_gbytes_per_s: 5 }\n") ==
+        "p.textproto:27:15: collectives.bands[0].op: \"allreduce\" is not a collective; one of all_reduce, "
+        "reduce_scatter, all_gather, broadcast, reduce, alltoall, sendrecv");
+  CHECK(with("",
+             "  bands { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" link: NET min_bytes: 0 "
+             "alpha_us: 1 busbw_gbytes_per_s: 5 }\n"
+             "  bands { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" link: NET min_bytes: 64 "
+             "alpha_us: 1 busbw_gbytes_per_s: 5 }\n") ==
+        "p.textproto:28:86: collectives.bands[1].min_bytes: overlaps collectives.bands[0] of the same op, algorithm, "
+        "protocol and link; bands of one kind must not overlap");
+  CHECK(with("  hbm_curve { bytes: 1024 gbytes_per_s: 10 }\n  hbm_curve { bytes: 1024 gbytes_per_s: 20 }\n", "") ==
+        "p.textproto:21:22: gpu.hbm_curve[1].bytes: 1024 is not larger than the previous point's 1024; give the "
+        "points in increasing size");
+  CHECK(with("  gemm_table { m: 1 n: 1 k: 1 dtype: BF16 efficiency: 1.5 }\n", "") ==
+        "p.textproto:20:55: gpu.gemm_table[0].efficiency: 1.5 is not in (0, 1] (a fraction of peak)");
+  CHECK(with("  compute_slowdown_during_comm: 0.5\n", "") ==
+        "p.textproto:20:33: gpu.compute_slowdown_during_comm: 0.5 must be >= 1 (1 = no slowdown; 0 = absent = 1)");
+}
+
+TEST_CASE("compute model: GEMM table nearest in log space, HBM curve log-linear and clamped") {
+  namespace w = clustersim::workloads;
+  calibrate::GpuPerformance g = calibrate::load_builtin_profile("h100-sxm5-80gb")->gpu;
+  // No table: the single gemm_efficiency 0.7; no curve: 3350 GB/s x 0.8 = 2680 GB/s.
+  CHECK(w::gemm_efficiency(g, 4096, 4096, 4096, w::Precision::kBF16) == 0.7);
+  CHECK(w::hbm_bandwidth(g, clustersim::MiB(1)).raw() == doctest::Approx(2680e9));
+  g.gemm_table = {{1024, 1024, 1024, calibrate::GemmDtype::kBF16, 0.45},
+                  {8192, 8192, 8192, calibrate::GemmDtype::kBF16, 0.8},
+                  {8192, 8192, 8192, calibrate::GemmDtype::kFP16, 0.6}};
+  // log2 distances from 2048^3: to 1024^3 sqrt(3)·1, to 8192^3 sqrt(3)·2 → 1024^3's 0.45.
+  CHECK(w::gemm_efficiency(g, 2048, 2048, 2048, w::Precision::kBF16) == 0.45);
+  // 4096 x 4096 x 2048: to 1024^3 (2,2,1) → 9; to 8192^3 (1,1,2) → 6 → 0.8.
+  CHECK(w::gemm_efficiency(g, 4096, 4096, 2048, w::Precision::kBF16) == 0.8);
+  // Only entries of the GEMM's dtype count: FP16 has one entry, TF32 none.
+  CHECK(w::gemm_efficiency(g, 1024, 1024, 1024, w::Precision::kFP16) == 0.6);
+  CHECK(w::gemm_efficiency(g, 1024, 1024, 1024, w::Precision::kTF32) == 0.7);  // no TF32 entry: fallback
+  g.hbm_curve = {{clustersim::MiB(1), clustersim::GBps(1000)}, {clustersim::GiB(1), clustersim::GBps(3000)}};
+  // 32 MiB is halfway from 1 MiB to 1 GiB in log(bytes) (2^20, 2^25, 2^30): (1000 + 3000)/2 = 2000 GB/s.
+  CHECK(w::hbm_bandwidth(g, clustersim::MiB(32)).raw() == doctest::Approx(2000e9));
+  CHECK(w::hbm_bandwidth(g, clustersim::bytes(100)).raw() == doctest::Approx(1000e9));  // clamped below
+  CHECK(w::hbm_bandwidth(g, clustersim::GiB(8)).raw() == doctest::Approx(3000e9));      // and above
+  // gemm_time: 2·2048^3 FLOP / (989.4e12 · 0.45) = 17179869184 / 4.4523e14 = 38.586 us (math-bound:
+  // 3·2048²·2 B = 25.2 MB at ~1.5 TB/s is 17 us), + 2 us launch.
+  const double t =
+      to_us(w::gemm_time(2048, 2048, 2048, clustersim::bytes(3 * 2048.0 * 2048 * 2), g, w::Precision::kBF16));
+  CHECK(t == doctest::Approx(17179869184.0 / (989.4e12 * 0.45) * 1e6 + 2).epsilon(1e-9));
+}

@@ -1,0 +1,327 @@
+// `clustersim calibrate`: importing nccl-tests logs (each validation CSV rebuilt as the text nccl-tests prints,
+// in today's layout and in the old one without a root column), fit → show through the binary, input errors
+// with exit status 2, and the closing loop: fit the H100 ring AllReduce run and predict the AllGather run of
+// the same node.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "calibrate/fit.h"
+#include "calibrate/nccl_tests_log.h"
+#include "cli/calibrate_command.h"
+#include "cli/collective_command.h"
+#include "cli/scenario_loader.h"
+#include "sim/input_error.h"
+#include "tests/test_support.h"
+#include "workloads/collective_engine.h"
+
+namespace {
+
+namespace calibrate = clustersim::calibrate;
+namespace cli = clustersim::cli;
+namespace schema = clustersim::schema;
+using clustersim::testing::run_clustersim;
+using clustersim::testing::scratch_dir;
+
+const std::string kSource = CLUSTERSIM_SOURCE_DIR;
+
+std::string printf_line(const char* format, ...) __attribute__((format(printf, 1, 2)));
+std::string printf_line(const char* format, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buf, sizeof buf, format, args);
+  va_end(args);
+  return buf;
+}
+
+// "2.26.2" → 22602 (NCCL_VERSION_CODE since 2.9: major·10000 + minor·100 + patch).
+int version_code(const std::string& v) {
+  int major = 0, minor = 0, patch = 0;
+  std::sscanf(v.c_str(), "%d.%d.%d", &major, &minor, &patch);
+  return major * 10000 + minor * 100 + patch;
+}
+
+// The CSV's run as nccl-tests prints it (src/util.cu, ../shared/reference/nccl.md §2.1): preamble with the
+// library version, one `#  Rank` line per GPU (GPUs spread evenly over `nodes` hosts), the three header lines,
+// rows `%12li  %12li  %8s  %6s  %6s` + per placement `  %7s  %6s  %6s  %6g` with getFloatStr numbers, and the
+// footer. `legacy`: older nccl-tests, no root column and an `error` column (`0e+00`) instead of `#wrong`.
+std::string nccl_tests_text(const calibrate::MeasuredRun& csv, const std::string& device, bool legacy) {
+  const std::string op = *csv.op;
+  const std::uint32_t gpus = *csv.gpus, nodes = csv.nodes.value_or(1), per_node = gpus / nodes;
+  const bool reduces = op == "all_reduce" || op == "reduce_scatter";
+  std::string t = "# nccl-tests version 2.17.9";
+  if (csv.nccl_version) {
+    const int code = version_code(*csv.nccl_version);
+    t += " nccl-headers=" + std::to_string(code) + " nccl-library=" + std::to_string(code);
+  }
+  t += "\n# Collective test starting: " + op + "_perf\n";
+  t += "# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 "
+       "validation: 1 graph: 0\n#\n# Using devices\n";
+  for (std::uint32_t r = 0; r < gpus; ++r)
+    t +=
+        printf_line("#  Rank %2u Group  0 Pid %6u on %10s device %2u [0000:%02x:00] %s\n", r, 1000 + r,
+                    ("node" + std::to_string(r / per_node)).c_str(), r % per_node, 0x18 + r % per_node, device.c_str());
+  t += "#\n";
+  if (legacy) {
+    t += "#                                                       out-of-place                       in-place\n";
+    t += "#       size         count      type   redop     time   algbw   busbw  error     time   algbw   busbw  "
+         "error\n";
+    t += "#        (B)    (elements)                       (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n";
+  } else {
+    t += "#                                                              out-of-place                       in-place\n";
+    t += "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   "
+         "busbw "
+         " #wrong\n";
+    t += "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  "
+         "(GB/s)\n";
+  }
+  double sum = 0;
+  for (const calibrate::MeasuredRow& row : csv.rows) {
+    t += printf_line("%12li  %12li  %8s  %6s", static_cast<long>(row.size_bytes), static_cast<long>(row.count),
+                     row.type.c_str(), reduces ? "sum" : "none");
+    if (!legacy) t += printf_line("  %6s", "-1");
+    for (int ip = 0; ip < 2; ++ip) {
+      t += "  " + cli::nccl_tests_float(ip ? row.time_us_ip : row.time_us_oop, 7) + "  " +
+           cli::nccl_tests_float(ip ? row.algbw_ip : row.algbw_oop, 6) + "  " +
+           cli::nccl_tests_float(ip ? row.busbw_ip : row.busbw_oop, 6) +
+           (legacy ? std::string("  0e+00") : printf_line("  %6g", 0.0));
+    }
+    t += "\n";
+    sum += row.busbw_oop;
+  }
+  t += "# Out of bounds values : 0 OK\n";
+  t += printf_line("# Avg bus bandwidth    : %g \n#\n", sum / static_cast<double>(csv.rows.size()));
+  t += "# Collective test concluded: " + op + "_perf\n";
+  return t;
+}
+
+struct CsvCase {
+  const char* file;
+  const char* device;
+};
+
+const CsvCase kCsvs[] = {
+    {"a100_8gpu_nvswitch_allreduce.csv", "NVIDIA A100-SXM4-80GB"},
+    {"h100_80gpu_10node_allreduce.csv", "NVIDIA H100 80GB HBM3"},
+    {"h100_8gpu_nvswitch_allgather_ring.csv", "NVIDIA H100 80GB HBM3"},
+    {"h100_8gpu_nvswitch_allreduce_ring.csv", "NVIDIA H100 80GB HBM3"},
+    {"h100x4_2node_ib_hdr_allreduce.csv", "NVIDIA H100"},
+};
+
+// Every sample of `raw` against the CSV rows: two per row of size > 0 (out-of-place, then in-place).
+void check_samples(const schema::RawMeasurements& raw, const calibrate::MeasuredRun& csv, const std::string& algo) {
+  int i = 0;
+  for (const calibrate::MeasuredRow& row : csv.rows) {
+    if (row.size_bytes == 0) continue;
+    for (int ip = 0; ip < 2; ++ip) {
+      REQUIRE(i < raw.collectives_size());
+      const schema::CollectiveSample& s = raw.collectives(i++);
+      CHECK(s.op() == *csv.op);
+      CHECK(s.algorithm() == algo);
+      CHECK(s.protocol() == "default");
+      CHECK(s.ranks() == *csv.gpus);
+      CHECK(s.nodes() == csv.nodes.value_or(0));
+      CHECK(s.size_bytes() == row.size_bytes);
+      CHECK(s.count() == row.count);
+      CHECK(s.type() == row.type);
+      CHECK(s.in_place() == (ip == 1));
+      CHECK(s.time_us() == (ip ? row.time_us_ip : row.time_us_oop));
+      CHECK(s.algbw_gbytes_per_s() == (ip ? row.algbw_ip : row.algbw_oop));
+      CHECK(s.busbw_gbytes_per_s() == (ip ? row.busbw_ip : row.busbw_oop));
+    }
+  }
+  CHECK(i == raw.collectives_size());
+}
+
+}  // namespace
+
+TEST_CASE("calibrate import: every validation CSV, rebuilt as nccl-tests text (new and old layout), imports exactly") {
+  for (const CsvCase& c : kCsvs) {
+    const calibrate::MeasuredRun csv = calibrate::read_measured_run(kSource + "/validation/nccl/" + c.file);
+    REQUIRE(csv.op);
+    REQUIRE(csv.gpus);
+    for (const bool legacy : {false, true}) {
+      CAPTURE(c.file);
+      CAPTURE(legacy);
+      const std::string text = nccl_tests_text(csv, c.device, legacy);
+      const calibrate::MeasuredRun log = calibrate::parse_measured_run(text, std::string(c.file) + ".log");
+      calibrate::ImportOptions options;
+      options.algorithm = "ring";
+      const schema::RawMeasurements raw = calibrate::import_measured_runs({log}, options);
+      const schema::RawProvenance& p = raw.provenance();
+      CHECK(p.gpu() == c.device);
+      CHECK(p.gpus() == *csv.gpus);
+      CHECK(p.hosts() == csv.nodes.value_or(1));
+      CHECK(p.nccl_version() == csv.nccl_version.value_or(""));
+      CHECK(p.launch_mode() == "one process per GPU");
+      CHECK(p.source() == std::string(c.file) + ".log");
+      check_samples(raw, csv, "ring");
+    }
+    // The CSV itself imports to the same samples.
+    calibrate::ImportOptions options;
+    options.algorithm = "ring";
+    check_samples(calibrate::import_measured_runs({csv}, options), csv, "ring");
+  }
+}
+
+TEST_CASE("calibrate import: the recorded fixture is what importing the CSV gives today") {
+  const std::filesystem::path dir = scratch_dir("calibrate-import");
+  const auto run = run_clustersim(
+      "calibrate import-nccl-tests validation/nccl/h100_8gpu_nvswitch_allreduce_ring.csv "
+      "--algo ring -o " +
+          (dir / "raw.textproto").string(),
+      dir);
+  CHECK(run.status == 0);
+  CHECK(run.out ==
+        "# imported 62 collective samples from 1 file: all_reduce 62\n"
+        "# GPU NVIDIA H100 80GB HBM3, 8 GPUs, 1 hosts, NCCL 2.26.2\n"
+        "# wrote " +
+            (dir / "raw.textproto").string() + "\n");
+  CHECK(clustersim::testing::slurp(dir / "raw.textproto") ==
+        clustersim::testing::slurp(kSource + "/tests/data/calibrate/h100_8gpu_allreduce_ring.raw.textproto"));
+}
+
+TEST_CASE("calibrate fit and show through the binary; same raws give byte-identical profiles") {
+  const std::filesystem::path dir = scratch_dir("calibrate-fit");
+  const std::string a = (dir / "a.textproto").string(), b = (dir / "b.textproto").string();
+  const auto fit = run_clustersim("calibrate fit tests/data/calibrate/two_points.textproto -o " + a, dir);
+  CHECK(fit.status == 0);
+  CHECK(fit.out.find("  all_reduce     ring     Simple  NVLINK [1 MiB, 64 MiB)             2     0.0%     0.0%      "
+                     "10.00      100.0") != std::string::npos);
+  CHECK(fit.out.find("skipped: one size only: a line needs two") != std::string::npos);
+  CHECK(run_clustersim("calibrate fit tests/data/calibrate/two_points.textproto -o " + b, dir).status == 0);
+  CHECK(clustersim::testing::slurp(a) == clustersim::testing::slurp(b));
+  const auto show = run_clustersim("calibrate show " + a, dir);
+  CHECK(show.status == 0);
+  CHECK(show.out.find("profile h100-sxm5-80gb-fitted") == 0);
+  CHECK(show.out.find("  gpu            NVIDIA H100 80GB HBM3\n") != std::string::npos);
+  CHECK(show.out.find("      1024     1024     1024  BF16        0.450      445.2\n") != std::string::npos);
+  CHECK(show.out.find("  all_reduce     ring     Simple  NVLINK [0, 64 KiB)                 30.00        inf") !=
+        std::string::npos);
+  CHECK(show.out.find("NCCL tuning constants") != std::string::npos);
+  // A built-in shows too, with no raw hash.
+  const auto builtin = run_clustersim("calibrate show a100-sxm4-80gb", dir);
+  CHECK(builtin.status == 0);
+  CHECK(builtin.out.find("raw sha256     (none: not fitted from raw measurements)") != std::string::npos);
+}
+
+TEST_CASE("calibrate: bad input exits 2 with file and field") {
+  const std::filesystem::path dir = scratch_dir("calibrate-errors");
+  const std::string out = " -o " + (dir / "x.textproto").string();
+  auto err = [&](const std::string& args) {
+    const auto r = run_clustersim(args, dir);
+    CHECK(r.status == 2);
+    return r.err;
+  };
+  CHECK(err("calibrate import-nccl-tests tests/data/calibrate/truncated_all_reduce.log" + out) ==
+        "error: tests/data/calibrate/truncated_all_reduce.log:13:70: the row ends after 7 of its 13 fields (columns of "
+        "the header at line 10): the log is cut off or this is not nccl-tests output\n");
+  CHECK(err("calibrate import-nccl-tests tests/data/calibrate/foreign.log" + out)
+            .find("error: tests/data/calibrate/foreign.log:1:1: not an nccl-tests log or a validation CSV") == 0);
+  CHECK(err("calibrate show tests/data/calibrate/bad_band.textproto") ==
+        "error: tests/data/calibrate/bad_band.textproto:25:16: collectives.bands[0].max_bytes: 65536 must be larger "
+        "than min_bytes 1048576 (the band is [min_bytes, max_bytes))\n");
+  CHECK(err("calibrate fit tests/data/calibrate/no_usable.textproto" + out)
+            .find("error: tests/data/calibrate/no_usable.textproto: collectives: no usable samples") == 0);
+  CHECK(err("calibrate fit tests/data/calibrate/two_points.textproto") ==
+        "error: command line: -o: missing (required): the profile file to write\n");
+  CHECK(err("calibrate import-nccl-tests validation/nccl/h100_8gpu_nvswitch_allreduce_ring.csv --algo spiral" + out) ==
+        "error: command line: --algo: \"spiral\" is not an algorithm; one of ring, tree, nvls, collnet, hierarchical, "
+        "p2p, default\n");
+  CHECK(err("calibrate frobnicate") ==
+        "error: command line: calibrate: unknown subcommand 'frobnicate'; one of fit, import-nccl-tests, show\n");
+  CHECK_FALSE(std::filesystem::exists(dir / "x.textproto"));
+}
+
+TEST_CASE("calibrate closing the loop: fit H100 ring AllReduce, predict ring AllGather of the same node") {
+  // Import validation/nccl/h100_8gpu_nvswitch_allreduce_ring.csv (NCCL_ALGO=RING, protocol NCCL's choice), fit on
+  // the h100-sxm5-80gb base, and predict validation/nccl/h100_8gpu_nvswitch_allgather_ring.csv with the scenario
+  // of that run whose profile is replaced by the fitted one. The fit has all_reduce bands only; all_gather borrows
+  // them by calibrate::find_band's rule 2 (same algorithm "ring", busbw = the same wire rate):
+  //   t_AG(S) = alpha + S·(n−1)/n / busbw   with (alpha, busbw) of the all_reduce band covering S.
+  const calibrate::MeasuredRun ar =
+      calibrate::read_measured_run(kSource + "/validation/nccl/h100_8gpu_nvswitch_allreduce_ring.csv");
+  calibrate::ImportOptions import;
+  import.algorithm = "ring";
+  const std::string raw_text = calibrate::message_text(calibrate::import_measured_runs({ar}, import), "");
+  std::vector<calibrate::RawInput> raws;
+  raws.push_back(calibrate::parse_raw(raw_text, "ar.textproto"));
+  calibrate::FitOptions options;
+  options.base = "h100-sxm5-80gb";
+  const calibrate::FitResult fit = calibrate::fit_profile(raws, options);
+
+  clustersim::workloads::Scenario scenario =
+      cli::load_scenario_file(kSource + "/scenarios/nccl/h100_8gpu_nvswitch_allgather_ring.textproto");
+  scenario.profile = calibrate::parse_profile(fit.profile_text, "fitted.textproto");
+  scenario.profile_ref = "fitted.textproto";
+  const calibrate::MeasuredRun ag =
+      calibrate::read_measured_run(kSource + "/validation/nccl/h100_8gpu_nvswitch_allgather_ring.csv");
+  const std::vector<std::uint32_t> gpus = {0, 1, 2, 3, 4, 5, 6, 7};
+  const cli::Comparison c =
+      cli::compare_collective(scenario, clustersim::workloads::CollectiveOp::kAllGather, gpus, ag);
+  MESSAGE("fitted on all_reduce ring, predicting all_gather ring:\n"
+          << calibrate::fit_report(fit) << cli::comparison_text(c, ag));
+
+  // The bound: |busbw error| <= 10% for every size >= 1 MiB. It holds for 12 of the 14 sizes. It fails at 8 MiB
+  // (-17.3%) and 16 MiB (-10.9%), which this test records so that a better model shows up as a change here:
+  // nccl-tests' -g 8 steady state costs max(host launch floor ~36 us, GPU time), while the band's line adds its
+  // alpha (35.4 us in [1 MiB, 64 MiB), mostly that floor) to the transfer. All_gather runs n−1 = 7 ring steps
+  // against all_reduce's 14, so at 8–16 MiB its GPU time (47.5 us at 8 MiB) already hides the floor and its own
+  // step latency is about half all_reduce's; alpha + S·(7/8)/333.5 GB/s = 35.4 + 22.0 = 57.4 us overestimates it
+  // (busbw 128 vs 154.65 GB/s measured). A fitted all_gather band (or a max(floor, α_gpu + S/B) model) removes it.
+  std::set<std::uint64_t> failing;
+  std::size_t checked = 0;
+  for (const cli::ComparisonRow& r : c.rows) {
+    if (r.size_bytes < (1u << 20)) continue;
+    ++checked;
+    CAPTURE(r.size_bytes);
+    REQUIRE(std::isfinite(r.busbw_error_pct));
+    if (std::fabs(r.busbw_error_pct) > 10) failing.insert(r.size_bytes);
+  }
+  CHECK(checked == 14);
+  CHECK(failing == std::set<std::uint64_t>{8ull << 20, 16ull << 20});
+  for (const cli::ComparisonRow& r : c.rows) {
+    if (r.size_bytes == (8ull << 20)) CHECK(r.busbw_error_pct == doctest::Approx(-17.3).epsilon(0.01));
+    if (r.size_bytes == (16ull << 20)) CHECK(r.busbw_error_pct == doctest::Approx(-10.9).epsilon(0.01));
+  }
+  // FLOW (the scenario's fidelity) and ANALYTICAL agree on a contention-free collective timed by a band.
+  clustersim::workloads::Scenario analytical = scenario;
+  analytical.fidelity = clustersim::workloads::Fidelity::kAnalytical;
+  const cli::Comparison a =
+      cli::compare_collective(analytical, clustersim::workloads::CollectiveOp::kAllGather, gpus, ag);
+  REQUIRE(a.rows.size() == c.rows.size());
+  for (std::size_t i = 0; i < a.rows.size(); ++i)
+    CHECK(a.rows[i].predicted_time_us == doctest::Approx(c.rows[i].predicted_time_us).epsilon(1e-6));
+  // The band's formula by hand at 1 GiB (band [64 MiB, inf)): t = alpha + 2^30 · 7/8 / busbw.
+  const calibrate::AlphaBetaBand* band = calibrate::find_band(scenario.profile.collectives, "all_gather", "ring",
+                                                              "Simple", calibrate::LinkKind::kNvlink, 1ull << 30);
+  REQUIRE(band);
+  CHECK(band->op == "all_reduce");
+  for (const cli::ComparisonRow& r : a.rows)
+    if (r.size_bytes == (1ull << 30))
+      CHECK(r.predicted_time_us ==
+            doctest::Approx(to_us(band->alpha) + 1073741824.0 * 7 / 8 / band->busbw.raw() * 1e6).epsilon(1e-9));
+}
+
+TEST_CASE("clustersim run names a fitted profile in its summary") {
+  const std::filesystem::path dir = scratch_dir("calibrate-run");
+  const std::string profile = (dir / "fitted.textproto").string();
+  REQUIRE(run_clustersim("calibrate fit tests/data/calibrate/h100_8gpu_allreduce_ring.raw.textproto -o " + profile, dir)
+              .status == 0);
+  std::string scenario =
+      clustersim::testing::slurp(kSource + "/scenarios/nccl/h100_8gpu_nvswitch_allreduce_ring.textproto");
+  const std::size_t at = scenario.find("profile: \"h100-sxm5-80gb\"");
+  REQUIRE(at != std::string::npos);
+  scenario.replace(at, std::string("profile: \"h100-sxm5-80gb\"").size(), "profile: \"" + profile + "\"");
+  { std::ofstream(dir / "scenario.textproto") << scenario; }
+  const auto run = run_clustersim("run " + (dir / "scenario.textproto").string(), dir);
+  CHECK(run.status == 0);
+  CHECK(run.out.find("  profile    h100-sxm5-80gb-fitted (" + profile + ")\n") != std::string::npos);
+}

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <map>
+#include <stdexcept>
 #include <tuple>
 
 #include "sim/executor.h"

@@ -16,6 +16,7 @@
 #include "cli/command_line.h"
 #include "cli/scenario.pb.h"
 #include "cli/validate.h"
+#include "workloads/rank_layout.h"
 #include "sim/input_error.h"
 
 namespace clustersim::cli {
@@ -87,15 +88,57 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
   const schema::Parallelism& p = s.parallel();
   workloads::ParallelPlan out;
   out.dp = at_least_one(in, pre + "parallel.dp", p.has_dp(), p.dp());
-  if (out.dp != gpus) {
-    in.fail(pre + "parallel.dp", std::to_string(out.dp) + " does not equal the " + gpus_description);
+  out.tp = p.has_tp() ? at_least_one(in, pre + "parallel.tp", true, p.tp()) : 1;
+  out.pp = p.has_pp() ? at_least_one(in, pre + "parallel.pp", true, p.pp()) : 1;
+  out.vp = p.has_vp() ? at_least_one(in, pre + "parallel.vp", true, p.vp()) : 1;
+  if (std::uint64_t{out.dp} * out.tp * out.pp != gpus) {
+    if (out.tp == 1 && out.pp == 1)
+      in.fail(pre + "parallel.dp", std::to_string(out.dp) + " does not equal the " + gpus_description);
+    in.fail(pre + "parallel.dp", "dp " + std::to_string(out.dp) + " x tp " + std::to_string(out.tp) + " x pp " +
+                                     std::to_string(out.pp) + " = " +
+                                     std::to_string(std::uint64_t{out.dp} * out.tp * out.pp) + " does not equal the " +
+                                     gpus_description);
+  }
+  switch (p.schedule()) {
+    case schema::Parallelism::GPIPE: out.schedule = workloads::PipelineSchedule::kGPipe; break;
+    case schema::Parallelism::ONE_F_ONE_B: out.schedule = workloads::PipelineSchedule::kOneFOneB; break;
+    case schema::Parallelism::INTERLEAVED_ONE_F_ONE_B: out.schedule = workloads::PipelineSchedule::kInterleaved; break;
+    default:
+      out.schedule = out.vp > 1 ? workloads::PipelineSchedule::kInterleaved : workloads::PipelineSchedule::kOneFOneB;
+  }
+  if (out.schedule == workloads::PipelineSchedule::kInterleaved && out.vp < 2)
+    in.fail(pre + "parallel.schedule", "interleaved 1F1B needs vp >= 2 model chunks per stage");
+  if (out.schedule != workloads::PipelineSchedule::kInterleaved && out.vp > 1)
+    in.fail(pre + "parallel.vp", std::to_string(out.vp) + " model chunks per stage need schedule INTERLEAVED_ONE_F_ONE_B");
+  out.sequence_parallel = p.sequence_parallel();
+  if (out.sequence_parallel && out.tp < 2)
+    in.fail(pre + "parallel.sequence_parallel", "needs tensor parallelism (tp >= 2)");
+  if (p.has_rank_order()) out.rank_order = p.rank_order();
+  try {
+    workloads::RankLayout(out.tp, out.dp, out.pp, out.rank_order);
+  } catch (const std::invalid_argument& e) {
+    in.fail(pre + "parallel.rank_order", e.what());
   }
   out.micro_batch = at_least_one(in, pre + "parallel.micro_batch", p.has_micro_batch(), p.micro_batch());
   out.grad_accum = p.has_grad_accum() ? at_least_one(in, pre + "parallel.grad_accum", true, p.grad_accum()) : 1;
+  if (out.schedule == workloads::PipelineSchedule::kInterleaved && out.grad_accum % out.pp != 0)
+    in.fail(pre + "parallel.grad_accum", std::to_string(out.grad_accum) + " micro-batches per step must be a multiple " +
+                                             "of pp " + std::to_string(out.pp) + " for interleaved 1F1B");
   out.ddp_bucket = MiB(p.has_ddp_bucket_mib()
                            ? positive(in, pre + "parallel.ddp_bucket_mib", true, p.ddp_bucket_mib(), "MiB")
                            : kDefaultDdpBucketMiB);
   return out;
+}
+
+// The parallel layout must fit the model: TP splits attention heads, the pipeline splits layers.
+void check_layout(const ParsedText& in, const std::string& pre, const workloads::ModelSpec& m,
+                  const workloads::ParallelPlan& p) {
+  if (m.heads % p.tp != 0)
+    in.fail(pre + "parallel.tp", std::to_string(p.tp) + " does not divide " + std::to_string(m.heads) +
+                                     " attention heads");
+  if (m.layers % (p.pp * p.vp) != 0)
+    in.fail(pre + "parallel.pp", "pp " + std::to_string(p.pp) + " x vp " + std::to_string(p.vp) + " does not divide " +
+                                     std::to_string(m.layers) + " layers");
 }
 
 template <class M>
@@ -246,6 +289,7 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
                                "cluster's " + plural(total_gpus, "GPU") + " (" + plural(out.cluster.nodes, "node") +
                                    " x " + plural(out.cluster.gpus_per_node, "GPU") + " per node)",
                                total_gpus);
+    check_layout(in, "", job.model, job.parallel);
     job.training = to_training(in, message, "", job.model, job.parallel);
     out.jobs.push_back(std::move(job));
   } else {
@@ -271,6 +315,7 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
       job.model = to_model(in, m, pre);
       job.parallel = to_parallel(in, m, pre, "job's " + plural(job.gpus.size(), "GPU") + " (" + pre + "gpus)",
                                  static_cast<std::uint32_t>(job.gpus.size()));
+      check_layout(in, pre, job.model, job.parallel);
       job.training = to_training(in, m, pre, job.model, job.parallel);
       out.jobs.push_back(std::move(job));
     }
@@ -310,6 +355,14 @@ void write_job(const workloads::Job& job, schema::Model* mo_ptr, schema::Paralle
   p.set_grad_accum(parallel.grad_accum);
   const double bucket = parallel.ddp_bucket.raw();
   p.set_ddp_bucket_mib(invert(bucket, bucket / 1048576.0, [](double v) { return MiB(v).raw(); }));
+  p.set_tp(parallel.tp);
+  p.set_pp(parallel.pp);
+  p.set_vp(parallel.vp);
+  p.set_schedule(parallel.schedule == workloads::PipelineSchedule::kGPipe      ? schema::Parallelism::GPIPE
+                 : parallel.schedule == workloads::PipelineSchedule::kOneFOneB ? schema::Parallelism::ONE_F_ONE_B
+                                                                               : schema::Parallelism::INTERLEAVED_ONE_F_ONE_B);
+  p.set_sequence_parallel(parallel.sequence_parallel);
+  p.set_rank_order(parallel.rank_order);
 
   // The value type keeps samples per epoch; write the whole number the scenario could have said:
   // samples when integral, else tokens (a token budget that is not a whole number of sequences).

@@ -11,6 +11,7 @@
 #include "topology/cluster_spec.h"
 #include "workloads/model_spec.h"
 #include "workloads/nccl_model.h"
+#include "workloads/pipeline_schedule.h"
 
 namespace clustersim::workloads {
 
@@ -24,8 +25,17 @@ double element_bytes(Precision p);
 struct ParallelPlan {
   std::uint32_t dp = 1;
   std::uint32_t micro_batch = 1;       // samples per micro-batch per GPU
-  std::uint32_t grad_accum = 1;        // micro-batches per optimizer step
+  std::uint32_t grad_accum = 1;        // micro-batches per optimizer step (the pipeline's m)
   Bytes ddp_bucket = MiB(25);          // PyTorch DDP bucket_cap_mb = 25 (MiB)
+  std::uint32_t tp = 1;                // tensor parallel
+  std::uint32_t pp = 1;                // pipeline stages
+  std::uint32_t vp = 1;                // model chunks per stage
+  PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
+  bool sequence_parallel = false;
+  std::string rank_order = "tp-dp-pp";
+
+  std::uint32_t gpus() const { return dp * tp * pp; }
+  bool megatron() const { return tp > 1 || pp > 1; }
 };
 
 struct TrainingJob {

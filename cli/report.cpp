@@ -56,12 +56,18 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
   o << "  model      " << m.name << ": " << fmt("%.3f", m.parameter_count() / 1e9) << " B parameters, " << m.layers
     << " layers, hidden " << m.hidden << ", " << m.heads << " heads, FFN " << m.ffn_hidden << ", vocab " << m.vocab
     << ", sequence " << m.seq_len << "\n";
-  o << "  parallel   PyTorch DDP: DP " << p.dp << " x micro-batch " << p.micro_batch << " x grad-accum "
-    << p.grad_accum << " = global batch " << t.global_batch << " samples; " << r.buckets.size()
-    << " gradient buckets (first 1 MiB, then " << fmt("%g", p.ddp_bucket.raw() / 1048576.0) << " MiB"
-    << (p.dp == 1 ? "; nothing to all-reduce at DP 1" : "") << "); "
-    << to_string(t.precision) << "\n\n";
-
+  if (p.megatron()) {
+    o << "  parallel   Megatron 3D: TP " << p.tp << (p.sequence_parallel ? " (+SP)" : "") << " x PP " << p.pp
+      << (p.vp > 1 ? " (vp " + std::to_string(p.vp) + ")" : "") << " x DP " << p.dp << ", "
+      << workloads::to_string(p.schedule) << ", rank order " << p.rank_order << "; micro-batch " << p.micro_batch
+      << " x " << p.grad_accum << " micro-batches x DP " << p.dp << " = global batch " << t.global_batch
+      << " samples; " << to_string(t.precision) << "\n\n";
+  } else {
+    o << "  parallel   PyTorch DDP: DP " << p.dp << " x micro-batch " << p.micro_batch << " x grad-accum "
+      << p.grad_accum << " = global batch " << t.global_batch << " samples; " << r.buckets.size()
+      << " gradient buckets (first 1 MiB, then " << fmt("%g", p.ddp_bucket.raw() / 1048576.0) << " MiB"
+      << (p.dp == 1 ? "; nothing to all-reduce at DP 1" : "") << "); " << to_string(t.precision) << "\n\n";
+  }
   const double it = r.iteration_time.raw();
   o << "Iteration (one optimizer step)\n";
   o << "  iteration time    " << fmt("%.6f", it) << " s\n";
@@ -77,8 +83,14 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
   o << "  compute           " << fmt("%.6f", r.breakdown.compute.raw()) << " s  " << pct(r.breakdown.compute.raw(), it)
     << "\n";
   o << "  exposed comm      " << fmt("%.6f", r.breakdown.exposed_comm.raw()) << " s  "
-    << pct(r.breakdown.exposed_comm.raw(), it) << "   (DP gradient AllReduce not hidden behind backward)\n";
+    << pct(r.breakdown.exposed_comm.raw(), it)
+    << (p.megatron() ? "   (TP collectives, and pipeline/DP transfers not hidden behind compute)\n"
+                     : "   (DP gradient AllReduce not hidden behind backward)\n");
   o << "  idle              " << fmt("%.6f", r.breakdown.idle.raw()) << " s  " << pct(r.breakdown.idle.raw(), it)
+    << (p.pp > 1 ? "   (incl. the pipeline bubble; theory " +
+                       fmt("%.1f", 100 * workloads::ideal_bubble_fraction(p.schedule, p.pp, p.grad_accum, p.vp)) +
+                       " % of the ideal time)"
+                 : "")
     << "\n\n";
 
   o << "Memory per GPU (peak)\n";

@@ -79,7 +79,8 @@ Seconds gemm_time(double m, double n, double k, Bytes size, const calibrate::Gpu
 
 Seconds op_time(const Op& op, const calibrate::GpuPerformance& gpu, Precision precision) {
   if (op.kind == OpKind::kGemm) {
-    const double edge = std::cbrt(op.flops.raw() / 2);  // the cube of the same FLOPs (see the header)
+    if (op.m > 0 && op.n > 0 && op.k > 0) return gemm_roofline(op.flops, op.m, op.n, op.k, op.bytes, gpu, precision);
+    const double edge = std::cbrt(op.flops.raw() / 2);  // no shape: the cube of the same FLOPs (see the header)
     return gemm_roofline(op.flops, edge, edge, edge, op.bytes, gpu, precision);
   }
   const Seconds math = op.flops / gpu.peak_fp32;

@@ -9,9 +9,10 @@
 //    to (M, N, K) in log space, distance² = Σ (log2 x − log2 x_entry)² over the three dimensions; a tie
 //    goes to the entry listed first. Nearest, not interpolated: measured efficiencies jump with tile
 //    quantisation, and a deterministic step is easier to check than a blend. No table, or no entry of the
-//    dtype: the profile's single gemm_efficiency. An Op carries FLOPs, not its shape
-//    (workloads/transformer_ops.h), so op_time() looks a GEMM up at the cube of the same FLOPs,
-//    M = N = K = (FLOPs / 2)^(1/3) — the geometric mean of its dimensions; gemm_time() takes the shape.
+//    dtype: the profile's single gemm_efficiency. op_time() looks a GEMM up at its own shape (Op::m, n, k
+//    from workloads/transformer_ops.h); a batched GEMM (attention per head, grouped experts) at the shape
+//    of one matrix of the batch, its FLOPs counting the whole batch. A GEMM op built without a shape
+//    (m = 0) is looked up at the cube of the same FLOPs, M = N = K = (FLOPs / 2)^(1/3).
 //  * B_hbm: a fitted profile's HBM curve, linear in log(bytes) between its points and clamped to the end
 //    points; without one, hbm_gbytes_per_s · hbm_efficiency.
 // The profile's compute_slowdown_during_comm (compute slowed while NCCL kernels share the GPU) is

@@ -49,7 +49,8 @@ class CollectiveEngine;
 // runs on GPU job.gpus[r].
 struct JobGraph {
   std::vector<sim::StreamId> compute_stream;  // per rank
-  std::vector<sim::StreamId> comm_stream;     // per rank
+  std::vector<sim::StreamId> comm_stream;     // per rank: data-parallel gradient communication
+  std::vector<std::vector<sim::StreamId>> other_comm_streams;  // per rank: pipeline sends and receives
   std::vector<GradientBucket> buckets;
   std::vector<sim::TaskId> bucket_allreduce;  // task of each bucket's AllReduce (empty if dp == 1)
   std::vector<sim::TaskId> optimizer_task;    // per rank

@@ -1,17 +1,32 @@
 #include "workloads/iteration_result.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <memory>
 
 #include "sim/executor.h"
 #include "workloads/collective_engine.h"
+#include "workloads/megatron_graph.h"
 #include "workloads/network_model.h"
 #include "workloads/compute_model.h"
 
 namespace clustersim::workloads {
 
 using Intervals = std::vector<std::pair<sim::SimTime, sim::SimTime>>;
+
+// Sorts intervals and merges overlapping ones.
+Intervals merge(Intervals in) {
+  std::sort(in.begin(), in.end());
+  Intervals out;
+  for (const auto& iv : in) {
+    if (!out.empty() && iv.first <= out.back().second)
+      out.back().second = std::max(out.back().second, iv.second);
+    else
+      out.push_back(iv);
+  }
+  return out;
+}
 
 Seconds exposed_time(const Intervals& busy, const Intervals& cover) {
   sim::SimTime exposed = 0;
@@ -52,7 +67,9 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
   CollectiveEngine collectives(simulation, sc, network.get());
   sim::TaskGraph graph;
   std::vector<JobGraph> job_graphs;
-  for (const Job& job : sc.jobs) job_graphs.push_back(build_ddp_job(sc, job, graph, collectives));
+  for (const Job& job : sc.jobs)
+    job_graphs.push_back(job.parallel.megatron() ? build_megatron_job(sc, job, graph, collectives)
+                                                 : build_ddp_job(sc, job, graph, collectives));
 
   sim::Executor executor(simulation, graph, &collectives);
   executor.start();
@@ -86,12 +103,27 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
     const auto ranks = static_cast<std::uint32_t>(job.gpus.size());
     std::uint32_t worst = 0;
     for (std::uint32_t rank = 0; rank < ranks; ++rank) {
-      const Intervals compute = intervals(it.compute_stream[rank]);
-      const Intervals comm = intervals(it.comm_stream[rank]);
+      // Compute-stream tasks are compute, except tensor-parallel collectives (Megatron waits for them on
+      // the compute stream): those are exposed communication by construction.
+      Intervals compute, comm;
+      sim::SimTime tp_comm = 0;
+      for (sim::TaskId t : graph.stream_tasks(it.compute_stream[rank])) {
+        if (graph.label(t).category == kCategoryTpComm)
+          tp_comm += executor.end_time(t) - executor.start_time(t);
+        else
+          compute.emplace_back(executor.start_time(t), executor.end_time(t));
+      }
+      Intervals busy_compute_stream = intervals(it.compute_stream[rank]);
+      comm = intervals(it.comm_stream[rank]);
+      for (sim::StreamId s : it.other_comm_streams.empty() ? std::vector<sim::StreamId>{} : it.other_comm_streams[rank]) {
+        const Intervals more = intervals(s);
+        comm.insert(comm.end(), more.begin(), more.end());
+      }
+      comm = merge(std::move(comm));
       // Sums in integer picoseconds so that the three parts add up to the iteration exactly.
       sim::SimTime busy = 0;
       for (const auto& [s, e] : compute) busy += e - s;
-      const sim::SimTime exposed = sim::to_sim_time(exposed_time(comm, compute));
+      const sim::SimTime exposed = tp_comm + sim::to_sim_time(exposed_time(comm, busy_compute_stream));
       TimeBreakdown b;
       b.compute = sim::to_seconds(busy);
       b.exposed_comm = sim::to_seconds(exposed);

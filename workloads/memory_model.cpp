@@ -1,6 +1,55 @@
 #include "workloads/memory_model.h"
 
+#include <algorithm>
+#include <cassert>
+#include <cstdio>
+
 namespace clustersim::workloads {
+
+const char* to_string(Optimizer o) {
+  switch (o) {
+    case Optimizer::kSgd: return "SGD";
+    case Optimizer::kSgdMomentum: return "SGD with momentum";
+    case Optimizer::kAdam: return "Adam";
+  }
+  return "?";
+}
+
+const char* to_string(GradientDtype g) {
+  switch (g) {
+    case GradientDtype::kFp32: return "fp32";
+    case GradientDtype::k16Bit: return "16-bit";
+    case GradientDtype::k16BitFp32Copy: return "16-bit with an fp32 copy";
+  }
+  return "?";
+}
+
+const char* to_string(Sharding s) {
+  switch (s) {
+    case Sharding::kNone: return "none";
+    case Sharding::kOptimizer: return "optimizer state (ZeRO-1 / distributed optimizer)";
+    case Sharding::kOptimizerGradients: return "optimizer state and gradients (ZeRO-2)";
+    case Sharding::kAll: return "optimizer state, gradients and weights (ZeRO-3)";
+  }
+  return "?";
+}
+
+MemoryEstimate memory_verdict(std::vector<MemoryPart> parts, Bytes capacity) {
+  MemoryEstimate est;
+  est.parts = std::move(parts);
+  est.capacity = capacity;
+  Bytes largest;
+  for (const MemoryPart& p : est.parts) {
+    est.peak += p.size;
+    if (p.size > largest) {
+      largest = p.size;
+      est.largest_part = p.name;
+    }
+    if (est.breaking_part.empty() && est.peak > capacity) est.breaking_part = p.name;
+  }
+  est.oom = est.peak > est.capacity;
+  return est;
+}
 
 MemoryEstimate estimate_ddp_memory(const Job& job, const calibrate::GpuPerformance& gpu) {
   const ModelSpec& m = job.model;
@@ -15,26 +64,179 @@ MemoryEstimate estimate_ddp_memory(const Job& job, const calibrate::GpuPerforman
   const double per_layer = s * b * h * ((18 + 4 * f / h - 2) * scale + 2) + a * s * s * b * (4 * scale + 1);
   const double activations = m.layers * per_layer + s * b * h * scale + 4 * s * b * h * (1 + V / h) * scale;
 
-  MemoryEstimate est;
-  est.parts = {
+  std::vector<MemoryPart> parts = {
       {"weights (fp32)", bytes(4 * psi)},
       {"gradients (fp32)", bytes(4 * psi)},
       {"optimizer state (Adam m, v fp32)", bytes(8 * psi)},
       {"DDP gradient buckets (fp32 copy)", bytes(4 * psi)},
   };
-  if (mixed) est.parts.push_back({"autocast weight copies (16-bit)", bytes(2 * psi)});
-  est.parts.push_back({"activations (one micro-batch)", bytes(activations)});
-  Bytes largest;
-  for (const MemoryPart& p : est.parts) {
-    est.peak += p.size;
-    if (p.size > largest) {
-      largest = p.size;
-      est.largest_part = p.name;
+  if (mixed) parts.push_back({"autocast weight copies (16-bit)", bytes(2 * psi)});
+  parts.push_back({"activations (one micro-batch)", bytes(activations)});
+  return memory_verdict(std::move(parts), gpu.memory_capacity);
+}
+
+ModelStateBytes model_state_bytes(Optimizer optimizer, Precision weights, GradientDtype gradients, Sharding sharding,
+                                  double shards) {
+  assert(shards >= 1 && "at least one rank shares the states");
+  const bool half = weights == Precision::kBF16 || weights == Precision::kFP16;
+  ModelStateBytes out;
+  out.weights = half ? 2 : 4;
+  out.gradients = (half && gradients != GradientDtype::kFp32) ? 2 : 4;
+  double moments = 0;
+  switch (optimizer) {
+    case Optimizer::kSgd: moments = 0; break;
+    case Optimizer::kSgdMomentum: moments = 4; break;
+    case Optimizer::kAdam: moments = 8; break;
+  }
+  out.optimizer = (half ? 4 : 0) + moments + (half && gradients == GradientDtype::k16BitFp32Copy ? 4 : 0);
+  if (sharding != Sharding::kNone) out.optimizer /= shards;
+  if (sharding == Sharding::kOptimizerGradients || sharding == Sharding::kAll) out.gradients /= shards;
+  if (sharding == Sharding::kAll) out.weights /= shards;
+  return out;
+}
+
+double in_flight_micro_batches(PipelineSchedule schedule, std::uint32_t pp, std::uint32_t stage,
+                               std::uint32_t micro_batches, std::uint32_t virtual_stages) {
+  assert(stage < pp && "stage index within the pipeline");
+  const double p = pp, i = stage, m = micro_batches, v = virtual_stages;
+  switch (schedule) {
+    case PipelineSchedule::kGPipe:
+      return m;
+    case PipelineSchedule::kInterleaved:
+      if (virtual_stages >= 2) {
+        // Megatron's warm-up forward passes of chunks, plus the one of the first steady 1F1B step.
+        const double chunk_passes = 2 * (p - i - 1) + (v - 1) * p + 1;
+        return std::min(chunk_passes, m * v) / v;
+      }
+      [[fallthrough]];
+    case PipelineSchedule::kOneFOneB:
+      return std::min(p - i, m);
+  }
+  return m;
+}
+
+std::vector<std::uint32_t> stage_layers(const ModelSpec& model, std::uint32_t pp, std::uint32_t stage,
+                                        std::uint32_t virtual_stages) {
+  const std::uint32_t v = std::max(virtual_stages, 1u), chunks = pp * v;
+  const std::uint32_t base = model.layers / chunks, extra = model.layers % chunks;
+  std::vector<std::uint32_t> out;
+  for (std::uint32_t j = 0; j < v; ++j) {
+    const std::uint32_t c = j * pp + stage;
+    const std::uint32_t start = c * base + std::min(c, extra), size = base + (c < extra ? 1 : 0);
+    for (std::uint32_t l = start; l < start + size; ++l) out.push_back(l);
+  }
+  return out;
+}
+
+namespace {
+
+std::string short_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+// One rank's share of an MLP of full width f: column-parallel fc1 (gate+up), row-parallel fc2
+// whose bias every rank keeps.
+double mlp_rank_parameters(const ModelSpec& m, double f, double t) {
+  const double h = m.hidden, b = m.biases ? 1 : 0, g = m.gated_mlp ? 2 : 1;
+  return (h + b) * g * f / t + f * h / t + b * h;
+}
+
+}  // namespace
+
+StageParameters stage_parameters(const ModelSpec& m, const MemoryConfig& c) {
+  const double t = c.tp, h = m.hidden, b = m.biases ? 1 : 0;
+  const double q = double(m.heads) * m.d_head(), kv = double(m.n_kv()) * m.d_head();
+  const double attention = (h + b) * (q + 2 * kv) / t + q * h / t + b * h;
+  StageParameters out;
+  for (std::uint32_t l : stage_layers(m, c.pp, c.stage, c.virtual_stages)) {
+    out.dense += attention + 2 * m.norm_parameters();
+    if (m.is_moe_layer(l)) {
+      out.dense += m.router_parameters();
+      if (m.shared_experts > 0) out.dense += mlp_rank_parameters(m, double(m.shared_experts) * m.expert_ffn(), t);
+      out.expert += double(m.experts) / c.ep * mlp_rank_parameters(m, m.expert_ffn(), t);
+    } else {
+      out.dense += mlp_rank_parameters(m, m.ffn_hidden, t);
     }
   }
-  est.capacity = gpu.memory_capacity;
-  est.oom = est.peak > est.capacity;
-  return est;
+  const double word = double(m.vocab) * h / t;
+  if (c.stage == 0) out.dense += word + (m.position == Position::kLearned ? double(m.seq_len) * h : 0.0);
+  if (c.stage + 1 == c.pp) out.dense += m.norm_parameters() + ((!m.tied_embeddings || c.pp > 1) ? word : 0.0);
+  return out;
+}
+
+Bytes layer_activation_bytes(const ModelSpec& m, std::uint32_t layer, const MemoryConfig& c) {
+  const double e = element_bytes(c.precision), t = c.tp, sp = c.sequence_parallel ? t : 1;
+  const double T = double(c.micro_batch) * m.seq_len, s = m.seq_len, b = c.micro_batch, h = m.hidden, a = m.heads;
+  const double q = a * m.d_head(), kv = double(m.n_kv()) * m.d_head(), g = m.gated_mlp ? 3 : 2;
+  const double mask = c.dropout ? 1 : 0;
+  if (c.recompute == Recompute::kFull) return bytes(e * T * h / sp);
+  // Kept whole unless sequence-parallel: norm inputs, QKV and MLP inputs, dropout masks.
+  double whole = 2 * e * T * h + e * T * h + e * T * h + 2 * mask * T * h;
+  // Inside the tensor-parallel regions: Q, K, V, output-projection input, MLP internals.
+  double split = e * T * (q + 2 * kv) + e * T * q;
+  if (m.is_moe_layer(layer)) {
+    const double routed = T * m.top_k;
+    whole += e * routed * h + 4 * T * m.experts;
+    split += e * routed * m.expert_ffn() * g + e * T * double(m.shared_experts) * m.expert_ffn() * g;
+  } else {
+    split += e * T * m.ffn_hidden * g;
+  }
+  double attention = 0;
+  if (c.attention == AttentionKernel::kFlash) {
+    attention = 4 * a * s * b;  // fp32 softmax statistics per row
+  } else if (c.recompute != Recompute::kSelective) {
+    attention = (e + mask + mask * e) * a * s * s * b;  // softmax output, dropout mask, dropout output
+  }
+  return bytes(whole / sp + split / t + attention / t);
+}
+
+MemoryEstimate estimate_memory(const ModelSpec& m, const MemoryConfig& c, Bytes capacity) {
+  assert(c.tp >= 1 && c.pp >= 1 && c.dp >= 1 && c.ep >= 1 && c.stage < c.pp && "a valid plan");
+  const StageParameters params = stage_parameters(m, c);
+  const double expert_shards = std::max(1.0, double(c.dp) / c.ep);
+  const ModelStateBytes dense = model_state_bytes(c.optimizer, c.precision, c.gradients, c.sharding, c.dp);
+  const ModelStateBytes expert = model_state_bytes(c.optimizer, c.precision, c.gradients, c.sharding, expert_shards);
+  const bool half = c.precision == Precision::kBF16 || c.precision == Precision::kFP16;
+
+  std::vector<MemoryPart> parts;
+  parts.push_back({std::string("weights (") + (half ? "16-bit" : "fp32") + ")",
+                   bytes(params.dense * dense.weights + params.expert * expert.weights)});
+  parts.push_back({std::string("gradients (") + to_string(c.gradients) + ")",
+                   bytes(params.dense * dense.gradients + params.expert * expert.gradients)});
+  parts.push_back({std::string("optimizer state (") + to_string(c.optimizer) + ", sharding: " + to_string(c.sharding) +
+                       ")",
+                   bytes(params.dense * dense.optimizer + params.expert * expert.optimizer)});
+  if (c.ddp_bucket_copy) {
+    parts.push_back({"communication buckets (DDP gradient copy)",
+                     bytes(params.dense * dense.gradients + params.expert * expert.gradients)});
+  }
+
+  const std::vector<std::uint32_t> layers = stage_layers(m, c.pp, c.stage, c.virtual_stages);
+  const double in_flight = in_flight_micro_batches(c.schedule, c.pp, c.stage, c.micro_batches, c.virtual_stages);
+  Bytes one_pass;
+  for (std::uint32_t l : layers) one_pass += layer_activation_bytes(m, l, c);
+  parts.push_back({"activations (" + std::to_string(layers.size()) + " layers x " + short_number(in_flight) +
+                       " micro-batches in flight, " + to_string(c.schedule) + ")",
+                   one_pass * in_flight});
+  if (c.recompute == Recompute::kFull && !layers.empty()) {
+    MemoryConfig whole = c;
+    whole.recompute = Recompute::kNone;
+    Bytes worst;
+    for (std::uint32_t l : layers) worst = std::max(worst, layer_activation_bytes(m, l, whole));
+    parts.push_back({"activations of the layer being recomputed", worst});
+  }
+  const double T = double(c.micro_batch) * m.seq_len, sp = c.sequence_parallel ? double(c.tp) : 1.0;
+  if (c.stage == 0 && c.dropout) parts.push_back({"embedding dropout masks", bytes(in_flight * T * m.hidden / sp)});
+  if (c.stage + 1 == c.pp) {
+    const double last = in_flight_micro_batches(c.schedule, c.pp, c.stage, c.micro_batches, c.virtual_stages);
+    const double e = element_bytes(c.precision);
+    parts.push_back({"output layer and loss (fp32 logits)",
+                     bytes(last * (2 * e * T * m.hidden / sp + 4 * T * m.vocab / c.tp))});
+  }
+  parts.push_back({"framework overhead (CUDA context, workspaces, NCCL, fragmentation)", c.framework_overhead});
+  return memory_verdict(std::move(parts), capacity);
 }
 
 }  // namespace clustersim::workloads

@@ -1,108 +1,371 @@
 #include "workloads/transformer_ops.h"
 
+#include <algorithm>
+#include <cassert>
+
 namespace clustersim::workloads {
-namespace {
 
-struct Dims {
-  double B, s, h, a, f, V, e;
-};
-
-Dims dims_of(const ModelSpec& m, std::uint32_t micro_batch, Precision p) {
-  return Dims{double(micro_batch), double(m.seq_len), double(m.hidden), double(m.heads),
-              double(m.ffn_hidden), double(m.vocab), element_bytes(p)};
+const char* to_string(Recompute r) {
+  switch (r) {
+    case Recompute::kNone: return "NONE";
+    case Recompute::kSelective: return "SELECTIVE";
+    case Recompute::kFull: return "FULL";
+  }
+  return "?";
+}
+const char* to_string(AttentionKernel k) { return k == AttentionKernel::kFlash ? "FLASH" : "EXPLICIT"; }
+const char* to_string(AttentionFlops c) {
+  return c == AttentionFlops::kCausalHalf ? "causal half (Megatron-LM current)"
+                                          : "full square, no causal discount (Narayanan/Korthikanti/PaLM)";
 }
 
-// A GEMM of an [M x K] by [K x N] product.
-Op gemm(std::string name, double M, double K, double N, double e, double grad_params = 0) {
-  return Op{std::move(name), OpKind::kGemm, flops(2 * M * K * N), bytes(e * (M * K + K * N + M * N)), grad_params};
+namespace {
+
+// Sizes of one rank's share of a micro-batch.
+struct Dims {
+  double B, s, h, V, e, t;
+  double T;       // tokens B·s seen by GEMMs
+  double Tn;      // tokens seen by norms, dropout, residuals: T, or T/t with sequence parallelism
+  double a, kv;   // query and KV heads on this rank
+  double d;       // head width
+  double q, kvd;  // a·d and n_kv·d on this rank
+  double V_r;     // vocabulary shard
+};
+
+Dims dims_of(const ModelSpec& m, const OpConfig& c) {
+  assert(c.tp >= 1 && c.ep >= 1 && "tensor- and expert-parallel degrees are >= 1");
+  Dims d{};
+  d.B = c.micro_batch;
+  d.s = m.seq_len;
+  d.h = m.hidden;
+  d.V = m.vocab;
+  d.e = element_bytes(c.precision);
+  d.t = c.tp;
+  d.T = d.B * d.s;
+  d.Tn = c.sequence_parallel ? d.T / d.t : d.T;
+  d.a = double(m.heads) / d.t;
+  d.kv = double(m.n_kv()) / d.t;
+  d.d = m.d_head();
+  d.q = d.a * d.d;
+  d.kvd = d.kv * d.d;
+  d.V_r = d.V / d.t;
+  return d;
+}
+
+// Y[M x N] = X[M x K]·W[K x N], `batch` times.
+Op gemm(std::string name, double M, double K, double N, double e, double grad_params = 0, double batch = 1) {
+  Op op{std::move(name), OpKind::kGemm, flops(2 * batch * M * K * N), bytes(batch * e * (M * K + K * N + M * N)),
+        grad_params};
+  op.m = M;
+  op.n = N;
+  op.k = K;
+  op.batch = batch;
+  return op;
 }
 
 Op elementwise(std::string name, double flop_count, double byte_count, double grad_params = 0) {
   return Op{std::move(name), OpKind::kElementwise, flops(flop_count), bytes(byte_count), grad_params};
 }
 
+// A batched attention GEMM whose bytes are given (the score matrix is written or read once per
+// batch, Q/K/V per token).
+Op attention_gemm(std::string name, double M, double K, double N, double batch, double byte_count) {
+  Op op = gemm(std::move(name), M, K, N, 0, 0, batch);
+  op.bytes = bytes(byte_count);
+  op.attention_core = true;
+  return op;
+}
+
+// One linear layer of the forward pass and its two backward GEMMs.
+struct Linear {
+  std::string name;
+  double M, K, N, batch;
+  double params;  // weight + bias parameters on this rank
+};
+
+const char* activation_name(const ModelSpec& m) {
+  if (m.activation == Activation::kSwiglu) return "swiglu";
+  return m.gated_mlp ? "geglu" : "gelu";
+}
+
+class LayerBuilder {
+ public:
+  LayerBuilder(const ModelSpec& m, const OpConfig& c) : m_(m), c_(c), d_(dims_of(m, c)) {}
+  const Dims& dims() const { return d_; }
+
+  double norm_flops_fwd() const { return m_.norm == Norm::kLayerNorm ? 8 : 4; }
+  double norm_flops_bwd() const { return m_.norm == Norm::kLayerNorm ? 10 : 6; }
+
+  // The linear layers of layer `l` in forward order (attention first, then MLP or MoE MLP);
+  // element-wise ops are added around them by forward()/backward().
+  Linear qkv(const std::string& p) const {
+    const double N = d_.q + 2 * d_.kvd;
+    return {p + "qkv", d_.T, d_.h, N, 1, d_.h * N + (m_.biases ? N : 0)};
+  }
+  Linear proj(const std::string& p) const {
+    return {p + "proj", d_.T, d_.q, d_.h, 1, d_.q * d_.h + (m_.biases ? d_.h : 0)};
+  }
+  // A dense MLP of full width f on T tokens: fc1 (gate+up when gated) and fc2.
+  Linear fc1(const std::string& p, const char* n, double f) const {
+    const double N = (m_.gated_mlp ? 2 : 1) * f / d_.t;
+    return {p + n, d_.T, d_.h, N, 1, d_.h * N + (m_.biases ? N : 0)};
+  }
+  Linear fc2(const std::string& p, const char* n, double f) const {
+    return {p + n, d_.T, f / d_.t, d_.h, 1, f / d_.t * d_.h + (m_.biases ? d_.h : 0)};
+  }
+  // Routed experts as a grouped GEMM: E/ep experts on this rank, T·top_k·ep/E tokens each.
+  double local_experts() const { return double(m_.experts) / c_.ep; }
+  double tokens_per_expert() const { return d_.T * m_.top_k * c_.ep / m_.experts; }
+  Linear expert_fc1(const std::string& p) const {
+    const double N = (m_.gated_mlp ? 2 : 1) * m_.expert_ffn() / d_.t;
+    return {p + "expert_fc1", tokens_per_expert(), d_.h, N, local_experts(),
+            local_experts() * (d_.h * N + (m_.biases ? N : 0))};
+  }
+  Linear expert_fc2(const std::string& p) const {
+    const double K = m_.expert_ffn() / d_.t;
+    return {p + "expert_fc2", tokens_per_expert(), K, d_.h, local_experts(),
+            local_experts() * (K * d_.h + (m_.biases ? d_.h : 0))};
+  }
+
+  Op fwd(const Linear& x) const { return gemm(x.name + ".fwd", x.M, x.K, x.N, d_.e, 0, x.batch); }
+  Op dgrad(const Linear& x) const { return gemm(x.name + ".dgrad", x.M, x.N, x.K, d_.e, 0, x.batch); }
+  Op wgrad(const Linear& x) const { return gemm(x.name + ".wgrad", x.K, x.M, x.N, d_.e, x.params, x.batch); }
+
+  // Activation of an MLP whose per-rank width is `f_r` on `tokens` tokens.
+  Op act_fwd(const std::string& p, const char* n, double tokens, double f_r) const {
+    const double x = tokens * f_r;
+    return m_.gated_mlp ? elementwise(p + n + ".fwd", 8 * x, d_.e * 3 * x) : elementwise(p + n + ".fwd", 8 * x, d_.e * 2 * x);
+  }
+  Op act_bwd(const std::string& p, const char* n, double tokens, double f_r) const {
+    const double x = tokens * f_r;
+    return m_.gated_mlp ? elementwise(p + n + ".bwd", 10 * x, d_.e * 5 * x) : elementwise(p + n + ".bwd", 8 * x, d_.e * 3 * x);
+  }
+
+  std::vector<Op> attention_core_fwd(const std::string& p) const {
+    const double Ba = d_.B * d_.a, scores = Ba * d_.s * d_.s, qt = d_.T * d_.q, kvt = d_.T * d_.kvd;
+    std::vector<Op> ops;
+    if (c_.attention == AttentionKernel::kFlash) {
+      // Fused: scores and ·V in one kernel; reads Q, K, V, writes O and the fp32 row statistics.
+      ops.push_back(attention_gemm(p + "flash_attn.fwd", d_.s, d_.d, d_.s, 2 * Ba,
+                                   d_.e * (2 * qt + 2 * kvt) + 4 * Ba * d_.s));
+      return ops;
+    }
+    // Q·Kᵀ per head: [s x d]·[d x s]; writes the B·a·s² scores.
+    ops.push_back(attention_gemm(p + "attn_scores.fwd", d_.s, d_.d, d_.s, Ba, d_.e * (qt + kvt + scores)));
+    Op softmax = elementwise(p + "softmax.fwd", 5 * scores, d_.e * 2 * scores + scores);  // + 1-byte dropout mask
+    softmax.attention_core = true;
+    ops.push_back(softmax);
+    // P·V per head: [s x s]·[s x d].
+    ops.push_back(attention_gemm(p + "attn_values.fwd", d_.s, d_.s, d_.d, Ba, d_.e * (scores + kvt + qt)));
+    return ops;
+  }
+
+  std::vector<Op> attention_core_bwd(const std::string& p) const {
+    const double Ba = d_.B * d_.a, scores = Ba * d_.s * d_.s, qt = d_.T * d_.q, kvt = d_.T * d_.kvd;
+    std::vector<Op> ops;
+    if (c_.attention == AttentionKernel::kFlash) {
+      // Reads Q, K, V, O, dO and the statistics; writes dQ, dK, dV. Twice the forward FLOPs.
+      ops.push_back(attention_gemm(p + "flash_attn.bwd", d_.s, d_.d, d_.s, 4 * Ba,
+                                   d_.e * 4 * (qt + kvt) + 4 * Ba * d_.s));
+      return ops;
+    }
+    // dP = dO·Vᵀ and dV = Pᵀ·dO: twice the forward FLOPs.
+    ops.push_back(attention_gemm(p + "attn_values.bwd", d_.s, d_.d, d_.s, 2 * Ba, d_.e * (2 * scores + 2 * qt + 2 * kvt)));
+    Op softmax = elementwise(p + "softmax.bwd", 4 * scores, d_.e * 3 * scores + scores);
+    softmax.attention_core = true;
+    ops.push_back(softmax);
+    // dQ = dS·K and dK = dSᵀ·Q.
+    ops.push_back(attention_gemm(p + "attn_scores.bwd", d_.s, d_.s, d_.d, 2 * Ba, d_.e * (scores + 2 * qt + 2 * kvt)));
+    return ops;
+  }
+
+  std::vector<Op> forward(std::uint32_t layer) const {
+    const std::string p = "L" + std::to_string(layer) + ".";
+    const double act = d_.Tn * d_.h;
+    std::vector<Op> ops;
+    ops.push_back(elementwise(p + "ln1.fwd", norm_flops_fwd() * act, d_.e * 2 * act));
+    ops.push_back(fwd(qkv(p)));
+    for (Op& op : attention_core_fwd(p)) ops.push_back(std::move(op));
+    ops.push_back(fwd(proj(p)));
+    ops.push_back(elementwise(p + "residual1.fwd", 2 * act, d_.e * 3 * act + act));
+    ops.push_back(elementwise(p + "ln2.fwd", norm_flops_fwd() * act, d_.e * 2 * act));
+    if (m_.is_moe_layer(layer)) {
+      const double routed = d_.T * m_.top_k, fe = m_.expert_ffn();
+      ops.push_back(gemm(p + "router.fwd", d_.Tn, d_.h, m_.experts, d_.e));
+      ops.push_back(elementwise(p + "moe_dispatch.fwd", 0, d_.e * (d_.T * d_.h + routed * d_.h)));
+      ops.push_back(fwd(expert_fc1(p)));
+      ops.push_back(act_fwd(p, "expert_act", routed, fe / d_.t));
+      ops.push_back(fwd(expert_fc2(p)));
+      ops.push_back(elementwise(p + "moe_combine.fwd", 2 * routed * d_.h, d_.e * (routed * d_.h + d_.T * d_.h)));
+      if (m_.shared_experts > 0) {
+        const double fs = double(m_.shared_experts) * fe;
+        ops.push_back(fwd(fc1(p, "shared_fc1", fs)));
+        ops.push_back(act_fwd(p, "shared_act", d_.T, fs / d_.t));
+        ops.push_back(fwd(fc2(p, "shared_fc2", fs)));
+      }
+    } else {
+      ops.push_back(fwd(fc1(p, "fc1", m_.ffn_hidden)));
+      ops.push_back(act_fwd(p, activation_name(m_), d_.T, m_.ffn_hidden / d_.t));
+      ops.push_back(fwd(fc2(p, "fc2", m_.ffn_hidden)));
+    }
+    ops.push_back(elementwise(p + "residual2.fwd", 2 * act, d_.e * 3 * act + act));
+    return ops;
+  }
+
+  std::vector<Op> backward(std::uint32_t layer) const {
+    const std::string p = "L" + std::to_string(layer) + ".";
+    const double act = d_.Tn * d_.h;
+    std::vector<Op> ops;
+    auto add_linear = [&](const Linear& x) {
+      ops.push_back(dgrad(x));
+      ops.push_back(wgrad(x));
+    };
+    ops.push_back(elementwise(p + "residual2.bwd", act, d_.e * 2 * act + act));
+    if (m_.is_moe_layer(layer)) {
+      const double routed = d_.T * m_.top_k, fe = m_.expert_ffn();
+      if (m_.shared_experts > 0) {
+        const double fs = double(m_.shared_experts) * fe;
+        add_linear(fc2(p, "shared_fc2", fs));
+        ops.push_back(act_bwd(p, "shared_act", d_.T, fs / d_.t));
+        add_linear(fc1(p, "shared_fc1", fs));
+      }
+      ops.push_back(elementwise(p + "moe_combine.bwd", 2 * routed * d_.h, d_.e * (routed * d_.h + d_.T * d_.h)));
+      add_linear(expert_fc2(p));
+      ops.push_back(act_bwd(p, "expert_act", routed, fe / d_.t));
+      add_linear(expert_fc1(p));
+      ops.push_back(elementwise(p + "moe_dispatch.bwd", routed * d_.h, d_.e * (d_.T * d_.h + routed * d_.h)));
+      add_linear(Linear{p + "router", d_.Tn, d_.h, double(m_.experts), 1, m_.router_parameters()});
+    } else {
+      add_linear(fc2(p, "fc2", m_.ffn_hidden));
+      ops.push_back(act_bwd(p, activation_name(m_), d_.T, m_.ffn_hidden / d_.t));
+      add_linear(fc1(p, "fc1", m_.ffn_hidden));
+    }
+    ops.push_back(elementwise(p + "ln2.bwd", norm_flops_bwd() * act, d_.e * 3 * act, m_.norm_parameters()));
+    ops.push_back(elementwise(p + "residual1.bwd", act, d_.e * 2 * act + act));
+    add_linear(proj(p));
+    for (Op& op : attention_core_bwd(p)) ops.push_back(std::move(op));
+    add_linear(qkv(p));
+    ops.push_back(elementwise(p + "ln1.bwd", norm_flops_bwd() * act, d_.e * 3 * act, m_.norm_parameters()));
+    return ops;
+  }
+
+ private:
+  const ModelSpec& m_;
+  const OpConfig& c_;
+  Dims d_;
+};
+
+std::uint32_t last_layer(const ModelSpec& m, const OpConfig& c) {
+  const std::uint32_t end = c.layer_count == 0 ? m.layers : std::min(m.layers, c.first_layer + c.layer_count);
+  return std::max(end, c.first_layer);
+}
+
+Op recomputed(Op op) {
+  const std::string suffix = ".fwd";
+  if (op.name.size() >= suffix.size() && op.name.compare(op.name.size() - suffix.size(), suffix.size(), suffix) == 0)
+    op.name.replace(op.name.size() - suffix.size(), suffix.size(), ".recompute");
+  op.recomputed = true;
+  return op;
+}
+
 }  // namespace
 
-std::vector<Op> forward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision) {
-  const Dims d = dims_of(model, micro_batch, precision);
-  const double tokens = d.B * d.s;
-  const double act = tokens * d.h;          // elements of one [B, s, h] activation
-  const double scores = d.B * d.a * d.s * d.s;  // elements of one attention matrix set
+std::vector<Op> forward_ops(const ModelSpec& model, const OpConfig& config) {
+  const LayerBuilder builder(model, config);
+  const Dims& d = builder.dims();
+  const double act = d.T * d.h;  // one [B, s, h] activation
   std::vector<Op> ops;
-  ops.push_back(elementwise("embed.fwd", act, d.e * 3 * act));  // word + position gather, add
-  for (std::uint32_t l = 0; l < model.layers; ++l) {
-    const std::string p = "L" + std::to_string(l) + ".";
-    ops.push_back(elementwise(p + "ln1.fwd", 8 * act, d.e * 2 * act));
-    ops.push_back(gemm(p + "qkv.fwd", tokens, d.h, 3 * d.h, d.e));
-    // Q·Kᵀ per head: [s x d_head]·[d_head x s], a heads, B samples: 2·B·s²·h FLOPs.
-    ops.push_back(Op{p + "attn_scores.fwd", OpKind::kGemm, flops(2 * d.B * d.s * d.s * d.h),
-                     bytes(d.e * (2 * act + scores)), 0});
-    ops.push_back(elementwise(p + "softmax.fwd", 5 * scores, d.e * 2 * scores + scores));  // + dropout mask
-    ops.push_back(Op{p + "attn_values.fwd", OpKind::kGemm, flops(2 * d.B * d.s * d.s * d.h),
-                     bytes(d.e * (scores + 2 * act)), 0});
-    ops.push_back(gemm(p + "proj.fwd", tokens, d.h, d.h, d.e));
-    ops.push_back(elementwise(p + "residual1.fwd", 2 * act, d.e * 3 * act + act));
-    ops.push_back(elementwise(p + "ln2.fwd", 8 * act, d.e * 2 * act));
-    ops.push_back(gemm(p + "fc1.fwd", tokens, d.h, d.f, d.e));
-    ops.push_back(elementwise(p + "gelu.fwd", 8 * tokens * d.f, d.e * 2 * tokens * d.f));
-    ops.push_back(gemm(p + "fc2.fwd", tokens, d.f, d.h, d.e));
-    ops.push_back(elementwise(p + "residual2.fwd", 2 * act, d.e * 3 * act + act));
+  if (config.embedding) ops.push_back(elementwise("embed.fwd", act, d.e * 3 * act));  // word (+ position) gather, add
+  for (std::uint32_t l = config.first_layer; l < last_layer(model, config); ++l)
+    for (Op& op : builder.forward(l)) ops.push_back(std::move(op));
+  if (config.head) {
+    const double act_n = d.Tn * d.h;
+    ops.push_back(elementwise("final_ln.fwd", builder.norm_flops_fwd() * act_n, d.e * 2 * act_n));
+    ops.push_back(gemm("lm_head.fwd", d.T, d.h, d.V_r, d.e));
+    ops.push_back(elementwise("loss.fwd", 5 * d.T * d.V_r, d.e * 2 * d.T * d.V_r));
   }
-  ops.push_back(elementwise("final_ln.fwd", 8 * act, d.e * 2 * act));
-  ops.push_back(gemm("lm_head.fwd", tokens, d.h, d.V, d.e));
-  ops.push_back(elementwise("loss.fwd", 5 * tokens * d.V, d.e * 2 * tokens * d.V));
   return ops;
 }
 
-std::vector<Op> backward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision) {
-  const Dims d = dims_of(model, micro_batch, precision);
-  const double tokens = d.B * d.s;
-  const double act = tokens * d.h;
-  const double scores = d.B * d.a * d.s * d.s;
+std::vector<Op> backward_ops(const ModelSpec& model, const OpConfig& config) {
+  const LayerBuilder builder(model, config);
+  const Dims& d = builder.dims();
+  const double act = d.T * d.h;
+  const double word_embedding = d.V_r * d.h;
   std::vector<Op> ops;
-  ops.push_back(elementwise("loss.bwd", 3 * tokens * d.V, d.e * 2 * tokens * d.V));
-  // dX = dY·Wᵀ: [tokens x V]·[V x h]; dW = Xᵀ·dY: [h x tokens]·[tokens x V]. The LM head is tied to
-  // the word embedding, whose gradient completes only in embed.bwd.
-  ops.push_back(gemm("lm_head.dgrad", tokens, d.V, d.h, d.e));
-  ops.push_back(gemm("lm_head.wgrad", d.h, tokens, d.V, d.e));
-  ops.push_back(elementwise("final_ln.bwd", 10 * act, d.e * 3 * act, 2 * d.h));
-  for (std::uint32_t i = model.layers; i-- > 0;) {
-    const std::string p = "L" + std::to_string(i) + ".";
-    ops.push_back(elementwise(p + "residual2.bwd", act, d.e * 2 * act + act));
-    ops.push_back(gemm(p + "fc2.dgrad", tokens, d.h, d.f, d.e));
-    ops.push_back(gemm(p + "fc2.wgrad", d.f, tokens, d.h, d.e, d.f * d.h + d.h));
-    ops.push_back(elementwise(p + "gelu.bwd", 8 * tokens * d.f, d.e * 3 * tokens * d.f));
-    ops.push_back(gemm(p + "fc1.dgrad", tokens, d.f, d.h, d.e));
-    ops.push_back(gemm(p + "fc1.wgrad", d.h, tokens, d.f, d.e, d.h * d.f + d.f));
-    ops.push_back(elementwise(p + "ln2.bwd", 10 * act, d.e * 3 * act, 2 * d.h));
-    ops.push_back(elementwise(p + "residual1.bwd", act, d.e * 2 * act + act));
-    ops.push_back(gemm(p + "proj.dgrad", tokens, d.h, d.h, d.e));
-    ops.push_back(gemm(p + "proj.wgrad", d.h, tokens, d.h, d.e, d.h * d.h + d.h));
-    // Gradients of both attention matmuls w.r.t. both inputs: 2 x forward FLOPs each.
-    ops.push_back(Op{p + "attn_values.bwd", OpKind::kGemm, flops(4 * d.B * d.s * d.s * d.h),
-                     bytes(d.e * (2 * scores + 4 * act)), 0});
-    ops.push_back(elementwise(p + "softmax.bwd", 4 * scores, d.e * 3 * scores + scores));
-    ops.push_back(Op{p + "attn_scores.bwd", OpKind::kGemm, flops(4 * d.B * d.s * d.s * d.h),
-                     bytes(d.e * (scores + 4 * act)), 0});
-    ops.push_back(gemm(p + "qkv.dgrad", tokens, 3 * d.h, d.h, d.e));
-    ops.push_back(gemm(p + "qkv.wgrad", d.h, tokens, 3 * d.h, d.e, 3 * d.h * d.h + 3 * d.h));
-    ops.push_back(elementwise(p + "ln1.bwd", 10 * act, d.e * 3 * act, 2 * d.h));
+  if (config.head) {
+    const double act_n = d.Tn * d.h;
+    ops.push_back(elementwise("loss.bwd", 3 * d.T * d.V_r, d.e * 2 * d.T * d.V_r));
+    // An untied head owns its weight; a tied one shares the word embedding, whose gradient
+    // completes in embed.bwd — or here, on a last pipeline stage that holds its own copy.
+    const double head_params = (!model.tied_embeddings || !config.embedding) ? word_embedding : 0;
+    ops.push_back(gemm("lm_head.dgrad", d.T, d.V_r, d.h, d.e));
+    ops.push_back(gemm("lm_head.wgrad", d.h, d.T, d.V_r, d.e, head_params));
+    ops.push_back(elementwise("final_ln.bwd", builder.norm_flops_bwd() * act_n, d.e * 3 * act_n, model.norm_parameters()));
   }
-  ops.push_back(elementwise("embed.bwd", act, d.e * 2 * act + 4 * d.V * d.h, model.embedding_parameters()));
+  for (std::uint32_t i = last_layer(model, config); i-- > config.first_layer;) {
+    if (config.recompute == Recompute::kFull) {
+      for (Op& op : builder.forward(i)) ops.push_back(recomputed(std::move(op)));
+    } else if (config.recompute == Recompute::kSelective) {
+      for (Op& op : builder.forward(i))
+        if (op.attention_core) ops.push_back(recomputed(std::move(op)));
+    }
+    for (Op& op : builder.backward(i)) ops.push_back(std::move(op));
+  }
+  if (config.embedding) {
+    const double position = model.position == Position::kLearned ? double(model.seq_len) * model.hidden : 0.0;
+    ops.push_back(elementwise("embed.bwd", act, d.e * 2 * act + 4 * word_embedding, word_embedding + position));
+  }
   return ops;
+}
+
+std::vector<Op> forward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision) {
+  OpConfig c;
+  c.micro_batch = micro_batch;
+  c.precision = precision;
+  return forward_ops(model, c);
+}
+
+std::vector<Op> backward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision) {
+  OpConfig c;
+  c.micro_batch = micro_batch;
+  c.precision = precision;
+  return backward_ops(model, c);
 }
 
 Op optimizer_op(double parameters) {
   return elementwise("optimizer.adam", 12 * parameters, 28 * parameters);
 }
 
-Flops model_flops(const ModelSpec& model, std::uint32_t micro_batch) {
+namespace {
+
+Flops gemm_flops(const ModelSpec& model, const OpConfig& config, AttentionFlops convention, bool with_recompute) {
   Flops total;
-  for (const Op& op : forward_ops(model, micro_batch, Precision::kBF16))
-    if (op.kind == OpKind::kGemm) total += op.flops;
-  for (const Op& op : backward_ops(model, micro_batch, Precision::kBF16))
-    if (op.kind == OpKind::kGemm) total += op.flops;
+  auto add = [&](const std::vector<Op>& ops) {
+    for (const Op& op : ops) {
+      if (op.kind != OpKind::kGemm || (op.recomputed && !with_recompute)) continue;
+      total += (op.attention_core && convention == AttentionFlops::kCausalHalf) ? op.flops * 0.5 : op.flops;
+    }
+  };
+  add(forward_ops(model, config));
+  add(backward_ops(model, config));
   return total;
+}
+
+}  // namespace
+
+Flops model_flops(const ModelSpec& model, const OpConfig& config, AttentionFlops convention) {
+  return gemm_flops(model, config, convention, false);
+}
+
+Flops hardware_flops(const ModelSpec& model, const OpConfig& config, AttentionFlops convention) {
+  return gemm_flops(model, config, convention, true);
+}
+
+Flops model_flops(const ModelSpec& model, std::uint32_t micro_batch) {
+  OpConfig c;
+  c.micro_batch = micro_batch;
+  return model_flops(model, c);
 }
 
 }  // namespace clustersim::workloads

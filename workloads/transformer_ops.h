@@ -1,16 +1,56 @@
-// The operators of one training step of a dense GPT-style transformer, in execution order, with
-// their FLOPs, HBM bytes and the parameters whose gradients they produce.
+// The operators of one training step of a decoder-only transformer (workloads/model_spec.h: dense
+// GPT, LLaMA-style GQA/SwiGLU/RMSNorm, MoE), in execution order, per GPU of a tensor-parallel group,
+// with their FLOPs, HBM bytes, GEMM shapes and the parameters whose gradients they produce.
 //
-// FLOPs (Narayanan et al. 2021, SC'21 §5.1): per layer forward, for micro-batch B, sequence s,
-// hidden h, FFN width f: QKV 6Bsh², attention scores 2Bs²h, attention over values 2Bs²h, output
-// projection 2Bsh², MLP 4Bshf; the LM head 2BshV. With f = 4h the layer totals 24Bsh² + 4Bs²h.
-// Backward costs twice the forward: a GEMM Y = XW has a data gradient (dX = dY·Wᵀ) and a weight
-// gradient (dW = Xᵀ·dY) of the same FLOPs each. Summed over fwd+bwd this is the model-FLOP closed
-// form 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)) (Korthikanti et al. 2022).
-// Bytes: GEMMs read both operands and write the result once (e·(MK + KN + MN)); element-wise ops
-// (LayerNorm, softmax, GeLU, dropout+residual) read and write their tensors; attention matrices are
-// explicit (B·a·s² elements, no FlashAttention). Gradients of parameters are fp32 (PyTorch DDP with
-// autocast keeps fp32 parameters).
+// FLOPs (Narayanan et al. 2021, SC'21 §5.1, generalised): per layer forward, micro-batch B, sequence
+// s, hidden h, heads a, KV heads n_kv, head width d, FFN width f, T = B·s tokens:
+//   QKV projection 2·T·h·(a + 2·n_kv)·d, attention scores 2·B·a·s²·d, attention over values
+//   2·B·a·s²·d, output projection 2·T·a·d·h, MLP 2·T·h·f·(2, or 3 when gated), LM head 2·T·h·V.
+// A GEMM Y = X·W (X: M×K, W: K×N) has, in backward, a data gradient dX = dY·Wᵀ (M×N by N×K) and a
+// weight gradient dW = Xᵀ·dY (K×M by M×N) of the same FLOPs each: backward = 2 × forward.
+// For a GPT with f = 4h (a·d = h, n_kv = a) fwd + bwd sums to the model-FLOP closed form
+// 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)) (Korthikanti et al. 2022, formulas.md §2.2).
+// MoE layers: a router GEMM T×h by h×E, and `top_k` routed copies of every token through experts of
+// width f_e (balanced routing: each of the E experts gets T·top_k/E tokens) plus the shared experts
+// on every token (a dense MLP of width shared_experts·f_e).
+//
+// Attention-core FLOP convention. The ops count the full s×s score matrix, as Narayanan et al.,
+// Korthikanti et al. and PaLM's MFU (6N + 12·L·H·Q·T) do: AttentionFlops::kFullSquare, the
+// convention of every MFU clustersim reports. A causal mask makes half of it unnecessary, and
+// Megatron-LM's current `num_floating_point_operations` counts half (kCausalHalf); model_flops()
+// takes the convention so a report can state which one it used (~3 % apart for GPT-3 at s = 2048,
+// dominant at 128k). The time of an explicit-attention op is that of the full square (the kernels
+// compute it); a flash kernel that skips masked tiles is not modelled yet (see the memory-model
+// header for what flash changes).
+//
+// Activation recomputation (Korthikanti et al. 2022 §5): kSelective re-runs the attention core
+// (scores, softmax+dropout, ·V — or the fused flash kernel) of a layer right before its backward;
+// kFull re-runs the whole layer forward. Recomputed ops carry `recomputed = true`: hardware_flops()
+// (HFU) counts them, model_flops() (MFU) does not. Full recompute gives the closed form
+// 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) (Narayanan et al. 2021 §5.1). Selective recompute adds the
+// attention core once: 72·B·s·l·h²·(1 + 2s/(9h) + V/(12·l·h)). Korthikanti et al. print
+// 72·B·s·l·h²·(1 + s/(3h) + V/(12·l·h)), i.e. 24·B·s²·h attention FLOPs per layer — more than full
+// recompute's 16·B·s²·h — so clustersim counts the ops and the tests show the difference.
+//
+// Attention kernel: kExplicit materialises the B·a·s² score matrix (softmax reads and writes it,
+// a 1-byte dropout mask is stored); kFlash (FlashAttention, Dao et al. 2022) fuses scores, softmax
+// and ·V into one kernel per pass with the same FLOPs, moving only Q, K, V, O (and dO, dQ, dK, dV
+// in backward) plus fp32 row statistics (4·B·a·s bytes): no s² bytes.
+//
+// Tensor parallelism of degree t (Shoeybi et al. 2019; Korthikanti et al. 2022 for sequence
+// parallelism): the ops of ONE rank. Column-parallel QKV and fc1 (and the expert fc1) split N by t,
+// row-parallel output projection and fc2 split K by t, attention heads and KV heads a/t and n_kv/t
+// (the plan's validation requires t | a and t | n_kv), the LM head and the embedding are
+// vocabulary-parallel (V/t). Norms, dropout and residual adds run on all T tokens without sequence
+// parallelism and on T/t with it. The GEMMs always see all T tokens (SP all-gathers before them).
+// The collectives (all-reduce, or reduce-scatter/all-gather with SP) are not ops here.
+// Replicated parameters (norms, row-parallel biases, positions, router) count fully on every rank.
+// Expert parallelism of degree ep puts E/ep experts on a rank; with balanced routing its experts
+// process T·top_k tokens in total, so per-rank FLOPs do not change with ep.
+//
+// Bytes: GEMMs read both operands and write the result once (e·(MK + KN + MN) per matrix of the
+// batch); element-wise ops read and write their tensors. Gradients of parameters are reported as
+// parameter counts (their bytes depend on the framework; workloads/memory_model.h).
 #pragma once
 
 #include <cstdint>
@@ -26,24 +66,64 @@ namespace clustersim::workloads {
 enum class OpKind { kGemm, kElementwise };
 
 struct Op {
-  std::string name;           // e.g. "L3.qkv.fwd", "L3.qkv.wgrad", "lm_head.dgrad"
+  std::string name;           // e.g. "L3.qkv.fwd", "L3.qkv.wgrad", "L3.attn_scores.recompute", "lm_head.dgrad"
   OpKind kind = OpKind::kGemm;
   Flops flops;
   Bytes bytes;                // HBM traffic
   double grad_parameters = 0; // parameters whose gradient is complete when this op ends
+  // GEMM shape: `batch` independent [m x k]·[k x n] products, flops = 2·batch·m·n·k. 0 for
+  // element-wise ops (and for hand-built GEMM ops without a shape: op_time then uses a cube).
+  double m = 0, n = 0, k = 0, batch = 1;
+  bool recomputed = false;     // forward work re-run in backward: in HFU, not in MFU
+  bool attention_core = false; // scores / softmax / ·V, or the fused flash kernel
 };
 
-// The forward pass of one micro-batch of `micro_batch` samples: embedding, layers, final norm,
-// LM head, loss.
+enum class Recompute { kNone, kSelective, kFull };
+enum class AttentionKernel { kExplicit, kFlash };
+enum class AttentionFlops { kFullSquare, kCausalHalf };
+
+const char* to_string(Recompute r);
+const char* to_string(AttentionKernel k);
+const char* to_string(AttentionFlops c);
+
+struct OpConfig {
+  std::uint32_t micro_batch = 1;       // samples B
+  Precision precision = Precision::kBF16;
+  std::uint32_t tp = 1;                // tensor-parallel degree t: ops of one rank
+  bool sequence_parallel = false;
+  std::uint32_t ep = 1;                // expert-parallel degree (MoE)
+  Recompute recompute = Recompute::kNone;
+  AttentionKernel attention = AttentionKernel::kExplicit;
+  // Pipeline stage: layers [first_layer, first_layer + layer_count); layer_count 0 = to the last.
+  std::uint32_t first_layer = 0;
+  std::uint32_t layer_count = 0;
+  bool embedding = true;               // this stage holds the input embedding (first stage)
+  bool head = true;                    // this stage holds final norm, LM head and loss (last stage)
+};
+
+// The forward pass of one micro-batch: embedding, layers, final norm, LM head, loss (as the
+// config's stage slice selects).
+std::vector<Op> forward_ops(const ModelSpec& model, const OpConfig& config);
+// The backward pass, in execution order (loss → LM head → layers in reverse, each preceded by its
+// recomputed forward ops → embedding). A tied embedding's gradient is complete only after the
+// embedding's backward; on a last stage without the embedding the LM head holds the tied copy.
+std::vector<Op> backward_ops(const ModelSpec& model, const OpConfig& config);
+// Whole model on one GPU, no recomputation, explicit attention (the DDP path).
 std::vector<Op> forward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision);
-// The backward pass, in execution order (loss → LM head → layers in reverse → embedding).
-// The tied embedding's gradient is complete only after the embedding's backward.
 std::vector<Op> backward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision);
+
 // Adam step over `parameters` fp32 parameters: reads param, grad, m, v (16 B) and writes param,
 // m, v (12 B) per parameter (torch.optim.AdamW, non-fused foreach: memory-bound).
 Op optimizer_op(double parameters);
 
-// Model FLOPs of one micro-batch, fwd + bwd, no recomputation (the convention MFU uses here).
+// GEMM FLOPs of one micro-batch, fwd + bwd, per rank of the config, without recomputation: the
+// MFU numerator (PaLM App. B). `convention` says how the attention core is counted.
+Flops model_flops(const ModelSpec& model, const OpConfig& config,
+                  AttentionFlops convention = AttentionFlops::kFullSquare);
+// The same with the recomputed forward ops: the HFU numerator.
+Flops hardware_flops(const ModelSpec& model, const OpConfig& config,
+                     AttentionFlops convention = AttentionFlops::kFullSquare);
+// Whole model, one GPU, micro-batch B, full-square attention (the convention MFU uses here).
 Flops model_flops(const ModelSpec& model, std::uint32_t micro_batch);
 
 }  // namespace clustersim::workloads

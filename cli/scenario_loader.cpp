@@ -89,9 +89,9 @@ workloads::ModelSpec to_model(const ParsedText& in, const M& s, const std::strin
   const schema::Model& written = s.model();
   const std::string preset = written.has_preset() ? written.preset() : "";
   const schema::Model m = preset.empty() ? written : with_preset(in, path, written);
-  // Errors about a value the preset supplied say so (their location is the model block).
-  auto origin = [&](bool written_inline) {
-    return (!written_inline && !preset.empty()) ? " (value from preset \"" + preset + "\")" : std::string();
+  // Errors that involve a value the preset supplied say so (their location is the model block).
+  auto origin = [&](bool all_written_inline) {
+    return (!all_written_inline && !preset.empty()) ? " (with values from preset \"" + preset + "\")" : std::string();
   };
   auto field = [&](const char* name) { return path + "." + name; };
 
@@ -107,7 +107,7 @@ workloads::ModelSpec to_model(const ParsedText& in, const M& s, const std::strin
   } else {
     if (out.hidden % out.heads != 0) {
       in.fail(field("heads"), std::to_string(out.heads) + " does not divide hidden " + std::to_string(out.hidden) +
-                                  origin(written.has_heads() || written.has_hidden()));
+                                  origin(written.has_heads() && written.has_hidden()));
     }
     out.head_dim = out.hidden / out.heads;
   }
@@ -115,7 +115,7 @@ workloads::ModelSpec to_model(const ParsedText& in, const M& s, const std::strin
   if (out.heads % out.kv_heads != 0) {
     in.fail(field("kv_heads"), std::to_string(out.kv_heads) + " does not divide heads " + std::to_string(out.heads) +
                                    " (each key/value head serves a whole group of query heads)" +
-                                   origin(written.has_kv_heads() || written.has_heads()));
+                                   origin(written.has_kv_heads() && written.has_heads()));
   }
   if (m.has_ffn_hidden()) {
     out.ffn_hidden = at_least_one(in, field("ffn_hidden"), true, m.ffn_hidden());
@@ -170,7 +170,7 @@ workloads::ModelSpec to_model(const ParsedText& in, const M& s, const std::strin
   out.top_k = at_least_one(in, field("top_k"), m.has_top_k(), m.top_k());
   if (out.top_k > out.experts) {
     in.fail(field("top_k"), std::to_string(out.top_k) + " exceeds experts " + std::to_string(out.experts) +
-                                origin(written.has_top_k() || written.has_experts()));
+                                origin(written.has_top_k() && written.has_experts()));
   }
   out.shared_experts = m.has_shared_experts() ? m.shared_experts() : 0;
   out.moe_ffn_hidden =
@@ -182,7 +182,7 @@ workloads::ModelSpec to_model(const ParsedText& in, const M& s, const std::strin
     in.fail(field("first_dense_layers"),
             std::to_string(out.first_dense_layers) + " dense layers and moe_layer_frequency " +
                 std::to_string(out.moe_layer_frequency) + " leave no MoE layer among " + std::to_string(out.layers) +
-                origin(written.has_first_dense_layers() || written.has_layers()));
+                origin(written.has_first_dense_layers() && written.has_layers()));
   }
   return out;
 }

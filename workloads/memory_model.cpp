@@ -55,14 +55,18 @@ MemoryEstimate estimate_ddp_memory(const Job& job, const calibrate::GpuPerforman
   const ModelSpec& m = job.model;
   const double psi = m.parameter_count();
   const bool mixed = job.training.precision == Precision::kBF16 || job.training.precision == Precision::kFP16;
-  const double s = m.seq_len, b = job.parallel.micro_batch, h = m.hidden, a = m.heads, f = m.ffn_hidden,
-               V = m.vocab;
+  const double s = m.seq_len, b = job.parallel.micro_batch, h = m.hidden, V = m.vocab;
   const double e = element_bytes(job.training.precision);
-  // Korthikanti's byte counts assume 16-bit activations and 1-byte masks; scale the 16-bit parts
-  // by e/2 for fp32 training (masks stay 1 byte: 2 of the 34·sbh, 1 of the 5as²b).
+  // Korthikanti's byte counts assume 16-bit activations and 1-byte masks; the 16-bit parts scale by
+  // e/2 for fp32 training. Per layer this is layer_activation_bytes() on one GPU (for a GPT:
+  // s·b·h·((34 − 2)·e/2 + 2) + a·s²·b·(2·e + 1)); the embedding and output terms scale as a whole.
   const double scale = e / 2.0;
-  const double per_layer = s * b * h * ((18 + 4 * f / h - 2) * scale + 2) + a * s * s * b * (4 * scale + 1);
-  const double activations = m.layers * per_layer + s * b * h * scale + 4 * s * b * h * (1 + V / h) * scale;
+  MemoryConfig one_gpu;
+  one_gpu.micro_batch = job.parallel.micro_batch;
+  one_gpu.precision = job.training.precision;
+  Bytes layers;
+  for (std::uint32_t l = 0; l < m.layers; ++l) layers += layer_activation_bytes(m, l, one_gpu);
+  const double activations = layers.raw() + s * b * h * scale + 4 * s * b * h * (1 + V / h) * scale;
 
   std::vector<MemoryPart> parts = {
       {"weights (fp32)", bytes(4 * psi)},

@@ -70,3 +70,219 @@ TEST_CASE("GEMM bytes: both operands read, result written once") {
   CHECK(it->bytes.raw() == doctest::Approx(640));
   CHECK(it->flops.raw() == doctest::Approx(1536));
 }
+
+// ---- Recomputation, attention conventions, GQA/SwiGLU/MoE, tensor parallelism, shapes ----------
+
+namespace {
+
+OpConfig config(std::uint32_t B, Recompute r = Recompute::kNone, std::uint32_t t = 1, bool sp = false) {
+  OpConfig c;
+  c.micro_batch = B;
+  c.recompute = r;
+  c.tp = t;
+  c.sequence_parallel = sp;
+  return c;
+}
+
+ModelSpec llama_like(std::uint32_t l, std::uint32_t h, std::uint32_t a, std::uint32_t kv, std::uint32_t f,
+                     std::uint32_t V, std::uint32_t s) {
+  ModelSpec m{"llama", l, h, a, f, V, s};
+  m.kv_heads = kv;
+  m.gated_mlp = true;
+  m.activation = Activation::kSwiglu;
+  m.norm = Norm::kRmsNorm;
+  m.position = Position::kRope;
+  m.tied_embeddings = false;
+  m.biases = false;
+  return m;
+}
+
+const Op& find(const std::vector<Op>& ops, const std::string& name) {
+  const auto it = std::find_if(ops.begin(), ops.end(), [&](const Op& op) { return op.name == name; });
+  REQUIRE(it != ops.end());
+  return *it;
+}
+
+}  // namespace
+
+TEST_CASE("full recompute: hardware FLOPs are 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)), model FLOPs unchanged") {
+  // GPT-3 175B, B=1: 96·2048·96·12288²·(1 + 2048/73728 + 51200/18874368) = 2.84994e15·1.030490
+  // = 2.93683e15 (Narayanan et al. 2021 §5.1: every layer's forward runs twice, the LM head once).
+  const ModelSpec m = gpt(96, 12288, 96, 51200, 2048);
+  const double B = 1, s = 2048, l = 96, h = 12288, V = 51200;
+  const double closed = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+  CHECK(closed == doctest::Approx(2.93683e15).epsilon(1e-5));
+  CHECK(hardware_flops(m, config(1, Recompute::kFull)).raw() == doctest::Approx(closed).epsilon(1e-12));
+  CHECK(model_flops(m, config(1, Recompute::kFull)).raw() == doctest::Approx(model_flops(m, 1).raw()).epsilon(1e-12));
+  // Without recomputation hardware and model FLOPs are the same.
+  CHECK(hardware_flops(m, config(1)).raw() == doctest::Approx(model_flops(m, 1).raw()).epsilon(1e-12));
+}
+
+TEST_CASE("selective recompute adds the attention core once: 72·B·s·l·h²·(1 + 2s/(9h) + V/(12·l·h))") {
+  // The attention core is 4·B·s²·h per layer forward; model FLOPs count it 3× (12·B·s²·h), selective
+  // recompute 4× (16·B·s²·h = 72·B·s·h²·(2s/(9h))). Full recompute also has 16·B·s²·h, so selective
+  // cannot exceed it. Korthikanti et al. 2022 print 72·B·s·l·h²·(1 + s/(3h) + V/(12·l·h)), i.e.
+  // 24·B·s²·h per layer: 8·B·s²·h·l above the op count. For GPT-3 175B (B=1) that is 2.69 % over
+  // model FLOPs (their "2.7 %") against clustersim's 0.90 %: s/(18h) / (1 + s/(6h) + V/(12lh)) =
+  // 0.009259 / 1.031395.
+  const ModelSpec m = gpt(96, 12288, 96, 51200, 2048);
+  const double B = 1, s = 2048, l = 96, h = 12288, V = 51200;
+  const double ours = 72 * B * s * l * h * h * (1 + 2 * s / (9 * h) + V / (12 * l * h));
+  const double korthikanti = 72 * B * s * l * h * h * (1 + s / (3 * h) + V / (12 * l * h));
+  const Flops hw = hardware_flops(m, config(1, Recompute::kSelective));
+  CHECK(hw.raw() == doctest::Approx(ours).epsilon(1e-12));
+  CHECK(korthikanti - hw.raw() == doctest::Approx(8 * B * s * s * h * l).epsilon(1e-9));
+  CHECK(hw.raw() / model_flops(m, 1).raw() - 1 == doctest::Approx(0.009259 / 1.031395).epsilon(1e-3));
+  CHECK(korthikanti / model_flops(m, 1).raw() - 1 == doctest::Approx(0.0269).epsilon(0.01));
+  // The recomputed ops are exactly the attention core, named .recompute, before each layer's backward.
+  const auto bwd = backward_ops(gpt(2, 64, 4, 100, 16), config(1, Recompute::kSelective));
+  std::vector<std::string> recomputed;
+  for (const Op& op : bwd)
+    if (op.recomputed) recomputed.push_back(op.name);
+  CHECK(recomputed == std::vector<std::string>{"L1.attn_scores.recompute", "L1.softmax.recompute",
+                                               "L1.attn_values.recompute", "L0.attn_scores.recompute",
+                                               "L0.softmax.recompute", "L0.attn_values.recompute"});
+}
+
+TEST_CASE("attention-core conventions: full square (MFU here) vs Megatron's causal half") {
+  // The core is 12·B·s²·h·l of fwd+bwd; the causal convention counts half: 6·B·s²·h·l fewer.
+  // GPT-3 175B, B=1: 6·2048²·12288·96 = 2.96868e13, 1.35 % of 2.20456e15.
+  const ModelSpec m = gpt(96, 12288, 96, 51200, 2048);
+  const double full = model_flops(m, config(1), AttentionFlops::kFullSquare).raw();
+  const double causal = model_flops(m, config(1), AttentionFlops::kCausalHalf).raw();
+  CHECK(full - causal == doctest::Approx(6.0 * 2048 * 2048 * 12288 * 96).epsilon(1e-12));
+  CHECK(full == doctest::Approx(model_flops(m, 1).raw()).epsilon(1e-15));
+}
+
+TEST_CASE("GQA + SwiGLU + untied head: Megatron's 12·B·s·l·h²·(1 + (f/h)·3/2 + n_kv/a + s/h + V/(2·l·h))") {
+  // LLaMA-3-8B shape, B=2, s=1024: 1 + 3.5·1.5 + 8/32 + 1024/4096 + 128256/262144 = 7.239258;
+  // 12·2·1024·32·4096² = 1.31941e13 → 9.55152e13 FLOPs.
+  const ModelSpec m = llama_like(32, 4096, 32, 8, 14336, 128256, 1024);
+  const double B = 2, s = 1024, l = 32, h = 4096, f = 14336, V = 128256;
+  const double closed = 12 * B * s * l * h * h * (1 + f / h * 1.5 + 8.0 / 32 + s / h + V / (2 * l * h));
+  CHECK(closed == doctest::Approx(9.55152e13).epsilon(1e-5));
+  CHECK(model_flops(m, config(2)).raw() == doctest::Approx(closed).epsilon(1e-12));
+  // Every parameter's gradient exactly once; the untied head's in lm_head.wgrad.
+  double grads = 0;
+  for (const Op& op : backward_ops(m, config(1))) grads += op.grad_parameters;
+  CHECK(grads == doctest::Approx(m.parameter_count()).epsilon(1e-12));
+  CHECK(find(backward_ops(m, config(1)), "lm_head.wgrad").grad_parameters == 128256.0 * 4096);
+  // GQA: the QKV GEMM is [T x h]·[h x (32 + 2·8)·128].
+  const Op& qkv = find(forward_ops(m, config(1)), "L0.qkv.fwd");
+  CHECK(qkv.n == 48 * 128);
+}
+
+TEST_CASE("MoE: top-k routed experts and shared experts in the FLOPs; balanced grouped GEMMs") {
+  // Mixtral shape (l=32, h=4096, a=32, n_kv=8, f=14336, E=8, k=2, V=32000), B=1, s=512: as the
+  // dense formula with the MLP term × k = 2, plus the router 3·2·T·h·E per layer:
+  // 12·512·32·4096²·(1 + 3.5·2·1.5 + 0.25 + 0.125 + 32000/262144) + 6·512·4096·8·32.
+  ModelSpec m = llama_like(32, 4096, 32, 8, 14336, 32000, 512);
+  m.experts = 8;
+  m.top_k = 2;
+  const double T = 512, l = 32, h = 4096;
+  const double closed = 12 * T * l * h * h * (1 + 3.5 * 2 * 1.5 + 0.25 + 512.0 / 4096 + 32000 / (2 * l * h)) +
+                        6 * T * h * 8 * l;
+  CHECK(model_flops(m, config(1)).raw() == doctest::Approx(closed).epsilon(1e-12));
+  // Each expert gets T·k/E = 128 tokens; with ep = 4 a rank has 2 experts of 512 tokens each: same FLOPs.
+  const Op& fc1 = find(forward_ops(m, config(1)), "L0.expert_fc1.fwd");
+  CHECK(fc1.batch == 8);
+  CHECK(fc1.m == 128);
+  OpConfig ep4 = config(1);
+  ep4.ep = 4;
+  const Op& fc1_ep = find(forward_ops(m, ep4), "L0.expert_fc1.fwd");
+  CHECK(fc1_ep.batch == 2);
+  CHECK(fc1_ep.m == 512);
+  CHECK(fc1_ep.flops.raw() == doctest::Approx(fc1.flops.raw()).epsilon(1e-15));
+  // Shared experts (DeepSeekMoE-like): a dense MLP of width shared·f_e on every token.
+  m.shared_experts = 2;
+  m.moe_ffn_hidden = 1408;
+  const Op& shared = find(forward_ops(m, config(1)), "L0.shared_fc1.fwd");
+  CHECK(shared.n == 2 * 2 * 1408);  // gate and up
+}
+
+TEST_CASE("tensor parallelism: per-rank ops split N of column-parallel and K of row-parallel GEMMs") {
+  // GPT h=1024, a=16, f=4096, V=32000, s=512, t=4: qkv N = 3072/4 = 768; proj K = 1024/4 = 256;
+  // fc1 N = 1024; fc2 K = 1024; attention batch B·a/t = 4; LM head N = V/t = 8000.
+  const ModelSpec m = gpt(2, 1024, 16, 32000, 512);
+  const auto fwd = forward_ops(m, config(1, Recompute::kNone, 4));
+  CHECK(find(fwd, "L0.qkv.fwd").n == 768);
+  CHECK(find(fwd, "L0.qkv.fwd").k == 1024);
+  CHECK(find(fwd, "L0.proj.fwd").k == 256);
+  CHECK(find(fwd, "L0.fc1.fwd").n == 1024);
+  CHECK(find(fwd, "L0.fc2.fwd").k == 1024);
+  CHECK(find(fwd, "L0.attn_scores.fwd").batch == 4);
+  CHECK(find(fwd, "lm_head.fwd").n == 8000);
+  // Every GEMM is split, so per-rank model FLOPs are exactly 1/t of the whole.
+  CHECK(model_flops(m, config(1, Recompute::kNone, 4)).raw() * 4 == doctest::Approx(model_flops(m, 1).raw()).epsilon(1e-12));
+  // Norms run on all tokens without SP and on T/t with it: ln1 bytes 2·2·512·1024 vs /4.
+  CHECK(find(fwd, "L0.ln1.fwd").bytes.raw() == 2.0 * 2 * 512 * 1024);
+  CHECK(find(forward_ops(m, config(1, Recompute::kNone, 4, true)), "L0.ln1.fwd").bytes.raw() == 2.0 * 2 * 512 * 1024 / 4);
+  // Per-rank gradients: split matrices /t, norms and row-parallel biases whole:
+  // layer = (3h² + 3h)/4 + h²/4 + h + (hf + f)/4 + fh/4 + h + 4h; embedding V·h/4 + s·h; final LN 2h.
+  const double h = 1024, f = 4096, V = 32000, s = 512;
+  const double layer = (3 * h * h + 3 * h) / 4 + h * h / 4 + h + (h * f + f) / 4 + f * h / 4 + h + 4 * h;
+  double grads = 0;
+  for (const Op& op : backward_ops(m, config(1, Recompute::kNone, 4))) grads += op.grad_parameters;
+  CHECK(grads == doctest::Approx(2 * layer + V * h / 4 + s * h + 2 * h).epsilon(1e-12));
+}
+
+TEST_CASE("every GEMM carries its shape: flops = 2·batch·m·n·k") {
+  ModelSpec m = llama_like(2, 256, 8, 2, 688, 1000, 64);
+  m.experts = 4;
+  m.top_k = 2;
+  m.shared_experts = 1;
+  m.first_dense_layers = 1;
+  for (AttentionKernel kernel : {AttentionKernel::kExplicit, AttentionKernel::kFlash}) {
+    OpConfig c = config(2, Recompute::kFull, 2, true);
+    c.attention = kernel;
+    for (const auto& ops : {forward_ops(m, c), backward_ops(m, c)})
+      for (const Op& op : ops) {
+        CAPTURE(op.name);
+        if (op.kind != OpKind::kGemm) continue;
+        CHECK(op.m > 0);
+        CHECK(op.flops.raw() == doctest::Approx(2 * op.batch * op.m * op.n * op.k).epsilon(1e-12));
+      }
+  }
+}
+
+TEST_CASE("flash attention: same FLOPs, no s² bytes") {
+  // Explicit attention moves the B·a·s² scores; the flash kernel moves Q, K, V, O (linear in s)
+  // plus 4·B·a·s bytes of statistics: doubling s doubles its bytes exactly.
+  const ModelSpec m = gpt(1, 1024, 16, 1000, 2048);
+  OpConfig flash = config(1);
+  flash.attention = AttentionKernel::kFlash;
+  CHECK(model_flops(m, flash).raw() == doctest::Approx(model_flops(m, 1).raw()).epsilon(1e-15));
+  const Op& f2048 = find(forward_ops(m, flash), "L0.flash_attn.fwd");
+  // Q, K, V read and O written: 2·(4·2048·1024) + 4·16·2048 = 16,908,288 bytes.
+  CHECK(f2048.bytes.raw() == 2.0 * 4 * 2048 * 1024 + 4.0 * 16 * 2048);
+  ModelSpec half = m;
+  half.seq_len = 1024;
+  CHECK(find(forward_ops(half, flash), "L0.flash_attn.fwd").bytes.raw() * 2 == f2048.bytes.raw());
+  double explicit_bytes = 0;
+  for (const Op& op : forward_ops(m, config(1)))
+    if (op.attention_core) explicit_bytes += op.bytes.raw();
+  CHECK(explicit_bytes > 16.0 * 2048 * 2048 * 2);  // the scores, written and read as fp16
+}
+
+#include "workloads/compute_model.h"
+
+TEST_CASE("op_time looks a GEMM up at its own shape, not at a cube of the same FLOPs") {
+  // Table: 4096³ at 0.8, 4096 x 128 x 4096 (skinny N) at 0.3. The LM-head-like op
+  // [4096 x 4096]·[4096 x 128] has FLOPs of a 1290³ cube, which is nearer 4096³ in log space
+  // (3·1.67² = 8.3 vs 2·1.67² + 3.33² = 16.7); its shape is exactly the skinny entry.
+  calibrate::GpuPerformance g{"X", TFLOPps(1000), TFLOPps(1000), TFLOPps(500), TFLOPps(60), GBps(3000), GiB(80),
+                              0.7, 1.0, seconds(0)};
+  g.gemm_table = {{4096, 4096, 4096, calibrate::GemmDtype::kBF16, 0.8},
+                  {4096, 128, 4096, calibrate::GemmDtype::kBF16, 0.3}};
+  const ModelSpec m = gpt(1, 4096, 32, 128, 4096);  // tokens 4096, V = 128
+  const Op& head = find(forward_ops(m, config(1)), "lm_head.fwd");
+  REQUIRE(head.m == 4096);
+  REQUIRE(head.n == 128);
+  // math: 2·4096·4096·128 / (1e15·0.3) = 14.3166 us; memory (11.884 us, below) is smaller.
+  CHECK(to_us(op_time(head, g, Precision::kBF16)) == doctest::Approx(2.0 * 4096 * 4096 * 128 / 0.3e15 * 1e6).epsilon(1e-9));
+  Op shapeless = head;
+  shapeless.m = shapeless.n = shapeless.k = 0;
+  // At the cube's 0.8 the math takes 5.37 us, below the memory time: 2·(4096² + 2·4096·128) B / 3 TB/s
+  // = 35,651,584 / 3e12 = 11.884 us.
+  CHECK(to_us(op_time(shapeless, g, Precision::kBF16)) == doctest::Approx(35651584.0 / 3e12 * 1e6).epsilon(1e-9));
+}

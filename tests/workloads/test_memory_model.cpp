@@ -1,0 +1,228 @@
+// Memory model: Korthikanti et al.'s activation rows for GPT-3 175B, bytes per parameter of ZeRO and
+// Megatron's (distributed) optimizer, in-flight micro-batches of the pipeline schedules, per-rank
+// parameters of a stage (checked against the per-op gradients), the report and its OOM verdict.
+#include <doctest/doctest.h>
+
+#include "workloads/memory_model.h"
+#include "workloads/pipeline_schedule.h"
+#include "workloads/transformer_ops.h"
+
+using namespace clustersim;
+using namespace clustersim::workloads;
+
+namespace {
+
+ModelSpec gpt3_175b() { return ModelSpec{"gpt3-175b", 96, 12288, 96, 49152, 51200, 2048}; }
+
+MemoryConfig plan(std::uint32_t t, bool sp, Recompute r) {
+  MemoryConfig c;
+  c.tp = t;
+  c.sequence_parallel = sp;
+  c.recompute = r;
+  return c;
+}
+
+double layer_gib(const MemoryConfig& c) { return to_GiB(layer_activation_bytes(gpt3_175b(), 0, c)); }
+
+const MemoryPart& part(const MemoryEstimate& e, const std::string& prefix) {
+  for (const MemoryPart& p : e.parts)
+    if (p.name.rfind(prefix, 0) == 0) return p;
+  FAIL("no part " << prefix);
+  return e.parts.front();
+}
+
+}  // namespace
+
+TEST_CASE("activations per layer: Korthikanti et al.'s GPT-3 175B rows (s=2048, b=1, h=12288, a=96, t=8)") {
+  // s·b·h = 25,165,824; 5·a·s/h = 80. Bytes per layer and GiB (2^30):
+  //   no parallelism     sbh·(34 + 80)              = 2,868,903,936 = 2.672 GiB  (paper: 2.67)
+  //   TP                 sbh·(10 + 24/8 + 80/8)     =   578,813,952 = 0.539 GiB  (0.54)
+  //   TP + SP            sbh·(34 + 80)/8            =   358,612,992 = 0.334 GiB  (0.33)
+  //   TP + selective     sbh·(10 + 24/8)            =   327,155,712 = 0.305 GiB  (0.30)
+  //   TP + SP + sel.     sbh·34/8                   =   106,954,752 = 0.0996 GiB (0.10)
+  //   full recompute     2·sbh                      =    50,331,648 = 0.0469 GiB (0.047)
+  const double sbh = 2048.0 * 12288;
+  CHECK(layer_activation_bytes(gpt3_175b(), 0, plan(1, false, Recompute::kNone)).raw() == 114 * sbh);
+  CHECK(layer_activation_bytes(gpt3_175b(), 0, plan(8, false, Recompute::kNone)).raw() == 23 * sbh);
+  CHECK(layer_activation_bytes(gpt3_175b(), 0, plan(8, true, Recompute::kNone)).raw() == 14.25 * sbh);
+  CHECK(layer_activation_bytes(gpt3_175b(), 0, plan(8, false, Recompute::kSelective)).raw() == 13 * sbh);
+  CHECK(layer_activation_bytes(gpt3_175b(), 0, plan(8, true, Recompute::kSelective)).raw() == 4.25 * sbh);
+  CHECK(layer_activation_bytes(gpt3_175b(), 0, plan(8, false, Recompute::kFull)).raw() == 2 * sbh);
+  // The paper's two-digit values, at the precision it prints them.
+  CHECK(layer_gib(plan(1, false, Recompute::kNone)) == doctest::Approx(2.67).epsilon(0.005));
+  CHECK(layer_gib(plan(8, false, Recompute::kNone)) == doctest::Approx(0.54).epsilon(0.01));
+  CHECK(layer_gib(plan(8, true, Recompute::kNone)) == doctest::Approx(0.33).epsilon(0.015));
+  CHECK(layer_gib(plan(8, false, Recompute::kSelective)) == doctest::Approx(0.30).epsilon(0.02));
+  CHECK(layer_gib(plan(8, true, Recompute::kSelective)) == doctest::Approx(0.10).epsilon(0.005));
+  CHECK(layer_gib(plan(8, false, Recompute::kFull)) == doctest::Approx(0.047).epsilon(0.005));
+  // FlashAttention drops the 5·a·s²·b/t attention matrices and keeps fp32 row statistics
+  // 4·a·s·b/t: TP + SP + flash = 4.25·sbh + 4·96·2048/8.
+  MemoryConfig flash = plan(8, true, Recompute::kNone);
+  flash.attention = AttentionKernel::kFlash;
+  CHECK(layer_activation_bytes(gpt3_175b(), 0, flash).raw() == 4.25 * sbh + 4.0 * 96 * 2048 / 8);
+}
+
+TEST_CASE("first pipeline stage with 1F1B holds p micro-batches of L/p layers: 32.1 vs 9.56 GiB") {
+  // p = 8, 12 layers per stage, 8 micro-batches in flight on stage 0 = 96 layer passes:
+  // 96·0.33398 = 32.06 GiB (TP+SP) and 96·0.099609 = 9.5625 GiB (TP+SP+selective)
+  // (Korthikanti et al. 2022: 32.1 and 9.56 GiB).
+  MemoryConfig c = plan(8, true, Recompute::kNone);
+  c.pp = 8;
+  c.micro_batches = 64;
+  const double sbh = 2048.0 * 12288;
+  const MemoryEstimate none = estimate_memory(gpt3_175b(), c, GiB(80));
+  CHECK(part(none, "activations (12 layers x 8 micro-batches").size.raw() == 96 * 14.25 * sbh);
+  CHECK(to_GiB(part(none, "activations (").size) == doctest::Approx(32.1).epsilon(0.002));
+  c.recompute = Recompute::kSelective;
+  CHECK(to_GiB(part(estimate_memory(gpt3_175b(), c, GiB(80)), "activations (").size) ==
+        doctest::Approx(9.5625).epsilon(1e-12));
+  // Interleaving with v = 2 multiplies stage 0's activations by 1 + (p−1)/(p·v) = 1 + 7/16.
+  c.schedule = PipelineSchedule::kInterleaved;
+  c.virtual_stages = 2;
+  CHECK(to_GiB(part(estimate_memory(gpt3_175b(), c, GiB(80)), "activations (").size) ==
+        doctest::Approx(9.5625 * (1 + 7.0 / 16)).epsilon(1e-12));
+  // The first stage also stores the embedding's dropout mask, s·b·h/t bytes per micro-batch in flight:
+  // 8 · 25,165,824 / 8 = 25,165,824 (Korthikanti's s·b·h·p/t).
+  CHECK(part(none, "embedding dropout").size.raw() == sbh);
+}
+
+TEST_CASE("in-flight micro-batches: GPipe m, 1F1B p − i, interleaved p·(1 + (p−1)/(p·v)) on stage 0") {
+  CHECK(in_flight_micro_batches(PipelineSchedule::kGPipe, 8, 0, 96, 1) == 96);
+  CHECK(in_flight_micro_batches(PipelineSchedule::kOneFOneB, 8, 0, 96, 1) == 8);
+  CHECK(in_flight_micro_batches(PipelineSchedule::kOneFOneB, 8, 7, 96, 1) == 1);
+  CHECK(in_flight_micro_batches(PipelineSchedule::kOneFOneB, 8, 3, 96, 1) == 5);
+  CHECK(in_flight_micro_batches(PipelineSchedule::kOneFOneB, 8, 0, 3, 1) == 3);  // m < p: m
+  // Interleaved, Megatron's warm-up 2·(p − i − 1) + (v − 1)·p forward chunk passes + 1, over v:
+  // p = 8, v = 2, stage 0: (14 + 8 + 1)/2 = 11.5 = 8·(1 + 7/16); p = 4, v = 2, stage 3: (0 + 4 + 1)/2 = 2.5.
+  CHECK(in_flight_micro_batches(PipelineSchedule::kInterleaved, 8, 0, 96, 2) == 11.5);
+  CHECK(in_flight_micro_batches(PipelineSchedule::kInterleaved, 4, 3, 16, 2) == 2.5);
+  // Cross-check with the schedule module's own per-stage order for 1F1B.
+  for (std::uint32_t i = 0; i < 8; ++i) {
+    CAPTURE(i);
+    CHECK(double(max_in_flight(pipeline_order(PipelineSchedule::kOneFOneB, 8, 96)[i])) ==
+          in_flight_micro_batches(PipelineSchedule::kOneFOneB, 8, i, 96, 1));
+  }
+}
+
+TEST_CASE("model-state bytes per parameter: ZeRO's 16, Megatron's 18 / 20 and 6 + 12/d") {
+  using enum Optimizer;
+  // ZeRO §3.1: fp16 weights 2 + fp16 gradients 2 + fp32 master, m, v 12 = 16 (K = 12).
+  CHECK(model_state_bytes(kAdam, Precision::kFP16, GradientDtype::k16Bit, Sharding::kNone, 1).total() == 16);
+  // Megatron (dist_optimizer.md): bf16 weights, fp32 main_grad: 2 + 4 + 12 = 18; distributed 6 + 12/d.
+  CHECK(model_state_bytes(kAdam, Precision::kBF16, GradientDtype::kFp32, Sharding::kNone, 1).total() == 18);
+  CHECK(model_state_bytes(kAdam, Precision::kBF16, GradientDtype::kFp32, Sharding::kOptimizer, 64).total() ==
+        6 + 12.0 / 64);
+  // fp16 weights and grads with the fp32 gradient copy: 2 + 2 + 16 = 20; distributed 4 + 16/d.
+  CHECK(model_state_bytes(kAdam, Precision::kFP16, GradientDtype::k16BitFp32Copy, Sharding::kNone, 1).total() == 20);
+  CHECK(model_state_bytes(kAdam, Precision::kFP16, GradientDtype::k16BitFp32Copy, Sharding::kOptimizer, 8).total() ==
+        4 + 16.0 / 8);
+  // fp32 weights and grads: 4 + 4 + 8 = 16; distributed 8 + 8/d.
+  CHECK(model_state_bytes(kAdam, Precision::kFP32, GradientDtype::kFp32, Sharding::kNone, 1).total() == 16);
+  CHECK(model_state_bytes(kAdam, Precision::kFP32, GradientDtype::kFp32, Sharding::kOptimizer, 4).total() == 8 + 2);
+  // SGD keeps the fp32 master only (2 + 4 + 4 = 10), momentum adds 4 (14).
+  CHECK(model_state_bytes(kSgd, Precision::kBF16, GradientDtype::kFp32, Sharding::kNone, 1).total() == 10);
+  CHECK(model_state_bytes(kSgdMomentum, Precision::kBF16, GradientDtype::kFp32, Sharding::kNone, 1).total() == 14);
+  // ZeRO's example, Ψ = 7.5 B, N_d = 64, K = 12: 120 GB → 31.4 → 16.6 → 1.875 GB.
+  const double psi = 7.5e9;
+  auto gb = [&](Sharding s) {
+    return psi * model_state_bytes(kAdam, Precision::kFP16, GradientDtype::k16Bit, s, 64).total() / 1e9;
+  };
+  CHECK(gb(Sharding::kNone) == doctest::Approx(120));
+  CHECK(gb(Sharding::kOptimizer) == doctest::Approx(31.40625));            // 4Ψ + 12Ψ/64
+  CHECK(gb(Sharding::kOptimizerGradients) == doctest::Approx(16.640625));  // 2Ψ + 14Ψ/64
+  CHECK(gb(Sharding::kAll) == doctest::Approx(1.875));                     // 16Ψ/64
+}
+
+TEST_CASE("a stage's parameters per rank equal the gradients its per-rank backward ops produce") {
+  ModelSpec llama{"llama", 8, 512, 8, 1376, 1000, 64};
+  llama.kv_heads = 2;
+  llama.gated_mlp = true;
+  llama.activation = Activation::kSwiglu;
+  llama.norm = Norm::kRmsNorm;
+  llama.position = Position::kRope;
+  llama.tied_embeddings = false;
+  llama.biases = false;
+  ModelSpec moe = llama;
+  moe.experts = 8;
+  moe.top_k = 2;
+  moe.shared_experts = 1;
+  moe.moe_ffn_hidden = 256;
+  moe.first_dense_layers = 1;
+  const ModelSpec tied_gpt{"gpt", 8, 512, 8, 2048, 1000, 64};
+  for (const ModelSpec& m : {llama, moe, tied_gpt}) {
+    for (std::uint32_t stage = 0; stage < 4; ++stage) {
+      CAPTURE(m.name);
+      CAPTURE(stage);
+      MemoryConfig c;
+      c.tp = 2;
+      c.pp = 4;
+      c.ep = 2;
+      c.dp = 2;
+      c.stage = stage;
+      OpConfig o;
+      o.tp = 2;
+      o.ep = 2;
+      o.first_layer = 2 * stage;
+      o.layer_count = 2;
+      o.embedding = stage == 0;
+      o.head = stage == 3;
+      double grads = 0;
+      for (const Op& op : backward_ops(m, o)) grads += op.grad_parameters;
+      CHECK(stage_parameters(m, c).total() == doctest::Approx(grads).epsilon(1e-12));
+    }
+  }
+  // One rank, one stage: the whole model.
+  MemoryConfig one;
+  CHECK(stage_parameters(moe, one).total() == doctest::Approx(moe.parameter_count()).epsilon(1e-12));
+  CHECK(stage_layers(llama, 4, 1, 1) == std::vector<std::uint32_t>{2, 3});
+  CHECK(stage_layers(llama, 2, 1, 2) == std::vector<std::uint32_t>{2, 3, 6, 7});  // chunks 1 and 3
+}
+
+TEST_CASE("report: parts, peak, capacity, and the part that breaks an 80 GiB GPU") {
+  // GPT-3 175B on t = 8, one stage, one DP rank, bf16 + fp32 grads + Adam (18 B/param). Per rank and
+  // layer: split (12h² + 9h)/8 (QKV, proj, fc1, fc2 with their column-parallel biases) + replicated
+  // 2h (row-parallel biases) + 4h (LayerNorms); × 96 + V·h/8 + s·h + 2h = 21.855 B parameters:
+  // weights 2 B each (40.7 GiB) fit, the fp32 gradients (81.4 GiB more) break it.
+  MemoryConfig c = plan(8, true, Recompute::kSelective);
+  const MemoryEstimate e = estimate_memory(gpt3_175b(), c, GiB(80));
+  CHECK(e.oom);
+  CHECK(e.breaking_part == "gradients (fp32)");
+  CHECK(e.largest_part.rfind("optimizer state", 0) == 0);
+  Bytes sum;
+  for (const MemoryPart& p : e.parts) sum += p.size;
+  CHECK(e.peak == sum);
+  CHECK(e.capacity == GiB(80));
+  CHECK(part(e, "framework overhead").size == GiB(2));
+  // Narayanan et al.'s layout (t = 8, p = 16, d = 8) with the distributed optimizer, full recompute,
+  // 1F1B: 6 layers per stage, 1.463 B parameters per rank on stage 0 (6 layers + V·h/8 + s·h) at
+  // 6 + 12/8 = 7.5 B/param → 10.2 GiB of model states, plus 8 micro-batches of 6 layer inputs — fits.
+  c.pp = 16;
+  c.dp = 8;
+  c.micro_batches = 192;
+  c.recompute = Recompute::kFull;
+  c.sharding = Sharding::kOptimizer;
+  const MemoryEstimate fits = estimate_memory(gpt3_175b(), c, GiB(80));
+  CHECK(!fits.oom);
+  CHECK(fits.breaking_part.empty());
+  CHECK(to_GiB(fits.peak) < 40);
+}
+
+TEST_CASE("the DDP path keeps its composition: 22 B per parameter + one micro-batch of activations") {
+  // The test_ddp model (l=2, h=1024, a=16, f=4h, V=51200, s=1024, b=4), bf16: P = 78,671,872;
+  // weights 4 + grads 4 + Adam 8 + DDP copy 4 + autocast 2 = 22 B → 1,730,781,184 B.
+  // Activations: per layer sbh·34 + 5·a·s²·b = 142,606,336 + 335,544,320 = 478,150,656, × 2 layers,
+  // + embedding dropout sbh 4,194,304 + output layer 4·sbh·(1 + V/h) = 855,638,016 → 1,816,133,632 B.
+  Job job;
+  job.model = ModelSpec{"small", 2, 1024, 16, 4096, 51200, 1024};
+  job.parallel.micro_batch = 4;
+  calibrate::GpuPerformance gpu;
+  gpu.memory_capacity = GiB(80);
+  const MemoryEstimate e = estimate_ddp_memory(job, gpu);
+  CHECK(e.peak.raw() == doctest::Approx(1730781184.0 + 1816133632.0).epsilon(1e-12));
+  CHECK(!e.oom);
+  // fp32 (e = 4, no autocast copies: 20 B/param = 1,573,437,440 B). Per layer sbh·(32·2 + 2) +
+  // a·s²·b·(2·4 + 1) = 276,824,064 + 603,979,776 = 880,803,840, × 2; embedding 2·sbh = 8,388,608;
+  // output 8·sbh·51 = 1,711,276,032 → activations 3,481,272,320 B.
+  job.training.precision = Precision::kFP32;
+  CHECK(estimate_ddp_memory(job, gpu).peak.raw() == doctest::Approx(1573437440.0 + 3481272320.0).epsilon(1e-12));
+}

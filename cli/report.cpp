@@ -95,7 +95,7 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
 
   o << "Memory per GPU (peak)\n";
   for (const auto& part : r.memory.parts)
-    o << "  " << part.name << std::string(part.name.size() < 36 ? 36 - part.name.size() : 1, ' ')
+    o << "  " << part.name << std::string(part.name.size() < 68 ? 68 - part.name.size() : 1, ' ')
       << fmt("%8.2f", to_GiB(part.size)) << " GiB\n";
   o << "  peak " << fmt("%.2f", to_GiB(r.memory.peak)) << " GiB of " << fmt("%.2f", to_GiB(r.memory.capacity))
     << " GiB: " << (r.memory.oom ? "OUT OF MEMORY (largest part: " + r.memory.largest_part + ")" : "fits") << "\n\n";

@@ -144,7 +144,29 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
     r.buckets = std::move(it.buckets);
     for (sim::TaskId t : it.bucket_allreduce)
       r.bucket_allreduce.push_back(sim::to_seconds(executor.end_time(t) - executor.start_time(t)));
-    r.memory = estimate_ddp_memory(job, sc.profile.gpu);
+    if (job.parallel.megatron()) {
+      // Megatron layout: the stage with the highest peak (1F1B's first stage holds p micro-batches; the
+      // last holds the LM head's logits). Adam in mixed precision with fp32 main gradients, no
+      // distributed optimizer, no recomputation, explicit attention (what the graph simulates).
+      const ParallelPlan& par = job.parallel;
+      for (std::uint32_t stage = 0; stage < par.pp; ++stage) {
+        MemoryConfig mc;
+        mc.tp = par.tp;
+        mc.pp = par.pp;
+        mc.stage = stage;
+        mc.dp = par.dp;
+        mc.sequence_parallel = par.sequence_parallel;
+        mc.schedule = par.schedule;
+        mc.micro_batch = par.micro_batch;
+        mc.micro_batches = par.grad_accum;
+        mc.virtual_stages = par.vp;
+        mc.precision = job.training.precision;
+        MemoryEstimate e = estimate_memory(job.model, mc, sc.profile.gpu.memory_capacity);
+        if (stage == 0 || e.peak > r.memory.peak) r.memory = std::move(e);
+      }
+    } else {
+      r.memory = estimate_ddp_memory(job, sc.profile.gpu);
+    }
     r.training = training_time(job.training, job.parallel.grad_accum, ranks, r.iteration_time);
     out.jobs.push_back(std::move(r));
   }

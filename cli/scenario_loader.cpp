@@ -220,6 +220,10 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
   if (out.sequence_parallel && out.tp < 2)
     in.fail(pre + "parallel.sequence_parallel", "needs tensor parallelism (tp >= 2)");
   if (p.has_rank_order()) out.rank_order = p.rank_order();
+  out.recompute = p.recompute() == schema::Parallelism::SELECTIVE ? workloads::Recompute::kSelective
+                  : p.recompute() == schema::Parallelism::FULL    ? workloads::Recompute::kFull
+                                                                  : workloads::Recompute::kNone;
+  out.attention = p.flash_attention() ? workloads::AttentionKernel::kFlash : workloads::AttentionKernel::kExplicit;
   try {
     workloads::RankLayout(out.tp, out.dp, out.pp, out.rank_order);
   } catch (const std::invalid_argument& e) {
@@ -485,6 +489,10 @@ void write_job(const workloads::Job& job, schema::Model* mo_ptr, schema::Paralle
                                                                                : schema::Parallelism::INTERLEAVED_ONE_F_ONE_B);
   p.set_sequence_parallel(parallel.sequence_parallel);
   p.set_rank_order(parallel.rank_order);
+  p.set_recompute(parallel.recompute == workloads::Recompute::kSelective ? schema::Parallelism::SELECTIVE
+                  : parallel.recompute == workloads::Recompute::kFull    ? schema::Parallelism::FULL
+                                                                         : schema::Parallelism::NONE);
+  p.set_flash_attention(parallel.attention == workloads::AttentionKernel::kFlash);
 
   // The value type keeps samples per epoch; write the whole number the scenario could have said:
   // samples when integral, else tokens (a token budget that is not a whole number of sequences).

@@ -147,7 +147,7 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
     if (job.parallel.megatron()) {
       // Megatron layout: the stage with the highest peak (1F1B's first stage holds p micro-batches; the
       // last holds the LM head's logits). Adam in mixed precision with fp32 main gradients, no
-      // distributed optimizer, no recomputation, explicit attention (what the graph simulates).
+      // distributed optimizer, the plan's recomputation and attention kernel (what the graph simulates).
       const ParallelPlan& par = job.parallel;
       for (std::uint32_t stage = 0; stage < par.pp; ++stage) {
         MemoryConfig mc;
@@ -161,6 +161,8 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
         mc.micro_batches = par.grad_accum;
         mc.virtual_stages = par.vp;
         mc.precision = job.training.precision;
+        mc.recompute = par.recompute;
+        mc.attention = par.attention;
         MemoryEstimate e = estimate_memory(job.model, mc, sc.profile.gpu.memory_capacity);
         if (stage == 0 || e.peak > r.memory.peak) r.memory = std::move(e);
       }

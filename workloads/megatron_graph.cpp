@@ -12,64 +12,40 @@
 namespace clustersim::workloads {
 namespace {
 
-bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+bool ends_with(const std::string& s, const char* suffix) { return s.ends_with(suffix); }
 
-// Ops that tensor parallelism does not split unless sequence parallelism does: norms, residual adds, dropout.
-bool replicated_without_sp(const std::string& name) {
-  return name.find(".ln1.") != std::string::npos || name.find(".ln2.") != std::string::npos ||
-         name.find(".residual") != std::string::npos || starts_with(name, "final_ln.");
-}
-
-// One rank's share of an op under tensor parallelism t (see the header).
-Op tp_share(Op op, std::uint32_t t, bool sequence_parallel) {
-  const double share = (!sequence_parallel && replicated_without_sp(op.name)) ? 1.0 : 1.0 / t;
-  op.flops = op.flops * share;
-  op.bytes = op.bytes * share;
-  op.grad_parameters = replicated_without_sp(op.name) ? op.grad_parameters : op.grad_parameters / t;
-  return op;
-}
-
-// The ops of a virtual stage, in execution order, for one direction.
+// The ops of a virtual stage on one rank, in execution order, for one direction, and where the TP
+// collectives go.
 struct StageOps {
   std::vector<Op> ops;
-  // After which op index (exclusive end) a TP collective follows, and which one.
   struct Sync {
-    std::size_t after;
+    std::size_t after;  // the collective follows op `after − 1`
     CollectiveOp op;
   };
   std::vector<Sync> syncs;
   double parameters = 0;  // this rank's parameters of the chunk
 };
 
-std::uint32_t layer_of(const std::string& name) {
-  // "L12.qkv.fwd" → 12; other ops → max
-  if (name.size() < 2 || name[0] != 'L' || !std::isdigit(static_cast<unsigned char>(name[1]))) return UINT32_MAX;
-  return static_cast<std::uint32_t>(std::stoul(name.substr(1)));
-}
-
-StageOps stage_ops(const std::vector<Op>& all, std::uint32_t first_layer, std::uint32_t end_layer, bool first,
-                   bool last, std::uint32_t t, bool sp, bool forward) {
+StageOps stage_ops(const ModelSpec& model, const OpConfig& config, bool forward) {
   StageOps out;
-  for (const Op& op : all) {
-    const std::uint32_t l = layer_of(op.name);
-    const bool mine = l != UINT32_MAX ? (l >= first_layer && l < end_layer)
-                                      : (starts_with(op.name, "embed.") ? first : last);
-    if (!mine) continue;
-    out.ops.push_back(tp_share(op, t, sp));
-    out.parameters += out.ops.back().grad_parameters;
-    if (t < 2 || l == UINT32_MAX) continue;
-    // Megatron's g/f operators: forward reduces after the row-parallel GEMMs, backward after the data
-    // gradients of the column-parallel ones. With SP the reduction is a reduce-scatter, and an all-gather
-    // precedes the column-parallel GEMM (its own volume); counted here as the pair after the same op.
-    const bool fwd_sync = forward && (op.name.ends_with(".proj.fwd") || op.name.ends_with(".fc2.fwd"));
-    const bool bwd_sync = !forward && (op.name.ends_with(".qkv.dgrad") || op.name.ends_with(".fc1.dgrad"));
-    if (fwd_sync || bwd_sync) {
-      if (sp) {
-        out.syncs.push_back({out.ops.size(), CollectiveOp::kReduceScatter});
-        out.syncs.push_back({out.ops.size(), CollectiveOp::kAllGather});
-      } else {
-        out.syncs.push_back({out.ops.size(), CollectiveOp::kAllReduce});
-      }
+  out.ops = forward ? forward_ops(model, config) : backward_ops(model, config);
+  for (std::size_t i = 0; i < out.ops.size(); ++i) {
+    const Op& op = out.ops[i];
+    out.parameters += op.grad_parameters;
+    if (config.tp < 2) continue;
+    // Megatron's g/f operators: the forward reduces after the row-parallel GEMMs (also when a backward
+    // recomputes them), the backward after the data gradients of the column-parallel ones. With sequence
+    // parallelism the reduction is a reduce-scatter and an all-gather precedes the next column-parallel
+    // GEMM: the same volume, counted here as the pair after the same op.
+    const bool sync = ends_with(op.name, ".proj.fwd") || ends_with(op.name, ".fc2.fwd") ||
+                      ends_with(op.name, ".shared_fc2.fwd") || ends_with(op.name, ".qkv.dgrad") ||
+                      ends_with(op.name, ".fc1.dgrad") || ends_with(op.name, ".shared_fc1.dgrad");
+    if (!sync) continue;
+    if (config.sequence_parallel) {
+      out.syncs.push_back({i + 1, CollectiveOp::kReduceScatter});
+      out.syncs.push_back({i + 1, CollectiveOp::kAllGather});
+    } else {
+      out.syncs.push_back({i + 1, CollectiveOp::kAllReduce});
     }
   }
   return out;
@@ -90,8 +66,6 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
   const std::uint32_t ranks = layout.size();
   const std::uint32_t t = par.tp, p = par.pp, v = par.vp, m = par.grad_accum;
   const Precision prec = job.training.precision;
-  const std::vector<Op> fwd_all = forward_ops(job.model, par.micro_batch, prec);
-  const std::vector<Op> bwd_all = backward_ops(job.model, par.micro_batch, prec);
   const std::uint32_t virtual_stages = p * v;
   const std::uint32_t layers_per_chunk = job.model.layers / virtual_stages;
   const Bytes activation = bytes(double(par.micro_batch) * job.model.seq_len * job.model.hidden * element_bytes(prec));
@@ -100,11 +74,19 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
   // Per virtual stage: ops and syncs, forward and backward.
   std::vector<StageOps> fwd(virtual_stages), bwd(virtual_stages);
   for (std::uint32_t vs = 0; vs < virtual_stages; ++vs) {
-    const bool first = vs == 0, last = vs + 1 == virtual_stages;
-    fwd[vs] = stage_ops(fwd_all, vs * layers_per_chunk, (vs + 1) * layers_per_chunk, first, last, t,
-                        par.sequence_parallel, true);
-    bwd[vs] = stage_ops(bwd_all, vs * layers_per_chunk, (vs + 1) * layers_per_chunk, first, last, t,
-                        par.sequence_parallel, false);
+    OpConfig oc;
+    oc.micro_batch = par.micro_batch;
+    oc.precision = prec;
+    oc.tp = t;
+    oc.sequence_parallel = par.sequence_parallel;
+    oc.recompute = par.recompute;
+    oc.attention = par.attention;
+    oc.first_layer = vs * layers_per_chunk;
+    oc.layer_count = layers_per_chunk;
+    oc.embedding = vs == 0;
+    oc.head = vs + 1 == virtual_stages;
+    fwd[vs] = stage_ops(job.model, oc, true);
+    bwd[vs] = stage_ops(job.model, oc, false);
   }
 
   JobGraph it;

@@ -22,6 +22,12 @@ const char* to_string(Precision p);
 // (mixed precision keeps fp32 master weights and optimizer state separately).
 double element_bytes(Precision p);
 
+// Activation recomputation (Korthikanti et al. 2022): none; selective = the attention core is recomputed
+// in backward; full = every layer's forward is recomputed from its stored input.
+enum class Recompute { kNone, kSelective, kFull };
+// Attention kernels: explicit score matrices (B·a·s² elements stored) or FlashAttention (none stored).
+enum class AttentionKernel { kExplicit, kFlash };
+
 struct ParallelPlan {
   std::uint32_t dp = 1;
   std::uint32_t micro_batch = 1;       // samples per micro-batch per GPU
@@ -33,6 +39,8 @@ struct ParallelPlan {
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
   bool sequence_parallel = false;
   std::string rank_order = "tp-dp-pp";
+  Recompute recompute = Recompute::kNone;
+  AttentionKernel attention = AttentionKernel::kExplicit;
 
   std::uint32_t gpus() const { return dp * tp * pp; }
   bool megatron() const { return tp > 1 || pp > 1; }

@@ -78,8 +78,7 @@ struct Op {
   bool attention_core = false; // scores / softmax / ·V, or the fused flash kernel
 };
 
-enum class Recompute { kNone, kSelective, kFull };
-enum class AttentionKernel { kExplicit, kFlash };
+// Recompute and AttentionKernel are declared in workloads/scenario.h (the parallel plan names them).
 enum class AttentionFlops { kFullSquare, kCausalHalf };
 
 const char* to_string(Recompute r);

@@ -164,13 +164,6 @@ std::string fmt(const char* format, double v) {
   return buf;
 }
 
-std::string size_text(std::uint64_t b) {
-  if (b == 0) return "0";
-  if (b % (1ull << 30) == 0) return std::to_string(b >> 30) + " GiB";
-  if (b % (1ull << 20) == 0) return std::to_string(b >> 20) + " MiB";
-  if (b % (1ull << 10) == 0) return std::to_string(b >> 10) + " KiB";
-  return std::to_string(b) + " B";
-}
 
 }  // namespace
 
@@ -724,6 +717,14 @@ std::string fit_report(const FitResult& r) {
   }
   for (const std::string& n : r.notes) out += "# note: " + n + "\n";
   return out;
+}
+
+std::string size_text(std::uint64_t b) {
+  if (b == 0) return "0";
+  if (b % (1ull << 30) == 0) return std::to_string(b >> 30) + " GiB";
+  if (b % (1ull << 20) == 0) return std::to_string(b >> 20) + " MiB";
+  if (b % (1ull << 10) == 0) return std::to_string(b >> 10) + " KiB";
+  return std::to_string(b) + " B";
 }
 
 }  // namespace clustersim::calibrate

@@ -122,4 +122,7 @@ std::string fit_report(const FitResult& result);
 // "NVIDIA" ignored). nullopt when none or a tie.
 std::optional<std::string> builtin_profile_for_gpu(const std::string& device_name);
 
+// A byte count in the largest binary unit that divides it exactly: "0", "64 KiB", "1 MiB", "3000 B".
+std::string size_text(std::uint64_t bytes);
+
 }  // namespace clustersim::calibrate

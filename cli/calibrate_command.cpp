@@ -54,13 +54,6 @@ std::string number(double v, const char* format = "%g") {
   return std::isinf(v) ? std::string(v > 0 ? "inf" : "-inf") : fmt(format, v);
 }
 
-std::string size_text(std::uint64_t b) {
-  if (b == 0) return "0";
-  if (b % (1ull << 30) == 0) return std::to_string(b >> 30) + " GiB";
-  if (b % (1ull << 20) == 0) return std::to_string(b >> 20) + " MiB";
-  if (b % (1ull << 10) == 0) return std::to_string(b >> 10) + " KiB";
-  return std::to_string(b) + " B";
-}
 
 // "64K,1M,64M" → {65536, 1048576, 67108864}.
 std::vector<std::uint64_t> parse_bands(const std::string& text) {
@@ -268,7 +261,7 @@ std::string profile_tables(const calibrate::HardwareProfile& p) {
               "alpha(us)", "busbw", "points", "mean err", "max err");
     for (const calibrate::AlphaBetaBand& b : c.bands) {
       const std::string band =
-          "[" + size_text(b.min_bytes) + ", " + (b.max_bytes ? size_text(*b.max_bytes) : "inf") + ")";
+          "[" + calibrate::size_text(b.min_bytes) + ", " + (b.max_bytes ? calibrate::size_text(*b.max_bytes) : "inf") + ")";
       o += line("  %-14s %-8s %-7s %-6s %-22s %10.2f %10s %6u %7.1f%% %7.1f%%\n", b.op.c_str(), b.algorithm.c_str(),
                 b.protocol.c_str(), to_string(b.link), band.c_str(), to_us(b.alpha),
                 number(b.busbw.raw() / 1e9, "%.1f").c_str(), b.points, 100 * b.mean_relative_error,

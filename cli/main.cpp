@@ -8,6 +8,7 @@
 #include "cli/collective_command.h"
 #include "cli/run_command.h"
 #include "cli/topo_command.h"
+#include "cli/validate_command.h"
 #include "sim/executor.h"
 #include "sim/input_error.h"
 #include "topology/topology.h"
@@ -23,6 +24,8 @@ constexpr const char* kUsage =
     "  collective [SCENARIO] --op OP\n"
     "                   nccl-tests, simulated: one collective over a sweep of sizes, NCCL's algorithm and\n"
     "                   protocol; --compare FILE predicts a measured nccl-tests run and reports the error\n"
+    "  validate         predict the published training measurements (validation/training/) and report the\n"
+    "                   error per row and the mean absolute percentage error per source group\n"
     "\n"
     "clustersim <command> --help shows the options of a command.\n";
 
@@ -45,6 +48,7 @@ int main(int argc, char** argv) {
     if (command == "topo") return clustersim::cli::topo_command(args, std::cout);
     if (command == "collective") return clustersim::cli::collective_command(args, std::cout);
     if (command == "calibrate") return clustersim::cli::calibrate_command(args, std::cout);
+    if (command == "validate") return clustersim::cli::validate_command(args, std::cout);
     std::cerr << "error: command line: unknown command '" << command << "'\n" << kUsage;
     return 2;
   } catch (const clustersim::InputError& e) {

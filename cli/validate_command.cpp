@@ -1,0 +1,884 @@
+#include "cli/validate_command.h"
+
+#include <algorithm>
+#include <atomic>
+#include <boost/program_options.hpp>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <ostream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "cli/command_line.h"
+#include "cli/report.h"
+#include "cli/scenario_loader.h"
+#include "sim/input_error.h"
+#include "sim/trace.h"
+#include "workloads/iteration_result.h"
+#include "workloads/transformer_ops.h"
+
+namespace po = boost::program_options;
+
+namespace clustersim::cli {
+
+std::optional<std::string_view> builtin_validation_data(std::string_view name);
+
+namespace {
+
+// Columns validate reads. The first group must exist in the header; the rest may be absent (= empty).
+const char* const kRequiredColumns[] = {"row_id",  "source_group", "model", "layers", "hidden",   "heads",
+                                        "seq_len", "gbs",          "tp",    "pp",     "num_gpus", "gpu_type"};
+// Non-negative integers when not empty.
+const char* const kIntegerColumns[] = {"layers", "hidden", "heads",    "kv_heads",     "ffn_hidden", "seq_len",
+                                       "vocab",  "gbs",    "mbs",      "tp",           "pp",         "dp",
+                                       "cp",     "ep",     "num_gpus", "gpus_per_node"};
+// Finite numbers when not empty. (tflops_per_gpu and vp may hold text; rows say so in skipped_reason.)
+const char* const kNumberColumns[] = {"iter_time_s", "tokens_per_s", "tokens_per_s_per_gpu"};
+
+// Two-level rail-optimised fat tree of the cluster schema's default radix-64 switches at 1:1: a leaf has
+// 32 downlinks, so 8 rails of ceil(nodes / 32) leaves fit under 64-port spines up to 256 nodes.
+constexpr std::uint32_t kTwoLevelMaxNodes = 256;
+constexpr std::uint32_t kAssumedGpusPerNode = 8;
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+bool contains(std::string_view haystack, std::string_view needle) {
+  return lower(haystack).find(lower(needle)) != std::string::npos;
+}
+std::string trim(std::string_view s) {
+  std::size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+std::optional<std::uint64_t> parse_unsigned(std::string_view s) {
+  if (s.empty()) return std::nullopt;
+  std::uint64_t v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+std::optional<double> parse_double(std::string_view s) {
+  if (s.empty()) return std::nullopt;
+  double v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+std::string number_text(double v) {
+  return sim::format_number(v);
+}
+
+// One record seen through the header.
+class Row {
+ public:
+  Row(const CsvTable& t, const CsvRecord& r) : table_(t), record_(r) {}
+  std::string text(std::string_view column) const {
+    const int i = table_.column_index(column);
+    return i < 0 ? std::string() : trim(record_.fields[static_cast<std::size_t>(i)].text);
+  }
+  bool has(std::string_view column) const { return !text(column).empty(); }
+  // Checked by check_measurements: integer columns hold integers that fit 32 bits.
+  std::optional<std::uint32_t> integer(std::string_view column) const {
+    const auto v = parse_unsigned(text(column));
+    if (!v) return std::nullopt;
+    return static_cast<std::uint32_t>(*v);
+  }
+  std::optional<double> number(std::string_view column) const { return parse_double(text(column)); }
+
+ private:
+  const CsvTable& table_;
+  const CsvRecord& record_;
+};
+
+[[noreturn]] void fail_field(const CsvTable& t, const CsvField& f, const std::string& column,
+                             const std::string& message) {
+  throw InputError(t.file, f.line, f.column, column, message);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------- CSV
+
+int CsvTable::column_index(std::string_view name) const {
+  for (std::size_t i = 0; i < header.size(); ++i)
+    if (header[i] == name) return static_cast<int>(i);
+  return -1;
+}
+
+CsvTable parse_csv(std::string_view text, const std::string& file) {
+  CsvTable table;
+  table.file = file;
+  std::size_t pos = 0;
+  int line = 1, column = 1;
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") pos = 3;  // UTF-8 byte-order mark
+  auto fail = [&](int l, int c, const std::string& path, const std::string& message) {
+    throw InputError(file, l, c, path, message);
+  };
+  auto at_record_end = [&](std::size_t p) {
+    return p >= text.size() || text[p] == '\n' || (text[p] == '\r' && p + 1 < text.size() && text[p + 1] == '\n') ||
+           (text[p] == '\r' && p + 1 == text.size());
+  };
+  auto column_name = [&](std::size_t i) {
+    return table.header.empty()      ? std::string("header")
+           : i < table.header.size() ? table.header[i]
+                                     : "field " + std::to_string(i + 1) + " (beyond the header's " +
+                                           std::to_string(table.header.size()) + " columns)";
+  };
+  bool first = true;
+  while (pos < text.size()) {
+    CsvRecord record;
+    record.line = line;
+    // A blank line is no record.
+    if (at_record_end(pos)) {
+      pos += text[pos] == '\r' ? 2 : 1;
+      ++line;
+      column = 1;
+      continue;
+    }
+    for (;;) {
+      CsvField field;
+      field.line = line;
+      field.column = column;
+      const std::size_t index = record.fields.size();
+      if (pos < text.size() && text[pos] == '"') {
+        ++pos;
+        ++column;
+        for (;;) {
+          if (pos >= text.size())
+            fail(field.line, field.column, column_name(index), "quoted field is not closed (no matching '\"')");
+          const char c = text[pos];
+          if (c == '"') {
+            if (pos + 1 < text.size() && text[pos + 1] == '"') {
+              field.text += '"';
+              pos += 2;
+              column += 2;
+              continue;
+            }
+            ++pos;
+            ++column;
+            break;
+          }
+          field.text += c;
+          ++pos;
+          if (c == '\n') {
+            ++line;
+            column = 1;
+          } else {
+            ++column;
+          }
+        }
+        if (pos < text.size() && text[pos] != ',' && !at_record_end(pos))
+          fail(line, column, column_name(index),
+               std::string("unexpected '") + text[pos] + "' after the closing quote of a quoted field");
+      } else {
+        while (pos < text.size() && text[pos] != ',' && !at_record_end(pos)) {
+          if (text[pos] == '"')
+            fail(line, column, column_name(index),
+                 "quote inside an unquoted field (quote the whole field and double the quote: \"\")");
+          field.text += text[pos];
+          ++pos;
+          ++column;
+        }
+      }
+      record.fields.push_back(std::move(field));
+      if (pos < text.size() && text[pos] == ',') {
+        ++pos;
+        ++column;
+        continue;
+      }
+      break;  // end of record
+    }
+    const int end_line = line, end_column = column;
+    if (pos < text.size()) {
+      pos += text[pos] == '\r' ? 2 : 1;
+      ++line;
+      column = 1;
+    }
+    if (first) {
+      first = false;
+      std::set<std::string> seen;
+      for (const CsvField& f : record.fields) {
+        const std::string name = trim(f.text);
+        if (name.empty()) fail(f.line, f.column, "header", "empty column name");
+        if (!seen.insert(name).second) fail(f.line, f.column, "header", "column \"" + name + "\" appears twice");
+        table.header.push_back(name);
+      }
+      continue;
+    }
+    const std::size_t n = record.fields.size(), want = table.header.size();
+    if (n > want) {
+      const CsvField& extra = record.fields[want];
+      fail(extra.line, extra.column, column_name(want),
+           std::to_string(n) + " fields, but the header has " + std::to_string(want) + " columns");
+    }
+    if (n < want)
+      fail(
+          end_line, end_column, table.header[n],
+          std::to_string(n) + " fields, but the header has " + std::to_string(want) + " columns (this one is missing)");
+    table.records.push_back(std::move(record));
+  }
+  if (table.header.empty()) fail(1, 1, "header", "empty file (a header line is required)");
+  return table;
+}
+
+// ------------------------------------------------------------------------------------- measurements
+
+std::string_view builtin_training_measurements() {
+  const auto text = builtin_validation_data("training_measurements");
+  return text ? *text : std::string_view();
+}
+
+void check_measurements(const CsvTable& table) {
+  for (const char* name : kRequiredColumns)
+    if (table.column_index(name) < 0) throw InputError(table.file, 1, 0, name, "missing column (required)");
+  std::map<std::string, int> ids;
+  const int id_col = table.column_index("row_id");
+  for (const CsvRecord& r : table.records) {
+    const CsvField& id = r.fields[static_cast<std::size_t>(id_col)];
+    const std::string key = trim(id.text);
+    if (key.empty()) fail_field(table, id, "row_id", "empty (every row needs an id)");
+    const auto [it, fresh] = ids.emplace(key, r.line);
+    if (!fresh)
+      fail_field(table, id, "row_id", "\"" + key + "\" already names the row on line " + std::to_string(it->second));
+    for (const char* name : kIntegerColumns) {
+      const int i = table.column_index(name);
+      if (i < 0) continue;
+      const CsvField& f = r.fields[static_cast<std::size_t>(i)];
+      const std::string v = trim(f.text);
+      if (v.empty()) continue;
+      const auto n = parse_unsigned(v);
+      if (!n || *n > 0xFFFFFFFFu) fail_field(table, f, name, "\"" + v + "\" is not a whole number >= 0");
+    }
+    for (const char* name : kNumberColumns) {
+      const int i = table.column_index(name);
+      if (i < 0) continue;
+      const CsvField& f = r.fields[static_cast<std::size_t>(i)];
+      const std::string v = trim(f.text);
+      if (!v.empty() && !parse_double(v)) fail_field(table, f, name, "\"" + v + "\" is not a number");
+    }
+  }
+}
+
+double narayanan_eq3_flops(const workloads::ModelSpec& m, double global_batch) {
+  const double s = m.seq_len, l = m.layers, h = m.hidden, V = m.vocab;
+  return 96.0 * global_batch * s * l * h * h * (1.0 + s / (6.0 * h) + V / (16.0 * l * h));
+}
+
+namespace {
+
+constexpr const char* kNarayananConvention =
+    "Narayanan et al. 2021 Eq. 3 (counts the recomputed forward): 96*B*s*l*h^2*(1 + s/(6h) + V/(16*l*h))";
+constexpr const char* kMegatronCoreConvention =
+    "Megatron-Core num_floating_point_operations: model FLOPs, no recompute, full s^2 attention "
+    "(72*B*s*l*h^2*(1 + s/(6h) + V/(12*l*h)) for f = 4h)";
+
+// The interleaving degree when a row says "interleaved" without one: the smallest vp >= 2 that divides
+// the layers of a stage (the fewest extra pipeline transfers), 1 when there is nothing to interleave.
+std::uint32_t assumed_vp(std::uint32_t layers, std::uint32_t pp) {
+  if (pp < 2 || layers % pp != 0) return 1;
+  const std::uint32_t per_stage = layers / pp;
+  for (std::uint32_t v = 2; v <= per_stage; ++v)
+    if (per_stage % v == 0) return v;
+  return 1;
+}
+
+std::string quoted(const std::string& s) {
+  return "\"" + sim::json_escape(s) + "\"";
+}
+
+// Aggregate inter-node bandwidth per node the row states, Gbit/s: "8x 200 Gb/s ..." = 1600,
+// "800 Gbps per node" = 800, "1600 Gbps node-node" = 1600; nullopt when it names no rate.
+std::optional<double> node_network_gbits(const std::string& text) {
+  const std::string t = lower(text);
+  std::size_t unit = t.find("gb");
+  while (unit != std::string::npos) {
+    const std::string rest = t.substr(unit);
+    if (rest.rfind("gbps", 0) == 0 || rest.rfind("gb/s", 0) == 0 || rest.rfind("gbit", 0) == 0) break;
+    unit = t.find("gb", unit + 2);
+  }
+  if (unit == std::string::npos) return std::nullopt;
+  std::size_t end = unit;
+  while (end > 0 && t[end - 1] == ' ') --end;
+  std::size_t begin = end;
+  while (begin > 0 && (std::isdigit(static_cast<unsigned char>(t[begin - 1])) || t[begin - 1] == '.')) --begin;
+  const auto rate = parse_double(std::string_view(t).substr(begin, end - begin));
+  if (!rate) return std::nullopt;
+  // "<count>x <rate>": NICs times their rate.
+  std::size_t b = begin;
+  while (b > 0 && t[b - 1] == ' ') --b;
+  if (b > 0 && t[b - 1] == 'x') {
+    std::size_t e = b - 1;
+    while (e > 0 && t[e - 1] == ' ') --e;
+    std::size_t s = e;
+    while (s > 0 && std::isdigit(static_cast<unsigned char>(t[s - 1]))) --s;
+    if (const auto count = parse_double(std::string_view(t).substr(s, e - s))) return *count * *rate;
+  }
+  return *rate;
+}
+
+struct NodeType {
+  const char* profile;
+  const char* preset;
+  double nvlink_gbytes;  // per GPU per direction, as the preset has it
+  double nic_gbits;      // per NIC per direction, 8 NICs per node
+};
+constexpr NodeType kDgxA100{"a100-sxm4-80gb", "dgx-a100", 300, 200};
+constexpr NodeType kDgxH100{"h100-sxm5-80gb", "dgx-h100", 450, 400};
+
+std::string recompute_name(workloads::Recompute r) {
+  return r == workloads::Recompute::kFull ? "FULL" : r == workloads::Recompute::kSelective ? "SELECTIVE" : "NONE";
+}
+
+}  // namespace
+
+ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads::Fidelity fidelity) {
+  const Row row(table, record);
+  ValidationRow out;
+  out.row_id = row.text("row_id");
+  out.source_group = row.text("source_group");
+  out.model = row.text("model");
+  out.gpus = row.integer("num_gpus").value_or(0);
+  const auto skip = [&](std::string why) {
+    out.skipped_reason = std::move(why);
+    return out;
+  };
+  const auto assume = [&](std::string what) { out.assumptions.push_back(std::move(what)); };
+  const std::string framework = row.text("framework");
+
+  // What the row measured.
+  if (row.has("iter_time_s")) {
+    out.metric = "iter_time_s";
+    out.measured = row.number("iter_time_s");
+  } else if (row.has("tflops_per_gpu")) {
+    out.metric = "tflops_per_gpu";
+    out.measured = row.number("tflops_per_gpu");
+    if (!out.measured) return skip("tflops_per_gpu \"" + row.text("tflops_per_gpu") + "\" is not one number");
+    if (contains(out.source_group, "Narayanan"))
+      out.convention = kNarayananConvention;
+    else if (contains(out.source_group, "Megatron-Core") || contains(framework, "Megatron-Core"))
+      out.convention = kMegatronCoreConvention;
+    else
+      return skip("tflops_per_gpu without iter_time_s, and this source's FLOP convention is not known");
+  } else {
+    return skip("no measured iter_time_s or tflops_per_gpu");
+  }
+  if (!out.measured || *out.measured <= 0) return skip("the measured " + out.metric + " is not > 0");
+
+  if (row.text("trust") == "C") return skip("trust C (totals or estimates), not a measurement to validate against");
+  const std::string type = lower(row.text("model_type"));
+  if (!type.empty() && type != "dense") {
+    if (contains(type, "moe")) return skip("MoE: expert parallelism is not modelled yet");
+    return skip("model_type \"" + row.text("model_type") + "\" is neither dense nor moe");
+  }
+  const std::string precision = row.text("precision");
+  if (contains(precision, "fp8")) return skip("FP8: the built-in profiles have no FP8 tensor peak");
+  const std::string sharding = row.text("zero_or_distopt");
+  if (contains(sharding, "zero") || contains(sharding, "fsdp"))
+    return skip("ZeRO-3 / FSDP parameter sharding (per-layer weight all-gathers) is not modelled (" + sharding + ")");
+  if (contains(sharding, "distributed") || contains(sharding, "distopt") || contains(sharding, "yes"))
+    assume("distributed optimizer (" + sharding +
+           ") not modelled: gradients are all-reduced as without it (reduce-scatter + all-gather move the same bytes)");
+  if (row.integer("cp").value_or(1) > 1) return skip("context parallelism (cp " + row.text("cp") + ") is not modelled");
+  if (row.integer("ep").value_or(1) > 1) return skip("expert parallelism (ep " + row.text("ep") + ") is not modelled");
+
+  const std::uint32_t layers = row.integer("layers").value_or(0), hidden = row.integer("hidden").value_or(0),
+                      heads = row.integer("heads").value_or(0), seq = row.integer("seq_len").value_or(0);
+  if (!layers || !hidden || !heads || !seq)
+    return skip("model architecture not stated (needs layers, hidden, heads, seq_len)");
+  if (!row.integer("tp") || !row.integer("pp")) return skip("parallel layout not stated (needs tp and pp)");
+  const std::uint32_t tp = *row.integer("tp"), pp = *row.integer("pp");
+  if (!tp || !pp) return skip("tp and pp must be >= 1");
+  if (!out.gpus) return skip("num_gpus not stated");
+
+  // Hardware.
+  const std::string gpu = row.text("gpu_type");
+  NodeType node;
+  if (contains(gpu, "H100")) {
+    node = kDgxH100;
+    if (!contains(gpu, "SXM") && !contains(gpu, "DGX"))
+      assume("GPU \"" + gpu + "\" taken as H100 SXM5 80 GB (profile h100-sxm5-80gb, DGX H100 nodes)");
+  } else if (contains(gpu, "A100")) {
+    node = kDgxA100;
+    if (!contains(gpu, "SXM4-80GB"))
+      assume("GPU \"" + gpu + "\" taken as A100 SXM4 80 GB (profile a100-sxm4-80gb, DGX A100 nodes)");
+  } else {
+    return skip("no built-in profile for GPU \"" + gpu + "\" (a100-sxm4-80gb, h100-sxm5-80gb)");
+  }
+  std::uint32_t per_node = row.integer("gpus_per_node").value_or(0);
+  if (!per_node) {
+    per_node = kAssumedGpusPerNode;
+    assume("gpus_per_node not stated: 8 (" + std::string(node.preset) + ")");
+  }
+  if (per_node != 8) return skip("gpus_per_node " + std::to_string(per_node) + ": the DGX presets have 8");
+  const bool subset = out.gpus < per_node;
+  if (!subset && out.gpus % per_node != 0)
+    return skip(std::to_string(out.gpus) + " GPUs are not whole nodes of " + std::to_string(per_node));
+  const std::uint32_t nodes = subset ? 1 : out.gpus / per_node;
+
+  // Layout.
+  std::uint32_t dp = 0;
+  if (row.integer("dp")) {
+    dp = *row.integer("dp");
+  } else {
+    dp = out.gpus / (tp * pp);
+    assume("dp not stated: num_gpus / (tp x pp) = " + std::to_string(dp));
+  }
+  if (std::uint64_t{dp} * tp * pp != out.gpus)
+    return skip("tp " + std::to_string(tp) + " x pp " + std::to_string(pp) + " x dp " + std::to_string(dp) +
+                " does not equal num_gpus " + std::to_string(out.gpus));
+  if (!row.integer("gbs") || !*row.integer("gbs")) return skip("global batch (gbs) not stated");
+  const std::uint32_t gbs = *row.integer("gbs");
+  std::uint32_t mbs = row.integer("mbs").value_or(0);
+  if (!mbs) {
+    mbs = 1;
+    assume("micro-batch size not stated: 1");
+  }
+  if (gbs % (std::uint64_t{mbs} * dp) != 0)
+    return skip("gbs " + std::to_string(gbs) + " is not a multiple of mbs " + std::to_string(mbs) + " x dp " +
+                std::to_string(dp));
+  const std::uint32_t m = gbs / (mbs * dp);
+
+  std::uint32_t vp = 1;
+  const std::string vp_text = row.text("vp");
+  if (const auto v = parse_unsigned(vp_text)) {
+    vp = std::max<std::uint32_t>(1, static_cast<std::uint32_t>(*v));
+  } else if (contains(vp_text, "interleav")) {
+    vp = assumed_vp(layers, pp);
+    if (pp < 2)
+      assume("interleaving degree not stated; with pp 1 there is nothing to interleave: vp = 1");
+    else
+      assume("interleaving degree not stated: vp = " + std::to_string(vp) + ", the smallest >= 2 dividing the " +
+             std::to_string(layers / pp) + " layers of a stage");
+  } else if (!vp_text.empty()) {
+    return skip("vp \"" + vp_text + "\" is not a number");
+  }
+  if (vp > 1 && m % pp != 0) {
+    assume(std::to_string(m) + " micro-batches are not a multiple of pp " + std::to_string(pp) +
+           " as interleaved 1F1B needs: 1F1B (vp = 1)");
+    vp = 1;
+  }
+
+  const std::string rc = lower(row.text("recompute"));
+  workloads::Recompute recompute = workloads::Recompute::kNone;
+  if (rc.rfind("full", 0) == 0) {
+    recompute = workloads::Recompute::kFull;
+  } else if (rc.rfind("selective", 0) == 0) {
+    recompute = workloads::Recompute::kSelective;
+  } else if (rc.empty()) {
+    assume("recompute not stated: none (Megatron-LM's default)");
+  } else if (rc.rfind("none", 0) != 0 && rc.rfind("no", 0) != 0) {
+    return skip("recompute \"" + row.text("recompute") + "\" is not full, selective or none");
+  }
+  if (tp == 1 && pp == 1 && recompute != workloads::Recompute::kNone)
+    assume("tp = pp = 1 runs clustersim's DDP graph, which has no recomputation: the row's recompute is not simulated");
+
+  const std::string sp_text = lower(row.text("sequence_parallel"));
+  bool sequence_parallel = sp_text == "yes" || sp_text == "true" || sp_text == "1";
+  if (sp_text.empty() && tp > 1 && contains(framework, "tp-comm-overlap")) {
+    sequence_parallel = true;
+    assume("sequence parallelism not stated: on (--tp-comm-overlap needs it)");
+  }
+  if (tp < 2) sequence_parallel = false;
+  const bool flash = contains(framework, "Megatron-Core") || contains(framework, "NeMo");
+  if (flash) assume("attention kernel not stated: FlashAttention (Transformer Engine's default in " + framework + ")");
+
+  std::string precision_name = "BF16";
+  const std::string pl = lower(precision);
+  if (contains(pl, "bf16")) {
+    precision_name = "BF16";
+  } else if (contains(pl, "fp16")) {
+    precision_name = "FP16";
+  } else if (contains(pl, "16-bit")) {
+    assume("\"" + precision + "\" simulated as BF16 (A100 and H100 have the same FP16 and BF16 tensor peak)");
+  } else if (pl.empty() || contains(pl, "not stated")) {
+    assume("precision not stated: BF16 mixed precision");
+  } else {
+    return skip("precision \"" + precision + "\" is not BF16 or FP16");
+  }
+
+  // Model.
+  std::uint32_t vocab = row.integer("vocab").value_or(0);
+  if (!vocab) {
+    vocab = 51200;
+    assume("vocab not stated: 51200 (GPT-2 BPE padded, as Narayanan et al. Table 1)");
+  }
+  std::uint32_t ffn = row.integer("ffn_hidden").value_or(0);
+  if (!ffn) {
+    ffn = 4 * hidden;
+    assume("ffn_hidden not stated: 4 x hidden = " + std::to_string(ffn) + " (GPT)");
+  }
+  const std::uint32_t kv = row.integer("kv_heads").value_or(0);
+  const bool llama = contains(out.model, "llama");
+  if (llama) assume("LLaMA architecture: SwiGLU, RMSNorm, RoPE, no biases, untied output layer");
+
+  // Network.
+  std::string cluster_extra;
+  const std::string inter = row.text("inter_node");
+  if (nodes > 1) {
+    const auto per_node_gbits = node_network_gbits(inter);
+    if (!per_node_gbits) {
+      assume((inter.empty() ? std::string("inter-node network not stated")
+                            : "inter-node network \"" + inter + "\" gives no rate") +
+             ": the preset's 8 x " + number_text(node.nic_gbits) + " Gb/s NICs per node");
+    } else if (std::abs(*per_node_gbits - 8 * node.nic_gbits) > 1e-9) {
+      const double per_nic = *per_node_gbits / 8;
+      cluster_extra += " nic_gbits_per_s_per_direction: " + number_text(per_nic);
+      assume("inter-node " + number_text(*per_node_gbits) + " Gb/s per node as stated: 8 NICs x " +
+             number_text(per_nic) + " Gb/s");
+    }
+    if (nodes > kTwoLevelMaxNodes) {
+      cluster_extra += " fabric { kind: CLOS_THREE_LEVEL }";
+      assume("three-level Clos: a two-level tree of radix-64 switches holds at most " +
+             std::to_string(kTwoLevelMaxNodes) + " nodes of 8 NICs");
+    }
+  }
+  const std::string intra = row.text("intra_node");
+  if (contains(intra, "GB/s") && !contains(intra, number_text(node.nvlink_gbytes) + " GB/s"))
+    assume("intra-node \"" + intra + "\" not applied: the " + node.preset + " NVLink (" +
+           number_text(node.nvlink_gbytes) + " GB/s per GPU per direction) with the profile's calibrated efficiency");
+
+  // The layout line.
+  std::ostringstream layout;
+  layout << "TP" << tp << " PP" << pp;
+  if (vp > 1) layout << " vp" << vp;
+  layout << " DP" << dp << ", mb " << mbs << " x " << m << ", " << (vp > 1 ? "interleaved" : "1F1B") << ", "
+         << (recompute == workloads::Recompute::kNone ? std::string("no") : lower(recompute_name(recompute)))
+         << " recompute" << (sequence_parallel ? ", SP" : "") << (flash ? ", flash" : "");
+  out.layout = layout.str();
+
+  // The scenario.
+  std::ostringstream body;
+  body << "model { name: " << quoted(out.model.empty() ? "model" : out.model) << " layers: " << layers
+       << " hidden: " << hidden << " heads: " << heads << " ffn_hidden: " << ffn << " vocab: " << vocab
+       << " seq_len: " << seq;
+  if (kv && kv != heads) body << " kv_heads: " << kv;
+  if (llama) body << " activation: SWIGLU norm: RMSNORM position: ROPE tied_embeddings: false biases: false";
+  body << " }\n";
+  body << "parallel { dp: " << dp << " tp: " << tp << " pp: " << pp;
+  if (vp > 1)
+    body << " vp: " << vp << " schedule: INTERLEAVED_ONE_F_ONE_B";
+  else
+    body << " schedule: ONE_F_ONE_B";
+  body << " micro_batch: " << mbs << " grad_accum: " << m << " recompute: " << recompute_name(recompute);
+  if (sequence_parallel) body << " sequence_parallel: true";
+  if (flash) body << " flash_attention: true";
+  body << " }\n";
+  body << "training { samples: " << gbs << " global_batch: " << gbs << " precision: " << precision_name << " }\n";
+
+  std::ostringstream text;
+  text << "name: " << quoted("row " + out.row_id) << "\n";
+  text << "cluster { node_preset: \"" << node.preset << "\" nodes: " << nodes << cluster_extra << " }\n";
+  text << "profile: \"" << node.profile << "\"\n";
+  text << "fidelity: " << (fidelity == workloads::Fidelity::kFlow ? "FLOW" : "ANALYTICAL") << "\n";
+  if (subset) {
+    text << "jobs {\nname: " << quoted("row " + out.row_id) << " gpus: \"0-" << out.gpus - 1 << "\"\n"
+         << body.str() << "}\n";
+  } else {
+    text << body.str();
+  }
+  out.scenario_text = text.str();
+  return out;
+}
+
+void predict_row(ValidationRow& row) {
+  if (row.skipped()) return;
+  workloads::Scenario scenario;
+  try {
+    scenario = load_scenario_text(row.scenario_text, "row " + row.row_id, false, "");
+  } catch (const InputError& e) {
+    row.skipped_reason = "clustersim rejects the layout: " + e.field_path() + ": " + e.message();
+    return;
+  }
+  const workloads::ScenarioResult result = workloads::simulate_scenario(scenario);
+  const workloads::IterationResult& r = result.jobs.at(0);
+  const workloads::Job& job = scenario.jobs.at(0);
+  const double t = r.iteration_time.raw();
+  if (row.metric == "iter_time_s") {
+    row.predicted = t;
+  } else {
+    const double batch = static_cast<double>(job.training.global_batch);
+    const double flops = row.convention == kNarayananConvention ? narayanan_eq3_flops(job.model, batch)
+                                                                : workloads::model_flops(job.model, 1).raw() * batch;
+    row.predicted = flops / (t * row.gpus) / 1e12;
+  }
+  row.error_pct = (*row.predicted - *row.measured) / *row.measured * 100;
+  if (r.memory.oom)
+    row.notes.push_back("clustersim predicts out of memory (peak " + fmt("%.1f", r.memory.peak.raw() / (1u << 30)) +
+                        " GiB of " + fmt("%.0f", r.memory.capacity.raw() / (1u << 30)) +
+                        " GiB); the time is reported anyway");
+}
+
+std::vector<GroupSummary> mape_by_group(const std::vector<ValidationRow>& rows) {
+  std::vector<GroupSummary> out;
+  std::vector<double> sums;
+  std::map<std::string, std::size_t> index;
+  for (const ValidationRow& r : rows) {
+    const auto [it, fresh] = index.emplace(r.source_group, out.size());
+    if (fresh) {
+      out.push_back(GroupSummary{r.source_group, std::nullopt, 0, 0});
+      sums.push_back(0);
+    }
+    GroupSummary& g = out[it->second];
+    if (r.skipped() || !r.error_pct) {
+      ++g.skipped;
+      continue;
+    }
+    ++g.rows;
+    sums[it->second] += std::abs(*r.error_pct);
+  }
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (out[i].rows) out[i].mape_pct = sums[i] / static_cast<double>(out[i].rows);
+  return out;
+}
+
+ValidationReport validate_measurements(const CsvTable& table, workloads::Fidelity fidelity,
+                                       const std::vector<std::string>& only, unsigned threads) {
+  ValidationReport report;
+  report.data = table.file;
+  report.fidelity = fidelity;
+  const int id_col = table.column_index("row_id");
+  std::set<std::string> wanted(only.begin(), only.end());
+  for (const std::string& id : wanted) {
+    const bool found = std::any_of(table.records.begin(), table.records.end(), [&](const CsvRecord& r) {
+      return trim(r.fields[static_cast<std::size_t>(id_col)].text) == id;
+    });
+    if (!found) throw InputError("command line", 0, 0, "--rows", "row \"" + id + "\" is not in " + table.file);
+  }
+  for (const CsvRecord& r : table.records) {
+    if (!wanted.empty() && !wanted.count(trim(r.fields[static_cast<std::size_t>(id_col)].text))) continue;
+    report.rows.push_back(plan_row(table, r, fidelity));
+  }
+  // Rows are independent simulations (no shared state); each thread takes the next row.
+  std::vector<std::exception_ptr> errors(report.rows.size());
+  std::atomic<std::size_t> next{0};
+  auto work = [&]() {
+    for (std::size_t i = next++; i < report.rows.size(); i = next++) {
+      try {
+        predict_row(report.rows[i]);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  const unsigned n = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(report.rows.size())));
+  if (n <= 1) {
+    work();
+  } else {
+    std::vector<std::thread> pool;
+    for (unsigned i = 0; i < n; ++i) pool.emplace_back(work);
+    for (std::thread& t : pool) t.join();
+  }
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  report.groups = mape_by_group(report.rows);
+  return report;
+}
+
+// ------------------------------------------------------------------------------------------ reports
+
+namespace {
+
+std::string metric_value(const std::string& metric, const std::optional<double>& v) {
+  if (!v) return "-";
+  return fmt(metric == "iter_time_s" ? "%.4f" : "%.1f", *v);
+}
+
+std::string clip(const std::string& s, std::size_t width) {
+  return s.size() <= width ? s : s.substr(0, width - 1) + "~";
+}
+
+std::string json_strings(const std::vector<std::string>& v) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + quoted(v[i]);
+  return out + "]";
+}
+
+std::string json_optional_number(const std::optional<double>& v) {
+  return v ? sim::format_number(*v) : "null";
+}
+
+}  // namespace
+
+std::string validation_text(const ValidationReport& report) {
+  std::ostringstream o;
+  std::size_t ran = 0;
+  for (const ValidationRow& r : report.rows) ran += r.skipped() ? 0 : 1;
+  o << "clustersim validate: " << report.data << ", fidelity " << workloads::to_string(report.fidelity) << ", "
+    << report.rows.size() << " rows (" << ran << " ran, " << report.rows.size() - ran << " skipped)\n";
+  o << "error % = (predicted - measured) / measured x 100; iter_time_s in s (the same measurement as tokens/s),\n"
+       "tflops_per_gpu in TFLOP/s per GPU counted with the source's FLOP convention (named per group)\n";
+  for (const GroupSummary& g : report.groups) {
+    o << "\n" << g.group << ": " << g.rows << " of " << g.rows + g.skipped << " rows ran\n";
+    std::vector<std::string> conventions;
+    for (const ValidationRow& r : report.rows)
+      if (r.source_group == g.group && !r.convention.empty() &&
+          std::find(conventions.begin(), conventions.end(), r.convention) == conventions.end())
+        conventions.push_back(r.convention);
+    for (const std::string& c : conventions) o << "  tflops_per_gpu convention: " << c << "\n";
+    if (g.rows) {
+      o << "  row     model                     GPUs  metric           measured   predicted   error %  layout\n";
+      for (const ValidationRow& r : report.rows) {
+        if (r.source_group != g.group || r.skipped()) continue;
+        char line[512];
+        std::snprintf(line, sizeof line, "  %-7s %-24s %5u  %-14s %10s  %10s  %+8.1f  %s\n", r.row_id.c_str(),
+                      clip(r.model, 24).c_str(), r.gpus, r.metric.c_str(), metric_value(r.metric, r.measured).c_str(),
+                      metric_value(r.metric, r.predicted).c_str(), *r.error_pct, r.layout.c_str());
+        o << line;
+        for (const std::string& n : r.notes) o << "          note: " << n << "\n";
+      }
+    }
+    // Skipped rows and assumptions, each distinct text once with its rows.
+    auto listing = [&](const char* title, auto texts_of) {
+      std::vector<std::pair<std::string, std::vector<std::string>>> items;
+      for (const ValidationRow& r : report.rows) {
+        if (r.source_group != g.group) continue;
+        for (const std::string& t : texts_of(r)) {
+          auto it = std::find_if(items.begin(), items.end(), [&](const auto& p) { return p.first == t; });
+          if (it == items.end()) {
+            items.push_back({t, {}});
+            it = items.end() - 1;
+          }
+          it->second.push_back(r.row_id);
+        }
+      }
+      if (items.empty()) return;
+      o << "  " << title << ":\n";
+      for (const auto& [text, ids] : items) {
+        std::string list;
+        for (std::size_t i = 0; i < ids.size() && i < 12; ++i) list += (i ? "," : "") + ids[i];
+        if (ids.size() > 12) list += ",... (" + std::to_string(ids.size()) + " rows)";
+        o << "    " << text << "  [rows " << list << "]\n";
+      }
+    };
+    listing("skipped", [](const ValidationRow& r) {
+      return r.skipped() ? std::vector<std::string>{r.skipped_reason} : std::vector<std::string>{};
+    });
+    listing("assumptions",
+            [](const ValidationRow& r) { return r.skipped() ? std::vector<std::string>{} : r.assumptions; });
+  }
+  o << "\nMean absolute percentage error by source group\n";
+  o << "  group                                               rows  skipped   MAPE %\n";
+  for (const GroupSummary& g : report.groups) {
+    char line[256];
+    std::snprintf(line, sizeof line, "  %-50s %5zu  %7zu  %7s\n", clip(g.group, 50).c_str(), g.rows, g.skipped,
+                  g.mape_pct ? fmt("%.1f", *g.mape_pct).c_str() : "-");
+    o << line;
+  }
+  return o.str();
+}
+
+std::string validation_json(const ValidationReport& report) {
+  std::ostringstream o;
+  o << "{\n  \"data\": " << quoted(report.data) << ",\n  \"fidelity\": \"" << workloads::to_string(report.fidelity)
+    << "\",\n  \"rows\": [";
+  for (std::size_t i = 0; i < report.rows.size(); ++i) {
+    const ValidationRow& r = report.rows[i];
+    o << (i ? ",\n" : "\n") << "    {\"row_id\": " << quoted(r.row_id)
+      << ", \"source_group\": " << quoted(r.source_group) << ", \"model\": " << quoted(r.model)
+      << ", \"gpus\": " << r.gpus << ", \"layout\": " << quoted(r.layout)
+      << ", \"metric\": " << (r.metric.empty() ? "null" : quoted(r.metric))
+      << ", \"flop_convention\": " << (r.convention.empty() ? "null" : quoted(r.convention))
+      << ", \"measured\": " << json_optional_number(r.measured)
+      << ", \"predicted\": " << json_optional_number(r.predicted)
+      << ", \"error_pct\": " << json_optional_number(r.error_pct)
+      << ", \"assumptions\": " << json_strings(r.assumptions) << ", \"notes\": " << json_strings(r.notes)
+      << ", \"skipped_reason\": " << (r.skipped() ? quoted(r.skipped_reason) : "null") << "}";
+  }
+  o << "\n  ],\n  \"mape_by_group\": {";
+  for (std::size_t i = 0; i < report.groups.size(); ++i) {
+    const GroupSummary& g = report.groups[i];
+    o << (i ? ",\n" : "\n") << "    " << quoted(g.group) << ": {\"mape_pct\": " << json_optional_number(g.mape_pct)
+      << ", \"rows\": " << g.rows << ", \"skipped\": " << g.skipped << "}";
+  }
+  o << "\n  }\n}\n";
+  return o.str();
+}
+
+// ------------------------------------------------------------------------------------------ command
+
+int validate_command(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description named(
+      "clustersim validate [options]\n\n"
+      "Predicts every row of the published training measurements (built in: validation/training/\n"
+      "training_measurements.csv) and prints measured, predicted and error % per row, then the mean\n"
+      "absolute percentage error per source group. Rows that cannot run say why; guesses are listed.\n\nOptions");
+  named.add_options()("help,h", "show this help")(
+      "data", po::value<std::string>()->value_name("FILE.csv"),
+      "measurements in the layout of validation/training/ (default: the built-in copy)")(
+      "json", po::value<std::string>()->value_name("FILE"), "write every row and the MAPE per group as JSON")(
+      "fidelity", po::value<std::string>()->value_name("F"),
+      "analytical (default; closed-form collectives) or flow (collectives as flows on the topology; much slower on "
+      "thousands of GPUs)")("rows", po::value<std::string>()->value_name("ID,ID,..."),
+                            "only these row_ids (default: all)")(
+      "threads", po::value<unsigned>()->value_name("N"),
+      "simulate N rows at a time (default 1; output is the same, memory adds up: the largest rows "
+      "need about 20 GB each)");
+  const ParsedCommand parsed = parse_command(args, named, "validate");
+  const po::variables_map& vm = parsed.options;
+  if (vm.count("help")) {
+    out << named << "\n";
+    return 0;
+  }
+  if (!parsed.scenarios.empty())
+    throw InputError("command line", 0, 0, "validate",
+                     "takes no scenario (\"" + parsed.scenarios[0] + "\"); give measurements with --data FILE.csv");
+  workloads::Fidelity fidelity = workloads::Fidelity::kAnalytical;
+  if (vm.count("fidelity")) {
+    const std::string f = lower(vm["fidelity"].as<std::string>());
+    if (f == "flow")
+      fidelity = workloads::Fidelity::kFlow;
+    else if (f != "analytical")
+      throw InputError("command line", 0, 0, "--fidelity",
+                       "\"" + vm["fidelity"].as<std::string>() + "\" is not analytical or flow");
+  }
+  std::vector<std::string> only;
+  if (vm.count("rows")) {
+    const std::string text = vm["rows"].as<std::string>();
+    std::size_t start = 0;
+    for (;;) {
+      const std::size_t comma = text.find(',', start);
+      const std::string id = trim(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      if (id.empty()) throw InputError("command line", 0, 0, "--rows", "\"" + text + "\" has an empty row id");
+      only.push_back(id);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  unsigned threads = 1;
+  if (vm.count("threads")) {
+    threads = vm["threads"].as<unsigned>();
+    if (threads < 1) throw InputError("command line", 0, 0, "--threads", "0 must be >= 1");
+  }
+
+  std::string text, name;
+  if (vm.count("data")) {
+    name = vm["data"].as<std::string>();
+    std::ifstream in(name, std::ios::binary);
+    if (!in) throw InputError(name, 0, 0, "", "cannot read file");
+    std::ostringstream s;
+    s << in.rdbuf();
+    text = s.str();
+  } else {
+    text = std::string(builtin_training_measurements());
+    name = kBuiltinMeasurementsName;
+  }
+  const CsvTable table = parse_csv(text, name);
+  check_measurements(table);
+  const ValidationReport report = validate_measurements(table, fidelity, only, threads);
+  out << validation_text(report);
+  if (vm.count("json")) write_file_atomically(vm["json"].as<std::string>(), validation_json(report));
+  return 0;
+}
+
+}  // namespace clustersim::cli

@@ -1,0 +1,357 @@
+// `clustersim validate`: the CSV parser (quotes, embedded commas and line breaks, errors with line and
+// column), the scenario a measurement row becomes (assumptions, skip reasons), one row predicted end to end
+// against simulate_scenario, the FLOP convention of Narayanan et al. (Eq. 3), the MAPE arithmetic, the JSON
+// document and the command's exit status. Rows used here are small (2 GPUs, 16 layers) so the file runs in
+// well under a second; the full Narayanan run is a skipped test (minutes: 1,000 to 3,000 GPUs).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/scenario_loader.h"
+#include "cli/validate_command.h"
+#include "sim/input_error.h"
+#include "tests/test_support.h"
+#include "workloads/iteration_result.h"
+#include "workloads/transformer_ops.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+namespace cli = clustersim::cli;
+namespace workloads = clustersim::workloads;
+using clustersim::InputError;
+
+InputError csv_error(const std::string& text) {
+  try {
+    cli::parse_csv(text, "t.csv");
+  } catch (const InputError& e) {
+    return e;
+  }
+  return InputError("", 0, 0, "", "<no InputError thrown>");
+}
+
+const cli::CsvTable& builtin_table() {
+  static const cli::CsvTable table = [] {
+    cli::CsvTable t = cli::parse_csv(cli::builtin_training_measurements(), cli::kBuiltinMeasurementsName);
+    cli::check_measurements(t);
+    return t;
+  }();
+  return table;
+}
+
+const cli::CsvRecord& record_of(const cli::CsvTable& t, const std::string& id) {
+  const int col = t.column_index("row_id");
+  for (const cli::CsvRecord& r : t.records)
+    if (r.fields[static_cast<std::size_t>(col)].text == id) return r;
+  FAIL("row " << id << " not in the table");
+  return t.records.front();
+}
+
+bool has_text(const std::vector<std::string>& v, const std::string& part) {
+  for (const std::string& s : v)
+    if (s.find(part) != std::string::npos) return true;
+  return false;
+}
+
+// A small measurement file: the columns validate requires plus the ones it reads for these rows.
+const std::string kHeader =
+    "row_id,source_group,model,model_type,layers,hidden,heads,seq_len,vocab,ffn_hidden,gbs,mbs,tp,pp,dp,"
+    "num_gpus,gpu_type,gpus_per_node,precision,recompute,iter_time_s,tflops_per_gpu,trust\n";
+
+}  // namespace
+
+TEST_CASE("validate: CSV fields with quotes, embedded commas, doubled quotes, line breaks and CRLF") {
+  const std::string text =
+      "a,b,c\r\n"
+      "1,\"x, y\",\"say \"\"hi\"\"\"\r\n"
+      "\r\n"
+      "2,\"two\nlines\",\r\n"
+      "3,,last";
+  const cli::CsvTable t = cli::parse_csv(text, "t.csv");
+  REQUIRE(t.header == std::vector<std::string>{"a", "b", "c"});
+  REQUIRE(t.records.size() == 3);  // the blank line is no record
+  CHECK(t.records[0].fields[1].text == "x, y");
+  CHECK(t.records[0].fields[2].text == "say \"hi\"");
+  CHECK(t.records[0].line == 2);
+  CHECK(t.records[0].fields[2].column == 10);  // 1,"x, y", is 9 bytes
+  CHECK(t.records[1].fields[1].text == "two\nlines");
+  CHECK(t.records[1].fields[2].text.empty());
+  CHECK(t.records[1].line == 4);
+  CHECK(t.records[2].line == 6);  // the quoted line break counts
+  CHECK(t.records[2].fields[2].text == "last");
+  CHECK(t.column_index("c") == 2);
+  CHECK(t.column_index("d") == -1);
+}
+
+TEST_CASE("validate: bad CSV names file, line, column and the column's name") {
+  SUBCASE("unterminated quote: at the opening quote") {
+    const InputError e = csv_error("a,b\n1,2\n3,\"open\n");
+    CHECK(e.line() == 3);
+    CHECK(e.column() == 3);
+    CHECK(e.field_path() == "b");
+    CHECK(std::string(e.what()).find("t.csv:3:3: b: quoted field is not closed") == 0);
+  }
+  SUBCASE("quote inside an unquoted field") {
+    const InputError e = csv_error("a,b\n1,x\"y\n");
+    CHECK(e.line() == 2);
+    CHECK(e.column() == 4);
+    CHECK(e.field_path() == "b");
+  }
+  SUBCASE("text after a closing quote") {
+    const InputError e = csv_error("a,b\n\"x\"y,2\n");
+    CHECK(e.line() == 2);
+    CHECK(e.column() == 4);
+    CHECK(e.field_path() == "a");
+  }
+  SUBCASE("too many fields: at the first extra one") {
+    const InputError e = csv_error("a,b\n1,2\n1,2,3\n");
+    CHECK(e.line() == 3);
+    CHECK(e.column() == 5);
+    CHECK(e.message().find("3 fields, but the header has 2 columns") != std::string::npos);
+  }
+  SUBCASE("too few fields: names the missing column") {
+    const InputError e = csv_error("a,b,c\n1,2\n");
+    CHECK(e.line() == 2);
+    CHECK(e.field_path() == "c");
+  }
+  SUBCASE("duplicate header") {
+    const InputError e = csv_error("a,b,a\n");
+    CHECK(e.line() == 1);
+    CHECK(e.column() == 5);
+    CHECK(e.field_path() == "header");
+  }
+}
+
+TEST_CASE("validate: measurement checks (missing column, duplicate row_id, non-number in a numeric column)") {
+  auto check_error = [](const std::string& text) {
+    return clustersim::testing::input_error_of([&] { cli::check_measurements(cli::parse_csv(text, "m.csv")); });
+  };
+  const std::string row = "1,G,m,dense,2,64,2,16,128,256,4,1,1,1,4,4,A100-SXM4-80GB,8,bf16,none,1.0,,A\n";
+  CHECK(check_error(kHeader + row) == "<no InputError thrown>");
+  CHECK(check_error("row_id,model\n1,m\n").find("m.csv:1: source_group: missing column") == 0);
+  CHECK(check_error(kHeader + row + row).find("m.csv:3:1: row_id: \"1\" already names the row on line 2") == 0);
+  CHECK(check_error(kHeader + "2,G,m,dense,two,64,2,16,128,256,4,1,1,1,4,4,A100,8,bf16,none,1.0,,A\n")
+            .find("m.csv:2:13: layers: \"two\" is not a whole number") == 0);
+  CHECK(check_error(kHeader + "2,G,m,dense,2,64,2,16,128,256,4,1,1,1,4,4,A100,8,bf16,none,fast,,A\n")
+            .find("iter_time_s: \"fast\" is not a number") != std::string::npos);
+}
+
+TEST_CASE("validate: the built-in copy is the validation file, unchanged") {
+  const std::string on_disk =
+      clustersim::testing::slurp(fs::path(CLUSTERSIM_SOURCE_DIR) / "validation/training/training_measurements.csv");
+  CHECK(on_disk == std::string(cli::builtin_training_measurements()));
+  CHECK(builtin_table().records.size() == 951);
+}
+
+TEST_CASE("validate: one row end to end equals simulate_scenario of the same layout written by hand") {
+  // Row 2306 (vTrain single node): 16 layers, hidden 1024, 16 heads, seq 1024, gbs 4, mbs 2, TP 2 PP 1
+  // DP 1 on 2 of a node's 8 A100s, full recompute, measured 0.125463 s. m = gbs / (mbs·dp) = 4 / 2 = 2.
+  cli::ValidationRow row =
+      cli::plan_row(builtin_table(), record_of(builtin_table(), "2306"), workloads::Fidelity::kAnalytical);
+  REQUIRE_FALSE(row.skipped());
+  CHECK(row.metric == "iter_time_s");
+  CHECK(row.measured.value() == doctest::Approx(0.125463));
+  CHECK(row.gpus == 2);
+  CHECK(row.layout == "TP2 PP1 DP1, mb 2 x 2, 1F1B, full recompute");
+  // Not stated by the row: vocab, FFN width, precision, the GPU's memory size.
+  CHECK(has_text(row.assumptions, "vocab not stated: 51200"));
+  CHECK(has_text(row.assumptions, "ffn_hidden not stated: 4 x hidden = 4096"));
+  CHECK(has_text(row.assumptions, "precision not stated"));
+  cli::predict_row(row);
+  REQUIRE(row.predicted.has_value());
+
+  const std::string by_hand = R"(name: "by hand"
+cluster { node_preset: "dgx-a100" nodes: 1 }
+profile: "a100-sxm4-80gb"
+fidelity: ANALYTICAL
+jobs {
+  name: "row" gpus: "0-1"
+  model { name: "gpt" layers: 16 hidden: 1024 heads: 16 ffn_hidden: 4096 vocab: 51200 seq_len: 1024 }
+  parallel { dp: 1 tp: 2 pp: 1 micro_batch: 2 grad_accum: 2 recompute: FULL }
+  training { samples: 4 precision: BF16 }
+}
+)";
+  const workloads::Scenario sc = cli::load_scenario_text(by_hand, "by_hand.textproto", false, "");
+  const double t = workloads::simulate_scenario(sc).jobs.at(0).iteration_time.raw();
+  CHECK(*row.predicted == doctest::Approx(t).epsilon(1e-12));
+  // error % = (pred − meas) / meas · 100
+  CHECK(*row.error_pct == doctest::Approx((t - 0.125463) / 0.125463 * 100).epsilon(1e-12));
+}
+
+TEST_CASE("validate: Narayanan TFLOP/s use Eq. 3, the FLOPs of a step with full recompute") {
+  // Eq. 3 for GPT-1.7B of Table 1 (l 24, h 2304, s 2048, V 51200, B 512):
+  //   96·512·2048·24·2304² · (1 + 2048/13824 + 51200/884736)
+  //   = 1.2837e16 · (1 + 0.148148 + 0.057870) = 1.5467e16 FLOPs.
+  const workloads::ModelSpec gpt{"gpt-1.7b", 24, 2304, 24, 9216, 51200, 2048};
+  CHECK(cli::narayanan_eq3_flops(gpt, 512) == doctest::Approx(1.54668e16).epsilon(1e-4));
+  // The same count as the op model's hardware FLOPs with full recompute (GEMMs incl. attention scores, the
+  // recomputed forward, the LM head): the convention is clustersim's, not only a formula.
+  workloads::OpConfig config;
+  config.recompute = workloads::Recompute::kFull;
+  CHECK(workloads::hardware_flops(gpt, config).raw() * 512 ==
+        doctest::Approx(cli::narayanan_eq3_flops(gpt, 512)).epsilon(1e-9));
+
+  // Row 2 (GPT-3.6B, TP 2, 64 GPUs): predicted TFLOP/s = Eq. 3 / (T · 64) / 1e12 for the simulated T.
+  cli::ValidationRow row =
+      cli::plan_row(builtin_table(), record_of(builtin_table(), "2"), workloads::Fidelity::kAnalytical);
+  REQUIRE_FALSE(row.skipped());
+  CHECK(row.metric == "tflops_per_gpu");
+  CHECK(row.convention.find("Eq. 3") != std::string::npos);
+}
+
+TEST_CASE("validate: a row without micro-batch size records the assumption; interleaving without pipeline") {
+  const cli::ValidationRow row =
+      cli::plan_row(builtin_table(), record_of(builtin_table(), "1"), workloads::Fidelity::kAnalytical);
+  REQUIRE_FALSE(row.skipped());
+  CHECK(has_text(row.assumptions, "micro-batch size not stated: 1"));
+  CHECK(row.scenario_text.find("micro_batch: 1 grad_accum: 16") != std::string::npos);  // 512 / (1·32)
+  CHECK(has_text(row.assumptions, "with pp 1 there is nothing to interleave: vp = 1"));
+  // 145.6B: 80 layers over PP 8 = 10 per stage; the smallest vp >= 2 dividing 10 is 2;
+  // m = 2304 / (1·24) = 96 is a multiple of pp 8, so interleaved 1F1B stays.
+  const cli::ValidationRow big =
+      cli::plan_row(builtin_table(), record_of(builtin_table(), "7"), workloads::Fidelity::kAnalytical);
+  CHECK(has_text(big.assumptions, "interleaving degree not stated: vp = 2"));
+  CHECK(big.scenario_text.find("vp: 2 schedule: INTERLEAVED_ONE_F_ONE_B") != std::string::npos);
+  CHECK(big.scenario_text.find("node_preset: \"dgx-a100\" nodes: 192 }") != std::string::npos);
+}
+
+TEST_CASE("validate: skipped rows say why; every row of the built-in file is planned or explained") {
+  const cli::CsvTable& t = builtin_table();
+  auto reason = [&](const std::string& id) {
+    return cli::plan_row(t, record_of(t, id), workloads::Fidelity::kAnalytical).skipped_reason;
+  };
+  CHECK(reason("145").find("FP8") != std::string::npos);               // NeMo, FP8
+  CHECK(reason("11").find("ZeRO-3") != std::string::npos);             // Narayanan Table 2, ZeRO-3
+  CHECK(reason("23").find("is not one number") != std::string::npos);  // "113 (unfused) -> 135 (fused)"
+  CHECK(reason("25").find("trust C") != std::string::npos);
+  CHECK(reason("557").find("FSDP") != std::string::npos);  // MosaicML
+  CHECK(reason("45").find("no measured") != std::string::npos);
+  std::size_t planned = 0;
+  for (const cli::CsvRecord& r : t.records) {
+    const cli::ValidationRow row = cli::plan_row(t, r, workloads::Fidelity::kAnalytical);
+    if (row.skipped()) {
+      CHECK(row.predicted == std::nullopt);
+    } else {
+      CHECK_FALSE(row.scenario_text.empty());
+      CHECK((row.metric == "iter_time_s" || row.metric == "tflops_per_gpu"));
+      ++planned;
+    }
+  }
+  CHECK(planned > 800);
+}
+
+TEST_CASE("validate: MAPE per group") {
+  // Group A: errors +10 % and -30 % → MAPE (10 + 30) / 2 = 20 %. Group B: one skipped row, one -5 % → 5 %
+  // over 1 row. Group C: only skipped rows → no MAPE.
+  auto row = [](const std::string& group, std::optional<double> error, const std::string& skip = "") {
+    cli::ValidationRow r;
+    r.source_group = group;
+    r.error_pct = error;
+    r.skipped_reason = skip;
+    return r;
+  };
+  const std::vector<cli::ValidationRow> rows = {row("A", 10.0), row("B", std::nullopt, "FP8"), row("A", -30.0),
+                                                row("B", -5.0), row("C", std::nullopt, "MoE")};
+  const std::vector<cli::GroupSummary> g = cli::mape_by_group(rows);
+  REQUIRE(g.size() == 3);
+  CHECK(g[0].group == "A");
+  CHECK(g[0].mape_pct.value() == doctest::Approx(20.0));
+  CHECK(g[0].rows == 2);
+  CHECK(g[1].group == "B");
+  CHECK(g[1].mape_pct.value() == doctest::Approx(5.0));
+  CHECK(g[1].rows == 1);
+  CHECK(g[1].skipped == 1);
+  CHECK(g[2].mape_pct == std::nullopt);
+  CHECK(g[2].skipped == 1);
+}
+
+TEST_CASE("validate: MAPE of a hand-made CSV, and its JSON document") {
+  // Rows 1 and 2 have the same layout (2 layers, hidden 64, 4 GPUs of one A100 node, DP 4, gbs 4, mbs 1), so
+  // the same predicted time P. Measured 2P and P/2 would give errors -50 % and +100 %; here measured are
+  // fixed, so with e_i = (P - m_i)/m_i · 100 the MAPE is (|e_1| + |e_2|) / 2. Row 3 is FP8: skipped, not counted.
+  const std::string text = kHeader +
+                           "1,G,tiny,dense,2,64,2,128,512,256,4,1,1,1,4,4,A100-SXM4-80GB,8,bf16,none,0.010,,A\n"
+                           "2,G,tiny,dense,2,64,2,128,512,256,4,1,1,1,4,4,A100-SXM4-80GB,8,bf16,none,0.001,,A\n"
+                           "3,G,tiny,dense,2,64,2,128,512,256,4,1,1,1,4,4,H100-80GB,8,FP8,none,0.001,,A\n";
+  const cli::CsvTable t = cli::parse_csv(text, "hand.csv");
+  cli::check_measurements(t);
+  const cli::ValidationReport report = cli::validate_measurements(t, workloads::Fidelity::kAnalytical);
+  REQUIRE(report.rows.size() == 3);
+  const double p = report.rows[0].predicted.value();
+  CHECK(report.rows[1].predicted.value() == p);
+  CHECK(report.rows[2].skipped_reason.find("FP8") != std::string::npos);
+  const double e1 = (p - 0.010) / 0.010 * 100, e2 = (p - 0.001) / 0.001 * 100;
+  CHECK(report.rows[0].error_pct.value() == doctest::Approx(e1));
+  REQUIRE(report.groups.size() == 1);
+  CHECK(report.groups[0].rows == 2);
+  CHECK(report.groups[0].skipped == 1);
+  CHECK(report.groups[0].mape_pct.value() == doctest::Approx((std::abs(e1) + std::abs(e2)) / 2));
+
+  const std::string json = cli::validation_json(report);
+  for (const char* key :
+       {"\"rows\": [", "\"row_id\": \"1\"", "\"source_group\": \"G\"", "\"metric\": \"iter_time_s\"",
+        "\"measured\": 0.01", "\"predicted\": ", "\"error_pct\": ", "\"assumptions\": [", "\"skipped_reason\": null",
+        "\"mape_by_group\": {", "\"G\": {\"mape_pct\": ", "\"rows\": 2, \"skipped\": 1}"})
+    CHECK_MESSAGE(json.find(key) != std::string::npos, key);
+  CHECK(json.find("\"skipped_reason\": \"FP8") != std::string::npos);
+  CHECK(json.find("\"predicted\": null, \"error_pct\": null") != std::string::npos);
+  // Threads do not change the result.
+  CHECK(cli::validation_json(cli::validate_measurements(t, workloads::Fidelity::kAnalytical, {}, 3)) == json);
+}
+
+TEST_CASE("validate: the command writes the JSON, and bad input exits with status 2") {
+  const fs::path dir = clustersim::testing::scratch_dir("validate");
+  std::ostringstream out;
+  const std::string json = (dir / "v.json").string();
+  CHECK(cli::validate_command({"--rows", "2306,145", "--json", json}, out) == 0);
+  const std::string text = out.str();
+  CHECK(text.find("2306") != std::string::npos);
+  CHECK(text.find("Mean absolute percentage error by source group") != std::string::npos);
+  const std::string first = clustersim::testing::slurp(json);
+  CHECK(first.find("\"row_id\": \"2306\"") != std::string::npos);
+  CHECK(first.find("\"row_id\": \"145\"") != std::string::npos);
+  std::ostringstream again;
+  CHECK(cli::validate_command({"--rows", "2306,145", "--json", json}, again) == 0);
+  CHECK(clustersim::testing::slurp(json) == first);  // deterministic
+
+  CHECK(clustersim::testing::input_error_of([&] {
+          cli::validate_command({"--rows", "99999"}, out);
+        }).find("--rows: row \"99999\" is not in") != std::string::npos);
+  CHECK(clustersim::testing::input_error_of([&] {
+          cli::validate_command({"--fidelity", "exact"}, out);
+        }).find("--fidelity") != std::string::npos);
+
+  {
+    std::ofstream bad(dir / "bad.csv", std::ios::binary);
+    bad << kHeader << "1,G,m,dense,2,64,2,\"16,128,256,4,1,1,1,4,4,A100,8,bf16,none,1.0,,A\n";
+  }
+  const auto run = clustersim::testing::run_clustersim(
+      "validate --data " + (dir / "bad.csv").string() + " --json " + (dir / "never.json").string(), dir);
+  CHECK(run.status == 2);
+  CHECK(run.err.find("bad.csv:2:20: seq_len: quoted field is not closed") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "never.json"));
+  fs::remove_all(dir);
+}
+
+// Minutes, not seconds: rows 9 and 10 simulate 2,520 and 3,072 GPUs with 280 and 512 micro-batches per
+// step (about 6 minutes in all on one core; row 10 alone needs about 20 GB of memory, so one thread). Run with
+//   build/tests/clustersim_tests -tc="validate: all usable Narayanan*" --no-skip
+// It prints the group's table and checks that every usable row ran; the MAPE itself is reported, not bounded
+// (the issue's target of 10 % is not met yet; see `clustersim validate`).
+TEST_CASE("validate: all usable Narayanan et al. rows run" * doctest::skip(true)) {
+  std::vector<std::string> ids;
+  const cli::CsvTable& t = builtin_table();
+  const int group = t.column_index("source_group"), id = t.column_index("row_id");
+  for (const cli::CsvRecord& r : t.records)
+    if (r.fields[static_cast<std::size_t>(group)].text.find("Narayanan") != std::string::npos)
+      ids.push_back(r.fields[static_cast<std::size_t>(id)].text);
+  const cli::ValidationReport report = cli::validate_measurements(t, workloads::Fidelity::kAnalytical, ids, 1);
+  MESSAGE(cli::validation_text(report));
+  REQUIRE(report.groups.size() == 1);
+  CHECK(report.groups[0].rows == 16);  // rows 1-10 and 17-22; ZeRO-3 (11-16), trust B/C estimates skipped
+}

@@ -480,8 +480,6 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
   } else if (rc.rfind("none", 0) != 0 && rc.rfind("no", 0) != 0) {
     return skip("recompute \"" + row.text("recompute") + "\" is not full, selective or none");
   }
-  if (tp == 1 && pp == 1 && recompute != workloads::Recompute::kNone)
-    assume("tp = pp = 1 runs clustersim's DDP graph, which has no recomputation: the row's recompute is not simulated");
 
   const std::string sp_text = lower(row.text("sequence_parallel"));
   bool sequence_parallel = sp_text == "yes" || sp_text == "true" || sp_text == "1";

@@ -43,7 +43,11 @@ struct ParallelPlan {
   AttentionKernel attention = AttentionKernel::kExplicit;
 
   std::uint32_t gpus() const { return dp * tp * pp; }
-  bool megatron() const { return tp > 1 || pp > 1; }
+  // The Megatron-LM graph (megatron_graph.h) runs model-parallel layouts and whatever only it models
+  // (recomputation, FlashAttention); plain data parallelism otherwise runs as PyTorch DDP (ddp_graph.h).
+  bool megatron() const {
+    return tp > 1 || pp > 1 || recompute != Recompute::kNone || attention != AttentionKernel::kExplicit;
+  }
 };
 
 struct TrainingJob {

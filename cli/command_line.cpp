@@ -43,7 +43,17 @@ std::string fmt(const char* format, double value) {
 }
 
 std::vector<std::uint32_t> parse_gpu_ranges(const std::string& text, std::uint32_t total, const std::string& option) {
-  auto fail = [&](const std::string& message) { throw InputError("command line", 0, 0, option, message); };
+  return parse_gpu_ranges(text, total,
+                          [&](const std::string& message) { throw InputError("command line", 0, 0, option, message); });
+}
+
+std::vector<std::uint32_t> parse_gpu_ranges(const std::string& text, std::uint32_t total,
+                                            const std::function<void(const std::string&)>& fail_with) {
+  // `fail_with` throws; the wrapper tells the compiler this path does not return.
+  auto fail = [&](const std::string& message) {
+    fail_with(message);
+    throw InputError("", 0, 0, "", message);
+  };
   const std::string malformed = "\"" + text + "\" is not a list of GPU ranges such as \"0-63,128-191\"";
   std::vector<bool> seen(total, false);
   std::size_t pos = 0;

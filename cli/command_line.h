@@ -5,6 +5,7 @@
 
 #include <boost/program_options.hpp>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,10 @@ std::string fmt(const char* format, double value);
 // exist (index >= total) and GPUs listed twice. `option` names the flag in the error ("--ranks").
 std::vector<std::uint32_t> parse_gpu_ranges(const std::string& text, std::uint32_t total,
                                             const std::string& option = "--ranks");
+// The same parser reporting through `fail` (which must throw), for other inputs such as a scenario's
+// jobs[i].gpus.
+std::vector<std::uint32_t> parse_gpu_ranges(const std::string& text, std::uint32_t total,
+                                            const std::function<void(const std::string&)>& fail);
 
 // {0..63, 128..191} → "0-63,128-191".
 std::string gpu_ranges_text(const std::vector<std::uint32_t>& gpus);

@@ -308,44 +308,6 @@ schema::Precision to_schema(workloads::Precision p) {
   return schema::BF16;
 }
 
-// "0-63,128-191" → {0..63, 128..191}, ascending, each index < total.
-std::vector<std::uint32_t> parse_gpu_ranges(const ParsedText& in, const std::string& path, const std::string& text,
-                                            std::uint32_t total) {
-  std::vector<std::uint32_t> out;
-  std::vector<bool> seen(total, false);
-  std::size_t pos = 0;
-  auto number = [&](std::size_t& p) -> std::uint64_t {
-    const std::size_t begin = p;
-    std::uint64_t v = 0;
-    while (p < text.size() && std::isdigit(static_cast<unsigned char>(text[p])) && v <= total)
-      v = v * 10 + static_cast<std::uint64_t>(text[p++] - '0');
-    if (p == begin) in.fail(path, "\"" + text + "\" is not a list of GPU ranges such as \"0-63,128-191\"");
-    return v;
-  };
-  while (pos <= text.size()) {
-    while (pos < text.size() && text[pos] == ' ') ++pos;
-    const std::uint64_t first = number(pos);
-    std::uint64_t last = first;
-    if (pos < text.size() && text[pos] == '-') {
-      ++pos;
-      last = number(pos);
-    }
-    while (pos < text.size() && text[pos] == ' ') ++pos;
-    if (last < first) in.fail(path, "range " + std::to_string(first) + "-" + std::to_string(last) + " is backwards");
-    if (last >= total)
-      in.fail(path, "GPU " + std::to_string(last) + " does not exist (the cluster has " + plural(total, "GPU") + ")");
-    for (std::uint64_t g = first; g <= last; ++g) {
-      if (seen[g]) in.fail(path, "GPU " + std::to_string(g) + " is listed twice");
-      seen[g] = true;
-    }
-    if (pos == text.size()) break;
-    if (text[pos] != ',') in.fail(path, "\"" + text + "\" is not a list of GPU ranges such as \"0-63,128-191\"");
-    ++pos;
-  }
-  for (std::uint32_t g = 0; g < total; ++g)
-    if (seen[g]) out.push_back(g);
-  return out;
-}
 
 }  // namespace
 
@@ -416,7 +378,7 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
       workloads::Job job;
       job.name = m.has_name() && !m.name().empty() ? m.name() : "job" + std::to_string(j);
       if (!m.has_gpus()) in.fail(pre + "gpus", "missing (required: GPU index ranges such as \"0-63,128-191\")");
-      job.gpus = parse_gpu_ranges(in, pre + "gpus", m.gpus(), total_gpus);
+      job.gpus = parse_gpu_ranges(m.gpus(), total_gpus, [&](const std::string& why) { in.fail(pre + "gpus", why); });
       for (std::uint32_t g : job.gpus) {
         if (owner[g] >= 0)
           in.fail(pre + "gpus", "GPU " + std::to_string(g) + " is already used by jobs[" + std::to_string(owner[g]) + "]");

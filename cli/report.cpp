@@ -86,6 +86,9 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
     << pct(r.breakdown.exposed_comm.raw(), it)
     << (p.megatron() ? "   (TP collectives, and pipeline/DP transfers not hidden behind compute)\n"
                      : "   (DP gradient AllReduce not hidden behind backward)\n");
+  if (r.breakdown.exposed_input.raw() > 0)
+    o << "  input stall       " << fmt("%.6f", r.breakdown.exposed_input.raw()) << " s  "
+      << pct(r.breakdown.exposed_input.raw(), it) << "   (data loader / host-to-device copy, nothing else running)\n";
   o << "  idle              " << fmt("%.6f", r.breakdown.idle.raw()) << " s  " << pct(r.breakdown.idle.raw(), it)
     << (p.pp > 1 ? "   (incl. the pipeline bubble; theory " +
                        fmt("%.1f", 100 * workloads::ideal_bubble_fraction(p.schedule, p.pp, p.grad_accum, p.vp)) +
@@ -98,7 +101,9 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
     o << "  " << part.name << std::string(part.name.size() < 68 ? 68 - part.name.size() : 1, ' ')
       << fmt("%8.2f", to_GiB(part.size)) << " GiB\n";
   o << "  peak " << fmt("%.2f", to_GiB(r.memory.peak)) << " GiB of " << fmt("%.2f", to_GiB(r.memory.capacity))
-    << " GiB: " << (r.memory.oom ? "OUT OF MEMORY (largest part: " + r.memory.largest_part + ")" : "fits") << "\n\n";
+    << " GiB: " << (r.memory.oom ? "OUT OF MEMORY (capacity exceeded when adding: " + r.memory.breaking_part +
+                              "; largest part: " + r.memory.largest_part + ")"
+                        : "fits") << "\n\n";
 
   o << "Training time\n";
   o << "  optimizer steps   " << grouped(r.training.optimizer_steps) << "  (= " << fmt("%g", t.epochs)
@@ -117,7 +122,7 @@ std::string job_json(const workloads::Job& job, const workloads::IterationResult
   auto num = [](double v) { return format_number(v); };
   auto breakdown = [&](const workloads::TimeBreakdown& b) {
     return "{\"compute\": " + num(b.compute.raw()) + ", \"exposed_comm\": " + num(b.exposed_comm.raw()) +
-           ", \"idle\": " + num(b.idle.raw()) + "}";
+           ", \"exposed_input\": " + num(b.exposed_input.raw()) + ", \"idle\": " + num(b.idle.raw()) + "}";
   };
   const std::string& in = indent;
   o << in << "\"job\": \"" << json_escape(job.name) << "\",\n";

@@ -234,6 +234,16 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
   if (out.schedule == workloads::PipelineSchedule::kInterleaved && out.grad_accum % out.pp != 0)
     in.fail(pre + "parallel.grad_accum", std::to_string(out.grad_accum) + " micro-batches per step must be a multiple " +
                                              "of pp " + std::to_string(out.pp) + " for interleaved 1F1B");
+  out.distributed_optimizer = p.distributed_optimizer();
+  if (out.distributed_optimizer && out.dp < 2)
+    in.fail(pre + "parallel.distributed_optimizer", "shards the optimizer over data-parallel ranks: needs dp >= 2");
+  out.pp_scatter_gather = p.pp_scatter_gather();
+  out.overlap_grad_reduce = p.overlap_grad_reduce();
+  if (out.pp_scatter_gather && (out.pp < 2 || out.tp < 2))
+    in.fail(pre + "parallel.pp_scatter_gather", "splits pipeline sends over the tensor group: needs pp >= 2 and tp >= 2");
+  if (out.pp_scatter_gather && out.sequence_parallel)
+    in.fail(pre + "parallel.pp_scatter_gather",
+            "with sequence parallelism the pipeline already sends 1/tp of the activation; set one of the two");
   out.ddp_bucket = MiB(p.has_ddp_bucket_mib()
                            ? positive(in, pre + "parallel.ddp_bucket_mib", true, p.ddp_bucket_mib(), "MiB")
                            : kDefaultDdpBucketMiB);
@@ -253,7 +263,7 @@ void check_layout(const ParsedText& in, const std::string& pre, const workloads:
 
 template <class M>
 workloads::TrainingJob to_training(const ParsedText& in, const M& s, const std::string& pre, const workloads::ModelSpec& model,
-                                   const workloads::ParallelPlan& parallel) {
+                                   const workloads::ParallelPlan& parallel, const topology::ClusterSpec& cluster) {
   if (!s.has_training()) in.fail(pre + "training", "missing (required: samples or tokens per epoch)");
   const schema::Training& t = s.training();
   workloads::TrainingJob out;
@@ -293,6 +303,39 @@ workloads::TrainingJob to_training(const ParsedText& in, const M& s, const std::
     default:
       in.fail(pre + "training.precision", std::to_string(static_cast<int>(t.precision())) +
                                         " is not a precision (BF16, FP16, FP32, TF32)");
+  }
+  switch (t.optimizer()) {
+    case schema::Training::OPTIMIZER_UNSPECIFIED:
+    case schema::Training::ADAM: out.optimizer = workloads::Optimizer::kAdam; break;
+    case schema::Training::SGD: out.optimizer = workloads::Optimizer::kSgd; break;
+    case schema::Training::SGD_MOMENTUM: out.optimizer = workloads::Optimizer::kSgdMomentum; break;
+    default:
+      in.fail(pre + "training.optimizer", std::to_string(static_cast<int>(t.optimizer())) +
+                                        " is not an optimizer (ADAM, SGD, SGD_MOMENTUM)");
+  }
+  switch (t.gradient_dtype()) {
+    case schema::Training::GRADIENT_DTYPE_UNSPECIFIED:
+    case schema::Training::FP32_GRADIENTS: out.gradients = workloads::GradientDtype::kFp32; break;
+    case schema::Training::HALF_GRADIENTS:
+      if (out.precision == workloads::Precision::kFP32 || out.precision == workloads::Precision::kTF32)
+        in.fail(pre + "training.gradient_dtype", "HALF_GRADIENTS needs 16-bit weights (precision BF16 or FP16)");
+      out.gradients = workloads::GradientDtype::k16Bit;
+      break;
+    default:
+      in.fail(pre + "training.gradient_dtype", std::to_string(static_cast<int>(t.gradient_dtype())) +
+                                             " is not a gradient dtype (FP32_GRADIENTS, HALF_GRADIENTS)");
+  }
+  if (t.has_loader_samples_per_s_per_node())
+    out.loader_samples_per_s_per_node = positive(in, pre + "training.loader_samples_per_s_per_node", true,
+                                                 t.loader_samples_per_s_per_node(), "samples/s");
+  if (t.has_loader_prefetch()) out.loader_prefetch = t.loader_prefetch();
+  if (t.has_host_to_device_gbps()) {
+    out.host_to_device =
+        GBps(positive(in, pre + "training.host_to_device_GBps", true, t.host_to_device_gbps(), "GB/s"));
+  } else if (cluster.node.c2c_per_direction.raw() > 0) {
+    out.host_to_device = cluster.node.c2c_per_direction;
+  } else if (cluster.node.pcie_per_direction.raw() > 0) {
+    out.host_to_device = cluster.node.pcie_per_direction;
   }
   return out;
 }
@@ -362,7 +405,7 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
                                    " x " + plural(out.cluster.gpus_per_node, "GPU") + " per node)",
                                total_gpus);
     check_layout(in, "", job.model, job.parallel);
-    job.training = to_training(in, message, "", job.model, job.parallel);
+    job.training = to_training(in, message, "", job.model, job.parallel, out.cluster);
     out.jobs.push_back(std::move(job));
   } else {
     for (const char* field : {"model", "parallel", "training"}) {
@@ -388,7 +431,7 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
       job.parallel = to_parallel(in, m, pre, "job's " + plural(job.gpus.size(), "GPU") + " (" + pre + "gpus)",
                                  static_cast<std::uint32_t>(job.gpus.size()));
       check_layout(in, pre, job.model, job.parallel);
-      job.training = to_training(in, m, pre, job.model, job.parallel);
+      job.training = to_training(in, m, pre, job.model, job.parallel, out.cluster);
       out.jobs.push_back(std::move(job));
     }
   }
@@ -455,6 +498,9 @@ void write_job(const workloads::Job& job, schema::Model* mo_ptr, schema::Paralle
                   : parallel.recompute == workloads::Recompute::kFull    ? schema::Parallelism::FULL
                                                                          : schema::Parallelism::NONE);
   p.set_flash_attention(parallel.attention == workloads::AttentionKernel::kFlash);
+  p.set_distributed_optimizer(parallel.distributed_optimizer);
+  p.set_pp_scatter_gather(parallel.pp_scatter_gather);
+  p.set_overlap_grad_reduce(parallel.overlap_grad_reduce);
 
   // The value type keeps samples per epoch; write the whole number the scenario could have said:
   // samples when integral, else tokens (a token budget that is not a whole number of sequences).
@@ -471,6 +517,15 @@ void write_job(const workloads::Job& job, schema::Model* mo_ptr, schema::Paralle
   t.set_epochs(training.epochs);
   t.set_global_batch(training.global_batch);
   t.set_precision(to_schema(training.precision));
+  t.set_optimizer(training.optimizer == workloads::Optimizer::kSgd           ? schema::Training::SGD
+                  : training.optimizer == workloads::Optimizer::kSgdMomentum ? schema::Training::SGD_MOMENTUM
+                                                                             : schema::Training::ADAM);
+  t.set_gradient_dtype(training.gradients == workloads::GradientDtype::kFp32 ? schema::Training::FP32_GRADIENTS
+                                                                             : schema::Training::HALF_GRADIENTS);
+  if (training.loader_samples_per_s_per_node > 0)
+    t.set_loader_samples_per_s_per_node(training.loader_samples_per_s_per_node);
+  t.set_loader_prefetch(training.loader_prefetch);
+  t.set_host_to_device_gbps(training.host_to_device.raw() / 1e9);
 
 }
 

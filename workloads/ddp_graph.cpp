@@ -4,6 +4,7 @@
 
 #include "workloads/collective_engine.h"
 #include "workloads/compute_model.h"
+#include "workloads/input_pipeline.h"
 
 namespace clustersim::workloads {
 
@@ -46,7 +47,9 @@ JobGraph build_ddp_job(const Scenario& sc, const Job& job, sim::TaskGraph& graph
   const Precision prec = job.training.precision;
   const std::vector<Op> fwd = forward_ops(job.model, job.parallel.micro_batch, prec);
   const std::vector<Op> bwd = backward_ops(job.model, job.parallel.micro_batch, prec);
-  const Op opt = optimizer_op(job.model.parameter_count());
+  // PyTorch AMP keeps fp32 weights and gradients: the optimizer writes no 16-bit copy.
+  const Op opt = optimizer_op(job.model.parameter_count(), job.training.optimizer, ddp_gradient_bytes(prec).raw(),
+                              false);
 
   std::vector<Seconds> fwd_time, bwd_time;
   for (const Op& op : fwd) fwd_time.push_back(op_time(op, sc.profile.gpu, prec));
@@ -69,13 +72,20 @@ JobGraph build_ddp_job(const Scenario& sc, const Job& job, sim::TaskGraph& graph
     for (const Op& op : fwd) fwd_label[mb].push_back(graph.add_label({op.name, kCategoryCompute, op_args(op, mb)}));
     for (const Op& op : bwd) bwd_label[mb].push_back(graph.add_label({op.name, kCategoryCompute, op_args(op, mb)}));
   }
+  // Every rank reads its own micro-batches (input_pipeline.h).
+  std::vector<std::uint32_t> readers(ranks);
+  for (std::uint32_t r = 0; r < ranks; ++r) readers[r] = r;
+  InputPipeline input = add_input_pipeline(sc, job, graph, readers, ga);
   // bucket_ready[b][r]: the task on rank r that completes bucket b in the last micro-batch.
   std::vector<std::vector<sim::TaskId>> bucket_ready(it.buckets.size());
   for (std::uint32_t r = 0; r < ranks; ++r) {
     const sim::StreamId cs[] = {it.compute_stream[r]};
     const double slow = slowdown(r);
     for (std::uint32_t mb = 0; mb < ga; ++mb) {
-      for (std::size_t i = 0; i < fwd.size(); ++i) graph.add(fwd_label[mb][i], cs, fwd_time[i] * slow);
+      const sim::TaskId first_input[] = {input.ready.at({r, mb})};
+      for (std::size_t i = 0; i < fwd.size(); ++i)
+        graph.add(fwd_label[mb][i], cs, fwd_time[i] * slow,
+                  i == 0 ? std::span<const sim::TaskId>(first_input) : std::span<const sim::TaskId>{});
       const bool last = mb + 1 == ga;
       std::size_t next_bucket = 0;
       for (std::size_t i = 0; i < bwd.size(); ++i) {
@@ -100,6 +110,7 @@ JobGraph build_ddp_job(const Scenario& sc, const Job& job, sim::TaskGraph& graph
     const sim::StreamId cs[] = {it.compute_stream[r]};
     it.optimizer_task.push_back(graph.add(opt_label, cs, opt_time * slowdown(r), opt_deps));
   }
+  it.input_streams = std::move(input.streams);
   return it;
 }
 

@@ -51,9 +51,11 @@ struct JobGraph {
   std::vector<sim::StreamId> compute_stream;  // per rank
   std::vector<sim::StreamId> comm_stream;     // per rank: data-parallel gradient communication
   std::vector<std::vector<sim::StreamId>> other_comm_streams;  // per rank: pipeline sends and receives
+  std::vector<std::vector<sim::StreamId>> input_streams;       // per rank: loader and host-to-device copies
   std::vector<GradientBucket> buckets;
   std::vector<sim::TaskId> bucket_allreduce;  // task of each bucket's AllReduce (empty if dp == 1)
   std::vector<sim::TaskId> optimizer_task;    // per rank
+  std::vector<sim::TaskId> step_end_task;     // work after the optimizer the step waits for (parameter all-gathers)
 };
 
 // Adds one optimizer step of `job` to `graph`; its collectives go through `collectives`.

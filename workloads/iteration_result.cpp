@@ -99,6 +99,7 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
     r.job = job.name;
     sim::SimTime end = 0;
     for (sim::TaskId t : it.optimizer_task) end = std::max(end, executor.end_time(t));
+    for (sim::TaskId t : it.step_end_task) end = std::max(end, executor.end_time(t));
     r.iteration_time = sim::to_seconds(end);
     const auto ranks = static_cast<std::uint32_t>(job.gpus.size());
     std::uint32_t worst = 0;
@@ -124,10 +125,20 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
       sim::SimTime busy = 0;
       for (const auto& [s, e] : compute) busy += e - s;
       const sim::SimTime exposed = tp_comm + sim::to_sim_time(exposed_time(comm, busy_compute_stream));
+      Intervals input;
+      if (rank < it.input_streams.size())
+        for (sim::StreamId s : it.input_streams[rank]) {
+          const Intervals more = intervals(s);
+          input.insert(input.end(), more.begin(), more.end());
+        }
+      Intervals cover = busy_compute_stream;
+      cover.insert(cover.end(), comm.begin(), comm.end());
+      const sim::SimTime stalled = sim::to_sim_time(exposed_time(merge(std::move(input)), merge(std::move(cover))));
       TimeBreakdown b;
       b.compute = sim::to_seconds(busy);
       b.exposed_comm = sim::to_seconds(exposed);
-      b.idle = sim::to_seconds(end - busy - exposed);
+      b.exposed_input = sim::to_seconds(stalled);
+      b.idle = sim::to_seconds(end - busy - exposed - stalled);
       r.per_gpu.push_back(b);
       if (b.exposed_comm > r.per_gpu[worst].exposed_comm) worst = rank;
     }
@@ -146,8 +157,8 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
       r.bucket_allreduce.push_back(sim::to_seconds(executor.end_time(t) - executor.start_time(t)));
     if (job.parallel.megatron()) {
       // Megatron layout: the stage with the highest peak (1F1B's first stage holds p micro-batches; the
-      // last holds the LM head's logits). Adam in mixed precision with fp32 main gradients, no
-      // distributed optimizer, the plan's recomputation and attention kernel (what the graph simulates).
+      // last holds the LM head's logits). The job's optimizer and gradient dtype, the distributed
+      // optimizer's sharding, the plan's recomputation and attention kernel (what the graph simulates).
       const ParallelPlan& par = job.parallel;
       for (std::uint32_t stage = 0; stage < par.pp; ++stage) {
         MemoryConfig mc;
@@ -163,6 +174,9 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
         mc.precision = job.training.precision;
         mc.recompute = par.recompute;
         mc.attention = par.attention;
+        mc.optimizer = job.training.optimizer;
+        mc.gradients = job.training.gradients;
+        mc.sharding = par.distributed_optimizer ? Sharding::kOptimizer : Sharding::kNone;
         MemoryEstimate e = estimate_memory(job.model, mc, sc.profile.gpu.memory_capacity);
         if (stage == 0 || e.peak > r.memory.peak) r.memory = std::move(e);
       }

@@ -4,6 +4,8 @@
 // Breakdown per GPU (each a share of the iteration time, summing to it):
 //   compute       time the compute stream is busy,
 //   exposed_comm  time a communication stream is busy while the compute stream is idle,
+//   exposed_input time the input streams (data loader, host-to-device copy; input_pipeline.h) are busy
+//                 while neither compute nor communication runs: an input stall,
 //   idle          the rest (waiting on other GPUs, launch gaps).
 // MFU = model FLOPs per step / (iteration time · GPUs · dense tensor peak of the precision); model
 // FLOPs count every GEMM (attention scores and LM head included) forward and backward without
@@ -29,6 +31,7 @@ namespace clustersim::workloads {
 struct TimeBreakdown {
   Seconds compute;
   Seconds exposed_comm;
+  Seconds exposed_input;   // data loader and host-to-device copies while nothing else runs
   Seconds idle;
 };
 

@@ -90,12 +90,8 @@ MemoryEstimate memory_verdict(std::vector<MemoryPart> parts, Bytes capacity);
 
 MemoryEstimate estimate_ddp_memory(const Job& job, const calibrate::GpuPerformance& gpu);
 
-enum class Optimizer { kSgd, kSgdMomentum, kAdam };   // Adam and AdamW keep the same state
-enum class GradientDtype { kFp32, k16Bit, k16BitFp32Copy };
 enum class Sharding { kNone, kOptimizer, kOptimizerGradients, kAll };  // ZeRO 0–3; kOptimizer = distributed optimizer
 
-const char* to_string(Optimizer o);
-const char* to_string(GradientDtype g);
 const char* to_string(Sharding s);
 
 struct ModelStateBytes {

@@ -28,6 +28,13 @@ enum class Recompute { kNone, kSelective, kFull };
 // Attention kernels: explicit score matrices (B·a·s² elements stored) or FlashAttention (none stored).
 enum class AttentionKernel { kExplicit, kFlash };
 
+enum class Optimizer { kSgd, kSgdMomentum, kAdam };   // Adam and AdamW keep the same state
+// Gradient accumulation dtype: fp32 (Megatron's main_grad), the 16-bit weights' dtype, or 16-bit with the
+// fp32 copy Megatron's float16 optimizer makes for the step (memory_model.h).
+enum class GradientDtype { kFp32, k16Bit, k16BitFp32Copy };
+const char* to_string(Optimizer o);
+const char* to_string(GradientDtype g);
+
 struct ParallelPlan {
   std::uint32_t dp = 1;
   std::uint32_t micro_batch = 1;       // samples per micro-batch per GPU
@@ -41,12 +48,16 @@ struct ParallelPlan {
   std::string rank_order = "tp-dp-pp";
   Recompute recompute = Recompute::kNone;
   AttentionKernel attention = AttentionKernel::kExplicit;
+  bool distributed_optimizer = false;  // Megatron's ZeRO-1: reduce-scatter gradients, all-gather parameters
+  bool pp_scatter_gather = false;      // pipeline sends split 1/tp, all-gathered by the receiving TP group
+  bool overlap_grad_reduce = false;    // Megatron: DP buckets during the backward (else after it)
 
   std::uint32_t gpus() const { return dp * tp * pp; }
   // The Megatron-LM graph (megatron_graph.h) runs model-parallel layouts and whatever only it models
   // (recomputation, FlashAttention); plain data parallelism otherwise runs as PyTorch DDP (ddp_graph.h).
   bool megatron() const {
-    return tp > 1 || pp > 1 || recompute != Recompute::kNone || attention != AttentionKernel::kExplicit;
+    return tp > 1 || pp > 1 || recompute != Recompute::kNone || attention != AttentionKernel::kExplicit ||
+           distributed_optimizer;
   }
 };
 
@@ -55,6 +66,11 @@ struct TrainingJob {
   double epochs = 1;
   std::uint64_t global_batch = 0;      // samples per optimizer step
   Precision precision = Precision::kBF16;
+  Optimizer optimizer = Optimizer::kAdam;
+  GradientDtype gradients = GradientDtype::kFp32;
+  double loader_samples_per_s_per_node = 0;   // 0: the data loader is never the bottleneck
+  std::uint32_t loader_prefetch = 2;          // micro-batches the loader queue holds at the start of a step
+  BytesPerSecond host_to_device = GBps(24);   // per GPU, for each micro-batch's input copy
 };
 
 // How collectives are timed: FLOW runs each collective as flows on the topology, sharing links

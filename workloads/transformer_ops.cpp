@@ -333,8 +333,14 @@ std::vector<Op> backward_ops(const ModelSpec& model, std::uint32_t micro_batch, 
   return backward_ops(model, c);
 }
 
-Op optimizer_op(double parameters) {
-  return elementwise("optimizer.adam", 12 * parameters, 28 * parameters);
+Op optimizer_op(double parameters, Optimizer optimizer, double gradient_bytes, bool half_weight_copy) {
+  const double states = optimizer == Optimizer::kAdam ? 2 : optimizer == Optimizer::kSgdMomentum ? 1 : 0;
+  const double flops = optimizer == Optimizer::kAdam ? 12 : optimizer == Optimizer::kSgdMomentum ? 4 : 2;
+  const double bytes_per_parameter = gradient_bytes + 8 + 8 * states + (half_weight_copy ? 2 : 0);
+  const char* name = optimizer == Optimizer::kAdam          ? "optimizer.adam"
+                     : optimizer == Optimizer::kSgdMomentum ? "optimizer.sgd_momentum"
+                                                            : "optimizer.sgd";
+  return elementwise(name, flops * parameters, bytes_per_parameter * parameters);
 }
 
 namespace {

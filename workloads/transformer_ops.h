@@ -111,9 +111,14 @@ std::vector<Op> backward_ops(const ModelSpec& model, const OpConfig& config);
 std::vector<Op> forward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision);
 std::vector<Op> backward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision);
 
-// Adam step over `parameters` fp32 parameters: reads param, grad, m, v (16 B) and writes param,
-// m, v (12 B) per parameter (torch.optim.AdamW, non-fused foreach: memory-bound).
-Op optimizer_op(double parameters);
+// Optimizer step over `parameters` (a rank's shard), memory-bound: per parameter it reads the gradient
+// (`gradient_bytes`), reads and writes the fp32 master weight (8 B) and each fp32 state buffer (8 B each:
+// Adam's m and v, SGD-momentum's buffer, none for plain SGD), and with 16-bit training weights writes
+// their 16-bit copy (2 B). PyTorch AMP's Adam (fp32 weights and gradients): 4 + 8 + 16 = 28 B
+// (torch.optim.AdamW, non-fused foreach); Megatron bf16 with fp32 main gradients: 4 + 8 + 16 + 2 = 30 B.
+// FLOPs per parameter: Adam 12, SGD with momentum 4, SGD 2.
+Op optimizer_op(double parameters, Optimizer optimizer = Optimizer::kAdam, double gradient_bytes = 4,
+                bool half_weight_copy = false);
 
 // GEMM FLOPs of one micro-batch, fwd + bwd, per rank of the config, without recomputation: the
 // MFU numerator (PaLM App. B). `convention` says how the attention core is counted.

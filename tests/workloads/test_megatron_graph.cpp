@@ -67,6 +67,8 @@ TEST_CASE("tensor parallelism on one node: compute halves, the TP AllReduces are
   const ScenarioResult r = simulate_scenario(sc);
   const auto& b = r.jobs[0].per_gpu[0];
   CHECK(b.exposed_comm.raw() > 0);
+  // Rank 0 reads the input: its one copy, b·(s + 1)·8 = 8,200 B at 24 GB/s = 0.342 µs, stalls the start.
+  CHECK(b.exposed_input.raw() == doctest::Approx(8200 / 24e9).epsilon(1e-6));
   CHECK(b.idle.raw() == doctest::Approx(0).epsilon(1e-12));
   const CollectivePlan ar = CollectiveModel(sc.cluster, sc.profile).plan(
       CollectiveRequest{CollectiveOp::kAllReduce, {0, 1}, bytes(2097152), 0});

@@ -1,0 +1,215 @@
+// The parts of a training step around the layers: Megatron's distributed optimizer, gradient reduction
+// with and without overlap, the tied-embedding all-reduce, scatter/gather pipeline sends, the optimizer
+// step's memory traffic, and the input pipeline (data loader, host-to-device copy). Expected numbers
+// are derived in the comments.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+
+#include "cli/scenario_loader.h"
+#include "sim/executor.h"
+#include "sim/input_error.h"
+#include "workloads/collective_engine.h"
+#include "workloads/compute_model.h"
+#include "workloads/input_pipeline.h"
+#include "workloads/iteration_result.h"
+#include "workloads/megatron_graph.h"
+#include "workloads/nccl_model.h"
+
+using namespace clustersim;
+using namespace clustersim::workloads;
+
+namespace {
+
+const std::string kModel = "model { layers: 4 hidden: 1024 heads: 16 vocab: 32000 seq_len: 1024 }\n";
+
+Scenario scenario(const std::string& parallel, std::uint32_t gpus, const std::string& training = "samples: 1000",
+                  const std::string& model = kModel) {
+  Scenario sc = cli::load_scenario_text(
+      "cluster { nodes: 1 gpus_per_node: " + std::to_string(gpus) +
+          " gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 300 nic_gbits_per_s_per_direction: 200 }\n"
+          "profile: \"a100-sxm4-80gb\"\n" + model + "parallel { " + parallel + " }\ntraining { " + training + " }\n",
+      "step.textproto", false, "");
+  sc.fidelity = Fidelity::kAnalytical;
+  return sc;
+}
+
+// Tasks of the Megatron graph by label name.
+std::map<std::string, std::size_t> names(const Scenario& sc) {
+  sim::Simulation s;
+  CollectiveEngine engine(s, sc, nullptr);
+  sim::TaskGraph g;
+  build_megatron_job(sc, sc.jobs[0], g, engine);
+  std::map<std::string, std::size_t> out;
+  for (sim::TaskId t = 0; t < g.size(); ++t) ++out[g.label(t).name];
+  return out;
+}
+
+// Bytes of every task with this label name (the collective's "bytes" argument).
+std::vector<double> message_bytes(const Scenario& sc, const std::string& name) {
+  sim::Simulation s;
+  CollectiveEngine engine(s, sc, nullptr);
+  sim::TaskGraph g;
+  build_megatron_job(sc, sc.jobs[0], g, engine);
+  std::vector<double> out;
+  for (sim::TaskId t = 0; t < g.size(); ++t)
+    if (g.label(t).name == name)
+      for (const sim::TaskArg& a : g.label(t).args)
+        if (a.key == "bytes") out.push_back(a.number);
+  return out;
+}
+
+std::string error_of(const std::string& parallel, std::uint32_t gpus, const std::string& training = "samples: 1000") {
+  try {
+    scenario(parallel, gpus, training);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("optimizer step: bytes per parameter by optimizer and weight dtype") {
+  // Per parameter: gradient read + fp32 master read/write (8) + 8 per fp32 state + 2 for a 16-bit copy.
+  CHECK(optimizer_op(1e6).bytes.raw() == doctest::Approx(28e6));  // AMP Adam: 4 + 8 + 16
+  CHECK(optimizer_op(1e6, Optimizer::kAdam, 4, true).bytes.raw() == doctest::Approx(30e6));  // Megatron bf16
+  CHECK(optimizer_op(1e6, Optimizer::kSgdMomentum, 4, true).bytes.raw() == doctest::Approx(22e6));  // 4+8+8+2
+  CHECK(optimizer_op(1e6, Optimizer::kSgd, 2, true).bytes.raw() == doctest::Approx(12e6));          // 2+8+2
+  CHECK(optimizer_op(1e6, Optimizer::kSgd, 2, true).name == "optimizer.sgd");
+  CHECK(optimizer_op(1e6, Optimizer::kAdam).flops.raw() == doctest::Approx(12e6));
+}
+
+TEST_CASE("distributed optimizer: reduce-scatter gradients, step a 1/dp shard, all-gather parameters") {
+  // dp 2, one chunk: one reduce-scatter of the fp32 gradients (4 B x P) and one all-gather of the bf16
+  // parameters (2 B x P) instead of one all-reduce.
+  const Scenario plain = scenario("dp: 2 micro_batch: 1 recompute: SELECTIVE", 2);
+  const Scenario zero1 = scenario("dp: 2 micro_batch: 1 recompute: SELECTIVE distributed_optimizer: true", 2);
+  const auto n_plain = names(plain), n_zero = names(zero1);
+  CHECK(n_plain.at("allreduce.dp.chunk0") == 1);
+  CHECK(n_plain.count("reducescatter.dp.chunk0") == 0);
+  CHECK(n_zero.at("reducescatter.dp.chunk0") == 1);
+  CHECK(n_zero.at("allgather.dp.params.chunk0") == 1);
+  const double rs = message_bytes(zero1, "reducescatter.dp.chunk0").at(0);
+  const double ag = message_bytes(zero1, "allgather.dp.params.chunk0").at(0);
+  CHECK(rs == doctest::Approx(2 * ag));  // 4 B vs 2 B per parameter
+  // The whole model sits on each rank (tp 1, pp 1): P parameters, 4P bytes of gradients.
+  CHECK(rs == doctest::Approx(4 * plain.jobs[0].model.parameter_count()).epsilon(1e-9));
+
+  // ANALYTICAL, one node, no overlap: the step is backward end + RS + optimizer(P/2) + AG, versus
+  // backward end + AR + optimizer(P) for the plain layout; the compute before is identical.
+  const ScenarioResult a = simulate_scenario(plain), b = simulate_scenario(zero1);
+  const CollectiveModel model(plain.cluster, plain.profile);
+  const Bytes grads = bytes(rs);
+  const Seconds ar = model.plan({CollectiveOp::kAllReduce, {0, 1}, grads, 0}).time;
+  const Seconds rsc = model.plan({CollectiveOp::kReduceScatter, {0, 1}, grads, 0}).time;
+  const Seconds agc = model.plan({CollectiveOp::kAllGather, {0, 1}, bytes(ag), 0}).time;
+  const double P = plain.jobs[0].model.parameter_count();
+  const auto& gpu = plain.profile.gpu;
+  const Seconds opt_full = op_time(optimizer_op(P, Optimizer::kAdam, 4, true), gpu, Precision::kBF16);
+  const Seconds opt_half = op_time(optimizer_op(P / 2, Optimizer::kAdam, 4, true), gpu, Precision::kBF16);
+  CHECK((b.jobs[0].iteration_time - a.jobs[0].iteration_time).raw() ==
+        doctest::Approx((rsc + opt_half + agc - ar - opt_full).raw()).epsilon(1e-6));
+  // Memory: the distributed optimizer's 6 + 12/d bytes per parameter instead of 18 (Megatron bf16).
+  CHECK(b.jobs[0].memory.peak < a.jobs[0].memory.peak);
+  const double saved = (a.jobs[0].memory.peak - b.jobs[0].memory.peak).raw();
+  CHECK(saved == doctest::Approx(P * 6.0).epsilon(1e-6));  // 12 − 12/2 = 6 B per parameter
+}
+
+TEST_CASE("gradient reduction: after the backward by default, overlapped with it on request") {
+  // Without overlap the DP all-reduce of the whole gradient buffer (4 B x P) is fully exposed; with
+  // overlap_grad_reduce only the buckets that end with the backward are.
+  const Scenario late = scenario("dp: 2 micro_batch: 1 recompute: SELECTIVE", 2);
+  const Scenario early = scenario("dp: 2 micro_batch: 1 recompute: SELECTIVE overlap_grad_reduce: true", 2);
+  const ScenarioResult a = simulate_scenario(late), b = simulate_scenario(early);
+  const CollectiveModel model(late.cluster, late.profile);
+  const double P = late.jobs[0].model.parameter_count();
+  const Seconds ar = model.plan({CollectiveOp::kAllReduce, {0, 1}, bytes(4 * P), 0}).time;
+  CHECK(a.jobs[0].breakdown.exposed_comm.raw() == doctest::Approx(ar.raw()).epsilon(1e-6));
+  CHECK(b.jobs[0].breakdown.exposed_comm < a.jobs[0].breakdown.exposed_comm);
+  CHECK(b.jobs[0].iteration_time < a.jobs[0].iteration_time);
+  CHECK(names(early).at("allreduce.dp.chunk0") > 1);  // DDP-sized buckets
+}
+
+TEST_CASE("tied embeddings with a pipeline: one all-reduce of V·h/t gradients between first and last stage") {
+  // pp 2, tp 2, dp 1: per tensor rank one all-reduce of 32000·1024/2 fp32 gradients = 65,536,000 B.
+  const Scenario sc = scenario("dp: 1 tp: 2 pp: 2 micro_batch: 1 grad_accum: 2", 4);
+  const auto bytes_list = message_bytes(sc, "allreduce.embedding_grads");
+  REQUIRE(bytes_list.size() == 2);
+  CHECK(bytes_list[0] == doctest::Approx(65536000));
+  // Untied output layer (LLaMA style): none.
+  const Scenario untied = scenario("dp: 1 tp: 2 pp: 2 micro_batch: 1 grad_accum: 2", 4, "samples: 1000",
+                                   "model { layers: 4 hidden: 1024 heads: 16 vocab: 32000 seq_len: 1024 "
+                                   "tied_embeddings: false }\n");
+  CHECK(names(untied).count("allreduce.embedding_grads") == 0);
+  // No pipeline: the embedding and the head are on the same rank, nothing to synchronise.
+  CHECK(names(scenario("dp: 1 tp: 2 micro_batch: 1", 2)).count("allreduce.embedding_grads") == 0);
+}
+
+TEST_CASE("scatter/gather pipeline sends: 1/t of the activation per send, all-gathered by the receivers") {
+  // pp 2, tp 2, m 2: 2 forward + 2 backward sends per tensor rank, 8 in all; each b·s·h·2 / t =
+  // 1·1024·1024·2 / 2 = 1,048,576 B instead of 2,097,152. Each receiving step all-gathers: 2 forward
+  // steps on stage 1 + 2 backward steps on stage 0 = 4 all-gathers of the whole 2,097,152 B.
+  const Scenario plain = scenario("dp: 1 tp: 2 pp: 2 micro_batch: 1 grad_accum: 2", 4);
+  const Scenario sg = scenario("dp: 1 tp: 2 pp: 2 micro_batch: 1 grad_accum: 2 pp_scatter_gather: true", 4);
+  const auto full = message_bytes(plain, "send.activation"), split = message_bytes(sg, "send.activation");
+  REQUIRE(full.size() == 4);
+  REQUIRE(split.size() == 4);
+  CHECK(full[0] == 2097152);
+  CHECK(split[0] == 1048576);
+  CHECK(message_bytes(sg, "send.gradient").at(0) == 1048576);
+  const auto n = names(sg);
+  CHECK(n.at("allgather.pp_activation") == 2);
+  CHECK(n.at("allgather.pp_gradient") == 2);
+  // Sequence parallelism already sends 1/t.
+  CHECK(message_bytes(scenario("dp: 1 tp: 2 pp: 2 micro_batch: 1 grad_accum: 2 sequence_parallel: true", 4),
+                      "send.activation")
+            .at(0) == 1048576);
+  // The step runs (no deadlock) and the scatter/gather layout simulates.
+  CHECK(simulate_scenario(sg).jobs[0].iteration_time.raw() > 0);
+}
+
+TEST_CASE("data loader: a slow loader stalls the step by what it cannot prefetch") {
+  // One GPU, DDP, m = 4 micro-batches, prefetch 2: micro-batches 2 and 3 are produced during the step,
+  // L = b / rate each. With L far above a micro-batch's compute c:
+  //   compute [h, h + 2c] (mb 0, 1), loader [0, L] and [L, 2L], copy [L, L + h] and [2L, 2L + h],
+  //   mb 2 on [L + h, L + h + c], mb 3 on [2L + h, 2L + h + c], then the optimizer o.
+  //   step = 2L + h + c + o, where the fast-loader step is h + 4c + o, so step − fast = 2L − 3c;
+  //   input stall = the time before mb 3's copy ends not covered by compute = 2L + h − 3c.
+  const Scenario fast = scenario("dp: 1 micro_batch: 1 grad_accum: 4", 1);
+  const ScenarioResult f = simulate_scenario(fast);
+  const double h = micro_batch_input_bytes(fast.jobs[0].model, 1).raw() / 24e9;
+  const double P = fast.jobs[0].model.parameter_count();
+  const double o = op_time(optimizer_op(P, Optimizer::kAdam, 4, false), fast.profile.gpu, Precision::kBF16).raw();
+  const double c = (f.jobs[0].iteration_time.raw() - h - o) / 4;
+  const double rate = 0.5 / c;  // L = 1 / rate = 2c per micro-batch
+  const Scenario slow = scenario("dp: 1 micro_batch: 1 grad_accum: 4", 1,
+                                 "samples: 1000 loader_samples_per_s_per_node: " + std::to_string(rate));
+  const double L = 1.0 / std::stod(std::to_string(rate));
+  const ScenarioResult s = simulate_scenario(slow);
+  CHECK(s.jobs[0].iteration_time.raw() - f.jobs[0].iteration_time.raw() == doctest::Approx(2 * L - 3 * c).epsilon(1e-6));
+  CHECK(s.jobs[0].breakdown.exposed_input.raw() == doctest::Approx(2 * L + h - 3 * c).epsilon(1e-6));
+  // A prefetch queue as deep as the step hides the loader entirely.
+  const Scenario deep = scenario("dp: 1 micro_batch: 1 grad_accum: 4", 1,
+                                 "samples: 1000 loader_prefetch: 4 loader_samples_per_s_per_node: " + std::to_string(rate));
+  CHECK(simulate_scenario(deep).jobs[0].iteration_time.raw() == doctest::Approx(f.jobs[0].iteration_time.raw()));
+}
+
+TEST_CASE("host-to-device copy: b·(s + 1) int64 tokens at the scenario's bandwidth") {
+  // b = 4, s = 1024: 4·1025·8 = 32,800 B; at 2 GB/s that is 16.4 µs before the first kernel.
+  const Scenario sc = scenario("dp: 1 micro_batch: 4", 1, "samples: 1000 host_to_device_GBps: 2");
+  CHECK(micro_batch_input_bytes(sc.jobs[0].model, 4).raw() == 32800);
+  CHECK(simulate_scenario(sc).jobs[0].breakdown.exposed_input.raw() == doctest::Approx(16.4e-6).epsilon(1e-9));
+}
+
+TEST_CASE("step options: invalid combinations are input errors naming the field") {
+  CHECK(error_of("dp: 1 micro_batch: 1 distributed_optimizer: true", 1) ==
+        "step.textproto:4:56: parallel.distributed_optimizer: shards the optimizer over data-parallel ranks: needs dp >= 2");
+  CHECK(error_of("dp: 2 micro_batch: 1 pp_scatter_gather: true", 2).find("parallel.pp_scatter_gather: splits") !=
+        std::string::npos);
+  CHECK(error_of("dp: 1 micro_batch: 1", 1, "samples: 1000 loader_samples_per_s_per_node: 0")
+            .find("training.loader_samples_per_s_per_node: 0 must be > 0") != std::string::npos);
+  CHECK(error_of("dp: 1 micro_batch: 1", 1, "samples: 1000 host_to_device_GBps: -1")
+            .find("training.host_to_device_GBps: -1 must be > 0") != std::string::npos);
+}

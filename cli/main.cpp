@@ -7,6 +7,7 @@
 #include "cli/calibrate_command.h"
 #include "cli/collective_command.h"
 #include "cli/run_command.h"
+#include "cli/sweep_command.h"
 #include "cli/topo_command.h"
 #include "cli/validate_command.h"
 #include "sim/executor.h"
@@ -26,6 +27,8 @@ constexpr const char* kUsage =
     "                   protocol; --compare FILE predicts a measured nccl-tests run and reports the error\n"
     "  validate         predict the published training measurements (validation/training/) and report the\n"
     "                   error per row and the mean absolute percentage error per source group\n"
+    "  sweep SCENARIO   every valid parallel layout of the model on the GPUs, scored analytically, OOM ones\n"
+    "                   rejected with the reason, the best re-simulated and ranked; Pareto front of time vs memory\n"
     "\n"
     "clustersim <command> --help shows the options of a command.\n";
 
@@ -49,6 +52,7 @@ int main(int argc, char** argv) {
     if (command == "collective") return clustersim::cli::collective_command(args, std::cout);
     if (command == "calibrate") return clustersim::cli::calibrate_command(args, std::cout);
     if (command == "validate") return clustersim::cli::validate_command(args, std::cout);
+    if (command == "sweep") return clustersim::cli::sweep_command(args, std::cout);
     std::cerr << "error: command line: unknown command '" << command << "'\n" << kUsage;
     return 2;
   } catch (const clustersim::InputError& e) {

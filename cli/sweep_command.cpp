@@ -1,0 +1,455 @@
+#include "cli/sweep_command.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <ostream>
+#include <sstream>
+#include <thread>
+
+#include "cli/command_line.h"
+#include "cli/report.h"
+#include "sim/input_error.h"
+#include "sim/trace.h"
+
+namespace po = boost::program_options;
+
+namespace clustersim::cli {
+
+using workloads::ParallelPlan;
+using workloads::PipelineSchedule;
+using workloads::Recompute;
+using workloads::Scenario;
+
+namespace {
+
+std::vector<std::uint32_t> divisors(std::uint64_t n) {
+  std::vector<std::uint32_t> out;
+  for (std::uint64_t d = 1; d <= n && d <= 0xffffffffu; ++d)
+    if (n % d == 0) out.push_back(static_cast<std::uint32_t>(d));
+  return out;
+}
+
+// The GPUs one tensor-parallel group may span without leaving NVLink.
+std::uint32_t nvlink_domain_gpus(const topology::ClusterSpec& c) {
+  if (c.node.scale_up == topology::ScaleUp::kTorus) return c.gpu_count();
+  return c.gpus_per_node * std::max<std::uint32_t>(1, c.node.nvlink_domain_nodes);
+}
+
+// "activations (3 layers x 2 micro-batches in flight, 1F1B)" → "activations".
+std::string part_kind(const std::string& part) {
+  const std::size_t paren = part.find(" (");
+  return paren == std::string::npos ? part : part.substr(0, paren);
+}
+
+double headroom_gib(const workloads::AnalyticalEstimate& e) { return to_GiB(e.memory_capacity - e.peak_memory); }
+
+class Progress {
+ public:
+  explicit Progress(bool enabled) : enabled_(enabled), start_(std::chrono::steady_clock::now()) {}
+  void show(const char* what, std::size_t done, std::size_t total) {
+    if (!enabled_ || total == 0) return;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (elapsed < 2.0) return;  // short sweeps draw nothing
+    const int width = 30, filled = static_cast<int>(double(width) * double(done) / double(total));
+    std::fprintf(stderr, "\r%-12s [%s%s] %zu/%zu", what, std::string(static_cast<std::size_t>(filled), '#').c_str(),
+                 std::string(static_cast<std::size_t>(width - filled), ' ').c_str(), done, total);
+    drawn_ = true;
+  }
+  void finish() {
+    if (drawn_) std::fprintf(stderr, "\r%*s\r", 70, "");
+    drawn_ = false;
+  }
+
+ private:
+  bool enabled_;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// Runs fn(worker, i) for i in [0, n) on `jobs` threads (worker in [0, jobs)), calling tick(done) from this
+// thread meanwhile.
+template <class Fn, class Tick>
+void parallel_for(std::size_t n, std::uint32_t jobs, Fn fn, Tick tick) {
+  std::atomic<std::size_t> next{0}, done{0};
+  auto worker = [&](std::uint32_t w) {
+    for (std::size_t i; (i = next.fetch_add(1)) < n;) {
+      fn(w, i);
+      done.fetch_add(1);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::uint32_t w = 1; w < std::max(1u, jobs); ++w) threads.emplace_back(worker, w);
+  if (threads.empty()) {
+    worker(0);
+  } else {
+    while (done.load() < n) {
+      tick(done.load());
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    for (std::thread& t : threads) t.join();
+  }
+  tick(n);
+}
+
+std::string fixed(const char* format, double v) { return fmt(format, v); }
+
+}  // namespace
+
+std::string layout_name(const ParallelPlan& p) {
+  std::string s = "tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp) + " dp" + std::to_string(p.dp);
+  if (p.vp > 1) s += " vp" + std::to_string(p.vp);
+  s += " mb" + std::to_string(p.micro_batch);
+  if (p.sequence_parallel) s += " sp";
+  if (p.recompute == Recompute::kSelective) s += " sel";
+  if (p.recompute == Recompute::kFull) s += " full";
+  if (p.distributed_optimizer) s += " dopt";
+  return s;
+}
+
+Scenario sweep_scenario(const Scenario& in, std::optional<std::uint32_t> gpus) {
+  if (in.jobs.empty()) throw InputError(in.source_file, 0, 0, "jobs", "the scenario has no job to sweep");
+  Scenario sc = in;
+  sc.jobs.resize(1);
+  workloads::Job& job = sc.jobs[0];
+  if (gpus) {
+    const std::uint32_t n = *gpus, per_node = sc.cluster.gpus_per_node;
+    if (n == 0) throw InputError("command line", 0, 0, "--gpus", "0 must be at least 1");
+    if (n != sc.cluster.gpu_count()) {
+      if (sc.cluster.is_explicit() || sc.cluster.node.scale_up == topology::ScaleUp::kTorus)
+        throw InputError("command line", 0, 0, "--gpus",
+                         std::to_string(n) + " differs from the cluster's " + std::to_string(sc.cluster.gpu_count()) +
+                             " GPUs, and an explicit or torus cluster cannot be resized");
+      if (n > per_node && n % per_node != 0)
+        throw InputError("command line", 0, 0, "--gpus",
+                         std::to_string(n) + " is not a whole number of " + std::to_string(per_node) + "-GPU nodes");
+      const std::uint32_t domain = std::max<std::uint32_t>(1, sc.cluster.node.nvlink_domain_nodes);
+      std::uint32_t nodes = std::max<std::uint32_t>(1, n / per_node);
+      nodes = (nodes + domain - 1) / domain * domain;  // whole NVLink domains
+      sc.cluster.nodes = nodes;
+      std::erase_if(sc.cluster.slow_gpus, [&](const topology::SlowGpu& s) { return s.gpu >= n; });
+    }
+    job.gpus.clear();
+    for (std::uint32_t g = 0; g < n; ++g) job.gpus.push_back(g);
+  }
+  return sc;
+}
+
+std::vector<ParallelPlan> enumerate_layouts(const Scenario& sc, bool allow_tp_across_nodes,
+                                            std::map<std::string, std::size_t>* rejected) {
+  const workloads::Job& job = sc.jobs.at(0);
+  const workloads::ModelSpec& m = job.model;
+  const ParallelPlan& base = job.parallel;
+  const auto n = static_cast<std::uint32_t>(job.gpus.size());
+  const std::uint64_t batch = job.training.global_batch;
+  const std::uint32_t domain = nvlink_domain_gpus(sc.cluster);
+  auto reject = [&](const std::string& why) {
+    if (rejected) ++(*rejected)[why];
+  };
+  std::vector<ParallelPlan> out;
+  for (std::uint32_t tp : divisors(n)) {
+    if (m.heads % tp != 0 || m.n_kv() % tp != 0) {
+      reject("tp does not divide the attention (or key/value) heads");
+      continue;
+    }
+    if (tp > domain && !allow_tp_across_nodes) {
+      reject("tp spans more than one NVLink domain");
+      continue;
+    }
+    for (std::uint32_t pp : divisors(n / tp)) {
+      if (m.layers % pp != 0) {
+        reject("pp does not divide the layers");
+        continue;
+      }
+      const std::uint32_t dp = n / (tp * pp);
+      if (batch % dp != 0) {
+        reject("dp does not divide the global batch");
+        continue;
+      }
+      for (std::uint32_t mb : divisors(batch / dp)) {
+        const auto ga = static_cast<std::uint32_t>(batch / dp / mb);
+        for (std::uint32_t vp : pp > 1 ? divisors(m.layers / pp) : std::vector<std::uint32_t>{1}) {
+          if (vp > 1 && ga % pp != 0) {
+            reject("interleaving needs grad_accum a multiple of pp");
+            continue;
+          }
+          for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull})
+            for (int sp = 0; sp <= (tp > 1 ? 1 : 0); ++sp)
+              for (int dopt = 0; dopt <= (dp > 1 ? 1 : 0); ++dopt) {
+                ParallelPlan p = base;
+                p.tp = tp;
+                p.pp = pp;
+                p.dp = dp;
+                p.vp = vp;
+                p.micro_batch = mb;
+                p.grad_accum = ga;
+                p.schedule = vp > 1 ? PipelineSchedule::kInterleaved
+                             : base.schedule == PipelineSchedule::kGPipe ? PipelineSchedule::kGPipe
+                                                                          : PipelineSchedule::kOneFOneB;
+                p.recompute = rc;
+                p.sequence_parallel = sp == 1;
+                p.distributed_optimizer = dopt == 1;
+                p.pp_scatter_gather = base.pp_scatter_gather && tp > 1 && pp > 1 && !p.sequence_parallel;
+                out.push_back(p);
+              }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+SweepResult run_sweep(const Scenario& input, const SweepOptions& options) {
+  SweepResult r;
+  r.scenario = sweep_scenario(input, options.gpus);
+  const workloads::Job& job = r.scenario.jobs[0];
+  r.gpus = static_cast<std::uint32_t>(job.gpus.size());
+  const std::vector<ParallelPlan> plans = enumerate_layouts(r.scenario, options.allow_tp_across_nodes, &r.rejected);
+  r.layouts.resize(plans.size());
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    r.layouts[i].plan = plans[i];
+    r.layouts[i].name = layout_name(plans[i]);
+  }
+
+  // Score: each thread owns an estimator and takes fixed slices of 256 layouts.
+  Progress progress(options.progress);
+  const std::uint32_t jobs = std::max(1u, options.jobs);
+  {
+    constexpr std::size_t kSlice = 256;
+    const std::size_t slices = (plans.size() + kSlice - 1) / kSlice;
+    std::vector<std::unique_ptr<workloads::AnalyticalEstimator>> estimators(jobs);
+    parallel_for(
+        slices, jobs,
+        [&](std::uint32_t w, std::size_t s) {
+          if (!estimators[w]) estimators[w] = std::make_unique<workloads::AnalyticalEstimator>(r.scenario, job);
+          for (std::size_t i = s * kSlice; i < std::min(plans.size(), (s + 1) * kSlice); ++i)
+            r.layouts[i].estimate = estimators[w]->estimate(plans[i]);
+        },
+        [&](std::size_t done) { progress.show("scoring", std::min(plans.size(), done * kSlice), plans.size()); });
+  }
+
+  std::vector<std::size_t> fit;
+  for (std::size_t i = 0; i < r.layouts.size(); ++i) {
+    const workloads::AnalyticalEstimate& e = r.layouts[i].estimate;
+    if (e.oom)
+      ++r.rejected["out of memory: " + part_kind(e.oom_part)];
+    else
+      fit.push_back(i);
+  }
+  r.valid = fit.size();
+  auto by_estimate = [&](std::size_t a, std::size_t b) {
+    const double ta = r.layouts[a].estimate.iteration_time.raw(), tb = r.layouts[b].estimate.iteration_time.raw();
+    return ta != tb ? ta < tb : r.layouts[a].name < r.layouts[b].name;
+  };
+  std::sort(fit.begin(), fit.end(), by_estimate);
+
+  // Pareto front: fastest first; keep a layout when it has more headroom than every faster one.
+  double best_headroom = -1e300;
+  for (std::size_t i : fit) {
+    const double h = headroom_gib(r.layouts[i].estimate);
+    if (h > best_headroom) {
+      r.pareto.push_back(i);
+      best_headroom = h;
+    }
+  }
+
+  // Re-simulate the top K with the event-driven model.
+  const std::size_t k = std::min<std::size_t>(options.top, fit.size());
+  std::vector<std::size_t> top(fit.begin(), fit.begin() + static_cast<std::ptrdiff_t>(k));
+  parallel_for(
+      k, jobs,
+      [&](std::uint32_t, std::size_t i) {
+        Scenario one = r.scenario;
+        one.jobs[0].parallel = r.layouts[top[i]].plan;
+        r.layouts[top[i]].simulated = workloads::simulate_scenario(one).jobs[0];
+      },
+      [&](std::size_t done) { progress.show("simulating", done, k); });
+  progress.finish();
+  r.ranked = top;
+  std::sort(r.ranked.begin(), r.ranked.end(), [&](std::size_t a, std::size_t b) {
+    const double ta = r.layouts[a].simulated->iteration_time.raw(), tb = r.layouts[b].simulated->iteration_time.raw();
+    return ta != tb ? ta < tb : r.layouts[a].name < r.layouts[b].name;
+  });
+  return r;
+}
+
+namespace {
+
+// Shares of the iteration of a re-simulated layout: idle (pipeline bubble and waiting) and exposed comm.
+double sim_bubble(const workloads::IterationResult& s) { return s.breakdown.idle / s.iteration_time; }
+double sim_comm(const workloads::IterationResult& s) { return s.breakdown.exposed_comm / s.iteration_time; }
+double est_bubble(const workloads::AnalyticalEstimate& e) { return e.bubble / e.iteration_time; }
+double est_comm(const workloads::AnalyticalEstimate& e) {
+  return (e.tp_comm + e.pp_comm + e.dp_comm) / e.iteration_time;
+}
+
+std::string pad(std::string s, std::size_t w, bool right = false) {
+  if (s.size() >= w) return s;
+  return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
+}
+
+}  // namespace
+
+std::string sweep_text(const SweepResult& r) {
+  const workloads::Job& job = r.scenario.jobs[0];
+  std::ostringstream o;
+  o << "Sweep: " << r.scenario.name << "\n";
+  o << "  model " << job.model.name << " on " << r.gpus << " GPUs (" << r.scenario.cluster.gpu << "), global batch "
+    << job.training.global_batch << ", sequence " << job.model.seq_len << ", "
+    << (job.parallel.attention == workloads::AttentionKernel::kFlash ? "FlashAttention" : "explicit attention")
+    << "\n";
+  o << "  layouts enumerated " << r.layouts.size() << ", fit in memory " << r.valid << ", re-simulated "
+    << r.ranked.size() << " (" << workloads::to_string(r.scenario.fidelity) << " fidelity)\n\n";
+
+  o << "Rejected\n";
+  if (r.rejected.empty()) o << "  none\n";
+  for (const auto& [why, count] : r.rejected) o << "  " << pad(std::to_string(count), 8, true) << "  " << why << "\n";
+  o << "\n";
+
+  o << "Ranked by simulated iteration time (top " << r.ranked.size() << " of the analytical ranking)\n";
+  o << "  " << pad("#", 3, true) << "  " << pad("layout", 34) << pad("iter s", 10, true) << pad("analyt. s", 11, true)
+    << pad("tokens/s", 12, true) << pad("MFU %", 7, true) << pad("peak GiB", 10, true) << pad("free GiB", 10, true)
+    << pad("bubble %", 10, true) << pad("comm %", 8, true) << "\n";
+  for (std::size_t i = 0; i < r.ranked.size(); ++i) {
+    const SweepLayout& l = r.layouts[r.ranked[i]];
+    const workloads::IterationResult& s = *l.simulated;
+    o << "  " << pad(std::to_string(i + 1), 3, true) << "  " << pad(l.name, 34)
+      << pad(fixed("%.4f", s.iteration_time.raw()), 10, true)
+      << pad(fixed("%.4f", l.estimate.iteration_time.raw()), 11, true) << pad(fixed("%.0f", s.tokens_per_s), 12, true)
+      << pad(fixed("%.1f", 100 * s.mfu), 7, true) << pad(fixed("%.2f", to_GiB(s.memory.peak)), 10, true)
+      << pad(fixed("%.2f", to_GiB(s.memory.capacity - s.memory.peak)), 10, true)
+      << pad(fixed("%.1f", 100 * sim_bubble(s)), 10, true) << pad(fixed("%.1f", 100 * sim_comm(s)), 8, true) << "\n";
+  }
+  if (r.ranked.empty()) o << "  no layout fits in memory\n";
+  o << "  (bubble % = idle share, comm % = exposed communication share of the GPU with the most exposed "
+       "communication)\n\n";
+
+  o << "Pareto front: analytical iteration time vs memory headroom (" << r.pareto.size() << " layouts)\n";
+  o << "  " << pad("layout", 34) << pad("analyt. s", 11, true) << pad("tokens/s", 12, true)
+    << pad("free GiB", 10, true) << "\n";
+  for (std::size_t i : r.pareto) {
+    const SweepLayout& l = r.layouts[i];
+    o << "  " << pad(l.name, 34) << pad(fixed("%.4f", l.estimate.iteration_time.raw()), 11, true)
+      << pad(fixed("%.0f", l.estimate.tokens_per_s), 12, true) << pad(fixed("%.2f", headroom_gib(l.estimate)), 10, true)
+      << "\n";
+  }
+  return o.str();
+}
+
+std::string sweep_csv(const SweepResult& r) {
+  std::vector<std::size_t> rank_of(r.layouts.size(), 0);
+  for (std::size_t i = 0; i < r.ranked.size(); ++i) rank_of[r.ranked[i]] = i + 1;
+  std::ostringstream o;
+  o << "layout,tp,pp,dp,vp,micro_batch,grad_accum,sequence_parallel,recompute,distributed_optimizer,status,"
+       "oom_part,analytical_iteration_s,analytical_tokens_per_s,analytical_mfu,peak_memory_gib,headroom_gib,"
+       "bubble_fraction,exposed_comm_fraction,simulated_iteration_s,rank\n";
+  for (std::size_t i = 0; i < r.layouts.size(); ++i) {
+    const SweepLayout& l = r.layouts[i];
+    const workloads::AnalyticalEstimate& e = l.estimate;
+    const ParallelPlan& p = l.plan;
+    o << l.name << "," << p.tp << "," << p.pp << "," << p.dp << "," << p.vp << "," << p.micro_batch << ","
+      << p.grad_accum << "," << (p.sequence_parallel ? 1 : 0) << "," << workloads::to_string(p.recompute) << ","
+      << (p.distributed_optimizer ? 1 : 0) << "," << (e.oom ? "oom" : "ok") << ",\""
+      << (e.oom ? part_kind(e.oom_part) : "") << "\"," << fixed("%.6g", e.iteration_time.raw()) << ","
+      << fixed("%.6g", e.tokens_per_s) << "," << fixed("%.6g", e.mfu) << "," << fixed("%.4f", to_GiB(e.peak_memory))
+      << "," << fixed("%.4f", headroom_gib(e)) << "," << fixed("%.4f", est_bubble(e)) << ","
+      << fixed("%.4f", est_comm(e)) << "," << (l.simulated ? fixed("%.6g", l.simulated->iteration_time.raw()) : "")
+      << "," << (rank_of[i] ? std::to_string(rank_of[i]) : "") << "\n";
+  }
+  return o.str();
+}
+
+std::string sweep_json(const SweepResult& r) {
+  using sim::json_escape;
+  const workloads::Job& job = r.scenario.jobs[0];
+  std::ostringstream o;
+  auto layout_json = [&](const SweepLayout& l) {
+    const workloads::AnalyticalEstimate& e = l.estimate;
+    std::ostringstream j;
+    j << "{\"layout\": \"" << json_escape(l.name) << "\", \"tp\": " << l.plan.tp << ", \"pp\": " << l.plan.pp
+      << ", \"dp\": " << l.plan.dp << ", \"vp\": " << l.plan.vp << ", \"micro_batch\": " << l.plan.micro_batch
+      << ", \"grad_accum\": " << l.plan.grad_accum
+      << ", \"sequence_parallel\": " << (l.plan.sequence_parallel ? "true" : "false") << ", \"recompute\": \""
+      << workloads::to_string(l.plan.recompute)
+      << "\", \"distributed_optimizer\": " << (l.plan.distributed_optimizer ? "true" : "false")
+      << ", \"oom\": " << (e.oom ? "true" : "false") << ", \"oom_part\": \"" << json_escape(e.oom ? e.oom_part : "")
+      << "\", \"analytical_iteration_s\": " << fixed("%.6g", e.iteration_time.raw())
+      << ", \"analytical_tokens_per_s\": " << fixed("%.6g", e.tokens_per_s) << ", \"analytical_mfu\": "
+      << fixed("%.6g", e.mfu) << ", \"peak_memory_gib\": " << fixed("%.4f", to_GiB(e.peak_memory))
+      << ", \"headroom_gib\": " << fixed("%.4f", headroom_gib(e));
+    if (l.simulated) {
+      const workloads::IterationResult& s = *l.simulated;
+      j << ", \"simulated\": {\"iteration_s\": " << fixed("%.6g", s.iteration_time.raw())
+        << ", \"tokens_per_s\": " << fixed("%.6g", s.tokens_per_s) << ", \"mfu\": " << fixed("%.6g", s.mfu)
+        << ", \"peak_memory_gib\": " << fixed("%.4f", to_GiB(s.memory.peak))
+        << ", \"bubble_fraction\": " << fixed("%.4f", sim_bubble(s))
+        << ", \"exposed_comm_fraction\": " << fixed("%.4f", sim_comm(s)) << "}";
+    }
+    j << "}";
+    return j.str();
+  };
+  o << "{\n  \"scenario\": \"" << json_escape(r.scenario.name) << "\",\n";
+  o << "  \"model\": \"" << json_escape(job.model.name) << "\",\n  \"gpus\": " << r.gpus
+    << ",\n  \"global_batch\": " << job.training.global_batch << ",\n";
+  o << "  \"enumerated\": " << r.layouts.size() << ",\n  \"fit\": " << r.valid << ",\n  \"rejected\": {";
+  bool first = true;
+  for (const auto& [why, count] : r.rejected) {
+    o << (first ? "" : ", ") << "\"" << json_escape(why) << "\": " << count;
+    first = false;
+  }
+  o << "},\n  \"ranked\": [";
+  for (std::size_t i = 0; i < r.ranked.size(); ++i) o << (i ? ",\n    " : "\n    ") << layout_json(r.layouts[r.ranked[i]]);
+  o << "\n  ],\n  \"pareto\": [";
+  for (std::size_t i = 0; i < r.pareto.size(); ++i) o << (i ? ", " : "") << "\"" << json_escape(r.layouts[r.pareto[i]].name) << "\"";
+  o << "],\n  \"layouts\": [";
+  for (std::size_t i = 0; i < r.layouts.size(); ++i) o << (i ? ",\n    " : "\n    ") << layout_json(r.layouts[i]);
+  o << "\n  ]\n}\n";
+  return o.str();
+}
+
+int sweep_command(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description named(
+      "clustersim sweep SCENARIO [options]\n\n"
+      "Every valid parallel layout (tp, pp, dp, vp, micro-batch, recompute, sequence parallelism,\n"
+      "distributed optimizer) of the scenario's first job, scored analytically, out-of-memory layouts\n"
+      "rejected with the part that breaks them, the best re-simulated event by event and ranked.\n\nOptions");
+  named.add_options()("help,h", "show this help")("gpus", po::value<std::uint32_t>()->value_name("N"),
+                                                  "GPU count (whole nodes; default: the job's)")(
+      "top", po::value<std::uint32_t>()->value_name("K")->default_value(10), "re-simulate the best K layouts")(
+      "csv", po::value<std::string>()->value_name("FILE"), "write every layout as CSV")(
+      "json", po::value<std::string>()->value_name("FILE"), "write the sweep as JSON")(
+      "jobs", po::value<std::uint32_t>()->value_name("J")->default_value(1), "threads")(
+      "allow-tp-across-nodes", "let tensor parallelism span NVLink domains");
+  const ParsedCommand parsed = parse_command(args, named, "sweep");
+  const po::variables_map& vm = parsed.options;
+  if (vm.count("help")) {
+    out << named << "\n";
+    return 0;
+  }
+  if (parsed.scenarios.size() != 1)
+    throw InputError("command line", 0, 0, "sweep",
+                     "takes one scenario, got " + std::to_string(parsed.scenarios.size()));
+  SweepOptions options;
+  if (vm.count("gpus")) options.gpus = vm["gpus"].as<std::uint32_t>();
+  options.top = vm["top"].as<std::uint32_t>();
+  options.jobs = vm["jobs"].as<std::uint32_t>();
+  if (options.jobs == 0 || options.jobs > 256)
+    throw InputError("command line", 0, 0, "--jobs", std::to_string(options.jobs) + " must be in 1..256");
+  options.allow_tp_across_nodes = vm.count("allow-tp-across-nodes") > 0;
+  options.progress = ::isatty(STDERR_FILENO) == 1;
+  const Scenario scenario = load_scenario_argument(parsed, "sweep");
+  const SweepResult result = run_sweep(scenario, options);
+  const std::string text = sweep_text(result);
+  // Files first, each atomically: a failure leaves no half-written file and prints no partial report.
+  if (vm.count("csv")) write_file_atomically(vm["csv"].as<std::string>(), sweep_csv(result));
+  if (vm.count("json")) write_file_atomically(vm["json"].as<std::string>(), sweep_json(result));
+  out << text;
+  return 0;
+}
+
+}  // namespace clustersim::cli

@@ -1,0 +1,84 @@
+// `clustersim sweep SCENARIO [--gpus N] [--top K] [--csv FILE] [--json FILE] [--jobs J]
+//  [--allow-tp-across-nodes]`: every valid parallel layout of the scenario's first job, scored by the
+// analytical fast path (workloads/analytical_estimate.h), OOM layouts rejected with the memory part that
+// breaks them, the best K re-simulated with the event-driven model, ranked, and the Pareto front of
+// iteration time versus memory headroom.
+//
+// The layouts (Megatron-LM's dimensions; N GPUs, global batch B, the model's l layers, a heads, n_kv
+// key/value heads):
+//   tp   divides N, a and n_kv, and fits in one NVLink domain (gpus_per_node · nvlink_domain_nodes; the
+//        whole cluster on a torus) unless --allow-tp-across-nodes. The vocabulary needs no rule: the ops
+//        split V/tp (Megatron pads the vocabulary to a multiple of 128·tp; clustersim does not pad).
+//   pp   divides l and N/tp;  dp = N/(tp·pp), which must divide B;
+//   mb   divides B/dp; grad_accum m = B/(mb·dp);
+//   vp   with pp > 1, divides l/pp; vp > 1 runs interleaved 1F1B and needs m a multiple of pp; vp = 1
+//        keeps the scenario's schedule (GPipe or 1F1B);
+//   recompute none, selective, full;  sequence parallelism off, or on when tp > 1;
+//   distributed optimizer off, or on when dp > 1.
+// FlashAttention, the rank order, DDP bucket size, overlap_grad_reduce and (where it stays valid)
+// pp_scatter_gather stay as the scenario sets them. Context and expert parallelism are not in the
+// parallel plan yet, so they are not swept.
+//
+// Ranking: the top K by analytical time (ties by layout name) are re-simulated — each with the scenario's
+// fidelity on a copy of the scenario holding just that job — and ranked by simulated time, ties by name.
+// The ranking and every output byte are independent of --jobs (each thread scores a fixed slice with its
+// own estimator; the results land in enumeration order).
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "workloads/analytical_estimate.h"
+#include "workloads/iteration_result.h"
+#include "workloads/scenario.h"
+
+namespace clustersim::cli {
+
+struct SweepOptions {
+  std::optional<std::uint32_t> gpus;  // default: the first job's GPU count
+  std::uint32_t top = 10;
+  std::uint32_t jobs = 1;
+  bool allow_tp_across_nodes = false;
+  bool progress = false;              // draw a progress bar on stderr once the work takes over 2 s
+};
+
+struct SweepLayout {
+  workloads::ParallelPlan plan;
+  std::string name;                   // "tp4 pp8 dp32 vp2 mb1 sp sel"
+  workloads::AnalyticalEstimate estimate;
+  std::optional<workloads::IterationResult> simulated;  // the top K
+};
+
+struct SweepResult {
+  workloads::Scenario scenario;       // the swept job alone, on the swept GPU count
+  std::uint32_t gpus = 0;
+  std::vector<SweepLayout> layouts;   // every enumerated layout, in enumeration order
+  std::vector<std::size_t> ranked;    // re-simulated layouts, fastest simulated first
+  std::vector<std::size_t> pareto;    // fits in memory, not dominated in (analytical time, headroom); fastest first
+  std::size_t valid = 0;
+  std::map<std::string, std::size_t> rejected;  // reason → count: OOM parts and structural rules
+};
+
+// The scenario the sweep runs on: its first job alone on `gpus` GPUs (the cluster resized to whole nodes).
+workloads::Scenario sweep_scenario(const workloads::Scenario& scenario, std::optional<std::uint32_t> gpus);
+
+// Every valid layout of the scenario's first job (see the header); structural rejections are counted
+// into `rejected` when given.
+std::vector<workloads::ParallelPlan> enumerate_layouts(const workloads::Scenario& scenario, bool allow_tp_across_nodes,
+                                                       std::map<std::string, std::size_t>* rejected = nullptr);
+
+std::string layout_name(const workloads::ParallelPlan& plan);
+
+SweepResult run_sweep(const workloads::Scenario& scenario, const SweepOptions& options);
+
+std::string sweep_text(const SweepResult& result);
+std::string sweep_csv(const SweepResult& result);
+std::string sweep_json(const SweepResult& result);
+
+int sweep_command(const std::vector<std::string>& args, std::ostream& out);
+
+}  // namespace clustersim::cli

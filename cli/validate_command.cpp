@@ -488,6 +488,12 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
     assume("sequence parallelism not stated: on (--tp-comm-overlap needs it)");
   }
   if (tp < 2) sequence_parallel = false;
+  // Gradient reduction overlapped with the backward only where the run says so (Megatron-LM's default is
+  // after the backward); the scatter/gather pipeline optimisation where the notes name it.
+  const bool overlap_grad_reduce = contains(framework, "overlap-grad-reduce");
+  const bool scatter_gather =
+      contains(lower(row.text("notes")), "scatter/gather enabled") && tp > 1 && pp > 1 && !sequence_parallel;
+  if (scatter_gather) assume("scatter/gather pipeline sends, as the notes state");
   const bool flash = contains(framework, "Megatron-Core") || contains(framework, "NeMo");
   if (flash) assume("attention kernel not stated: FlashAttention (Transformer Engine's default in " + framework + ")");
 
@@ -571,6 +577,8 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
   body << " micro_batch: " << mbs << " grad_accum: " << m << " recompute: " << recompute_name(recompute);
   if (sequence_parallel) body << " sequence_parallel: true";
   if (flash) body << " flash_attention: true";
+  if (overlap_grad_reduce) body << " overlap_grad_reduce: true";
+  if (scatter_gather) body << " pp_scatter_gather: true";
   body << " }\n";
   body << "training { samples: " << gbs << " global_batch: " << gbs << " precision: " << precision_name << " }\n";
 

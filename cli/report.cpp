@@ -61,7 +61,19 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
       << (p.vp > 1 ? " (vp " + std::to_string(p.vp) + ")" : "") << " x DP " << p.dp << ", "
       << workloads::to_string(p.schedule) << ", rank order " << p.rank_order << "; micro-batch " << p.micro_batch
       << " x " << p.grad_accum << " micro-batches x DP " << p.dp << " = global batch " << t.global_batch
-      << " samples; " << to_string(t.precision) << "\n\n";
+      << " samples; " << to_string(t.precision) << (p.distributed_optimizer ? "; distributed optimizer" : "")
+      << (p.overlap_grad_reduce ? "; gradient reduction overlapped" : "; gradient reduction after backward")
+      << (p.pp_scatter_gather ? "; scatter/gather sends" : "") << "\n\n";
+  } else if (p.effective_framework() != workloads::Framework::kPytorchDdp) {
+    const workloads::Framework fw = p.effective_framework();
+    o << "  parallel   " << workloads::to_string(fw) << ": DP " << p.dp << " x micro-batch " << p.micro_batch
+      << " x grad-accum " << p.grad_accum << " = global batch " << t.global_batch << " samples";
+    if (fw == workloads::Framework::kFsdp || fw == workloads::Framework::kDeepSpeed)
+      o << "; ZeRO stage " << p.zero_stage << (p.hybrid_shard ? ", sharded within each node, replicated across" : "");
+    if (fw == workloads::Framework::kHorovod)
+      o << "; fusion buffer " << fmt("%g", p.horovod_fusion.raw() / 1048576.0) << " MiB, cycle "
+        << fmt("%g", p.horovod_cycle.raw() * 1e3) << " ms" << (p.horovod_hierarchical ? ", hierarchical AllReduce" : "");
+    o << "; " << to_string(t.precision) << "\n\n";
   } else {
     o << "  parallel   PyTorch DDP: DP " << p.dp << " x micro-batch " << p.micro_batch << " x grad-accum "
       << p.grad_accum << " = global batch " << t.global_batch << " samples; " << r.buckets.size()

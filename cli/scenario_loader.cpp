@@ -197,14 +197,19 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
   out.tp = p.has_tp() ? at_least_one(in, pre + "parallel.tp", true, p.tp()) : 1;
   out.pp = p.has_pp() ? at_least_one(in, pre + "parallel.pp", true, p.pp()) : 1;
   out.vp = p.has_vp() ? at_least_one(in, pre + "parallel.vp", true, p.vp()) : 1;
-  if (std::uint64_t{out.dp} * out.tp * out.pp != gpus) {
-    if (out.tp == 1 && out.pp == 1)
+  out.cp = p.has_cp() ? at_least_one(in, pre + "parallel.cp", true, p.cp()) : 1;
+  out.ep = p.has_ep() ? at_least_one(in, pre + "parallel.ep", true, p.ep()) : 1;
+  if (std::uint64_t{out.dp} * out.tp * out.pp * out.cp != gpus) {
+    if (out.tp == 1 && out.pp == 1 && out.cp == 1)
       in.fail(pre + "parallel.dp", std::to_string(out.dp) + " does not equal the " + gpus_description);
     in.fail(pre + "parallel.dp", "dp " + std::to_string(out.dp) + " x tp " + std::to_string(out.tp) + " x pp " +
-                                     std::to_string(out.pp) + " = " +
-                                     std::to_string(std::uint64_t{out.dp} * out.tp * out.pp) + " does not equal the " +
-                                     gpus_description);
+                                     std::to_string(out.pp) + (out.cp > 1 ? " x cp " + std::to_string(out.cp) : "") +
+                                     " = " + std::to_string(std::uint64_t{out.dp} * out.tp * out.pp * out.cp) +
+                                     " does not equal the " + gpus_description);
   }
+  if (out.dp % out.ep != 0)
+    in.fail(pre + "parallel.ep", "ep " + std::to_string(out.ep) + " does not divide dp " + std::to_string(out.dp) +
+                                     " (expert parallelism is carved out of data parallelism)");
   switch (p.schedule()) {
     case schema::Parallelism::GPIPE: out.schedule = workloads::PipelineSchedule::kGPipe; break;
     case schema::Parallelism::ONE_F_ONE_B: out.schedule = workloads::PipelineSchedule::kOneFOneB; break;
@@ -244,6 +249,68 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
   if (out.pp_scatter_gather && out.sequence_parallel)
     in.fail(pre + "parallel.pp_scatter_gather",
             "with sequence parallelism the pipeline already sends 1/tp of the activation; set one of the two");
+  switch (p.framework()) {
+    case schema::Parallelism::FRAMEWORK_UNSPECIFIED: out.framework = workloads::Framework::kAuto; break;
+    case schema::Parallelism::PYTORCH_DDP: out.framework = workloads::Framework::kPytorchDdp; break;
+    case schema::Parallelism::MEGATRON: out.framework = workloads::Framework::kMegatron; break;
+    case schema::Parallelism::FSDP: out.framework = workloads::Framework::kFsdp; break;
+    case schema::Parallelism::DEEPSPEED: out.framework = workloads::Framework::kDeepSpeed; break;
+    case schema::Parallelism::DATA_PARALLEL: out.framework = workloads::Framework::kDataParallel; break;
+    case schema::Parallelism::HOROVOD: out.framework = workloads::Framework::kHorovod; break;
+    default:
+      in.fail(pre + "parallel.framework", std::to_string(static_cast<int>(p.framework())) +
+                                              " is not a framework (PYTORCH_DDP, MEGATRON, FSDP, DEEPSPEED, "
+                                              "DATA_PARALLEL, HOROVOD)");
+  }
+  if (p.has_zero_stage() && p.zero_stage() > 3)
+    in.fail(pre + "parallel.zero_stage", std::to_string(p.zero_stage()) + " is not a ZeRO stage (0, 1, 2 or 3)");
+  out.zero_stage = p.has_zero_stage() ? p.zero_stage() : (out.framework == workloads::Framework::kFsdp ? 3 : 0);
+  const workloads::Framework fw = out.effective_framework();
+  const bool sharded = fw == workloads::Framework::kFsdp || fw == workloads::Framework::kDeepSpeed;
+  if (fw == workloads::Framework::kFsdp && out.zero_stage < 2)
+    in.fail(pre + "parallel.zero_stage", "FSDP shards gradients and optimizer state (2, SHARD_GRAD_OP) or "
+                                         "everything (3, FULL_SHARD); got " + std::to_string(out.zero_stage));
+  if (fw == workloads::Framework::kDeepSpeed && out.zero_stage < 1)
+    in.fail(pre + "parallel.zero_stage", "DEEPSPEED needs a ZeRO stage of 1, 2 or 3");
+  if (!sharded && out.zero_stage > 0)
+    in.fail(pre + "parallel.zero_stage", std::string("ZeRO sharding needs framework FSDP or DEEPSPEED (") +
+                                             workloads::to_string(fw) + " is set; Megatron's equivalent is "
+                                             "distributed_optimizer)");
+  out.hybrid_shard = p.hybrid_shard();
+  if (out.hybrid_shard && !sharded)
+    in.fail(pre + "parallel.hybrid_shard", "needs framework FSDP or DEEPSPEED");
+  if (fw != workloads::Framework::kMegatron) {
+    const char* what = out.tp > 1 ? "tp" : out.pp > 1 ? "pp" : out.cp > 1 ? "cp" : out.ep > 1 ? "ep" : nullptr;
+    if (what)
+      in.fail(pre + "parallel." + what, std::string(workloads::to_string(fw)) +
+                                            " runs data parallelism only; model parallelism needs framework MEGATRON");
+    if (out.sequence_parallel || out.distributed_optimizer || out.pp_scatter_gather || out.overlap_grad_reduce ||
+        out.recompute != workloads::Recompute::kNone || out.attention != workloads::AttentionKernel::kExplicit)
+      in.fail(pre + "parallel.framework", std::string(workloads::to_string(fw)) +
+                                              " does not take Megatron options (sequence_parallel, "
+                                              "distributed_optimizer, pp_scatter_gather, overlap_grad_reduce, "
+                                              "recompute, flash_attention)");
+  }
+  if (p.has_horovod_fusion_mib() || p.has_horovod_cycle_ms() || p.has_horovod_hierarchical()) {
+    if (fw != workloads::Framework::kHorovod)
+      in.fail(pre + "parallel.framework", "horovod_* options need framework HOROVOD");
+    if (p.has_horovod_fusion_mib())
+      out.horovod_fusion = MiB(non_negative(in, pre + "parallel.horovod_fusion_mib", true, p.horovod_fusion_mib(), "MiB"));
+    if (p.has_horovod_cycle_ms())
+      out.horovod_cycle =
+          seconds(1e-3 * non_negative(in, pre + "parallel.horovod_cycle_ms", true, p.horovod_cycle_ms(), "ms"));
+    out.horovod_hierarchical = p.horovod_hierarchical();
+  }
+  if (p.has_moe_capacity_factor())
+    out.moe_capacity_factor = positive(in, pre + "parallel.moe_capacity_factor", true, p.moe_capacity_factor(), "x");
+  if (p.has_moe_token_skew())
+    out.moe_token_skew = non_negative(in, pre + "parallel.moe_token_skew", true, p.moe_token_skew(), "x");
+  if (fw == workloads::Framework::kFsdp || fw == workloads::Framework::kDeepSpeed)
+    in.fail(pre + "parallel.framework", std::string(workloads::to_string(fw)) + " is not simulated yet");
+  if (fw == workloads::Framework::kDataParallel || fw == workloads::Framework::kHorovod)
+    in.fail(pre + "parallel.framework", std::string(workloads::to_string(fw)) + " is not simulated yet");
+  if (out.cp > 1) in.fail(pre + "parallel.cp", "context parallelism is not simulated yet");
+  if (out.ep > 1) in.fail(pre + "parallel.ep", "expert parallelism is not simulated yet");
   out.ddp_bucket = MiB(p.has_ddp_bucket_mib()
                            ? positive(in, pre + "parallel.ddp_bucket_mib", true, p.ddp_bucket_mib(), "MiB")
                            : kDefaultDdpBucketMiB);
@@ -501,6 +568,26 @@ void write_job(const workloads::Job& job, schema::Model* mo_ptr, schema::Paralle
   p.set_distributed_optimizer(parallel.distributed_optimizer);
   p.set_pp_scatter_gather(parallel.pp_scatter_gather);
   p.set_overlap_grad_reduce(parallel.overlap_grad_reduce);
+  switch (parallel.framework) {
+    case workloads::Framework::kAuto: break;
+    case workloads::Framework::kPytorchDdp: p.set_framework(schema::Parallelism::PYTORCH_DDP); break;
+    case workloads::Framework::kMegatron: p.set_framework(schema::Parallelism::MEGATRON); break;
+    case workloads::Framework::kFsdp: p.set_framework(schema::Parallelism::FSDP); break;
+    case workloads::Framework::kDeepSpeed: p.set_framework(schema::Parallelism::DEEPSPEED); break;
+    case workloads::Framework::kDataParallel: p.set_framework(schema::Parallelism::DATA_PARALLEL); break;
+    case workloads::Framework::kHorovod: p.set_framework(schema::Parallelism::HOROVOD); break;
+  }
+  p.set_zero_stage(parallel.zero_stage);
+  p.set_hybrid_shard(parallel.hybrid_shard);
+  if (parallel.effective_framework() == workloads::Framework::kHorovod) {
+    p.set_horovod_fusion_mib(parallel.horovod_fusion.raw() / double(1 << 20));
+    p.set_horovod_cycle_ms(parallel.horovod_cycle.raw() * 1e3);
+    p.set_horovod_hierarchical(parallel.horovod_hierarchical);
+  }
+  p.set_cp(parallel.cp);
+  p.set_ep(parallel.ep);
+  if (parallel.moe_capacity_factor > 0) p.set_moe_capacity_factor(parallel.moe_capacity_factor);
+  p.set_moe_token_skew(parallel.moe_token_skew);
 
   // The value type keeps samples per epoch; write the whole number the scenario could have said:
   // samples when integral, else tokens (a token budget that is not a whole number of sequences).

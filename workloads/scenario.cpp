@@ -12,6 +12,19 @@ const char* to_string(Precision p) {
   return "?";
 }
 
+const char* to_string(Framework f) {
+  switch (f) {
+    case Framework::kAuto: return "auto";
+    case Framework::kPytorchDdp: return "PyTorch DDP";
+    case Framework::kMegatron: return "Megatron-LM";
+    case Framework::kFsdp: return "PyTorch FSDP";
+    case Framework::kDeepSpeed: return "DeepSpeed ZeRO";
+    case Framework::kDataParallel: return "torch.nn.DataParallel";
+    case Framework::kHorovod: return "Horovod";
+  }
+  return "?";
+}
+
 const char* to_string(Fidelity f) { return f == Fidelity::kFlow ? "FLOW" : "ANALYTICAL"; }
 
 double element_bytes(Precision p) {

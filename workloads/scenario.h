@@ -35,6 +35,12 @@ enum class GradientDtype { kFp32, k16Bit, k16BitFp32Copy };
 const char* to_string(Optimizer o);
 const char* to_string(GradientDtype g);
 
+// Whose mechanics a job's step follows (parallel.proto Framework).
+// kAuto: Megatron-LM when any model parallelism or Megatron-only option is set, DeepSpeed when
+// zero_stage > 0, else PyTorch DDP (ParallelPlan::effective_framework()).
+enum class Framework { kAuto, kPytorchDdp, kMegatron, kFsdp, kDeepSpeed, kDataParallel, kHorovod };
+const char* to_string(Framework f);
+
 struct ParallelPlan {
   std::uint32_t dp = 1;
   std::uint32_t micro_batch = 1;       // samples per micro-batch per GPU
@@ -51,14 +57,27 @@ struct ParallelPlan {
   bool distributed_optimizer = false;  // Megatron's ZeRO-1: reduce-scatter gradients, all-gather parameters
   bool pp_scatter_gather = false;      // pipeline sends split 1/tp, all-gathered by the receiving TP group
   bool overlap_grad_reduce = false;    // Megatron: DP buckets during the backward (else after it)
+  Framework framework = Framework::kAuto;
+  std::uint32_t zero_stage = 0;        // FSDP / DeepSpeed: 1, 2 or 3
+  bool hybrid_shard = false;           // shard within a node, replicate across nodes
+  Bytes horovod_fusion = MiB(128);     // Horovod tensor fusion buffer
+  Seconds horovod_cycle = seconds(1e-3);
+  bool horovod_hierarchical = false;
+  std::uint32_t cp = 1;                // context parallel
+  std::uint32_t ep = 1;                // expert parallel (divides dp)
+  double moe_capacity_factor = 0;      // 0: dropless
+  double moe_token_skew = 0;           // 0: uniform routing
 
-  std::uint32_t gpus() const { return dp * tp * pp; }
-  // The Megatron-LM graph (megatron_graph.h) runs model-parallel layouts and whatever only it models
-  // (recomputation, FlashAttention); plain data parallelism otherwise runs as PyTorch DDP (ddp_graph.h).
-  bool megatron() const {
-    return tp > 1 || pp > 1 || recompute != Recompute::kNone || attention != AttentionKernel::kExplicit ||
-           distributed_optimizer;
+  std::uint32_t gpus() const { return dp * tp * pp * cp; }
+  Framework effective_framework() const {
+    if (framework != Framework::kAuto) return framework;
+    if (tp > 1 || pp > 1 || cp > 1 || ep > 1 || recompute != Recompute::kNone ||
+        attention != AttentionKernel::kExplicit || distributed_optimizer)
+      return Framework::kMegatron;
+    return zero_stage > 0 ? Framework::kDeepSpeed : Framework::kPytorchDdp;
   }
+  // The Megatron-LM graph (megatron_graph.h) runs model-parallel layouts and whatever only it models.
+  bool megatron() const { return effective_framework() == Framework::kMegatron; }
 };
 
 struct TrainingJob {

@@ -6,6 +6,7 @@
 
 #include "cli/calibrate_command.h"
 #include "cli/collective_command.h"
+#include "cli/plan_command.h"
 #include "cli/run_command.h"
 #include "cli/sweep_command.h"
 #include "cli/topo_command.h"
@@ -29,6 +30,9 @@ constexpr const char* kUsage =
     "                   error per row and the mean absolute percentage error per source group\n"
     "  sweep SCENARIO   every valid parallel layout of the model on the GPUs, scored analytically, OOM ones\n"
     "                   rejected with the reason, the best re-simulated and ranked; Pareto front of time vs memory\n"
+    "  plan SCENARIO --tokens T (--deadline-days D | --gpus N)\n"
+    "                   GPUs needed for a token budget by a deadline (or days on N GPUs): cost, energy,\n"
+    "                   goodput with failures and Young/Daly checkpointing\n"
     "\n"
     "clustersim <command> --help shows the options of a command.\n";
 
@@ -53,6 +57,7 @@ int main(int argc, char** argv) {
     if (command == "calibrate") return clustersim::cli::calibrate_command(args, std::cout);
     if (command == "validate") return clustersim::cli::validate_command(args, std::cout);
     if (command == "sweep") return clustersim::cli::sweep_command(args, std::cout);
+    if (command == "plan") return clustersim::cli::plan_command(args, std::cout);
     std::cerr << "error: command line: unknown command '" << command << "'\n" << kUsage;
     return 2;
   } catch (const clustersim::InputError& e) {

@@ -195,6 +195,10 @@ std::vector<ParallelPlan> enumerate_layouts(const Scenario& sc, bool allow_tp_ac
                 p.sequence_parallel = sp == 1;
                 p.distributed_optimizer = dopt == 1;
                 p.pp_scatter_gather = base.pp_scatter_gather && tp > 1 && pp > 1 && !p.sequence_parallel;
+                if (p.gpus() != n) {  // parallel dimensions of the scenario this sweep keeps but does not vary
+                  reject("the scenario's parallel dimensions beyond tp, pp and dp are not swept");
+                  continue;
+                }
                 out.push_back(p);
               }
         }

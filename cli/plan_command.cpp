@@ -1,0 +1,221 @@
+#include "cli/plan_command.h"
+
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <cmath>
+#include <ostream>
+#include <sstream>
+
+#include "cli/command_line.h"
+#include "sim/input_error.h"
+#include "workloads/compute_model.h"
+#include "workloads/transformer_ops.h"
+
+namespace po = boost::program_options;
+
+namespace clustersim::cli {
+
+Goodput goodput(std::uint32_t gpus, double failures_per_gpu_hour, Seconds checkpoint_write, Seconds restart) {
+  Goodput g;
+  const double rate = double(gpus) * failures_per_gpu_hour;  // interruptions per hour
+  if (rate <= 0) {
+    g.mtbf_h = INFINITY;
+    g.interval_h = INFINITY;
+    return g;
+  }
+  g.mtbf_h = 1.0 / rate;
+  const double delta_h = checkpoint_write.raw() / 3600.0, restart_h = restart.raw() / 3600.0;
+  g.interval_h = std::sqrt(2.0 * delta_h * g.mtbf_h);
+  const double writing = g.interval_h > 0 ? delta_h / g.interval_h : 0.0;
+  g.waste_fraction = writing + g.interval_h / (2.0 * g.mtbf_h) + restart_h / g.mtbf_h;
+  g.effective_ratio = std::max(0.0, 1.0 - g.waste_fraction);
+  return g;
+}
+
+std::optional<double> default_gpu_power_w(const std::string& gpu) {
+  std::string u = gpu;
+  std::transform(u.begin(), u.end(), u.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  const bool pcie = u.find("PCIE") != std::string::npos;
+  if (u.find("A100") != std::string::npos) return pcie ? 300.0 : 400.0;
+  if (u.find("H100") != std::string::npos) return pcie ? 350.0 : 700.0;
+  if (u.find("H200") != std::string::npos) return 700.0;
+  return std::nullopt;
+}
+
+std::optional<PlanPoint> plan_for_gpus(const workloads::Scenario& scenario, std::uint32_t gpus,
+                                       const PlanOptions& options) {
+  SweepOptions so;
+  so.gpus = gpus;
+  so.top = options.top;
+  so.jobs = options.jobs;
+  const SweepResult sweep = run_sweep(scenario, so);
+  if (sweep.valid == 0) return std::nullopt;
+  const workloads::Job& job = sweep.scenario.jobs[0];
+  PlanPoint pt;
+  pt.gpus = gpus;
+  if (!sweep.ranked.empty()) {
+    const SweepLayout& best = sweep.layouts[sweep.ranked.front()];
+    pt.layout = best.name;
+    pt.simulated = true;
+    pt.iteration_time = best.simulated->iteration_time;
+    pt.mfu = best.simulated->mfu;
+  } else {
+    const SweepLayout& best = sweep.layouts[sweep.pareto.front()];  // the front starts with the fastest fit
+    pt.layout = best.name;
+    pt.iteration_time = best.estimate.iteration_time;
+    pt.mfu = best.estimate.mfu;
+  }
+  const double tokens_per_step = double(job.training.global_batch) * job.model.seq_len;
+  pt.optimizer_steps = static_cast<std::uint64_t>(std::ceil(options.tokens / tokens_per_step - 1e-9));
+  pt.train_time = pt.iteration_time * double(pt.optimizer_steps);
+  pt.gpu_hours = pt.train_time.raw() * gpus / 3600.0;
+  pt.goodput = goodput(gpus, options.failures_per_gpu_hour, options.checkpoint_write, options.restart);
+  pt.wall_time = pt.goodput.effective_ratio > 0 ? pt.train_time / pt.goodput.effective_ratio : seconds(INFINITY);
+  const std::optional<double> power =
+      options.gpu_power_w ? options.gpu_power_w : default_gpu_power_w(scenario.profile.gpu.gpu);
+  if (power) pt.energy_kwh = *power * gpus * pt.train_time.raw() / 3.6e6;  // W·s → kWh
+  if (options.price_per_gpu_hour) pt.cost = pt.gpu_hours * *options.price_per_gpu_hour;
+  return pt;
+}
+
+PlanResult run_plan(const workloads::Scenario& scenario, const PlanOptions& options) {
+  PlanResult r;
+  if (options.gpus) {
+    r.point = plan_for_gpus(scenario, *options.gpus, options);
+    r.searched = 1;
+    return r;
+  }
+  const workloads::Job& job = scenario.jobs.at(0);
+  const std::uint32_t step =
+      scenario.cluster.gpus_per_node * std::max<std::uint32_t>(1, scenario.cluster.node.nvlink_domain_nodes);
+  // Compute bound: every model FLOP at the dense peak within the deadline.
+  const double flops = workloads::model_flops(job.model, 1).raw() * options.tokens / job.model.seq_len;
+  const double peak = workloads::tensor_peak(scenario.profile.gpu, job.training.precision).raw();
+  const double bound = flops / (peak * *options.deadline_days * 86400.0);
+  std::uint32_t n = step;
+  if (bound > step) n = static_cast<std::uint32_t>(std::min<double>(options.max_gpus, std::ceil(bound / step) * step));
+  r.search_from = n;
+  const double deadline_s = *options.deadline_days * 86400.0;
+  for (; n <= options.max_gpus; n += step) {
+    ++r.searched;
+    std::optional<PlanPoint> pt = plan_for_gpus(scenario, n, options);
+    if (pt && pt->wall_time.raw() <= deadline_s) {
+      r.point = std::move(pt);
+      break;
+    }
+  }
+  return r;
+}
+
+std::string plan_text(const workloads::Scenario& sc, const PlanOptions& options, const PlanResult& r) {
+  const workloads::Job& job = sc.jobs.at(0);
+  std::ostringstream o;
+  o << "Plan: " << sc.name << "\n";
+  o << "  model " << job.model.name << ", " << fmt("%.4g", options.tokens) << " tokens, global batch "
+    << job.training.global_batch << " x sequence " << job.model.seq_len << ", " << sc.cluster.gpu << "\n";
+  if (options.deadline_days)
+    o << "  deadline " << fmt("%g", *options.deadline_days) << " days: searched " << r.searched
+      << " GPU counts from the compute bound " << r.search_from << " in whole nodes\n";
+  o << "\n";
+  if (!r.point) {
+    if (options.gpus)
+      o << "No layout fits in memory on " << *options.gpus << " GPUs.\n";
+    else
+      o << "No GPU count up to " << options.max_gpus << " meets the deadline.\n";
+    return o.str();
+  }
+  const PlanPoint& p = *r.point;
+  o << "GPUs                 " << p.gpus << " (" << p.gpus / sc.cluster.gpus_per_node << " nodes)\n";
+  o << "best layout          " << p.layout << (p.simulated ? " (event-driven time)" : " (analytical time)") << "\n";
+  o << "iteration time       " << fmt("%.4f", p.iteration_time.raw()) << " s, MFU " << fmt("%.1f", 100 * p.mfu)
+    << " %\n";
+  o << "optimizer steps      " << p.optimizer_steps << "\n";
+  o << "time to train        " << fmt("%.2f", p.train_time.raw() / 86400) << " days without failures\n";
+  o << "GPU-hours            " << fmt("%.0f", p.gpu_hours) << "\n";
+  if (p.cost)
+    o << "cost                 " << fmt("%.0f", *p.cost) << " at " << fmt("%g", *options.price_per_gpu_hour)
+      << " per GPU-hour\n";
+  if (p.energy_kwh)
+    o << "energy (GPUs)        " << fmt("%.1f", *p.energy_kwh / 1000) << " MWh at "
+      << fmt("%g", options.gpu_power_w ? *options.gpu_power_w : *default_gpu_power_w(sc.profile.gpu.gpu))
+      << " W per GPU\n";
+  else
+    o << "energy               unknown GPU power: pass --gpu-power-w\n";
+  o << "\nFailures and checkpoints\n";
+  o << "  failure rate       " << fmt("%.4g", options.failures_per_gpu_hour) << " per GPU-hour -> MTBF "
+    << fmt("%.2f", p.goodput.mtbf_h) << " h on " << p.gpus << " GPUs\n";
+  o << "  checkpoint         write " << fmt("%g", options.checkpoint_write.raw()) << " s, restart "
+    << fmt("%g", options.restart.raw()) << " s; Young/Daly interval " << fmt("%.1f", p.goodput.interval_h * 60)
+    << " min\n";
+  o << "  waste              " << fmt("%.2f", 100 * p.goodput.waste_fraction) << " %, effective training time ratio "
+    << fmt("%.4f", p.goodput.effective_ratio) << "\n";
+  o << "  wall time          " << fmt("%.2f", p.wall_time.raw() / 86400) << " days with failures";
+  if (options.deadline_days) o << " (deadline " << fmt("%g", *options.deadline_days) << " days: met)";
+  o << "\n";
+  return o.str();
+}
+
+int plan_command(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description named(
+      "clustersim plan SCENARIO --tokens T (--deadline-days D | --gpus N) [options]\n\n"
+      "Capacity planning with the sweep's best layout: the smallest GPU count (whole nodes) that trains\n"
+      "on T tokens by the deadline, or the training time on N GPUs; GPU-hours, cost, energy, and the\n"
+      "goodput with failures and Young/Daly checkpointing.\n\nOptions");
+  named.add_options()("help,h", "show this help")("tokens", po::value<double>()->value_name("T"), "training tokens")(
+      "deadline-days", po::value<double>()->value_name("D"), "find the smallest GPU count meeting D days")(
+      "gpus", po::value<std::uint32_t>()->value_name("N"), "plan for N GPUs")(
+      "price-per-gpu-hour", po::value<double>()->value_name("P"), "price of one GPU-hour")(
+      "gpu-power-w", po::value<double>()->value_name("W"), "GPU board power (default from the GPU's datasheet)")(
+      "failure-rate-per-gpu-hour", po::value<double>()->value_name("R"),
+      "interruptions per GPU-hour (default 1.973e-5, Llama 3 405B: 419 in 54 days on 16,384 GPUs)")(
+      "checkpoint-write-s", po::value<double>()->value_name("S")->default_value(60), "checkpoint write time")(
+      "restart-s", po::value<double>()->value_name("S")->default_value(600), "restart time per interruption")(
+      "top", po::value<std::uint32_t>()->value_name("K")->default_value(0),
+      "re-simulate the best K layouts event by event (default: analytical time)")(
+      "max-gpus", po::value<std::uint32_t>()->value_name("M")->default_value(32768), "deadline search limit")(
+      "jobs", po::value<std::uint32_t>()->value_name("J")->default_value(1), "threads");
+  const ParsedCommand parsed = parse_command(args, named, "plan");
+  const po::variables_map& vm = parsed.options;
+  if (vm.count("help")) {
+    out << named << "\n";
+    return 0;
+  }
+  auto fail = [](const std::string& option, const std::string& what) {
+    throw InputError("command line", 0, 0, option, what);
+  };
+  if (parsed.scenarios.size() != 1)
+    fail("plan", "takes one scenario, got " + std::to_string(parsed.scenarios.size()));
+  PlanOptions o;
+  if (!vm.count("tokens")) fail("--tokens", "missing (required)");
+  o.tokens = vm["tokens"].as<double>();
+  if (!(o.tokens > 0) || !std::isfinite(o.tokens)) fail("--tokens", fmt("%g", o.tokens) + " must be > 0");
+  if (vm.count("deadline-days") == vm.count("gpus")) fail("plan", "give exactly one of --deadline-days and --gpus");
+  if (vm.count("deadline-days")) {
+    o.deadline_days = vm["deadline-days"].as<double>();
+    if (!(*o.deadline_days > 0) || !std::isfinite(*o.deadline_days))
+      fail("--deadline-days", fmt("%g", *o.deadline_days) + " must be > 0");
+  }
+  if (vm.count("gpus")) o.gpus = vm["gpus"].as<std::uint32_t>();
+  auto non_negative = [&](const char* name) {
+    const double v = vm[name].as<double>();
+    if (!(v >= 0) || !std::isfinite(v)) fail(std::string("--") + name, fmt("%g", v) + " must be >= 0");
+    return v;
+  };
+  if (vm.count("price-per-gpu-hour")) o.price_per_gpu_hour = non_negative("price-per-gpu-hour");
+  if (vm.count("gpu-power-w")) {
+    o.gpu_power_w = non_negative("gpu-power-w");
+    if (*o.gpu_power_w == 0) fail("--gpu-power-w", "0 must be > 0");
+  }
+  if (vm.count("failure-rate-per-gpu-hour")) o.failures_per_gpu_hour = non_negative("failure-rate-per-gpu-hour");
+  o.checkpoint_write = seconds(non_negative("checkpoint-write-s"));
+  o.restart = seconds(non_negative("restart-s"));
+  o.top = vm["top"].as<std::uint32_t>();
+  o.jobs = vm["jobs"].as<std::uint32_t>();
+  if (o.jobs == 0 || o.jobs > 256) fail("--jobs", std::to_string(o.jobs) + " must be in 1..256");
+  o.max_gpus = vm["max-gpus"].as<std::uint32_t>();
+  const workloads::Scenario scenario = load_scenario_argument(parsed, "plan");
+  out << plan_text(scenario, o, run_plan(scenario, o));
+  return 0;
+}
+
+}  // namespace clustersim::cli

@@ -1,0 +1,130 @@
+// `clustersim plan`: Young/Daly interval and waste, the cost and energy arithmetic, the deadline search,
+// and input errors.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+
+#include "cli/plan_command.h"
+#include "cli/scenario_loader.h"
+#include "test_support.h"
+
+using namespace clustersim;
+
+namespace {
+
+const char* kSmall =
+    "cluster { nodes: 1 gpus_per_node: 8 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 300 "
+    "nic_gbits_per_s_per_direction: 200 }\n"
+    "profile: \"a100-sxm4-80gb\"\nfidelity: ANALYTICAL\n"
+    "model { name: \"tiny\" layers: 4 hidden: 1024 heads: 8 vocab: 32000 seq_len: 1024 }\n"
+    "parallel { dp: 8 micro_batch: 1 grad_accum: 2 }\ntraining { samples: 1000 global_batch: 16 }\n";
+
+workloads::Scenario small() { return cli::load_scenario_text(kSmall, "small.textproto", false, ""); }
+
+}  // namespace
+
+TEST_CASE("plan: Young/Daly interval and expected waste at the Llama 3 failure rate") {
+  // λ = 419 / (54 · 24 · 16,384) = 1.97328e-5 per GPU-hour. On 16,384 GPUs: MTBF = 1 / (16,384 λ)
+  // = 54 · 24 / 419 = 3.09308 h. δ = 60 s = 1/60 h: τ = √(2 · (1/60) · 3.09308) = 0.321096 h (19.27 min).
+  // Waste = δ/τ + τ/(2M) + R/M = 0.0519056 + 0.0519056 + (1/6)/3.09308 = 0.0538837 → 0.157695;
+  // effective ratio 0.842305. (At the optimum the first two terms are equal, as Young's derivation says.)
+  CHECK(cli::kLlama3FailuresPerGpuHour == doctest::Approx(1.97328e-5).epsilon(1e-5));
+  const cli::Goodput g = cli::goodput(16384, cli::kLlama3FailuresPerGpuHour, seconds(60), seconds(600));
+  CHECK(g.mtbf_h == doctest::Approx(3.093079).epsilon(1e-6));
+  CHECK(g.interval_h == doctest::Approx(0.3210960).epsilon(1e-6));
+  CHECK(g.waste_fraction == doctest::Approx(0.1576949).epsilon(1e-6));
+  CHECK(g.effective_ratio == doctest::Approx(0.8423051).epsilon(1e-6));
+  // 1,024 GPUs: M = 49.4893 h, τ = √(2 · (1/60) · 49.4893) = 1.28438 h, waste 0.0293205.
+  const cli::Goodput k = cli::goodput(1024, cli::kLlama3FailuresPerGpuHour, seconds(60), seconds(600));
+  CHECK(k.mtbf_h == doctest::Approx(49.48926).epsilon(1e-6));
+  CHECK(k.interval_h == doctest::Approx(1.284384).epsilon(1e-6));
+  CHECK(k.waste_fraction == doctest::Approx(0.0293205).epsilon(1e-5));
+  // No failures: no waste.
+  CHECK(cli::goodput(8, 0, seconds(60), seconds(600)).effective_ratio == 1);
+}
+
+TEST_CASE("plan: GPU power defaults from the datasheets") {
+  CHECK(*cli::default_gpu_power_w("A100-SXM4-80GB") == 400);
+  CHECK(*cli::default_gpu_power_w("A100-PCIe-40GB") == 300);
+  CHECK(*cli::default_gpu_power_w("H100-SXM5-80GB") == 700);
+  CHECK(*cli::default_gpu_power_w("H200-SXM-141GB") == 700);
+  CHECK(!cli::default_gpu_power_w("MI300X").has_value());
+}
+
+TEST_CASE("plan: steps, GPU-hours, cost and energy on a fixed GPU count") {
+  // 1,638,400 tokens / (16 · 1,024 tokens per step) = 100 steps exactly. GPU-hours = 100 · T · 8 / 3600;
+  // cost at 2.5 per GPU-hour = 2.5 · that; energy = 400 W · 8 · 100 · T / 3.6e6 kWh.
+  cli::PlanOptions o;
+  o.tokens = 1638400;
+  o.gpus = 8u;
+  o.price_per_gpu_hour = 2.5;
+  const auto p = cli::plan_for_gpus(small(), 8, o);
+  REQUIRE(p.has_value());
+  const double t = p->iteration_time.raw();
+  CHECK(p->optimizer_steps == 100);
+  CHECK(p->train_time.raw() == doctest::Approx(100 * t).epsilon(1e-12));
+  CHECK(p->gpu_hours == doctest::Approx(100 * t * 8 / 3600).epsilon(1e-12));
+  CHECK(*p->cost == doctest::Approx(2.5 * 100 * t * 8 / 3600).epsilon(1e-12));
+  CHECK(*p->energy_kwh == doctest::Approx(400.0 * 8 * 100 * t / 3.6e6).epsilon(1e-12));
+  // With failures on 8 GPUs: M = 1 / (8 λ) = 6334.6 h, ratio = 1 − waste; the wall time is train / ratio.
+  CHECK(p->wall_time.raw() == doctest::Approx(p->train_time.raw() / p->goodput.effective_ratio).epsilon(1e-12));
+  // The best layout is the analytical ranking's first (--top 0), the fastest that fits.
+  CHECK(!p->simulated);
+}
+
+TEST_CASE("plan: the deadline search returns the smallest whole-node count that meets it") {
+  // Two nodes of the same model: from the per-count wall times W(8), W(16) (computed by plan_for_gpus), a
+  // deadline between them must give 16 when W(16) < W(8) ≤ ... and 8 for a deadline at W(8) itself. The
+  // compute bound of this tiny model is far below one node, so the search starts at 8.
+  std::string text = kSmall;
+  text.replace(text.find("nodes: 1"), 8, "nodes: 2");
+  text.replace(text.find("dp: 8 micro_batch: 1 grad_accum: 2"), 34, "dp: 16 micro_batch: 1 grad_accum: 1");
+  const workloads::Scenario sc = cli::load_scenario_text(text, "two.textproto", false, "");
+  cli::PlanOptions o;
+  o.tokens = 1e9;
+  const auto w8 = cli::plan_for_gpus(sc, 8, o), w16 = cli::plan_for_gpus(sc, 16, o);
+  REQUIRE(w8.has_value());
+  REQUIRE(w16.has_value());
+  REQUIRE(w16->wall_time < w8->wall_time);
+  o.deadline_days = (w8->wall_time.raw() + w16->wall_time.raw()) / 2 / 86400;
+  const cli::PlanResult r = cli::run_plan(sc, o);
+  CHECK(r.search_from == 8);
+  REQUIRE(r.point.has_value());
+  CHECK(r.point->gpus == 16);
+  CHECK(r.searched == 2);
+  o.deadline_days = w8->wall_time.raw() * 1.000001 / 86400;
+  CHECK(cli::run_plan(sc, o).point->gpus == 8);
+  o.deadline_days = w16->wall_time.raw() * 0.5 / 86400;
+  o.max_gpus = 16;
+  const cli::PlanResult none = cli::run_plan(sc, o);
+  CHECK(!none.point.has_value());
+  CHECK(cli::plan_text(sc, o, none).find("No GPU count up to 16 meets the deadline") != std::string::npos);
+}
+
+TEST_CASE("plan command: output and one-line errors with exit status 2") {
+  const auto dir = testing::scratch_dir("plan");
+  {
+    std::ofstream(dir / "small.textproto") << kSmall;
+  }
+  const std::string sc = (dir / "small.textproto").string();
+  const auto ok = testing::run_clustersim("plan " + sc + " --tokens 1e9 --gpus 8 --price-per-gpu-hour 2", dir);
+  CHECK(ok.status == 0);
+  CHECK(ok.out.find("Young/Daly interval") != std::string::npos);
+  CHECK(ok.out.find("cost") != std::string::npos);
+  auto one_line_error = [&](const std::string& args, const std::string& what) {
+    const auto r = testing::run_clustersim(args, dir);
+    CAPTURE(args);
+    CHECK(r.status == 2);
+    CHECK(r.err.starts_with("error: "));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.err.find(what) != std::string::npos);
+  };
+  one_line_error("plan " + sc + " --gpus 8", "--tokens: missing");
+  one_line_error("plan " + sc + " --tokens 1e9", "exactly one of --deadline-days and --gpus");
+  one_line_error("plan " + sc + " --tokens 1e9 --gpus 8 --deadline-days 3", "exactly one");
+  one_line_error("plan " + sc + " --tokens=-5 --gpus 8", "--tokens: -5 must be > 0");
+  one_line_error("plan " + sc + " --tokens 1e9 --gpus 8 --restart-s -1", "--restart-s");
+  std::filesystem::remove_all(dir);
+}

@@ -1,0 +1,73 @@
+#include "topology/torus.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace clustersim::topology {
+
+TorusCoords torus_coords(const TorusDims& dims, std::uint32_t chip) {
+  return {chip % dims[0], (chip / dims[0]) % dims[1], chip / (dims[0] * dims[1])};
+}
+
+std::uint32_t torus_chip(const TorusDims& dims, const TorusCoords& c) {
+  return c[0] + dims[0] * (c[1] + dims[1] * c[2]);
+}
+
+std::optional<TorusBox> torus_box(const TorusDims& dims, std::span<const std::uint32_t> chips) {
+  TorusBox box;
+  for (std::uint32_t g : chips) {
+    const TorusCoords c = torus_coords(dims, g);
+    for (std::size_t a = 0; a < 3; ++a) box.coords[a].push_back(c[a]);
+  }
+  for (auto& axis : box.coords) {
+    std::sort(axis.begin(), axis.end());
+    axis.erase(std::unique(axis.begin(), axis.end()), axis.end());
+  }
+  // Distinct chips inside the product of the coordinate sets: as many as the product means all of it.
+  if (chips.empty() || std::size_t{box.size()} != chips.size()) return std::nullopt;
+  return box;
+}
+
+std::uint32_t axis_distance(std::uint32_t D, std::uint32_t i, std::uint32_t j) {
+  const std::uint32_t d = i > j ? i - j : j - i;
+  return D > 2 ? std::min(d, D - d) : d;
+}
+
+double axis_max_load(std::uint32_t D, std::span<const AxisTransfer> transfers) {
+  // plus[i]: link i -> i+1 (mod D); minus[i]: link i+1 -> i (mod D).
+  std::vector<double> plus(D, 0.0), minus(D, 0.0);
+  auto walk = [&](std::uint32_t from, std::uint32_t hops, bool forward, double w) {
+    for (std::uint32_t h = 0; h < hops; ++h) {
+      if (forward) {
+        plus[(from + h) % D] += w;
+      } else {
+        minus[(from + D - h - 1) % D] += w;
+      }
+    }
+  };
+  for (const AxisTransfer& t : transfers) {
+    assert(t.from < D && t.to < D && "position outside the axis");
+    if (t.from == t.to) continue;
+    if (D <= 2) {  // no wraparound: the direct way
+      if (t.to > t.from)
+        walk(t.from, t.to - t.from, true, t.weight);
+      else
+        walk(t.from, t.from - t.to, false, t.weight);
+      continue;
+    }
+    const std::uint32_t fwd = (t.to + D - t.from) % D, back = D - fwd;
+    if (fwd < back) {
+      walk(t.from, fwd, true, t.weight);
+    } else if (back < fwd) {
+      walk(t.from, back, false, t.weight);
+    } else {
+      walk(t.from, fwd, true, t.weight / 2);
+      walk(t.from, back, false, t.weight / 2);
+    }
+  }
+  double most = 0;
+  for (std::uint32_t i = 0; i < D; ++i) most = std::max({most, plus[i], minus[i]});
+  return most;
+}
+
+}  // namespace clustersim::topology

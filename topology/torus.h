@@ -1,0 +1,50 @@
+// Coordinates on a 3D torus of chips (TPU ICI) and the boxes communicators form on it.
+//
+// Chip g sits at (x, y, z) with g = x + X·(y + Y·z) (topology/cluster.proto Torus). Along an axis of D chips
+// the chips form a cycle of links when D > 2 (wraparound), share one link when D = 2 and have none when D = 1
+// (torus_links_per_chip, topology.h). A communicator is a *box* when it is the product of one set of
+// coordinates per axis: every line along an axis (chips that differ only in that coordinate) then holds the
+// same k_a members, so a collective can run as rings along one axis after another, as TPU ICI collectives do
+// (workloads/nccl_model.h, Algorithm::kTorus).
+//
+// Link loads along an axis follow the router: a transfer between positions i and j of an axis goes the short
+// way round (min(|i−j|, D−|i−j|) hops when D > 2; |i−j| otherwise); a tie (D even, |i−j| = D/2) is split
+// evenly over both ways, which is what ECMP over the two shortest paths does on average.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace clustersim::topology {
+
+using TorusDims = std::array<std::uint32_t, 3>;
+using TorusCoords = std::array<std::uint32_t, 3>;
+
+TorusCoords torus_coords(const TorusDims& dims, std::uint32_t chip);
+std::uint32_t torus_chip(const TorusDims& dims, const TorusCoords& coords);
+
+struct TorusBox {
+  std::array<std::vector<std::uint32_t>, 3> coords;  // member coordinates per axis, ascending, distinct
+  std::uint32_t extent(int axis) const { return static_cast<std::uint32_t>(coords[static_cast<std::size_t>(axis)].size()); }
+  std::uint32_t size() const { return extent(0) * extent(1) * extent(2); }
+};
+
+// The box `chips` forms (distinct chip indices < X·Y·Z), or nullopt when they are not one (a missing corner).
+std::optional<TorusBox> torus_box(const TorusDims& dims, std::span<const std::uint32_t> chips);
+
+// Hops between positions i and j of an axis of D chips, the short way round.
+std::uint32_t axis_distance(std::uint32_t D, std::uint32_t i, std::uint32_t j);
+
+// A transfer along one axis: `weight` units from position `from` to position `to`.
+struct AxisTransfer {
+  std::uint32_t from = 0, to = 0;
+  double weight = 0;
+};
+// The most units any directed link of an axis of D chips carries when every transfer takes the short way
+// round (ties split evenly): with all transfers at one rate r, the busiest link runs at r × this load.
+double axis_max_load(std::uint32_t D, std::span<const AxisTransfer> transfers);
+
+}  // namespace clustersim::topology

@@ -449,6 +449,7 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
       case schema::NcclSettings::NVLS: out.nccl.algorithm = workloads::Algorithm::kNvls; break;
       case schema::NcclSettings::COLLNET: out.nccl.algorithm = workloads::Algorithm::kCollNet; break;
       case schema::NcclSettings::HIERARCHICAL: out.nccl.algorithm = workloads::Algorithm::kHierarchical; break;
+      case schema::NcclSettings::TORUS: out.nccl.algorithm = workloads::Algorithm::kTorus; break;
       default: break;
     }
     switch (n.protocol()) {
@@ -635,6 +636,7 @@ std::string resolved_scenario_text(const workloads::Scenario& scenario) {
       case workloads::Algorithm::kNvls: nccl.set_algorithm(schema::NcclSettings::NVLS); break;
       case workloads::Algorithm::kCollNet: nccl.set_algorithm(schema::NcclSettings::COLLNET); break;
       case workloads::Algorithm::kHierarchical: nccl.set_algorithm(schema::NcclSettings::HIERARCHICAL); break;
+      case workloads::Algorithm::kTorus: nccl.set_algorithm(schema::NcclSettings::TORUS); break;
       case workloads::Algorithm::kPointToPoint: break;  // not selectable: how NCCL runs AlltoAll and Send/Recv
     }
   }

@@ -8,6 +8,8 @@
 
 #include "sim/input_error.h"
 #include "topology/communicator_span.h"
+#include "topology/topology.h"
+#include "topology/torus.h"
 
 namespace clustersim::workloads {
 namespace {
@@ -91,6 +93,8 @@ const char* to_string(Algorithm a) {
       return "hierarchical";
     case Algorithm::kPointToPoint:
       return "p2p";
+    case Algorithm::kTorus:
+      return "torus";
   }
   return "?";
 }
@@ -127,7 +131,8 @@ std::optional<Algorithm> parse_algorithm(std::string_view name) {
                                                          {"collnetdirect", Algorithm::kCollNet},
                                                          {"sharp", Algorithm::kCollNet},
                                                          {"hierarchical", Algorithm::kHierarchical},
-                                                         {"p2p", Algorithm::kPointToPoint}};
+                                                         {"p2p", Algorithm::kPointToPoint},
+                                                         {"torus", Algorithm::kTorus}};
   const auto it = names.find(lower(name));
   return it == names.end() ? std::nullopt : std::optional<Algorithm>(it->second);
 }
@@ -244,7 +249,12 @@ struct Evaluator {
     sh.rails = span.min_ranks_per_node;
     sh.idx = sh.domains <= 1 ? 0 : sh.domains == 2 ? 1 : 2;
     sh.nvlink = cluster.node.scale_up != topology::ScaleUp::kPcieOnly;
-    sh.b_intra = span.max_ranks_per_node > 1 ? cluster.nvlink_per_direction.raw() * k.nvlink_bus_efficiency : kInf;
+    // On a torus an edge of a ring crosses one ICI link, not all of a chip's links (nvlink_per_direction).
+    const double scale_up = cluster.node.scale_up == topology::ScaleUp::kTorus && !cluster.is_explicit()
+                                ? cluster.nvlink_per_direction.raw() /
+                                      std::max<std::uint32_t>(1, topology::torus_links_per_chip(cluster.node.torus))
+                                : cluster.nvlink_per_direction.raw();
+    sh.b_intra = span.max_ranks_per_node > 1 ? scale_up * k.nvlink_bus_efficiency : kInf;
     sh.b_nic = cluster.nic_per_direction.raw() * k.network_bus_efficiency;
     sh.egress = sh.domains > 1 ? sh.b_nic * sh.rails : kInf;
   }
@@ -300,6 +310,8 @@ struct Evaluator {
                2.0 * (N - 1) * k.ring_net_us[pi];
       case Algorithm::kPointToPoint:
         return k.ring_base_us[pi] + (N > 1 ? k.ring_net_us[pi] : intra(k.ring_nvlink_us, k.ring_pci_us));
+      case Algorithm::kTorus:  // planned by torus_plan(), never here
+        break;
     }
     return 0;
   }
@@ -417,6 +429,8 @@ struct Evaluator {
         const double per_byte = std::max(inter, local);
         return per_byte > 0 ? 1 / per_byte : kInf;
       }
+      case Algorithm::kTorus:  // planned by torus_plan(), never here
+        break;
     }
     return kInf;
   }
@@ -495,7 +509,192 @@ struct Evaluator {
 
 }  // namespace
 
+// ---- Torus (TPU ICI) collectives, see the header ---------------------------------------------------------
+
+namespace {
+
+bool torus_cluster(const topology::ClusterSpec& c) {
+  return c.node.scale_up == topology::ScaleUp::kTorus && !c.is_explicit() &&
+         topology::torus_links_per_chip(c.node.torus) > 0;
+}
+
+// Whether Algorithm::kTorus can run this request: a torus cluster, and a box of it (Send/Recv: two chips).
+bool torus_applies(const topology::ClusterSpec& c, const CollectiveRequest& req) {
+  if (!torus_cluster(c)) return false;
+  if (req.op == CollectiveOp::kSendRecv) return req.gpus.size() == 2;
+  return topology::torus_box(c.node.torus, req.gpus).has_value();
+}
+
+}  // namespace
+
+std::vector<TorusPhase> torus_phases(const topology::ClusterSpec& cluster, const calibrate::HardwareProfile& profile,
+                                     const CollectiveRequest& req) {
+  std::vector<TorusPhase> out;
+  if (!torus_applies(cluster, req) || req.gpus.size() <= 1) return out;
+  const topology::TorusDims& dims = cluster.node.torus;
+  const double link = cluster.nvlink_per_direction.raw() / topology::torus_links_per_chip(dims) *
+                      profile.collectives.nvlink_bus_efficiency;  // b, bytes/s per direction of one ICI link
+  const Seconds step = profile.collectives.nvlink_step_latency;
+  const Seconds hop = cluster.nvlink_hop_latency;
+  const double S = req.size.raw();
+  auto finish = [&](TorusPhase p, double edge_hops) {
+    p.step_latency = step * static_cast<double>(p.steps);
+    p.hop_latency = hop * edge_hops;
+    p.transfer = seconds(p.bytes.raw() * p.max_link_load / link);
+    out.push_back(p);
+  };
+
+  if (req.op == CollectiveOp::kSendRecv) {
+    const topology::TorusCoords a = topology::torus_coords(dims, req.gpus[0]), b = topology::torus_coords(dims, req.gpus[1]);
+    std::uint32_t hops = 0;
+    for (std::size_t x = 0; x < 3; ++x) hops += topology::axis_distance(dims[x], a[x], b[x]);
+    TorusPhase p{TorusStep::kSendRecv, -1, 2, req.size, 1, {}, {}, hops > 0 ? 1.0 : 0.0, {}};
+    finish(p, hops);
+    return out;
+  }
+
+  const topology::TorusBox box = *topology::torus_box(dims, req.gpus);
+  const double n = static_cast<double>(req.gpus.size());
+  if (req.op == CollectiveOp::kAllToAll) {
+    // Every pair sends S/n directly. Along axis a, the pairs whose a-coordinates are (i, j) are (n/k)² and their
+    // routes spread over the n/k lines of the box: n/k per line, i.e. weight (n/k)·(1/n) = 1/k of S per (i, j).
+    double load = 0;
+    std::uint32_t longest = 0;
+    for (int a = 0; a < 3; ++a) {
+      const auto& m = box.coords[static_cast<std::size_t>(a)];
+      const double k = static_cast<double>(m.size());
+      std::vector<topology::AxisTransfer> t;
+      std::uint32_t far = 0;
+      for (std::uint32_t i : m)
+        for (std::uint32_t j : m)
+          if (i != j) {
+            t.push_back({i, j, 1.0 / k});
+            far = std::max(far, topology::axis_distance(dims[static_cast<std::size_t>(a)], i, j));
+          }
+      load = std::max(load, topology::axis_max_load(dims[static_cast<std::size_t>(a)], t));
+      longest += far;
+    }
+    finish(TorusPhase{TorusStep::kAllToAll, -1, box.size(), req.size, 1, {}, {}, load, {}}, longest);
+    return out;
+  }
+
+  // A bidirectional ring over the members of a line: each direction's ring carries (k−1)/k of half the data per
+  // edge; the busiest link carries (its edge count) × that.
+  auto ring = [&](TorusStep kind, int a, double held) {
+    const auto& m = box.coords[static_cast<std::size_t>(a)];
+    const std::uint32_t D = dims[static_cast<std::size_t>(a)], k = static_cast<std::uint32_t>(m.size());
+    std::vector<topology::AxisTransfer> t;
+    double hops = 0;
+    for (std::uint32_t i = 0; i < k; ++i) {
+      const std::uint32_t u = m[i], v = m[(i + 1) % k];
+      t.push_back({u, v, 1.0});  // clockwise ring
+      t.push_back({v, u, 1.0});  // counter-clockwise ring
+      hops += topology::axis_distance(D, u, v);
+    }
+    const double edges_on_busiest = topology::axis_max_load(D, t);
+    TorusPhase p{kind, a, k, bytes(held), k - 1, {}, {}, edges_on_busiest * (k - 1.0) / k / 2.0, {}};
+    finish(p, (k - 1.0) * hops / k);  // k−1 steps over edges of hops/k links on average
+  };
+  // Pipelined chains from the root's position both ways round the line (half the buffer each; all of it when
+  // the line has two members), reversed for a reduce.
+  const topology::TorusCoords root = topology::torus_coords(dims, req.gpus[std::min<std::size_t>(req.root, req.gpus.size() - 1)]);
+  auto chains = [&](TorusStep kind, int a) {
+    const auto& m = box.coords[static_cast<std::size_t>(a)];
+    const std::uint32_t D = dims[static_cast<std::size_t>(a)], k = static_cast<std::uint32_t>(m.size());
+    const std::uint32_t r = static_cast<std::uint32_t>(
+        std::lower_bound(m.begin(), m.end(), root[static_cast<std::size_t>(a)]) - m.begin());
+    const std::uint32_t cw = k / 2, ccw = (k - 1) / 2;
+    const double cw_share = ccw > 0 ? 0.5 : 1.0;
+    std::vector<topology::AxisTransfer> t;
+    double hops = 0;
+    for (std::uint32_t j = 0; j < cw; ++j) {
+      const std::uint32_t u = m[(r + j) % k], v = m[(r + j + 1) % k];
+      t.push_back(kind == TorusStep::kBroadcast ? topology::AxisTransfer{u, v, cw_share}
+                                                : topology::AxisTransfer{v, u, cw_share});
+      hops += topology::axis_distance(D, u, v);
+    }
+    for (std::uint32_t j = 0; j < ccw; ++j) {
+      const std::uint32_t u = m[(r + k - j) % k], v = m[(r + k - j - 1) % k];
+      t.push_back(kind == TorusStep::kBroadcast ? topology::AxisTransfer{u, v, 0.5} : topology::AxisTransfer{v, u, 0.5});
+    }
+    finish(TorusPhase{kind, a, k, req.size, cw, {}, {}, topology::axis_max_load(D, t), {}}, hops);
+  };
+
+  const std::array<int, 3> forward = {0, 1, 2}, backward = {2, 1, 0};
+  auto active = [&](int a) { return box.extent(a) > 1; };
+  switch (req.op) {
+    case CollectiveOp::kAllReduce:
+    case CollectiveOp::kReduceScatter: {
+      double cur = S;
+      for (int a : forward)
+        if (active(a)) {
+          ring(TorusStep::kReduceScatter, a, cur);
+          cur /= box.extent(a);
+        }
+      if (req.op == CollectiveOp::kReduceScatter) break;
+      for (int a : backward)
+        if (active(a)) {
+          cur *= box.extent(a);
+          ring(TorusStep::kAllGather, a, cur);
+        }
+      break;
+    }
+    case CollectiveOp::kAllGather: {
+      double cur = S / n;
+      for (int a : backward)
+        if (active(a)) {
+          cur *= box.extent(a);
+          ring(TorusStep::kAllGather, a, cur);
+        }
+      break;
+    }
+    case CollectiveOp::kBroadcast:
+      for (int a : forward)
+        if (active(a)) chains(TorusStep::kBroadcast, a);
+      break;
+    case CollectiveOp::kReduce:
+      for (int a : backward)
+        if (active(a)) chains(TorusStep::kReduce, a);
+      break;
+    default:
+      break;
+  }
+  return out;
+}
+
+namespace {
+
+CollectivePlan torus_plan(const topology::ClusterSpec& cluster, const calibrate::HardwareProfile& profile,
+                          const NcclSettings& settings, const CollectiveRequest& req) {
+  if (settings.protocol && *settings.protocol != Protocol::kSimple)
+    throw InputError("", 0, 0, "nccl.protocol",
+                     std::string(to_string(*settings.protocol)) + " is not available for torus here (ICI collectives "
+                                                                  "have no NCCL protocols; Simple only)");
+  CollectivePlan plan;
+  plan.op = req.op;
+  plan.algorithm = Algorithm::kTorus;
+  plan.protocol = Protocol::kSimple;
+  plan.channels = 1;
+  const std::vector<TorusPhase> phases = torus_phases(cluster, profile, req);
+  Seconds latency = profile.collectives.ring_base_latency, hops, transfer;
+  for (const TorusPhase& p : phases) {
+    latency += p.step_latency + p.hop_latency;
+    hops += p.hop_latency;
+    transfer += p.transfer;
+  }
+  plan.latency = latency;
+  plan.hop_latency = hops;
+  plan.time = req.gpus.size() <= 1 ? seconds(0) : std::max(latency + transfer, settings.launch_overhead);
+  const double alg = transfer.raw() > 0 ? req.size.raw() / transfer.raw() : 0;
+  plan.bus_bandwidth = bytes_per_second(alg * busbw_factor(req.op, static_cast<std::uint32_t>(req.gpus.size())));
+  plan.nccl_model_time = plan.time;
+  return plan;
+}
+
+}  // namespace
+
 std::vector<CollectivePlan> CollectiveModel::candidates(const CollectiveRequest& request) const {
+  if (torus_applies(cluster_, request)) return {torus_plan(cluster_, profile_, NcclSettings{}, request)};
   Evaluator e(cluster_, profile_, settings_, request);
   std::vector<CollectivePlan> out;
   for (Algorithm a : e.algorithms(false))
@@ -504,8 +703,12 @@ std::vector<CollectivePlan> CollectiveModel::candidates(const CollectiveRequest&
 }
 
 CollectivePlan CollectiveModel::plan(const CollectiveRequest& request) const {
-  Evaluator e(cluster_, profile_, settings_, request);
   const bool forced = settings_.algorithm.has_value();
+  // A torus box runs the per-dimension ICI decomposition unless another algorithm is forced (NCCL's ring, over
+  // one ICI link per edge, stays available for comparison).
+  if ((!forced || *settings_.algorithm == Algorithm::kTorus) && torus_applies(cluster_, request))
+    return torus_plan(cluster_, profile_, settings_, request);
+  Evaluator e(cluster_, profile_, settings_, request);
   std::vector<Algorithm> algos = e.algorithms(forced);
   if (forced) {
     const Algorithm want = *settings_.algorithm;

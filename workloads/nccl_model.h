@@ -15,6 +15,22 @@
 //    on H100 (§1.12). At ANALYTICAL fidelity this is the time; at FLOW fidelity the same algorithm runs as
 //    flows on the topology (network_model.h) and the bandwidth comes from max-min sharing instead.
 //
+// On a torus (ScaleUp::kTorus: TPU chips joined by ICI links, no NCCL) a communicator that is a box of the torus
+// (topology/torus.h) runs Algorithm::kTorus, the way TPU ICI collectives are decomposed per dimension:
+//   AllReduce = reduce-scatter along x, then y, then z, then all-gather along z, y, x. Along an axis with k
+//   members per line, each line runs a bidirectional ring: half the data clockwise, half counter-clockwise,
+//   so each ring moves (k−1)/k · S'/2 per edge on its own direction of the links, S' being what a chip holds
+//   entering the reduce-scatter (S on the first axis, S/k_x on the second, S/(k_x·k_y) on the third) or
+//   leaving the all-gather. Per axis: time = (k−1)·α + (k−1)/k · S' / β with β = 2·b (both directions of the
+//   ring; b = one ICI link's bandwidth × the profile's nvlink_bus_efficiency; where the ring's edges share a
+//   link — k = 2, or members that are not neighbours — β = 2·b / the busiest link's edge count) and
+//   α = the profile's nvlink_step_latency (a step over ICI) + the ICI links' latency along one edge.
+//   ReduceScatter and AllGather are the halves; Broadcast (Reduce) pipelines the buffer along each axis in
+//   turn in two chains from (to) the root's line, half each way (≈ S / (2b) per axis); AlltoAll sends every
+//   pair's S/n directly on shortest paths, bounded by the busiest axis's links; Send/Recv takes one path.
+// Plus the profile's ring_base_latency once per call. FLOW runs the same phases as flows on the torus links.
+// A communicator that is not a box (or a forced --algo ring) runs NCCL's ring over one ICI link per edge.
+//
 // Sizes follow nccl-tests: `size` is the buffer nccl-tests prints — count·type for AllReduce, Broadcast,
 // Reduce and Send/Recv; the total (all ranks) for AllGather, ReduceScatter and AlltoAll.
 #pragma once
@@ -33,11 +49,12 @@ namespace clustersim::workloads {
 
 enum class CollectiveOp { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kAllToAll, kSendRecv };
 // kPointToPoint is how NCCL runs AlltoAll and Send/Recv (grouped sends and receives, no tuning table).
-enum class Algorithm { kRing, kTree, kNvls, kCollNet, kHierarchical, kPointToPoint };
+// kTorus is the per-dimension decomposition of TPU ICI collectives (above); it is chosen on every torus box.
+enum class Algorithm { kRing, kTree, kNvls, kCollNet, kHierarchical, kPointToPoint, kTorus };
 enum class Protocol { kLL, kLL128, kSimple };
 
 const char* to_string(CollectiveOp op);  // "allreduce", "reducescatter", ...
-const char* to_string(Algorithm a);      // "ring", "tree", "nvls", "collnet", "hierarchical", "p2p"
+const char* to_string(Algorithm a);      // "ring", "tree", "nvls", "collnet", "hierarchical", "p2p", "torus"
 const char* to_string(Protocol p);       // "LL", "LL128", "Simple"
 // Accepts the names above, nccl-tests' (all_reduce, reduce_scatter, all_gather, alltoall, sendrecv) and
 // NCCL_ALGO/NCCL_PROTO spellings, case-insensitively.
@@ -85,6 +102,25 @@ struct CollectivePlan {
   // bytes): FLOW fidelity inflates its flows by it, so that contention-free FLOW equals ANALYTICAL.
   double wire_factor = 1.0;
 };
+
+// One phase of a collective on a torus box (Algorithm::kTorus), in order.
+enum class TorusStep { kReduceScatter, kAllGather, kBroadcast, kReduce, kAllToAll, kSendRecv };
+struct TorusPhase {
+  TorusStep step = TorusStep::kReduceScatter;
+  int axis = 0;               // 0 = x, 1 = y, 2 = z; −1 for kAllToAll and kSendRecv (all axes at once)
+  std::uint32_t ranks = 1;    // k: members per line along the axis (kAllToAll, kSendRecv: the communicator)
+  Bytes bytes;                // what a chip holds entering a reduce-scatter or leaving an all-gather; the
+                              // buffer of a broadcast/reduce/send; a chip's whole AlltoAll send buffer
+  std::uint32_t steps = 0;    // latency steps: k−1 for a ring phase, the longer chain's hops, 1 for direct sends
+  Seconds step_latency;       // steps × the profile's nvlink_step_latency
+  Seconds hop_latency;        // steps × the ICI links' latency along one edge (the longest route for kAllToAll)
+  double max_link_load = 0;   // bytes on the busiest directed link per byte of `bytes`
+  Seconds transfer;           // bytes · max_link_load / b (b: one ICI link × nvlink_bus_efficiency)
+};
+// The phases of `request` on a torus cluster, or empty when the cluster is no torus or the communicator is no
+// box of it (Send/Recv: any two chips). One chip: empty.
+std::vector<TorusPhase> torus_phases(const topology::ClusterSpec& cluster, const calibrate::HardwareProfile& profile,
+                                     const CollectiveRequest& request);
 
 class CollectiveModel {
  public:

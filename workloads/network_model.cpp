@@ -7,6 +7,7 @@
 
 #include "sim/flow_network.h"
 #include "topology/topology.h"
+#include "topology/torus.h"
 
 namespace clustersim::workloads {
 
@@ -142,6 +143,125 @@ void NetworkModel::start_phase(std::vector<Coflow> flows, Seconds latency, std::
         1.0, f.bound);
 }
 
+void NetworkModel::run_phases(std::shared_ptr<Phases> phases, std::size_t next,
+                              std::shared_ptr<std::function<void()>> done) {
+  if (next == phases->size()) {
+    (*done)();
+    return;
+  }
+  auto& [flows, latency] = (*phases)[next];
+  start_phase(std::move(flows), latency, [this, phases, next, done] { run_phases(phases, next + 1, done); });
+}
+
+void NetworkModel::run_torus(const CollectivePlan& plan, const CollectiveRequest& req, std::function<void()> done) {
+  const topology::ClusterSpec& cluster = impl_->scenario.cluster;
+  const topology::TorusDims& dims = cluster.node.torus;
+  const std::vector<TorusPhase> phases = torus_phases(cluster, impl_->scenario.profile, req);
+  const double wire = plan.wire_factor;
+  const double n = static_cast<double>(req.gpus.size());
+  auto out = std::make_shared<Phases>();
+
+  if (req.op == CollectiveOp::kSendRecv || req.op == CollectiveOp::kAllToAll) {
+    assert(phases.size() == 1);
+    const TorusPhase& p = phases[0];
+    std::vector<Coflow> flows;
+    Seconds longest;
+    if (req.op == CollectiveOp::kSendRecv) {
+      Coflow f;
+      append_route(f.path, req.gpus[0], req.gpus[1], 0, 1, &longest);
+      f.bytes = bytes(p.bytes.raw() * wire);
+      flows.push_back(std::move(f));
+    } else {
+      // Every rank sends S/n to each other rank at once, each pair as kSpread flows of different ECMP keys: the
+      // router spreads a pair over its shortest paths (on a torus a pair has several), which one flow per pair
+      // on one hashed path would not.
+      constexpr std::uint64_t kSpread = 4;
+      for (std::size_t i = 0; i < req.gpus.size(); ++i) {
+        for (std::size_t j = 0; j < req.gpus.size(); ++j) {
+          if (j == i) continue;
+          for (std::uint64_t key = 0; key < kSpread; ++key) {
+            Coflow f;
+            Seconds lat;
+            append_route(f.path, req.gpus[i], req.gpus[j], key, 1, &lat);
+            longest = std::max(longest, lat);
+            f.bytes = bytes(p.bytes.raw() / n / double(kSpread) * wire);
+            flows.push_back(std::move(f));
+          }
+        }
+      }
+    }
+    out->emplace_back(std::move(flows), impl_->scenario.profile.collectives.ring_base_latency + p.step_latency + longest);
+    run_phases(out, 0, std::make_shared<std::function<void()>>(std::move(done)));
+    return;
+  }
+
+  const topology::TorusBox box = *topology::torus_box(dims, req.gpus);
+  const topology::TorusCoords root =
+      topology::torus_coords(dims, req.gpus[std::min<std::size_t>(req.root, req.gpus.size() - 1)]);
+  for (const TorusPhase& p : phases) {
+    const int a = p.axis;
+    const auto ua = static_cast<std::size_t>(a);
+    const auto& m = box.coords[ua];
+    const std::uint32_t k = static_cast<std::uint32_t>(m.size());
+    const std::size_t b = (ua + 1) % 3, c = (ua + 2) % 3;
+    std::vector<Coflow> flows;
+    Seconds link_latency;
+    bool first_line = true;
+    for (std::uint32_t yb : box.coords[b]) {
+      for (std::uint32_t yc : box.coords[c]) {
+        topology::TorusCoords at{};
+        at[b] = yb, at[c] = yc;
+        // Broadcast (axes x, y, z in turn) and Reduce (z, y, x) act on the lines whose coordinates on the axes
+        // still to come are the root's: those that hold (broadcast) or must deliver (reduce) the data.
+        const bool later_b = p.step == TorusStep::kReduce ? b < ua : b > ua;
+        const bool later_c = p.step == TorusStep::kReduce ? c < ua : c > ua;
+        const bool chain = p.step == TorusStep::kBroadcast || p.step == TorusStep::kReduce;
+        if (chain && ((later_b && yb != root[b]) || (later_c && yc != root[c]))) continue;
+        auto chip = [&](std::uint32_t i) {
+          topology::TorusCoords q = at;
+          q[ua] = m[i % k];
+          return topology::torus_chip(dims, q);
+        };
+        Seconds lat;
+        if (!chain) {
+          Coflow cw, ccw;
+          for (std::uint32_t i = 0; i < k; ++i) {
+            append_route(cw.path, chip(i), chip(i + 1), 0, 1, &lat);
+            append_route(ccw.path, chip(i + 1), chip(i), 1, 1, nullptr);
+          }
+          cw.bytes = ccw.bytes = bytes((k - 1.0) / k * p.bytes.raw() / 2.0 * wire);
+          flows.push_back(std::move(cw));
+          flows.push_back(std::move(ccw));
+          if (first_line) link_latency = lat * ((k - 1.0) / k);  // k−1 steps over the k edges' latencies
+        } else {
+          const std::uint32_t r = static_cast<std::uint32_t>(std::lower_bound(m.begin(), m.end(), root[ua]) - m.begin());
+          const std::uint32_t ncw = k / 2, nccw = (k - 1) / 2;
+          const bool reduce = p.step == TorusStep::kReduce;
+          Coflow cw, ccw;
+          for (std::uint32_t j = 0; j < ncw; ++j) {
+            const std::uint32_t u = chip(r + j), v = chip(r + j + 1);
+            append_route(cw.path, reduce ? v : u, reduce ? u : v, 0, 1, &lat);
+          }
+          for (std::uint32_t j = 0; j < nccw; ++j) {
+            const std::uint32_t u = chip(r + k - j), v = chip(r + k - j - 1);
+            append_route(ccw.path, reduce ? v : u, reduce ? u : v, 1, 1, nullptr);
+          }
+          cw.bytes = bytes(p.bytes.raw() * (nccw > 0 ? 0.5 : 1.0) * wire);
+          ccw.bytes = bytes(p.bytes.raw() * 0.5 * wire);
+          flows.push_back(std::move(cw));
+          if (nccw > 0) flows.push_back(std::move(ccw));
+          if (first_line) link_latency = lat;  // the longer chain's links, pipelined
+        }
+        first_line = false;
+      }
+    }
+    Seconds latency = p.step_latency + link_latency;
+    if (out->empty()) latency += impl_->scenario.profile.collectives.ring_base_latency;
+    out->emplace_back(std::move(flows), latency);
+  }
+  run_phases(out, 0, std::make_shared<std::function<void()>>(std::move(done)));
+}
+
 void NetworkModel::run(const CollectivePlan& plan, const CollectiveRequest& req, std::function<void()> done) {
   const std::vector<std::uint32_t>& gpus = req.gpus;
   const std::size_t n = gpus.size();
@@ -152,6 +272,9 @@ void NetworkModel::run(const CollectivePlan& plan, const CollectiveRequest& req,
   const Seconds base = plan.latency - plan.hop_latency;
   std::vector<Coflow> flows;
   switch (plan.algorithm) {
+    case Algorithm::kTorus:
+      run_torus(plan, req, std::move(done));
+      return;
     case Algorithm::kRing: {
       const bool chain = req.op == CollectiveOp::kBroadcast || req.op == CollectiveOp::kReduce;
       std::vector<std::uint32_t> order = gpus;

@@ -15,12 +15,21 @@
 // of the edges' routed links (a link used by two edges of the ring counts twice). After the ring's
 // latency — NCCL's base latency plus per-step latencies along the pipeline (collective_model.h)
 // plus the links' own latencies — its bytes flow at the max-min rate the network grants.
+//
+// Torus (Algorithm::kTorus, nccl_model.h torus_phases): the phases run one after another. A reduce-scatter or
+// all-gather phase along an axis runs, on every line of the box along that axis, two rate-coupled ring
+// flows — clockwise and counter-clockwise over the line's members in coordinate order, each carrying
+// (k−1)/k · S'/2 per edge — so each direction of each ICI link carries one ring where the members are
+// neighbours. Broadcast/Reduce phases are two chain flows per line that holds (or receives) the data;
+// AlltoAll sends each pair's share on its route; Send/Recv its one route. Each phase's latency is its steps'
+// latency plus the routed links' latencies along the steps; the profile's base latency opens the first.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/flow_network.h"
@@ -70,6 +79,9 @@ class NetworkModel {
                  std::vector<sim::LinkId>& path, Seconds& intra, Seconds& inter, std::size_t& intra_edges,
                  std::size_t& inter_edges) const;
   void start_phase(std::vector<Coflow> flows, Seconds latency, std::function<void()> done);
+  void run_torus(const CollectivePlan& plan, const CollectiveRequest& request, std::function<void()> done);
+  using Phases = std::vector<std::pair<std::vector<Coflow>, Seconds>>;  // flows and latency, in order
+  void run_phases(std::shared_ptr<Phases> phases, std::size_t next, std::shared_ptr<std::function<void()>> done);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,0 +1,252 @@
+// TPU-style collectives on a torus (Algorithm::kTorus, workloads/nccl_model.h): per-dimension times against
+// closed forms derived here by hand, FLOW against ANALYTICAL, degenerate tori, and the TPU v4 profile.
+//
+// Figures used throughout (calibrate/profiles/tpu-v4.textproto, topology/presets/tpu-v4-cube.textproto):
+//   ICI link 50 GB/s per direction; nvlink_bus_efficiency 0.9  =>  b = 45e9 B/s per direction of a link
+//   ring_base_latency 5 µs per call; nvlink_step_latency α = 1 µs per ring step
+#include <doctest/doctest.h>
+
+#include <numeric>
+#include <string>
+
+#include "calibrate/hardware_profile.h"
+#include "sim/input_error.h"
+#include "topology/topology.h"
+#include "topology/torus.h"
+#include "workloads/collective_engine.h"
+#include "workloads/nccl_model.h"
+#include "workloads/scenario.h"
+
+using namespace clustersim;
+using namespace clustersim::workloads;
+
+namespace {
+
+// A torus cluster as the tpu-v4-cube preset builds it: 4 chips per tray, 50 GB/s per ICI link and direction,
+// nvlink_per_direction = links per chip x 50 GB/s.
+topology::ClusterSpec torus(std::uint32_t x, std::uint32_t y, std::uint32_t z, double hop_us = 0) {
+  topology::ClusterSpec c;
+  const std::uint32_t chips = x * y * z;
+  c.gpus_per_node = chips % 4 == 0 ? 4 : chips;
+  c.nodes = chips / c.gpus_per_node;
+  c.gpu = "TPUv4";
+  c.node.preset = "tpu-v4-cube";
+  c.node.scale_up = topology::ScaleUp::kTorus;
+  c.node.nics_per_node = 0;
+  c.node.torus = {x, y, z};
+  c.nvlink_per_direction = GBps(50.0 * topology::torus_links_per_chip(c.node.torus));
+  c.nvlink_hop_latency = microseconds(hop_us);
+  return c;
+}
+
+std::vector<std::uint32_t> chips(std::initializer_list<std::uint32_t> list) { return list; }
+std::vector<std::uint32_t> first(std::uint32_t n) {
+  std::vector<std::uint32_t> v(n);
+  std::iota(v.begin(), v.end(), 0u);
+  return v;
+}
+
+Scenario scenario(const topology::ClusterSpec& c, Fidelity f) {
+  Scenario s;
+  s.name = "torus test";
+  s.cluster = c;
+  s.profile = calibrate::load_profile("tpu-v4");
+  s.profile_ref = "tpu-v4";
+  s.fidelity = f;
+  return s;
+}
+
+const calibrate::HardwareProfile& tpu() {
+  static const calibrate::HardwareProfile p = calibrate::load_profile("tpu-v4");
+  return p;
+}
+
+constexpr double kB = 45e9;  // b: one ICI link, one direction, after the 0.9 efficiency
+
+}  // namespace
+
+TEST_CASE("TPU v4 profile loads by name with its published figures") {
+  const calibrate::HardwareProfile p = calibrate::load_profile("tpu-v4");
+  CHECK(p.origin == "built-in");
+  CHECK(p.gpu.gpu == "TPUv4");  // the tpu-v4-cube preset's chip name
+  // Google Cloud TPU v4 documentation / Jouppi et al. 2023: 275 TFLOP/s bf16, 32 GiB HBM2 at 1200 GB/s.
+  CHECK(p.gpu.peak_bf16.raw() == doctest::Approx(275e12));
+  CHECK(p.gpu.hbm_bandwidth.raw() == doctest::Approx(1200e9));
+  CHECK(p.gpu.memory_capacity.raw() == doctest::Approx(32.0 * 1073741824.0));
+  // Derived: XLA's 3-pass (HIGH) and 6-pass (HIGHEST) bf16 f32 matmuls: 275/3 = 91.7, 275/6 = 45.8 TFLOP/s.
+  CHECK(p.gpu.peak_tf32.raw() == doctest::Approx(91.7e12));
+  CHECK(p.gpu.peak_fp32.raw() == doctest::Approx(45.8e12));
+  CHECK(p.gpu.gemm_table.empty());  // no measured curve: one assumed efficiency
+  CHECK_FALSE(p.collectives.nccl.present);  // ICI has no NCCL tuning table
+  CHECK(p.collectives.nvlink_bus_efficiency == doctest::Approx(0.9));
+  const auto names = calibrate::builtin_profile_names();
+  CHECK(std::find(names.begin(), names.end(), "tpu-v4") != names.end());
+}
+
+TEST_CASE("axis link loads: rings, two-member lines and ties") {
+  using topology::AxisTransfer;
+  // Bidirectional ring over all 4 positions of a 4-cycle: each directed link carries one edge.
+  const std::vector<AxisTransfer> ring4 = {{0, 1, 1}, {1, 2, 1}, {2, 3, 1}, {3, 0, 1},
+                                           {1, 0, 1}, {2, 1, 1}, {3, 2, 1}, {0, 3, 1}};
+  CHECK(topology::axis_max_load(4, ring4) == doctest::Approx(1.0));
+  // Axis of 2 (one cable): both rings' edges 0->1 share the link 0->1.
+  CHECK(topology::axis_max_load(2, std::vector<AxisTransfer>{{0, 1, 1}, {1, 0, 1}, {1, 0, 1}, {0, 1, 1}}) ==
+        doctest::Approx(2.0));
+  // 0 -> 2 on a 4-cycle: 2 hops either way, split evenly: 0.5 on each of the four links used.
+  CHECK(topology::axis_max_load(4, std::vector<AxisTransfer>{{0, 2, 1}}) == doctest::Approx(0.5));
+  // 0 -> 3 on a 4-cycle: 1 hop backwards (wraparound), not 3 forwards.
+  CHECK(topology::axis_distance(4, 0, 3) == 1);
+  CHECK(topology::axis_distance(2, 0, 1) == 1);
+}
+
+TEST_CASE("torus AllReduce time per dimension on a 4x4x4 slice (ANALYTICAL closed form)") {
+  const auto c = torus(4, 4, 4, /*hop_us=*/0.5);
+  const Bytes S = MiB(64);  // 67,108,864 B
+  const CollectiveRequest req{CollectiveOp::kAllReduce, first(64), S, 0};
+  const std::vector<TorusPhase> ph = torus_phases(c, tpu(), req);
+  // Reduce-scatter along x, y, z, then all-gather along z, y, x; k = 4 on every axis.
+  REQUIRE(ph.size() == 6);
+  const int axes[] = {0, 1, 2, 2, 1, 0};
+  for (int i = 0; i < 6; ++i) {
+    CHECK(ph[i].axis == axes[i]);
+    CHECK(ph[i].ranks == 4);
+    CHECK(ph[i].steps == 3);  // k − 1 ring steps
+    CHECK(ph[i].step == (i < 3 ? TorusStep::kReduceScatter : TorusStep::kAllGather));
+  }
+  // What a chip holds entering RS / leaving AG: S on x, S/4 on y, S/16 on z.
+  CHECK(ph[0].bytes.raw() == doctest::Approx(67108864.0));
+  CHECK(ph[1].bytes.raw() == doctest::Approx(16777216.0));
+  CHECK(ph[2].bytes.raw() == doctest::Approx(4194304.0));
+  CHECK(ph[3].bytes.raw() == doctest::Approx(4194304.0));
+  CHECK(ph[5].bytes.raw() == doctest::Approx(67108864.0));
+  // Per dimension the bidirectional ring moves (k−1)/k · S' over β = 2b = 90e9 B/s:
+  //   x: 3/4 · 67,108,864 / 90e9 = 559.2405 µs;  y: 3/4 · 16,777,216 / 90e9 = 139.8101 µs;
+  //   z: 3/4 · 4,194,304 / 90e9 = 34.9525 µs (the same again for the all-gathers).
+  CHECK(to_us(ph[0].transfer) == doctest::Approx(559.2405).epsilon(1e-6));
+  CHECK(to_us(ph[1].transfer) == doctest::Approx(139.8101).epsilon(1e-6));
+  CHECK(to_us(ph[2].transfer) == doctest::Approx(34.9525).epsilon(1e-6));
+  CHECK(to_us(ph[5].transfer) == doctest::Approx(559.2405).epsilon(1e-6));
+  // Latency per phase: 3 steps × (α 1 µs + one 0.5 µs ICI link) = 4.5 µs; 2(k−1) = 6 steps per dimension.
+  CHECK(to_us(ph[0].step_latency) == doctest::Approx(3.0));
+  CHECK(to_us(ph[0].hop_latency) == doctest::Approx(1.5));
+  // Whole call: 5 µs base + 6 phases × 4.5 µs = 32 µs, plus 2 · (63/64) · S / 90e9
+  //   = 1.96875 · 67,108,864 / 90e9 = 1468.0064 µs  =>  1500.0064 µs.
+  const CollectivePlan plan = CollectiveModel(c, tpu()).plan(req);
+  CHECK(plan.algorithm == Algorithm::kTorus);
+  CHECK(plan.protocol == Protocol::kSimple);
+  CHECK(to_us(plan.latency) == doctest::Approx(32.0));
+  CHECK(to_us(plan.hop_latency) == doctest::Approx(9.0));
+  CHECK(to_us(plan.time) == doctest::Approx(1500.0064).epsilon(1e-6));
+  // And the same number through the ANALYTICAL engine.
+  CHECK(to_us(run_collective(scenario(c, Fidelity::kAnalytical), req).time) ==
+        doctest::Approx(1500.0064).epsilon(1e-6));
+}
+
+TEST_CASE("torus ReduceScatter, AllGather, Broadcast and AlltoAll closed forms on 4x4x4") {
+  const auto c = torus(4, 4, 4);
+  const CollectiveModel m(c, tpu());
+  const Bytes S = MiB(64);  // nccl-tests size: the total for ReduceScatter/AllGather/AlltoAll
+  // ReduceScatter = the AllReduce's first half: 5 µs + 9 steps × 1 µs + (63/64) · S / 90e9 = 14 + 734.0032 µs.
+  CHECK(to_us(m.plan({CollectiveOp::kReduceScatter, first(64), S, 0}).time) == doctest::Approx(748.0032).epsilon(1e-6));
+  // AllGather along z, y, x from S/64 per chip: z leaves S/16, y S/4, x S: the same bytes as the RS, reversed.
+  const auto ag = torus_phases(c, tpu(), {CollectiveOp::kAllGather, first(64), S, 0});
+  REQUIRE(ag.size() == 3);
+  CHECK(ag[0].axis == 2);
+  CHECK(ag[0].bytes.raw() == doctest::Approx(4194304.0));
+  CHECK(ag[2].bytes.raw() == doctest::Approx(67108864.0));
+  CHECK(to_us(m.plan({CollectiveOp::kAllGather, first(64), S, 0}).time) == doctest::Approx(748.0032).epsilon(1e-6));
+  // Broadcast from chip 0, per axis two pipelined chains (2 hops clockwise, 1 counter-clockwise), S/2 each:
+  //   S/2 / b = 33,554,432 / 45e9 = 745.6540 µs per axis; latency 2 steps × 1 µs per axis; 5 µs base.
+  //   3 × 745.6540 + 6 + 5 = 2247.9621 µs.
+  CHECK(to_us(m.plan({CollectiveOp::kBroadcast, first(64), S, 0}).time) == doctest::Approx(2247.9621).epsilon(1e-6));
+  // AlltoAll: each pair S/64 on shortest paths. Along one axis a directed link carries 32 pairs' shares
+  // (4 lines' worth of 16 pairs per (i, j); distances 1, 2, 1 on a 4-cycle, 2 split evenly): 32/64 · S / b
+  //   = 33,554,432 / 45e9 = 745.6540 µs; + 5 µs base + 1 step + 0 link latency = 751.6540 µs.
+  CHECK(to_us(m.plan({CollectiveOp::kAllToAll, first(64), S, 0}).time) == doctest::Approx(751.6540).epsilon(1e-6));
+}
+
+TEST_CASE("1-D torus: the per-dimension algorithm degenerates to one bidirectional ring") {
+  // 8 chips in a ring (torus 8x1x1, 2 ICI links per chip). AllReduce = RS + AG over k = 8 on one axis:
+  //   2 · (7/8) · S / (2b) = 7/8 · S / 45e9;  S = 8 MiB: 7/8 · 8,388,608 / 45e9 = 7,340,032 / 45e9 = 163.1118 µs
+  //   latency 5 µs + 2 · 7 steps × 1 µs = 19 µs  =>  182.1118 µs.
+  // (The classic unidirectional ring, 2(n−1)/n · S / b, takes twice the transfer time: 326.2236 µs.)
+  const auto ring8 = torus(8, 1, 1);
+  const CollectiveRequest req{CollectiveOp::kAllReduce, first(8), MiB(8), 0};
+  const CollectivePlan p = CollectiveModel(ring8, tpu()).plan(req);
+  CHECK(p.algorithm == Algorithm::kTorus);
+  CHECK(torus_phases(ring8, tpu(), req).size() == 2);
+  CHECK(to_us(p.time) == doctest::Approx(182.1118).epsilon(1e-6));
+  CHECK(to_us(run_collective(scenario(ring8, Fidelity::kFlow), req).time) == doctest::Approx(182.1118).epsilon(1e-6));
+
+  // Two chips (torus 2x1x1): one cable, so both directions of the "ring" share each direction of it.
+  // RS: each chip sends S/2 over the link; AG the same: S / b = 8,388,608 / 45e9 = 186.4135 µs
+  //   + 5 µs + 2 steps × 1 µs = 193.4135 µs.
+  const auto pair = torus(2, 1, 1);
+  const CollectiveRequest two{CollectiveOp::kAllReduce, first(2), MiB(8), 0};
+  CHECK(to_us(CollectiveModel(pair, tpu()).plan(two).time) == doctest::Approx(193.4135).epsilon(1e-6));
+  CHECK(to_us(run_collective(scenario(pair, Fidelity::kFlow), two).time) == doctest::Approx(193.4135).epsilon(1e-6));
+}
+
+TEST_CASE("torus FLOW agrees with ANALYTICAL within 5% from 1 MiB (contention-free)") {
+  const auto c = torus(4, 4, 4, 0.5);
+  const Scenario flow = scenario(c, Fidelity::kFlow), analytical = scenario(c, Fidelity::kAnalytical);
+  const std::vector<std::vector<std::uint32_t>> comms = {
+      first(64),                    // the whole slice: x, y, z
+      chips({0, 1, 2, 3}),          // one x line (a TP group of tp 4)
+      chips({0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60}),  // x = 0, the y-z plane (DP group)
+      first(16),                    // the z = 0 plane
+  };
+  for (const auto& gpus : comms) {
+    for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kReduceScatter, CollectiveOp::kAllGather,
+                            CollectiveOp::kBroadcast, CollectiveOp::kReduce}) {
+      for (double mib : {1.0, 16.0, 256.0}) {
+        const CollectiveRequest req{op, gpus, MiB(mib), 1};
+        const double a = run_collective(analytical, req).time.raw();
+        const double f = run_collective(flow, req).time.raw();
+        INFO(to_string(op), " on ", gpus.size(), " chips, ", mib, " MiB: analytical ", a * 1e6, " us, flow ", f * 1e6,
+             " us");
+        CHECK(run_collective(flow, req).plan.algorithm == Algorithm::kTorus);
+        CHECK(f == doctest::Approx(a).epsilon(0.05));
+      }
+    }
+  }
+}
+
+TEST_CASE("torus algorithm choice: boxes only, ring when forced or not a box; GPU clusters never") {
+  const auto c = torus(4, 4, 4);
+  const CollectiveModel m(c, tpu());
+  // Chips 0..5 are x line y=0 plus two chips of y=1: not a box, so NCCL's ring over one ICI link per edge:
+  // 2 · 5/6 · S / b (ring Simple latency 5 µs + 10 steps × 1 µs) for S = 6 MiB:
+  //   (5/3) · 6,291,456 / 45e9 = 233.0169 µs + 15 µs = 248.0169 µs.
+  const CollectivePlan ring = m.plan({CollectiveOp::kAllReduce, first(6), MiB(6), 0});
+  CHECK(ring.algorithm == Algorithm::kRing);
+  CHECK(to_us(ring.time) == doctest::Approx(248.0169).epsilon(1e-6));
+  // Forced ring on a box is allowed (for comparison); a forced protocol other than Simple is not.
+  NcclSettings forced_ring;
+  forced_ring.algorithm = Algorithm::kRing;
+  CHECK(CollectiveModel(c, tpu(), forced_ring).plan({CollectiveOp::kAllReduce, first(64), MiB(1), 0}).algorithm ==
+        Algorithm::kRing);
+  NcclSettings ll;
+  ll.protocol = Protocol::kLL;
+  CHECK_THROWS_AS(CollectiveModel(c, tpu(), ll).plan({CollectiveOp::kAllReduce, first(64), MiB(1), 0}), InputError);
+  CHECK(parse_algorithm("TORUS") == Algorithm::kTorus);
+  CHECK(std::string(to_string(Algorithm::kTorus)) == "torus");
+  // On a GPU cluster torus cannot be forced, and NCCL's choice never yields it.
+  topology::ClusterSpec gpu;
+  gpu.nodes = 2;
+  gpu.gpus_per_node = 8;
+  gpu.nvlink_per_direction = GBps(300);
+  gpu.nic_per_direction = Gbitps(200);
+  const auto a100 = calibrate::load_profile("a100-sxm4-80gb");
+  NcclSettings forced_torus;
+  forced_torus.algorithm = Algorithm::kTorus;
+  CHECK_THROWS_AS(CollectiveModel(gpu, a100, forced_torus).plan({CollectiveOp::kAllReduce, first(16), MiB(1), 0}),
+                  InputError);
+  for (double mib : {0.001, 1.0, 256.0})
+    CHECK(CollectiveModel(gpu, a100).plan({CollectiveOp::kAllReduce, first(16), MiB(mib), 0}).algorithm !=
+          Algorithm::kTorus);
+  // Send/Recv between any two chips: one route. Chip 0 -> 21 = (1,1,1): 3 hops; S / b + 5 µs + 1 step.
+  //   1 MiB: 1,048,576 / 45e9 = 23.3017 µs + 6 µs = 29.3017 µs.
+  CHECK(to_us(m.plan({CollectiveOp::kSendRecv, chips({0, 21}), MiB(1), 0}).time) ==
+        doctest::Approx(29.3017).epsilon(1e-6));
+}

@@ -6,6 +6,7 @@
 
 #include "cli/calibrate_command.h"
 #include "cli/collective_command.h"
+#include "cli/compare_command.h"
 #include "cli/plan_command.h"
 #include "cli/run_command.h"
 #include "cli/sweep_command.h"
@@ -33,7 +34,11 @@ constexpr const char* kUsage =
     "  plan SCENARIO --tokens T (--deadline-days D | --gpus N)\n"
     "                   GPUs needed for a token budget by a deadline (or days on N GPUs): cost, energy,\n"
     "                   goodput with failures and Young/Daly checkpointing\n"
+    "  compare A B [C ...]\n"
+    "                   simulate scenarios and print them side by side with the differences to A (time,\n"
+    "                   breakdown, tokens/s, MFU, memory, time to train, GPU-hours, cost)\n"
     "\n"
+    "run and compare take --report FILE.html (one self-contained file with charts) or FILE.md (Markdown).\n"
     "clustersim <command> --help shows the options of a command.\n";
 
 }  // namespace
@@ -58,6 +63,7 @@ int main(int argc, char** argv) {
     if (command == "validate") return clustersim::cli::validate_command(args, std::cout);
     if (command == "sweep") return clustersim::cli::sweep_command(args, std::cout);
     if (command == "plan") return clustersim::cli::plan_command(args, std::cout);
+    if (command == "compare") return clustersim::cli::compare_command(args, std::cout, clustersim::cli::colour_for_stdout());
     std::cerr << "error: command line: unknown command '" << command << "'\n" << kUsage;
     return 2;
   } catch (const clustersim::InputError& e) {

@@ -2,9 +2,11 @@
 
 #include <boost/program_options.hpp>
 #include <filesystem>
+#include <optional>
 #include <ostream>
 
 #include "cli/command_line.h"
+#include "cli/html_report.h"
 #include "cli/report.h"
 #include "cli/scenario_loader.h"
 #include "sim/input_error.h"
@@ -29,13 +31,18 @@ int run_command(const std::vector<std::string>& args, std::ostream& out) {
       "write per-link utilisation as JSON (FLOW fidelity): bytes, busy fraction, peak concurrent flows")(
       "links-csv", po::value<std::string>()->value_name("FILE"), "the same as CSV")(
       "resolved", po::value<std::string>()->value_name("FILE"),
-      "write the scenario with every default filled in (text format)");
+      "write the scenario with every default filled in (text format)")(
+      "report", po::value<std::string>()->value_name("FILE"),
+      "write a report: FILE.html (one self-contained file: configuration, time breakdown per job and stage, "
+      "memory against capacity, a timeline excerpt, busiest links) or FILE.md (Markdown, the same tables)");
   const ParsedCommand parsed = parse_command(args, named, "run");
   const po::variables_map& vm = parsed.options;
   if (vm.count("help")) {
     out << named << "\n";
     return 0;
   }
+  std::optional<ReportFormat> report;
+  if (vm.count("report")) report = report_format(vm["report"].as<std::string>());
   const workloads::Scenario scenario = load_scenario_argument(parsed, "run");
 
   if ((vm.count("links") || vm.count("links-csv")) && scenario.fidelity != workloads::Fidelity::kFlow)
@@ -49,6 +56,8 @@ int run_command(const std::vector<std::string>& args, std::ostream& out) {
   sim::ChromeTraceWriter trace(std::move(labels));
   std::vector<sim::TraceSink*> sinks;
   if (vm.count("trace")) sinks.push_back(&trace);
+  TimelineRecorder timeline(report ? timeline_gpus(scenario) : std::vector<std::uint32_t>{});
+  if (report) sinks.push_back(&timeline);
 
   const workloads::ScenarioResult result =
       workloads::simulate_scenario(scenario, sinks, vm.count("trace") ? &trace : nullptr);
@@ -58,6 +67,7 @@ int run_command(const std::vector<std::string>& args, std::ostream& out) {
   if (vm.count("trace")) write_file_atomically(vm["trace"].as<std::string>(), trace.json());
   if (vm.count("links")) write_file_atomically(vm["links"].as<std::string>(), link_usage_json(result));
   if (vm.count("links-csv")) write_file_atomically(vm["links-csv"].as<std::string>(), link_usage_csv(result));
+  if (report) write_file_atomically(vm["report"].as<std::string>(), run_report(scenario, result, &timeline, *report));
   if (vm.count("resolved")) {
     const std::string path = vm["resolved"].as<std::string>();
     workloads::Scenario resolved = scenario;

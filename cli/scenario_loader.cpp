@@ -305,8 +305,6 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
     out.moe_capacity_factor = positive(in, pre + "parallel.moe_capacity_factor", true, p.moe_capacity_factor(), "x");
   if (p.has_moe_token_skew())
     out.moe_token_skew = non_negative(in, pre + "parallel.moe_token_skew", true, p.moe_token_skew(), "x");
-  if (fw == workloads::Framework::kFsdp || fw == workloads::Framework::kDeepSpeed)
-    in.fail(pre + "parallel.framework", std::string(workloads::to_string(fw)) + " is not simulated yet");
   if (fw == workloads::Framework::kDataParallel || fw == workloads::Framework::kHorovod)
     in.fail(pre + "parallel.framework", std::string(workloads::to_string(fw)) + " is not simulated yet");
   if (out.cp > 1) in.fail(pre + "parallel.cp", "context parallelism is not simulated yet");

@@ -8,6 +8,7 @@
 #include "sim/executor.h"
 #include "workloads/collective_engine.h"
 #include "workloads/megatron_graph.h"
+#include "workloads/zero_graph.h"
 #include "workloads/network_model.h"
 #include "workloads/compute_model.h"
 
@@ -68,8 +69,12 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
   sim::TaskGraph graph;
   std::vector<JobGraph> job_graphs;
   for (const Job& job : sc.jobs)
-    job_graphs.push_back(job.parallel.megatron() ? build_megatron_job(sc, job, graph, collectives)
-                                                 : build_ddp_job(sc, job, graph, collectives));
+    switch (job.parallel.effective_framework()) {
+      case Framework::kMegatron: job_graphs.push_back(build_megatron_job(sc, job, graph, collectives)); break;
+      case Framework::kFsdp:
+      case Framework::kDeepSpeed: job_graphs.push_back(build_zero_job(sc, job, graph, collectives)); break;
+      default: job_graphs.push_back(build_ddp_job(sc, job, graph, collectives)); break;
+    }
 
   sim::Executor executor(simulation, graph, &collectives);
   executor.start();
@@ -180,6 +185,9 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
         MemoryEstimate e = estimate_memory(job.model, mc, sc.profile.gpu.memory_capacity);
         if (stage == 0 || e.peak > r.memory.peak) r.memory = std::move(e);
       }
+    } else if (job.parallel.effective_framework() == Framework::kFsdp ||
+               job.parallel.effective_framework() == Framework::kDeepSpeed) {
+      r.memory = estimate_zero_memory(sc, job);
     } else {
       r.memory = estimate_ddp_memory(job, sc.profile.gpu);
     }

@@ -1,0 +1,174 @@
+// ZeRO / FSDP sharded data parallelism (workloads/zero_graph.h): communication volume, the step's
+// critical path, and memory, with the expected numbers derived in the comments.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+
+#include "cli/scenario_loader.h"
+#include "sim/input_error.h"
+#include "workloads/collective_engine.h"
+#include "workloads/compute_model.h"
+#include "workloads/input_pipeline.h"
+#include "workloads/iteration_result.h"
+#include "workloads/nccl_model.h"
+#include "workloads/transformer_ops.h"
+#include "workloads/zero_graph.h"
+
+using namespace clustersim;
+using namespace clustersim::workloads;
+
+namespace {
+
+const std::string kModel = "model { layers: 4 hidden: 1024 heads: 16 vocab: 32000 seq_len: 1024 }\n";
+
+Scenario scenario(const std::string& parallel, std::uint32_t nodes, std::uint32_t per_node,
+                  const std::string& model = kModel) {
+  Scenario sc = cli::load_scenario_text(
+      "cluster { nodes: " + std::to_string(nodes) + " gpus_per_node: " + std::to_string(per_node) +
+          " gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 300 nic_gbits_per_s_per_direction: 200 }\n"
+          "profile: \"a100-sxm4-80gb\"\n" + model + "parallel { " + parallel + " }\ntraining { samples: 1000 }\n",
+      "zero.textproto", false, "");
+  sc.fidelity = Fidelity::kAnalytical;
+  return sc;
+}
+
+struct Volume {
+  double allgather = 0, reducescatter = 0, allreduce = 0;  // elements (bytes / element size)
+  std::map<std::string, int> count;
+};
+
+Volume volume(const Scenario& sc, double element) {
+  sim::Simulation s;
+  CollectiveEngine engine(s, sc, nullptr);
+  sim::TaskGraph g;
+  const Job& job = sc.jobs[0];
+  const JobGraph it = job.parallel.megatron() ? JobGraph{} : (job.parallel.effective_framework() == Framework::kPytorchDdp
+                                                                   ? build_ddp_job(sc, job, g, engine)
+                                                                   : build_zero_job(sc, job, g, engine));
+  Volume v;
+  for (sim::TaskId t = 0; t < g.size(); ++t) {
+    const sim::TaskLabel& l = g.label(t);
+    if (l.category != kCategoryDpComm) continue;
+    double size = 0;
+    for (const sim::TaskArg& a : l.args)
+      if (a.key == "bytes") size = a.number / element;
+    const std::string kind = l.name.substr(0, l.name.find('.'));
+    ++v.count[kind];
+    if (kind == "allgather") v.allgather += size;
+    if (kind == "reducescatter") v.reducescatter += size;
+    if (kind == "allreduce") v.allreduce += size;
+  }
+  return v;
+}
+
+std::string error_of(const std::string& parallel) {
+  try {
+    scenario(parallel, 1, 2);
+  } catch (const InputError& e) {
+    return e.message();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("FSDP FULL_SHARD moves 3 parameter volumes per step against DDP's 2") {
+  // Ψ parameters, root unit (embeddings, final norm; tied head) Ψ_r. Per micro-batch FSDP all-gathers
+  // every unit for the forward (Ψ), the blocks again for the backward (Ψ − Ψ_r: the root is not resharded
+  // after the forward) and reduce-scatters every unit's gradients (Ψ): 3Ψ − Ψ_r elements. DDP all-reduces
+  // Ψ gradient elements, 2Ψ on the wire (reduce-scatter + all-gather halves of the ring).
+  const Scenario fsdp = scenario("dp: 4 micro_batch: 1 framework: FSDP", 1, 4);
+  const Scenario ddp = scenario("dp: 4 micro_batch: 1", 1, 4);
+  const double psi = fsdp.jobs[0].model.parameter_count();
+  // Root: word embeddings 32000·1024 + positions 1024·1024 + final norm 2·1024.
+  const double root = 32000.0 * 1024 + 1024.0 * 1024 + 2 * 1024;
+  const Volume f = volume(fsdp, 2), d = volume(ddp, 4);
+  CHECK(f.count.at("allgather") == 5 + 4);  // 4 blocks + root forward, 4 blocks backward
+  CHECK(f.count.at("reducescatter") == 5);
+  CHECK(f.allgather == doctest::Approx(2 * psi - root));
+  CHECK(f.reducescatter == doctest::Approx(psi));
+  CHECK(d.allreduce == doctest::Approx(psi));
+  // Wire elements per rank, (d − 1)/d of each AG/RS, 2(d − 1)/d of an AllReduce: 3Ψ − Ψ_r vs 2Ψ (× 3/4).
+  CHECK((f.allgather + f.reducescatter) * 3 / 4 == doctest::Approx((3 * psi - root) * 3 / 4));
+  CHECK(d.allreduce * 2 * 3 / 4 == doctest::Approx(2 * psi * 3 / 4));
+  // Two micro-batches: FSDP gathers and reduces every micro-batch; DDP only reduces after the last.
+  const Volume f2 = volume(scenario("dp: 4 micro_batch: 1 grad_accum: 2 framework: FSDP", 1, 4), 2);
+  CHECK(f2.allgather == doctest::Approx(2 * f.allgather));
+  CHECK(f2.reducescatter == doctest::Approx(2 * f.reducescatter));
+}
+
+TEST_CASE("DeepSpeed ZeRO-1: reduce-scatter after the backward, step the shard, all-gather the parameters") {
+  // 2 GPUs, ANALYTICAL, one micro-batch. ZeRO-1's step is: input copy h, forward and backward F, one
+  // reduce-scatter of Ψ·2 B (Ψ < 5e8 elements: one bucket), the optimizer over Ψ/2 fp32 parameters
+  // (4 + 8 + 16 = 28 B each), and one all-gather of Ψ·2 B. DDP's compute stream holds F and its
+  // optimizer over Ψ, so F = compute(DDP) − opt(Ψ).
+  const Scenario z1 = scenario("dp: 2 micro_batch: 1 framework: DEEPSPEED zero_stage: 1", 1, 2);
+  const Scenario ddp = scenario("dp: 2 micro_batch: 1", 1, 2);
+  const ScenarioResult a = simulate_scenario(z1), b = simulate_scenario(ddp);
+  const double psi = z1.jobs[0].model.parameter_count();
+  const auto& gpu = z1.profile.gpu;
+  const double opt_full = op_time(optimizer_op(psi), gpu, Precision::kBF16).raw();
+  const double opt_half = op_time(optimizer_op(psi / 2), gpu, Precision::kBF16).raw();
+  const double F = b.jobs[0].breakdown.compute.raw() - opt_full;
+  const CollectiveModel model(z1.cluster, z1.profile);
+  const double rs = model.plan({CollectiveOp::kReduceScatter, {0, 1}, bytes(2 * psi), 0}).time.raw();
+  const double ag = model.plan({CollectiveOp::kAllGather, {0, 1}, bytes(2 * psi), 0}).time.raw();
+  const double h = micro_batch_input_bytes(z1.jobs[0].model, 1).raw() / 24e9;
+  CHECK(a.jobs[0].iteration_time.raw() == doctest::Approx(h + F + rs + opt_half + ag).epsilon(1e-9));
+  CHECK(a.jobs[0].breakdown.exposed_comm.raw() == doctest::Approx(rs + ag).epsilon(1e-9));
+}
+
+TEST_CASE("FSDP: all-gathers run ahead of the compute; only the first ones are exposed when compute dominates") {
+  // On one node the per-block all-gathers (≈ 12.6M params · 2 B = 25 MB at ~200 GB/s ≈ 0.13 ms) are
+  // shorter than a block's forward, so after the root's and the first block's all-gathers the rest hide
+  // behind compute; the exposed communication is at least the root's all-gather and well below the sum.
+  const Scenario sc = scenario("dp: 2 micro_batch: 8 framework: FSDP", 1, 2);
+  const ScenarioResult r = simulate_scenario(sc);
+  const Volume v = volume(sc, 2);
+  const CollectiveModel model(sc.cluster, sc.profile);
+  const double root = 32000.0 * 1024 + 1024.0 * 1024 + 2 * 1024;
+  const double ag_root = model.plan({CollectiveOp::kAllGather, {0, 1}, bytes(2 * root), 0}).time.raw();
+  const double all_comm = model.plan({CollectiveOp::kAllGather, {0, 1}, bytes(2 * v.allgather), 0}).time.raw() +
+                          model.plan({CollectiveOp::kReduceScatter, {0, 1}, bytes(2 * v.reducescatter), 0}).time.raw();
+  CHECK(r.jobs[0].breakdown.exposed_comm.raw() >= ag_root);
+  CHECK(r.jobs[0].breakdown.exposed_comm.raw() < 0.5 * all_comm);
+}
+
+TEST_CASE("ZeRO memory per GPU follows Rajbhandari et al.'s bytes per parameter") {
+  // 64 GPUs (8 nodes x 8). Model states per parameter, mixed-precision Adam: stage 1 4 + 12/64, stage 2
+  // 2 + 14/64, stage 3 16/64 (the paper's 7.5B example: 31.4, 16.6, 1.9 GB).
+  for (const auto& [stage, expected] : {std::pair{1, 4 + 12.0 / 64}, {2, 2 + 14.0 / 64}, {3, 16.0 / 64}}) {
+    CAPTURE(stage);
+    const Scenario sc = scenario("dp: 64 micro_batch: 1 framework: DEEPSPEED zero_stage: " + std::to_string(stage), 8, 8);
+    const MemoryEstimate m = estimate_zero_memory(sc, sc.jobs[0]);
+    double states = 0;
+    for (const MemoryPart& p : m.parts)
+      if (p.name.rfind("weights", 0) == 0 || p.name.rfind("gradients", 0) == 0 || p.name.rfind("optimizer", 0) == 0)
+        states += p.size.raw();
+    CHECK(states / sc.jobs[0].model.parameter_count() == doctest::Approx(expected));
+  }
+  // Hybrid sharding shards within the node only: 16/8 bytes per parameter.
+  const Scenario hy = scenario("dp: 64 micro_batch: 1 framework: FSDP hybrid_shard: true", 8, 8);
+  CHECK(zero_shard_ranks(hy, hy.jobs[0]) == 8);
+}
+
+TEST_CASE("hybrid sharding: reduce-scatter within the node, all-reduce of the shard across nodes") {
+  // 2 nodes x 2 GPUs: per unit one reduce-scatter per node and one all-reduce per replica pair of the
+  // 1/2 shard; so all-reduce elements = reduce-scatter elements / 2 per replica group x 2 groups.
+  const Scenario sc = scenario("dp: 4 micro_batch: 1 framework: FSDP hybrid_shard: true", 2, 2);
+  const Volume v = volume(sc, 2);
+  CHECK(v.count.at("reducescatter") == 2 * 5);
+  CHECK(v.count.at("allreduce") == 2 * 5);
+  CHECK(v.allreduce == doctest::Approx(v.reducescatter / 2));
+  CHECK(simulate_scenario(sc).jobs[0].iteration_time.raw() > 0);
+}
+
+TEST_CASE("ZeRO options: invalid combinations name the field") {
+  CHECK(error_of("dp: 2 micro_batch: 1 framework: FSDP zero_stage: 1").find("FSDP shards gradients") == 0);
+  CHECK(error_of("dp: 2 micro_batch: 1 zero_stage: 5") == "5 is not a ZeRO stage (0, 1, 2 or 3)");
+  CHECK(error_of("dp: 2 micro_batch: 1 framework: PYTORCH_DDP zero_stage: 2").find("ZeRO sharding needs") == 0);
+  CHECK(error_of("dp: 1 tp: 2 micro_batch: 1 framework: FSDP") ==
+        "PyTorch FSDP runs data parallelism only; model parallelism needs framework MEGATRON");
+  CHECK(error_of("dp: 2 micro_batch: 1 hybrid_shard: true") == "needs framework FSDP or DEEPSPEED");
+}

@@ -1,0 +1,346 @@
+#include "workloads/zero_graph.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "workloads/collective_engine.h"
+#include "workloads/compute_model.h"
+#include "workloads/input_pipeline.h"
+#include "workloads/transformer_ops.h"
+
+namespace clustersim::workloads {
+namespace {
+
+// FSDP unit of an op: "L<i>." ops belong to block i (unit i + 1), everything else to the root (unit 0).
+std::uint32_t unit_of(const std::string& name) {
+  if (name.size() < 3 || name[0] != 'L') return 0;
+  const std::size_t dot = name.find('.');
+  if (dot == std::string::npos || dot < 2) return 0;
+  std::uint32_t layer = 0;
+  for (std::size_t i = 1; i < dot; ++i) {
+    if (name[i] < '0' || name[i] > '9') return 0;
+    layer = layer * 10 + static_cast<std::uint32_t>(name[i] - '0');
+  }
+  return layer + 1;
+}
+
+// DeepSpeed's reduce_bucket_size and allgather_bucket_size default: 5e8 elements.
+constexpr double kDeepSpeedBucketElements = 5e8;
+
+struct Groups {
+  std::vector<std::vector<std::uint32_t>> shard;    // ranks sharing a shard group
+  std::vector<std::vector<std::uint32_t>> replica;  // ranks holding the same shard (hybrid only)
+  std::vector<std::uint32_t> shard_of;              // rank -> index into shard
+};
+
+Groups groups_of(const Scenario& sc, const Job& job) {
+  Groups g;
+  const auto ranks = static_cast<std::uint32_t>(job.gpus.size());
+  g.shard_of.resize(ranks);
+  if (!job.parallel.hybrid_shard) {
+    g.shard.emplace_back();
+    for (std::uint32_t r = 0; r < ranks; ++r) g.shard[0].push_back(r);
+    return g;
+  }
+  std::map<std::uint32_t, std::uint32_t> index_of_node;
+  for (std::uint32_t r = 0; r < ranks; ++r) {
+    const std::uint32_t node = sc.cluster.node_of(job.gpus[r]);
+    auto [it, fresh] = index_of_node.emplace(node, static_cast<std::uint32_t>(g.shard.size()));
+    if (fresh) g.shard.emplace_back();
+    g.shard_of[r] = it->second;
+    g.shard[it->second].push_back(r);
+  }
+  // Replicas: the i-th rank of every node (hybrid sharding needs equal ranks per node; the loader checks).
+  const std::size_t per = g.shard[0].size();
+  for (std::size_t i = 0; i < per; ++i) {
+    g.replica.emplace_back();
+    for (const auto& s : g.shard)
+      if (i < s.size()) g.replica.back().push_back(s[i]);
+  }
+  return g;
+}
+
+std::vector<sim::TaskArg> op_args(const Op& op, std::uint32_t micro_batch) {
+  return {{"flops", op.flops.raw(), {}}, {"bytes", op.bytes.raw(), {}}, {"micro_batch", double(micro_batch), {}}};
+}
+
+}  // namespace
+
+std::uint32_t zero_shard_ranks(const Scenario& sc, const Job& job) {
+  return static_cast<std::uint32_t>(groups_of(sc, job).shard[0].size());
+}
+
+JobGraph build_zero_job(const Scenario& sc, const Job& job, sim::TaskGraph& graph, CollectiveEngine& collectives) {
+  const ParallelPlan& par = job.parallel;
+  const auto ranks = static_cast<std::uint32_t>(job.gpus.size());
+  const Precision prec = job.training.precision;
+  const double e = element_bytes(prec);
+  const std::uint32_t m = par.grad_accum;
+  const bool fsdp = par.effective_framework() == Framework::kFsdp;
+  const std::uint32_t stage = par.zero_stage;
+  const bool gather_forward = stage == 3 || (fsdp && stage == 2);  // parameters sharded between steps
+  const bool gather_backward = stage == 3;                         // resharded after the forward
+  const bool per_unit_reduce = stage == 3 || fsdp;                 // reduce-scatter per unit, every micro-batch
+  const Groups groups = groups_of(sc, job);
+
+  const std::vector<Op> fwd = forward_ops(job.model, par.micro_batch, prec);
+  const std::vector<Op> bwd = backward_ops(job.model, par.micro_batch, prec);
+  const std::uint32_t units = job.model.layers + 1;
+  std::vector<double> unit_params(units, 0.0);
+  std::vector<std::uint32_t> fwd_unit, bwd_unit;
+  for (const Op& op : fwd) fwd_unit.push_back(unit_of(op.name));
+  for (const Op& op : bwd) {
+    bwd_unit.push_back(unit_of(op.name));
+    unit_params[bwd_unit.back()] += op.grad_parameters;
+  }
+  double parameters = 0;
+  for (double p : unit_params) parameters += p;
+
+  JobGraph it;
+  std::vector<sim::StreamId> ag_stream(ranks);
+  for (std::uint32_t r = 0; r < ranks; ++r) {
+    it.compute_stream.push_back(graph.add_stream(job.gpus[r], kComputeStream));
+    it.comm_stream.push_back(graph.add_stream(job.gpus[r], kDpCommStream));
+    it.other_comm_streams.emplace_back();
+    if (gather_forward) {
+      ag_stream[r] = graph.add_stream(job.gpus[r], kFsdpAllGatherStream);
+      it.other_comm_streams[r].push_back(ag_stream[r]);
+    }
+  }
+  std::vector<std::uint32_t> readers(ranks);
+  for (std::uint32_t r = 0; r < ranks; ++r) readers[r] = r;
+  InputPipeline input = add_input_pipeline(sc, job, graph, readers, m);
+
+  std::vector<Seconds> fwd_time, bwd_time;
+  for (const Op& op : fwd) fwd_time.push_back(op_time(op, sc.profile.gpu, prec));
+  for (const Op& op : bwd) bwd_time.push_back(op_time(op, sc.profile.gpu, prec));
+
+  // A collective over each shard group (lanes on `streams`), waiting for `deps(rank)` of its members.
+  auto per_group = [&](const std::string& name, CollectiveOp op, Bytes size, const std::vector<sim::StreamId>& streams,
+                       const auto& deps_of) {
+    std::vector<sim::TaskId> out(ranks, 0);
+    for (const auto& members : groups.shard) {
+      std::vector<std::uint32_t> gpus;
+      std::vector<sim::StreamId> lanes;
+      std::vector<sim::TaskId> deps;
+      for (std::uint32_t r : members) {
+        gpus.push_back(job.gpus[r]);
+        lanes.push_back(streams[r]);
+        for (sim::TaskId d : deps_of(r)) deps.push_back(d);
+      }
+      const sim::TaskId id = members.size() > 1
+                                 ? collectives.add(graph, name, kCategoryDpComm, CollectiveRequest{op, gpus, size, 0},
+                                                   lanes, deps)
+                                 : graph.add(graph.add_label({name, kCategoryDpComm, {}}), lanes, seconds(0), deps);
+      for (std::uint32_t r : members) out[r] = id;
+    }
+    return out;
+  };
+  // Hybrid sharding: the reduce-scattered shard all-reduced across the replicas.
+  auto across_replicas = [&](const std::string& name, Bytes shard_bytes, const std::vector<sim::TaskId>& after) {
+    std::vector<sim::TaskId> out = after;
+    for (const auto& members : groups.replica) {
+      if (members.size() < 2) continue;
+      std::vector<std::uint32_t> gpus;
+      std::vector<sim::StreamId> lanes;
+      std::vector<sim::TaskId> deps;
+      for (std::uint32_t r : members) {
+        gpus.push_back(job.gpus[r]);
+        lanes.push_back(it.comm_stream[r]);
+        deps.push_back(after[r]);
+      }
+      const sim::TaskId id = collectives.add(graph, name, kCategoryDpComm,
+                                             CollectiveRequest{CollectiveOp::kAllReduce, gpus, shard_bytes, 0}, lanes, deps);
+      for (std::uint32_t r : members) out[r] = id;
+    }
+    return out;
+  };
+  const double shard = double(groups.shard[0].size());
+  auto none = [](std::uint32_t) { return std::vector<sim::TaskId>{}; };
+
+  std::vector<sim::TaskId> last_reduce(ranks, 0);
+  std::vector<bool> reduced(ranks, false);
+  std::vector<sim::TaskId> last_backward(ranks, 0);
+  for (std::uint32_t mb = 0; mb < m; ++mb) {
+    // Forward: labels shared by all ranks.
+    std::vector<sim::LabelId> fl, bl;
+    for (const Op& op : fwd) fl.push_back(graph.add_label({op.name, kCategoryCompute, op_args(op, mb)}));
+    for (const Op& op : bwd) bl.push_back(graph.add_label({op.name, kCategoryCompute, op_args(op, mb)}));
+    // fwd_end[u][r]: the last forward kernel of unit u on rank r (for the rate limiter).
+    std::vector<std::vector<sim::TaskId>> fwd_end(units, std::vector<sim::TaskId>(ranks, 0));
+    std::vector<std::vector<sim::TaskId>> gathered(units);  // the unit's all-gather task per rank
+    auto gather = [&](std::uint32_t u, const char* phase, const auto& deps_of) {
+      return per_group(std::string("allgather.") + phase + ".unit" + std::to_string(u), CollectiveOp::kAllGather,
+                       bytes(unit_params[u] * e), ag_stream, deps_of);
+    };
+    if (gather_forward) {
+      gathered[0] = gather(0, "fwd", none);
+      // Unit u waits for the forward of unit u − 2 to end (at most two all-gathers ahead).
+      // Added lazily below, once the kernels of unit u − 2 exist.
+    }
+    std::uint32_t next_gather = 1;
+    std::vector<sim::TaskId> last_fwd(ranks, 0);
+    for (std::size_t i = 0; i < fwd.size(); ++i) {
+      const std::uint32_t u = fwd_unit[i];
+      if (gather_forward) {
+        // Issue every all-gather whose rate-limit condition is already expressible: unit g needs the end of
+        // unit g − 2's forward, which exists once the kernels of unit g − 2 were added (i.e. u > g − 2).
+        while (next_gather < units && (next_gather < 2 || next_gather - 2 < u)) {
+          const std::uint32_t g = next_gather++;
+          gathered[g] = gather(g, "fwd", [&](std::uint32_t r) {
+            return g >= 2 ? std::vector<sim::TaskId>{fwd_end[g - 2][r]} : std::vector<sim::TaskId>{};
+          });
+        }
+      }
+      const bool first_of_unit = i == 0 || fwd_unit[i - 1] != u;
+      for (std::uint32_t r = 0; r < ranks; ++r) {
+        const sim::StreamId lane[] = {it.compute_stream[r]};
+        std::vector<sim::TaskId> deps;
+        if (i == 0) deps.push_back(input.ready.at({r, mb}));
+        if (gather_forward && first_of_unit) deps.push_back(gathered[u][r]);
+        const sim::TaskId id = graph.add(fl[i], lane, fwd_time[i] * sc.cluster.compute_slowdown(job.gpus[r]), deps);
+        fwd_end[u][r] = id;
+        last_fwd[r] = id;
+      }
+    }
+    // Backward: units in reverse; all-gather each block again one unit ahead, reduce-scatter after it.
+    std::vector<std::vector<sim::TaskId>> bwd_end(units, std::vector<sim::TaskId>(ranks, 0));
+    std::vector<std::uint32_t> order;  // block units in backward order
+    for (std::uint32_t u = units - 1; u >= 1; --u) order.push_back(u);
+    std::map<std::uint32_t, std::vector<sim::TaskId>> gathered_bwd;
+    std::size_t next_bwd_gather = 0;
+    const bool last_mb = mb + 1 == m;
+    for (std::size_t i = 0; i < bwd.size(); ++i) {
+      const std::uint32_t u = bwd_unit[i];
+      if (gather_backward && u != 0) {
+        // Unit order[k] is gathered when the backward of order[k − 2] has ended (one unit of prefetch).
+        std::size_t pos = 0;
+        while (order[pos] != u) ++pos;
+        while (next_bwd_gather < order.size() && next_bwd_gather <= pos + 1) {
+          const std::size_t k = next_bwd_gather++;
+          const std::uint32_t g = order[k];
+          gathered_bwd[g] = gather(g, "bwd", [&](std::uint32_t r) {
+            return std::vector<sim::TaskId>{k >= 2 ? bwd_end[order[k - 2]][r] : last_fwd[r]};
+          });
+        }
+      }
+      const bool first_of_unit = i == 0 || bwd_unit[i - 1] != u;
+      for (std::uint32_t r = 0; r < ranks; ++r) {
+        const sim::StreamId lane[] = {it.compute_stream[r]};
+        std::vector<sim::TaskId> deps;
+        if (gather_backward && u != 0 && first_of_unit) deps.push_back(gathered_bwd.at(u)[r]);
+        const sim::TaskId id = graph.add(bl[i], lane, bwd_time[i] * sc.cluster.compute_slowdown(job.gpus[r]), deps);
+        bwd_end[u][r] = id;
+        last_backward[r] = id;
+      }
+      // The unit's gradients are complete after its last backward kernel (the root's after the last op).
+      const bool unit_done = u != 0 ? (i + 1 == bwd.size() || bwd_unit[i + 1] != u) : i + 1 == bwd.size();
+      if (per_unit_reduce && unit_done && unit_params[u] > 0) {
+        const Bytes size = bytes(unit_params[u] * e);
+        std::vector<sim::TaskId> rs =
+            per_group("reducescatter.grads.unit" + std::to_string(u), CollectiveOp::kReduceScatter, size,
+                      it.comm_stream, [&](std::uint32_t r) { return std::vector<sim::TaskId>{bwd_end[u][r]}; });
+        rs = across_replicas("allreduce.replicas.unit" + std::to_string(u), size / shard, rs);
+        for (std::uint32_t r = 0; r < ranks; ++r) {
+          last_reduce[r] = rs[r];
+          reduced[r] = true;
+        }
+        if (last_mb) {
+          GradientBucket b;
+          b.size = size;
+          b.parameters = unit_params[u];
+          b.ready_after_op = i;
+          b.first_op = b.last_op = bwd[i].name;
+          it.buckets.push_back(b);
+          it.bucket_allreduce.push_back(rs[0]);
+        }
+      }
+    }
+  }
+  // DeepSpeed stages 1–2: reduce-scatter after the last backward, in reduce_bucket_size buckets.
+  const Bytes bucket_cap = bytes(kDeepSpeedBucketElements * e);
+  auto buckets_of = [&](double total_bytes) {
+    std::vector<Bytes> out;
+    for (double left = total_bytes; left > 0; left -= bucket_cap.raw()) out.push_back(bytes(std::min(left, bucket_cap.raw())));
+    return out;
+  };
+  if (!per_unit_reduce && groups.shard[0].size() > 1) {
+    for (const Bytes size : buckets_of(parameters * e)) {
+      std::vector<sim::TaskId> rs = per_group("reducescatter.grads.bucket", CollectiveOp::kReduceScatter, size,
+                                              it.comm_stream,
+                                              [&](std::uint32_t r) { return std::vector<sim::TaskId>{last_backward[r]}; });
+      rs = across_replicas("allreduce.replicas.bucket", size / shard, rs);
+      for (std::uint32_t r = 0; r < ranks; ++r) {
+        last_reduce[r] = rs[r];
+        reduced[r] = true;
+      }
+      GradientBucket b;
+      b.size = size;
+      b.parameters = size.raw() / e;
+      b.ready_after_op = bwd.size() - 1;
+      b.first_op = bwd.front().name;
+      b.last_op = bwd.back().name;
+      it.buckets.push_back(b);
+      it.bucket_allreduce.push_back(rs[0]);
+    }
+  }
+  // Optimizer over the rank's shard: fp32 master weights, fp32 gradients, Adam states.
+  const Op opt = optimizer_op(parameters / shard, job.training.optimizer, 4, false);
+  const sim::LabelId opt_label = graph.add_label({opt.name, kCategoryCompute, op_args(opt, 0)});
+  for (std::uint32_t r = 0; r < ranks; ++r) {
+    const sim::StreamId lane[] = {it.compute_stream[r]};
+    std::vector<sim::TaskId> deps;
+    if (reduced[r]) deps.push_back(last_reduce[r]);
+    it.optimizer_task.push_back(
+        graph.add(opt_label, lane, op_time(opt, sc.profile.gpu, prec) * sc.cluster.compute_slowdown(job.gpus[r]), deps));
+  }
+  // DeepSpeed stages 1–2: the updated 16-bit parameters all-gathered before the next step.
+  if (!gather_forward && groups.shard[0].size() > 1) {
+    for (const Bytes size : buckets_of(parameters * e)) {
+      const std::vector<sim::TaskId> ag =
+          per_group("allgather.params.bucket", CollectiveOp::kAllGather, size, it.comm_stream,
+                    [&](std::uint32_t r) { return std::vector<sim::TaskId>{it.optimizer_task[r]}; });
+      for (const auto& members : groups.shard) it.step_end_task.push_back(ag[members.front()]);
+    }
+  }
+  it.input_streams = std::move(input.streams);
+  return it;
+}
+
+MemoryEstimate estimate_zero_memory(const Scenario& sc, const Job& job) {
+  const ParallelPlan& par = job.parallel;
+  MemoryConfig mc;
+  mc.dp = zero_shard_ranks(sc, job);
+  mc.micro_batch = par.micro_batch;
+  mc.micro_batches = par.grad_accum;
+  mc.precision = job.training.precision;
+  mc.optimizer = job.training.optimizer;
+  mc.gradients = GradientDtype::k16Bit;  // ZeRO's 2 + 2 + 12
+  mc.sharding = par.zero_stage == 1   ? Sharding::kOptimizer
+                : par.zero_stage == 2 ? Sharding::kOptimizerGradients
+                                      : Sharding::kAll;
+  MemoryEstimate base = estimate_memory(job.model, mc, sc.profile.gpu.memory_capacity);
+  std::vector<MemoryPart> parts = base.parts;
+  if (par.zero_stage == 3 || (par.effective_framework() == Framework::kFsdp && par.zero_stage == 2)) {
+    // Whole 16-bit parameters while gathered: the root unit for the whole step and two blocks in flight
+    // (stage 3), or every unit from its forward to its backward (FSDP SHARD_GRAD_OP: the whole model).
+    const std::vector<Op> bwd = backward_ops(job.model, par.micro_batch, job.training.precision);
+    std::vector<double> unit(job.model.layers + 1, 0.0);
+    for (const Op& op : bwd) unit[unit_of(op.name)] += op.grad_parameters;
+    double gathered = unit[0];
+    if (par.zero_stage == 3) {
+      std::vector<double> blocks(unit.begin() + 1, unit.end());
+      std::sort(blocks.rbegin(), blocks.rend());
+      for (std::size_t i = 0; i < 2 && i < blocks.size(); ++i) gathered += blocks[i];
+    } else {
+      for (std::size_t i = 1; i < unit.size(); ++i) gathered += unit[i];
+    }
+    parts.push_back({par.zero_stage == 3 ? "gathered parameters (root unit + 2 blocks in flight)"
+                                         : "gathered parameters (whole model between forward and backward)",
+                     bytes(gathered * element_bytes(job.training.precision))});
+  }
+  return memory_verdict(std::move(parts), sc.profile.gpu.memory_capacity);
+}
+
+}  // namespace clustersim::workloads

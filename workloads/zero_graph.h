@@ -1,0 +1,51 @@
+// The task graph of one optimizer step under ZeRO-style sharded data parallelism: PyTorch FSDP
+// (FULL_SHARD = stage 3, SHARD_GRAD_OP = stage 2, HYBRID_SHARD) and DeepSpeed ZeRO stages 1–3
+// (Rajbhandari et al. 2020), on the job's data-parallel ranks (no model parallelism).
+//
+// Sharding group: all d ranks, or with hybrid sharding the job's ranks of one node (d_s = GPUs of the
+// job per node); replicas of a shard (ranks with the same index in other nodes) all-reduce it.
+// Units: FSDP wraps each transformer block (auto_wrap_policy on the block class); the root unit holds
+// the embeddings, the final norm and the output layer. Per micro-batch:
+//   stage 3 — forward: all-gather each unit's 16-bit parameters before its first kernel, on an
+//     "fsdp-allgather" stream, at most two units ahead (FSDP's limit_all_gathers rate limiter: a unit's
+//     all-gather waits until the forward of the unit two before it ended); the root unit is gathered
+//     first and kept until the backward ends (FSDP does not reshard the root after forward).
+//     Backward: the non-root units, resharded after their forward, are all-gathered again in reverse
+//     order (BACKWARD_PRE prefetch: one unit ahead); after each unit's backward its gradients are
+//     reduce-scattered on the "dp-comm" stream (and, with hybrid sharding, the shard all-reduced across
+//     nodes). Communication volume per step: 2Ψ all-gathered + Ψ reduce-scattered = 3Ψ against DDP's
+//     2Ψ (Rajbhandari et al. §7).
+//   stage 2 (FSDP SHARD_GRAD_OP) — the forward all-gathers as above, parameters kept through the
+//     backward; reduce-scatter per unit.
+//   stages 1–2 (DeepSpeed) — parameters stay whole on every rank; after the last micro-batch's
+//     backward (DeepSpeed's overlap_comm defaults to false) the gradients are reduce-scattered in
+//     reduce_bucket_size buckets (5e8 elements) and, after the optimizer, the updated 16-bit parameters
+//     all-gathered (allgather_bucket_size 5e8 elements).
+// Gradients and parameters travel in the training precision (FSDP MixedPrecision(param_dtype,
+// reduce_dtype) = bf16; DeepSpeed communication_data_type = the model's). The optimizer steps each
+// rank's 1/d_s shard of fp32 master weights, fp32 gradients and Adam states (no 16-bit copy to write).
+#pragma once
+
+#include "sim/task_graph.h"
+#include "workloads/ddp_graph.h"
+#include "workloads/memory_model.h"
+#include "workloads/scenario.h"
+
+namespace clustersim::workloads {
+
+class CollectiveEngine;
+
+inline constexpr const char* kFsdpAllGatherStream = "fsdp-allgather";
+
+JobGraph build_zero_job(const Scenario& scenario, const Job& job, sim::TaskGraph& graph, CollectiveEngine& collectives);
+
+// Ranks sharing one shard group (all of the job, or one node's with hybrid sharding).
+std::uint32_t zero_shard_ranks(const Scenario& scenario, const Job& job);
+
+// Memory per GPU: ZeRO model states (2 + 2 + 12 B per parameter with mixed-precision Adam, sharded by
+// stage over the shard group: Rajbhandari et al.'s 16Ψ, 4Ψ + 12Ψ/d, 2Ψ + 14Ψ/d, 16Ψ/d), one micro-batch
+// of activations (no recomputation), for stage 3 the gathered parameters of the two largest units in
+// flight, and the framework overhead.
+MemoryEstimate estimate_zero_memory(const Scenario& scenario, const Job& job);
+
+}  // namespace clustersim::workloads

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "cli/command_line.h"
+#include "cli/html_report.h"
 #include "cli/report.h"
 #include "sim/input_error.h"
 #include "sim/trace.h"
@@ -416,6 +417,61 @@ std::string sweep_json(const SweepResult& r) {
   return o.str();
 }
 
+std::string sweep_report(const SweepResult& r, ReportFormat format) {
+  const workloads::Job& job = r.scenario.jobs[0];
+  ReportDocument doc("clustersim sweep: " + r.scenario.name);
+  doc.key_values({{"model", job.model.name},
+                  {"GPUs", std::to_string(r.gpus) + " x " + r.scenario.cluster.gpu},
+                  {"global batch", std::to_string(job.training.global_batch)},
+                  {"layouts enumerated", std::to_string(r.layouts.size())},
+                  {"fit in memory", std::to_string(r.valid)},
+                  {"re-simulated", std::to_string(r.ranked.size()) + " (" + workloads::to_string(r.scenario.fidelity) +
+                                       " fidelity)"}});
+  doc.heading(2, "Ranked layouts");
+  ReportTable ranked;
+  ranked.header = {"rank", "layout", "iteration time [s]", "analytical [s]", "tokens/s", "MFU [%]",
+                   "peak memory [GiB]", "headroom [GiB]", "bubble [%]", "exposed comm [%]"};
+  ranked.right_aligned = {true, false, true, true, true, true, true, true, true, true};
+  for (std::size_t i = 0; i < r.ranked.size(); ++i) {
+    const SweepLayout& l = r.layouts[r.ranked[i]];
+    const workloads::IterationResult& s = *l.simulated;
+    ranked.rows.push_back({std::to_string(i + 1), l.name, fixed("%.4f", s.iteration_time.raw()),
+                           fixed("%.4f", l.estimate.iteration_time.raw()), fixed("%.0f", s.tokens_per_s),
+                           fixed("%.1f", 100 * s.mfu), fixed("%.2f", to_GiB(s.memory.peak)),
+                           fixed("%.2f", to_GiB(s.memory.capacity - s.memory.peak)),
+                           fixed("%.1f", 100 * sim_bubble(s)), fixed("%.1f", 100 * sim_comm(s))});
+  }
+  if (!ranked.rows.empty()) ranked.rows[0][2].best = true;
+  doc.table(ranked);
+  doc.heading(2, "Rejected layouts");
+  ReportTable rejected;
+  rejected.header = {"reason", "layouts"};
+  rejected.right_aligned = {false, true};
+  for (const auto& [why, count] : r.rejected) rejected.rows.push_back({why, std::to_string(count)});
+  doc.table(rejected);
+  doc.heading(2, "Pareto front");
+  ReportTable front;
+  front.header = {"layout", "analytical time [s]", "tokens/s", "headroom [GiB]"};
+  front.right_aligned = {false, true, true, true};
+  std::vector<bool> on_front(r.layouts.size(), false);
+  for (std::size_t i : r.pareto) {
+    on_front[i] = true;
+    const SweepLayout& l = r.layouts[i];
+    front.rows.push_back({l.name, fixed("%.4f", l.estimate.iteration_time.raw()), fixed("%.0f", l.estimate.tokens_per_s),
+                          fixed("%.2f", headroom_gib(l.estimate))});
+  }
+  doc.table(front);
+  std::vector<ScatterPoint> points;
+  for (std::size_t i = 0; i < r.layouts.size(); ++i) {
+    const SweepLayout& l = r.layouts[i];
+    if (l.estimate.oom) continue;
+    points.push_back({headroom_gib(l.estimate), l.estimate.iteration_time.raw(), l.name, on_front[i]});
+  }
+  doc.figure(svg_scatter(points, "memory headroom [GiB]", "analytical iteration time [s]", true),
+             "Every layout that fits: analytical iteration time versus memory headroom; the Pareto front in red");
+  return format == ReportFormat::kHtml ? doc.html() : doc.markdown();
+}
+
 int sweep_command(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description named(
       "clustersim sweep SCENARIO [options]\n\n"
@@ -428,7 +484,9 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out) {
       "csv", po::value<std::string>()->value_name("FILE"), "write every layout as CSV")(
       "json", po::value<std::string>()->value_name("FILE"), "write the sweep as JSON")(
       "jobs", po::value<std::uint32_t>()->value_name("J")->default_value(1), "threads")(
-      "allow-tp-across-nodes", "let tensor parallelism span NVLink domains");
+      "allow-tp-across-nodes", "let tensor parallelism span NVLink domains")(
+      "report", po::value<std::string>()->value_name("FILE"),
+      "write a report: FILE.html (self-contained: ranked table, rejections, Pareto table and plot) or FILE.md");
   const ParsedCommand parsed = parse_command(args, named, "sweep");
   const po::variables_map& vm = parsed.options;
   if (vm.count("help")) {
@@ -446,12 +504,15 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out) {
     throw InputError("command line", 0, 0, "--jobs", std::to_string(options.jobs) + " must be in 1..256");
   options.allow_tp_across_nodes = vm.count("allow-tp-across-nodes") > 0;
   options.progress = ::isatty(STDERR_FILENO) == 1;
+  std::optional<ReportFormat> report;
+  if (vm.count("report")) report = report_format(vm["report"].as<std::string>());
   const Scenario scenario = load_scenario_argument(parsed, "sweep");
   const SweepResult result = run_sweep(scenario, options);
   const std::string text = sweep_text(result);
   // Files first, each atomically: a failure leaves no half-written file and prints no partial report.
   if (vm.count("csv")) write_file_atomically(vm["csv"].as<std::string>(), sweep_csv(result));
   if (vm.count("json")) write_file_atomically(vm["json"].as<std::string>(), sweep_json(result));
+  if (report) write_file_atomically(vm["report"].as<std::string>(), sweep_report(result, *report));
   out << text;
   return 0;
 }

@@ -1,5 +1,5 @@
 // `clustersim sweep SCENARIO [--gpus N] [--top K] [--csv FILE] [--json FILE] [--jobs J]
-//  [--allow-tp-across-nodes]`: every valid parallel layout of the scenario's first job, scored by the
+//  [--allow-tp-across-nodes] [--report FILE.html|FILE.md]`: every valid parallel layout of the scenario's first job, scored by the
 // analytical fast path (workloads/analytical_estimate.h), OOM layouts rejected with the memory part that
 // breaks them, the best K re-simulated with the event-driven model, ranked, and the Pareto front of
 // iteration time versus memory headroom.
@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/html_report.h"
 #include "workloads/analytical_estimate.h"
 #include "workloads/iteration_result.h"
 #include "workloads/scenario.h"
@@ -78,6 +79,8 @@ SweepResult run_sweep(const workloads::Scenario& scenario, const SweepOptions& o
 std::string sweep_text(const SweepResult& result);
 std::string sweep_csv(const SweepResult& result);
 std::string sweep_json(const SweepResult& result);
+// The ranked table, rejections, Pareto table and scatter plot (cli/html_report.h): HTML or Markdown.
+std::string sweep_report(const SweepResult& result, ReportFormat format);
 
 int sweep_command(const std::vector<std::string>& args, std::ostream& out);
 

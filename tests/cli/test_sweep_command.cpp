@@ -133,12 +133,16 @@ TEST_CASE("sweep command: files written, bad input is one line and exit status 2
   }
   const std::string scenario = (dir / "small.textproto").string();
   const auto ok = testing::run_clustersim("sweep " + scenario + " --top 2 --jobs 2 --csv " + (dir / "s.csv").string() +
-                                              " --json " + (dir / "s.json").string(),
+                                              " --json " + (dir / "s.json").string() + " --report " + (dir / "s.html").string(),
                                           dir);
   CHECK(ok.status == 0);
   CHECK(ok.out.find("Ranked by simulated iteration time") != std::string::npos);
   CHECK(std::filesystem::exists(dir / "s.csv"));
   CHECK(std::filesystem::exists(dir / "s.json"));
+  const std::string html = testing::slurp(dir / "s.html");
+  CHECK(html.find("<svg") != std::string::npos);
+  CHECK(html.find("Pareto front") != std::string::npos);
+  CHECK(html.find("<script") == std::string::npos);  // self-contained: no scripts
 
   auto one_line_error = [&](const std::string& args, const std::string& what) {
     const auto r = testing::run_clustersim(args, dir);
@@ -152,6 +156,7 @@ TEST_CASE("sweep command: files written, bad input is one line and exit status 2
   one_line_error("sweep " + scenario + " --jobs 0", "--jobs");
   one_line_error("sweep " + scenario + " --gpus 12", "--gpus: 12 is not a whole number of 8-GPU nodes");
   one_line_error("sweep " + scenario + " --top many", "sweep");
+  one_line_error("sweep " + scenario + " --report " + (dir / "r.txt").string(), "--report");
   one_line_error("sweep " + scenario + " --csv " + (dir / "missing" / "s.csv").string(), "cannot write output file");
   CHECK(!std::filesystem::exists(dir / "missing"));
   std::filesystem::remove_all(dir);

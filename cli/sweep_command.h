@@ -16,8 +16,10 @@
 //   recompute none, selective, full;  sequence parallelism off, or on when tp > 1;
 //   distributed optimizer off, or on when dp > 1.
 // FlashAttention, the rank order, DDP bucket size, overlap_grad_reduce and (where it stays valid)
-// pp_scatter_gather stay as the scenario sets them. Context and expert parallelism are not in the
-// parallel plan yet, so they are not swept.
+// pp_scatter_gather stay as the scenario sets them. cp, ep, zero_stage and the framework are kept as the
+// scenario sets them but not varied: the Megatron graph does not simulate context or expert parallelism
+// yet, and ZeRO/FSDP (data parallelism under DeepSpeed or FSDP) has no analytical counterpart here yet;
+// layouts whose GPU count those kept dimensions break are skipped and counted.
 //
 // Ranking: the top K by analytical time (ties by layout name) are re-simulated — each with the scenario's
 // fidelity on a copy of the scenario holding just that job — and ranked by simulated time, ties by name.

@@ -8,7 +8,7 @@
 
 #include "cli/plan_command.h"
 #include "cli/scenario_loader.h"
-#include "test_support.h"
+#include "tests/test_support.h"
 
 using namespace clustersim;
 

@@ -10,7 +10,7 @@
 
 #include "cli/scenario_loader.h"
 #include "cli/sweep_command.h"
-#include "test_support.h"
+#include "tests/test_support.h"
 
 using namespace clustersim;
 

@@ -305,8 +305,6 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
     out.moe_capacity_factor = positive(in, pre + "parallel.moe_capacity_factor", true, p.moe_capacity_factor(), "x");
   if (p.has_moe_token_skew())
     out.moe_token_skew = non_negative(in, pre + "parallel.moe_token_skew", true, p.moe_token_skew(), "x");
-  if (fw == workloads::Framework::kDataParallel || fw == workloads::Framework::kHorovod)
-    in.fail(pre + "parallel.framework", std::string(workloads::to_string(fw)) + " is not simulated yet");
   if (out.cp > 1) in.fail(pre + "parallel.cp", "context parallelism is not simulated yet");
   if (out.ep > 1) in.fail(pre + "parallel.ep", "expert parallelism is not simulated yet");
   out.ddp_bucket = MiB(p.has_ddp_bucket_mib()
@@ -324,6 +322,18 @@ void check_layout(const ParsedText& in, const std::string& pre, const workloads:
   if (m.layers % (p.pp * p.vp) != 0)
     in.fail(pre + "parallel.pp", "pp " + std::to_string(p.pp) + " x vp " + std::to_string(p.vp) + " does not divide " +
                                      std::to_string(m.layers) + " layers");
+}
+
+// torch.nn.DataParallel is one process driving the GPUs of one node.
+void check_single_node(const ParsedText& in, const std::string& pre, const workloads::Job& job,
+                       const topology::ClusterSpec& cluster) {
+  if (job.parallel.effective_framework() != workloads::Framework::kDataParallel || job.gpus.empty()) return;
+  const std::uint32_t first = cluster.node_of(job.gpus.front()), last = cluster.node_of(job.gpus.back());
+  if (first != last)
+    in.fail(pre + "parallel.framework", "torch.nn.DataParallel runs one process on one node; the " +
+                                            std::to_string(job.gpus.size()) + " GPUs span nodes " +
+                                            std::to_string(first) + " to " + std::to_string(last) +
+                                            " (use PYTORCH_DDP across nodes)");
 }
 
 template <class M>
@@ -471,6 +481,7 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
                                    " x " + plural(out.cluster.gpus_per_node, "GPU") + " per node)",
                                total_gpus);
     check_layout(in, "", job.model, job.parallel);
+    check_single_node(in, "", job, out.cluster);
     job.training = to_training(in, message, "", job.model, job.parallel, out.cluster);
     out.jobs.push_back(std::move(job));
   } else {
@@ -497,6 +508,7 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
       job.parallel = to_parallel(in, m, pre, "job's " + plural(job.gpus.size(), "GPU") + " (" + pre + "gpus)",
                                  static_cast<std::uint32_t>(job.gpus.size()));
       check_layout(in, pre, job.model, job.parallel);
+      check_single_node(in, pre, job, out.cluster);
       job.training = to_training(in, m, pre, job.model, job.parallel, out.cluster);
       out.jobs.push_back(std::move(job));
     }

@@ -9,6 +9,7 @@
 #include "workloads/collective_engine.h"
 #include "workloads/megatron_graph.h"
 #include "workloads/zero_graph.h"
+#include "workloads/framework_graphs.h"
 #include "workloads/network_model.h"
 #include "workloads/compute_model.h"
 
@@ -73,6 +74,8 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
       case Framework::kMegatron: job_graphs.push_back(build_megatron_job(sc, job, graph, collectives)); break;
       case Framework::kFsdp:
       case Framework::kDeepSpeed: job_graphs.push_back(build_zero_job(sc, job, graph, collectives)); break;
+      case Framework::kDataParallel: job_graphs.push_back(build_data_parallel_job(sc, job, graph, collectives)); break;
+      case Framework::kHorovod: job_graphs.push_back(build_horovod_job(sc, job, graph, collectives)); break;
       default: job_graphs.push_back(build_ddp_job(sc, job, graph, collectives)); break;
     }
 
@@ -188,6 +191,10 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
     } else if (job.parallel.effective_framework() == Framework::kFsdp ||
                job.parallel.effective_framework() == Framework::kDeepSpeed) {
       r.memory = estimate_zero_memory(sc, job);
+    } else if (job.parallel.effective_framework() == Framework::kDataParallel) {
+      r.memory = estimate_data_parallel_memory(job, sc.profile.gpu);
+    } else if (job.parallel.effective_framework() == Framework::kHorovod) {
+      r.memory = estimate_horovod_memory(job, sc.profile.gpu);
     } else {
       r.memory = estimate_ddp_memory(job, sc.profile.gpu);
     }

@@ -1,0 +1,298 @@
+// torch.nn.DataParallel and Horovod step graphs (workloads/framework_graphs.h).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "sim/executor.h"
+#include "tests/test_support.h"
+#include "workloads/collective_engine.h"
+#include "workloads/framework_graphs.h"
+#include "workloads/iteration_result.h"
+
+using namespace clustersim;
+using namespace clustersim::workloads;
+
+namespace {
+
+calibrate::HardwareProfile a100_like() {
+  calibrate::HardwareProfile p;
+  p.name = "test-a100";
+  p.gpu = {"A100", TFLOPps(312), TFLOPps(312), TFLOPps(156), TFLOPps(19.5), GBps(2039), GiB(80), 0.75, 0.8,
+           microseconds(2)};
+  p.collectives = {microseconds(8.4), microseconds(3.4), microseconds(14.0), 0.77, 0.8, {}, bytes_per_second(0)};
+  return p;
+}
+
+// The DDP test's model (l=2, h=1024, a=16, f=4h, V=51200, s=1024, tied embedding; P = 78,671,872), micro-batch 4,
+// on `nodes` nodes × `per_node` GPUs, ANALYTICAL fidelity.
+Scenario small(Framework fw, std::uint32_t nodes, std::uint32_t per_node) {
+  Scenario sc;
+  sc.name = "framework-test";
+  sc.cluster.nodes = nodes;
+  sc.cluster.gpus_per_node = per_node;
+  sc.cluster.gpu = "A100";
+  sc.cluster.nvlink_per_direction = GBps(300);
+  sc.cluster.nic_per_direction = Gbitps(200);
+  sc.profile = a100_like();
+  sc.fidelity = Fidelity::kAnalytical;
+  Job job;
+  job.name = "framework-test";
+  const std::uint32_t n = nodes * per_node;
+  for (std::uint32_t g = 0; g < n; ++g) job.gpus.push_back(g);
+  job.model = ModelSpec{"small", 2, 1024, 16, 4096, 51200, 1024};
+  job.parallel = ParallelPlan{n, 4, 1, MiB(25)};
+  job.parallel.framework = fw;
+  job.training = TrainingJob{1000, 1, std::uint64_t(4) * n, Precision::kBF16};
+  sc.jobs.push_back(job);
+  return sc;
+}
+
+// One job's graph, run to the end.
+struct Run {
+  sim::Simulation simulation;
+  sim::TaskGraph graph;
+  std::unique_ptr<CollectiveEngine> collectives;
+  JobGraph job;
+  std::unique_ptr<sim::Executor> executor;
+};
+
+std::unique_ptr<Run> run(const Scenario& sc) {
+  auto r = std::make_unique<Run>();
+  r->collectives = std::make_unique<CollectiveEngine>(r->simulation, sc, nullptr);
+  const Job& job = sc.jobs[0];
+  r->job = job.parallel.framework == Framework::kDataParallel ? build_data_parallel_job(sc, job, r->graph, *r->collectives)
+                                                              : build_horovod_job(sc, job, r->graph, *r->collectives);
+  r->executor = std::make_unique<sim::Executor>(r->simulation, r->graph, r->collectives.get());
+  r->executor->start();
+  r->simulation.run();
+  r->executor->finish();
+  return r;
+}
+
+std::string text_arg(const sim::TaskLabel& label, const std::string& key) {
+  for (const sim::TaskArg& a : label.args)
+    if (a.key == key) return a.text;
+  return {};
+}
+double number_arg(const sim::TaskLabel& label, const std::string& key) {
+  for (const sim::TaskArg& a : label.args)
+    if (a.key == key) return a.number;
+  return -1;
+}
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+std::vector<sim::TaskId> named(const sim::TaskGraph& g, const std::string& prefix) {
+  std::vector<sim::TaskId> out;
+  for (sim::TaskId t = 0; t < g.size(); ++t)
+    if (starts_with(g.label(t).name, prefix)) out.push_back(t);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("framework DataParallel: GPU 0's traffic per step") {
+  // n = 4 GPUs of one node, b = 4, s = 1,024, V = 51,200, bf16 autocast (e = 2, fp32 parameters and gradients),
+  // P = 78,671,872 (test_ddp.cpp).
+  //   out of GPU 0: scatter of the inputs (n−1)·b·(s+1)·8 = 3·4·1,025·8            =        98,400 B
+  //                 replicate: Broadcast of the fp32 parameters P·4                 =   314,687,488 B
+  //                 scatter of the logits' gradient (n−1)·b·s·V·e = 3·419,430,400  = 1,258,291,200 B
+  //                                                                         total     1,573,077,088 B
+  //   into GPU 0:   gather of the logits (n−1)·b·s·V·e                             = 1,258,291,200 B
+  //                 Reduce of the fp32 gradients P·4 (root 0)                       =   314,687,488 B
+  //                                                                         total     1,572,978,688 B
+  const Scenario sc = small(Framework::kDataParallel, 1, 4);
+  const auto r = run(sc);
+  const sim::TaskGraph& g = r->graph;
+  double out = 0, in = 0, broadcast = 0, reduce = 0;
+  std::map<std::string, int> calls;
+  for (sim::TaskId t = 0; t < g.size(); ++t) {
+    const sim::TaskLabel& label = g.label(t);
+    if (label.category != kCategoryDpComm) continue;
+    const std::string op = text_arg(label, "op");
+    const double size = number_arg(label, "bytes");
+    ++calls[op];
+    const auto lanes = g.lanes(t);
+    if (op == "broadcast") {
+      CHECK(lanes.size() == 4);
+      out += size;
+      broadcast += size;
+    } else if (op == "reduce") {
+      CHECK(lanes.size() == 4);
+      in += size;
+      reduce += size;
+    } else {
+      REQUIRE(op == "sendrecv");
+      REQUIRE(lanes.size() == 2);
+      const std::uint32_t from = g.stream(lanes[0]).gpu, to = g.stream(lanes[1]).gpu;
+      CHECK(((from == 0) != (to == 0)));
+      (from == 0 ? out : in) += size;
+    }
+  }
+  CHECK(out == doctest::Approx(1573077088.0).epsilon(1e-12));
+  CHECK(in == doctest::Approx(1572978688.0).epsilon(1e-12));
+  CHECK(broadcast == doctest::Approx(314687488.0).epsilon(1e-12));
+  CHECK(reduce == doctest::Approx(314687488.0).epsilon(1e-12));
+  // 3 input scatters, 3 logit gathers, 3 gradient scatters; the Broadcast and the Reduce in the same chunks.
+  CHECK(calls["sendrecv"] == 9);
+  CHECK(calls["broadcast"] == calls["reduce"]);
+  // The optimizer runs on GPU 0 alone, last.
+  REQUIRE(r->job.optimizer_task.size() == 1);
+  const sim::TaskId opt = r->job.optimizer_task[0];
+  CHECK(g.stream(g.lanes(opt)[0]).gpu == 0);
+  CHECK(r->executor->end_time(opt) == r->executor->makespan());
+  // The loss runs once, on GPU 0, over n·b = 16 samples: 5·T·V flops with T = 16·1,024.
+  const auto loss = named(g, "loss.fwd");
+  REQUIRE(loss.size() == 1);
+  CHECK(number_arg(g.label(loss[0]), "flops") == doctest::Approx(5.0 * 16 * 1024 * 51200).epsilon(1e-12));
+}
+
+TEST_CASE("framework DataParallel: slower than DDP, memory of GPU 0") {
+  const ScenarioResult dp = simulate_scenario(small(Framework::kDataParallel, 1, 4));
+  const ScenarioResult ddp = simulate_scenario(small(Framework::kPytorchDdp, 1, 4));
+  // Same compute per replica, plus GPU 0's broadcast, gathers, loss over 4× the samples and lone optimizer.
+  CHECK(dp.jobs[0].iteration_time > ddp.jobs[0].iteration_time);
+  // GPU 0 holds the gathered bf16 logits n·b·s·V·2 = 16·1,024·51,200·2 = 1,677,721,600 B and the fp32
+  // log-softmax over them, ·4 = 3,355,443,200 B, and no DDP bucket copy (P·4 = 314,687,488 B):
+  // peak(DP) − peak(DDP) = 1,677,721,600 + 3,355,443,200 − 314,687,488 = 4,718,477,312 B.
+  const MemoryEstimate& m = dp.jobs[0].memory;
+  CHECK((m.peak - ddp.jobs[0].memory.peak).raw() == doctest::Approx(4718477312.0).epsilon(1e-12));
+  for (const MemoryPart& p : m.parts) CHECK(!starts_with(p.name, "DDP"));
+}
+
+TEST_CASE("framework Horovod: fusion of tensors ready by each tick") {
+  // Cycle 1 ms, fusion buffer 64 MiB. Tensors (MiB) ready at (ms): 10 @0.2, 30 @0.5, 30 @0.9, 100 @1.5, 5 @2.1,
+  // 5 @2.2. First tick at or after each: ⌈t / 1 ms⌉ = 1, 1, 1, 2, 3, 3.
+  //   tick 1: 10 + 30 = 40 ≤ 64, + 30 = 70 > 64 → {10, 30}, {30}
+  //   tick 2: 100 > 64 goes alone → {100}
+  //   tick 3: {5, 5}
+  // → 4 responses of 40, 30, 100, 10 MiB at ticks 1, 1, 2, 3.
+  const double mib[] = {10, 30, 30, 100, 5, 5};
+  const double ready_ms[] = {0.2, 0.5, 0.9, 1.5, 2.1, 2.2};
+  std::vector<GradientTensor> tensors;
+  for (std::size_t i = 0; i < 6; ++i)
+    tensors.push_back({"t" + std::to_string(i), MiB(mib[i]), mib[i], i, sim::to_sim_time(milliseconds(ready_ms[i]))});
+  const auto r = horovod_responses(tensors, milliseconds(1), MiB(64));
+  REQUIRE(r.size() == 4);
+  const double size[] = {40, 30, 100, 10};
+  const std::uint64_t tick[] = {1, 1, 2, 3};
+  for (std::size_t k = 0; k < 4; ++k) {
+    CHECK(r[k].size.raw() == doctest::Approx(MiB(size[k]).raw()));
+    CHECK(r[k].tick == tick[k]);
+  }
+  CHECK(r[0].first == 0);
+  CHECK(r[0].last == 1);
+  CHECK(r[3].ready_after_op == 5);
+  // A tensor ready exactly on a tick is negotiated at that tick: 1.0 ms → tick 1.
+  CHECK(horovod_responses({{"x", MiB(1), 1, 0, sim::to_sim_time(milliseconds(1))}}, milliseconds(1), MiB(64))[0].tick == 1);
+  // A 128 MiB buffer and a cycle longer than the backward: one tick; the small model's gradients are
+  // 314,687,488 B (P·4) of which the embedding (V + s)·h·4 = 213,909,504 B > 128 MiB = 134,217,728 B comes
+  // last and goes alone; the rest, 100,777,984 B, fits one buffer → 2 fused AllReduces.
+  const Scenario sc = small(Framework::kHorovod, 2, 1);
+  const Job& job = sc.jobs[0];
+  const auto bwd = backward_ops(job.model, 4, Precision::kBF16);
+  const auto all = gradient_tensors(bwd, std::vector<Seconds>(bwd.size(), microseconds(10)), bytes(4));
+  const auto two = horovod_responses(all, seconds(1), MiB(128));
+  REQUIRE(two.size() == 2);
+  CHECK(two[0].size.raw() == doctest::Approx(100777984.0).epsilon(1e-12));
+  CHECK(two[1].size.raw() == doctest::Approx(213909504.0).epsilon(1e-12));
+  CHECK(all[two[1].first].name == "embed.bwd");
+}
+
+TEST_CASE("framework Horovod: an AllReduce never starts before the tick after its tensors are ready") {
+  Scenario sc = small(Framework::kHorovod, 2, 1);
+  sc.jobs[0].parallel.horovod_cycle = milliseconds(0.5);
+  sc.jobs[0].parallel.horovod_fusion = MiB(16);
+  const auto r = run(sc);
+  const sim::TaskGraph& g = r->graph;
+  const sim::Executor& ex = *r->executor;
+  // The backward starts when GPU 0's last forward op (loss.fwd) ends.
+  sim::SimTime bw_start = -1;
+  std::map<std::string, sim::SimTime> end_on_gpu0;  // backward op → end on GPU 0
+  for (sim::TaskId t : g.stream_tasks(r->job.compute_stream[0])) {
+    if (g.label(t).name == "loss.fwd") bw_start = ex.end_time(t);
+    end_on_gpu0[g.label(t).name] = ex.end_time(t);
+  }
+  REQUIRE(bw_start > 0);
+  const sim::SimTime cycle = sim::to_sim_time(milliseconds(0.5));
+  const auto allreduces = r->job.bucket_allreduce;
+  REQUIRE(allreduces.size() == r->job.buckets.size());
+  CHECK(allreduces.size() >= 3);
+  std::uint64_t ticks_seen = 0;
+  for (std::size_t k = 0; k < allreduces.size(); ++k) {
+    const sim::SimTime ready = end_on_gpu0.at(r->job.buckets[k].last_op) - bw_start;
+    // The first tick at or after `ready`: k·cycle with k = ⌈ready / cycle⌉.
+    const sim::SimTime tick = (ready + cycle - 1) / cycle * cycle;
+    CHECK(ex.start_time(allreduces[k]) >= bw_start + tick);
+    ticks_seen = std::max<std::uint64_t>(ticks_seen, std::uint64_t(tick / cycle));
+  }
+  CHECK(ticks_seen >= 2);  // the responses spread over several cycles
+  // Fused responses are copied through the fusion buffer; the cycle chain runs on GPU 0's host thread.
+  CHECK(!named(g, "horovod.cycle").empty());
+  CHECK(named(g, "horovod.allreduce.response").size() > allreduces.size());  // + memcpy_in/out tasks
+}
+
+TEST_CASE("framework Horovod: hierarchical AllReduce = ReduceScatter in node, AllReduce across, AllGather in node") {
+  // 2 nodes × 4 GPUs, one 128 MiB-bounded response of S = 100,777,984 B first (see the fusion test; a long
+  // cycle puts every tensor in tick 1): per node a 4-rank ReduceScatter of S, per local rank a 2-rank
+  // AllReduce of S/4 = 25,194,496 B across the nodes (staged through host memory), per node a 4-rank AllGather of S.
+  Scenario sc = small(Framework::kHorovod, 2, 4);
+  sc.jobs[0].parallel.horovod_hierarchical = true;
+  sc.jobs[0].parallel.horovod_cycle = seconds(1);
+  const auto r = run(sc);
+  const sim::TaskGraph& g = r->graph;
+  const std::string resp = "horovod.allreduce.response0";
+  const auto rs = named(g, resp + ".reducescatter");
+  const auto ar = named(g, resp + ".cross_allreduce");
+  const auto ag = named(g, resp + ".allgather");
+  REQUIRE(rs.size() == 2);
+  REQUIRE(ar.size() == 4);
+  REQUIRE(ag.size() == 2);
+  for (sim::TaskId t : rs) {
+    CHECK(text_arg(g.label(t), "op") == "reducescatter");
+    CHECK(g.lanes(t).size() == 4);
+    CHECK(number_arg(g.label(t), "bytes") == doctest::Approx(100777984.0));
+  }
+  for (sim::TaskId t : ar) {
+    CHECK(text_arg(g.label(t), "op") == "allreduce");
+    REQUIRE(g.lanes(t).size() == 2);
+    CHECK(g.stream(g.lanes(t)[1]).gpu - g.stream(g.lanes(t)[0]).gpu == 4);  // same local rank, other node
+    CHECK(number_arg(g.label(t), "bytes") == doctest::Approx(25194496.0));
+    CHECK(r->executor->start_time(t) >= r->executor->end_time(rs[0]));
+  }
+  for (sim::TaskId t : ag) {
+    CHECK(text_arg(g.label(t), "op") == "allgather");
+    CHECK(r->executor->start_time(t) >= r->executor->end_time(ar[3]));
+  }
+  CHECK(named(g, resp + ".d2h").size() == 8);
+  CHECK(named(g, resp + ".h2d").size() == 8);
+  CHECK(r->job.bucket_allreduce.empty());
+  // Flat Horovod on the same cluster: one 8-rank AllReduce per response.
+  sc.jobs[0].parallel.horovod_hierarchical = false;
+  const auto flat = run(sc);
+  CHECK(flat->job.bucket_allreduce.size() == 2);
+  CHECK(named(flat->graph, resp + ".reducescatter").empty());
+}
+
+TEST_CASE("framework loader: DATA_PARALLEL on two nodes is an input error naming parallel.framework") {
+  const auto dir = testing::scratch_dir("framework-loader");
+  const std::string path = (dir / "dp2.textproto").string();
+  std::ofstream(path) << "name: \"dp on 2 nodes\"\n"
+                         "cluster { node_preset: \"dgx-a100\" nodes: 2 }\n"
+                         "profile: \"a100-sxm4-80gb\"\n"
+                         "model { name: \"m\" layers: 2 hidden: 1024 heads: 16 ffn_hidden: 4096 vocab: 51200 seq_len: 1024 }\n"
+                         "parallel {\n"
+                         "  dp: 16 micro_batch: 1\n"
+                         "  framework: DATA_PARALLEL\n"
+                         "}\n"
+                         "training { samples: 1000 global_batch: 16 precision: BF16 }\n";
+  const auto bad = testing::run_clustersim("run " + path, dir);
+  CHECK(bad.status == 2);
+  CHECK(bad.out.empty());
+  CHECK(bad.err == "error: " + path +
+                       ":7:14: parallel.framework: torch.nn.DataParallel runs one process on one node; the 16 GPUs span "
+                       "nodes 0 to 1 (use PYTORCH_DDP across nodes)\n");
+}

@@ -305,8 +305,6 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
     out.moe_capacity_factor = positive(in, pre + "parallel.moe_capacity_factor", true, p.moe_capacity_factor(), "x");
   if (p.has_moe_token_skew())
     out.moe_token_skew = non_negative(in, pre + "parallel.moe_token_skew", true, p.moe_token_skew(), "x");
-  if (out.cp > 1) in.fail(pre + "parallel.cp", "context parallelism is not simulated yet");
-  if (out.ep > 1) in.fail(pre + "parallel.ep", "expert parallelism is not simulated yet");
   out.ddp_bucket = MiB(p.has_ddp_bucket_mib()
                            ? positive(in, pre + "parallel.ddp_bucket_mib", true, p.ddp_bucket_mib(), "MiB")
                            : kDefaultDdpBucketMiB);
@@ -322,6 +320,14 @@ void check_layout(const ParsedText& in, const std::string& pre, const workloads:
   if (m.layers % (p.pp * p.vp) != 0)
     in.fail(pre + "parallel.pp", "pp " + std::to_string(p.pp) + " x vp " + std::to_string(p.vp) + " does not divide " +
                                      std::to_string(m.layers) + " layers");
+  // Ring attention with causal load balancing cuts each sequence into 2·cp chunks.
+  if (p.cp > 1 && m.seq_len % (2 * p.cp) != 0)
+    in.fail(pre + "parallel.cp", "2 x cp = " + std::to_string(2 * p.cp) + " does not divide seq_len " +
+                                     std::to_string(m.seq_len) + " (causal load balancing: 2 chunks per rank)");
+  if (p.ep > 1 && !m.is_moe())
+    in.fail(pre + "parallel.ep", "expert parallelism needs a mixture-of-experts model (experts > 0)");
+  if (p.ep > 1 && m.experts % p.ep != 0)
+    in.fail(pre + "parallel.ep", std::to_string(p.ep) + " does not divide " + std::to_string(m.experts) + " experts");
 }
 
 // torch.nn.DataParallel is one process driving the GPUs of one node.

@@ -174,6 +174,8 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
         mc.pp = par.pp;
         mc.stage = stage;
         mc.dp = par.dp;
+        mc.cp = par.cp;
+        mc.ep = par.ep;
         mc.sequence_parallel = par.sequence_parallel;
         mc.schedule = par.schedule;
         mc.micro_batch = par.micro_batch;

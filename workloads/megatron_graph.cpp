@@ -1,6 +1,7 @@
 #include "workloads/megatron_graph.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <string>
 
@@ -15,17 +16,24 @@ namespace {
 
 bool ends_with(const std::string& s, const char* suffix) { return s.ends_with(suffix); }
 
+// Which communicator a collective between two ops of a stage runs on.
+enum class SyncComm { kTensor, kExpert };
+
 // The ops of a virtual stage on one rank, in execution order, for one direction, and where the TP
-// collectives go.
+// collectives and the MoE all-to-alls go.
 struct StageOps {
   std::vector<Op> ops;
   struct Sync {
     std::size_t after;  // the collective follows op `after − 1`
     CollectiveOp op;
+    SyncComm comm = SyncComm::kTensor;
   };
   std::vector<Sync> syncs;
-  double parameters = 0;  // this rank's parameters of the chunk
+  double parameters = 0;         // this rank's parameters of the chunk
+  double expert_parameters = 0;  // the part of them in routed experts
 };
+
+bool is_expert_op(const Op& op) { return op.name.find(".expert_fc") != std::string::npos; }
 
 StageOps stage_ops(const ModelSpec& model, const OpConfig& config, bool forward) {
   StageOps out;
@@ -33,6 +41,15 @@ StageOps stage_ops(const ModelSpec& model, const OpConfig& config, bool forward)
   for (std::size_t i = 0; i < out.ops.size(); ++i) {
     const Op& op = out.ops[i];
     out.parameters += op.grad_parameters;
+    if (is_expert_op(op)) out.expert_parameters += op.grad_parameters;
+    // Megatron-Core's alltoall token dispatcher: dispatch after the permutation, combine after the experts;
+    // backward, the reverse pair (gradients of the combine to the experts, of the dispatch back). A
+    // recomputed forward repeats its pair.
+    if (config.ep > 1 &&
+        (ends_with(op.name, ".moe_dispatch.fwd") || ends_with(op.name, ".moe_dispatch.recompute") ||
+         ends_with(op.name, ".expert_fc2.fwd") || ends_with(op.name, ".expert_fc2.recompute") ||
+         ends_with(op.name, ".moe_combine.bwd") || ends_with(op.name, ".expert_fc1.wgrad")))
+      out.syncs.push_back({i + 1, CollectiveOp::kAllToAll, SyncComm::kExpert});
     if (config.tp < 2) continue;
     // Megatron's g/f operators: the forward reduces after the row-parallel GEMMs (also when a backward
     // recomputes them), the backward after the data gradients of the column-parallel ones. With sequence
@@ -59,46 +76,86 @@ std::vector<sim::TaskArg> op_args(const Op& op, std::uint32_t micro_batch, std::
           {"chunk", double(chunk), {}}};
 }
 
+// A bucket list of one kind of parameters (dense or routed experts) of a chunk's backward ops: DDP-sized
+// buckets in the order their gradients complete, or the whole buffer at once.
+std::vector<GradientBucket> gradient_buckets(const std::vector<Op>& ops, bool experts, bool split, bool overlap,
+                                             double gradient_bytes, Bytes bucket_cap) {
+  std::vector<Op> mine = ops;
+  if (split)
+    for (Op& op : mine)
+      if (is_expert_op(op) != experts) op.grad_parameters = 0;
+  if (overlap) return ddp_buckets(mine, bytes(gradient_bytes), kFirstBucketCap, bucket_cap);
+  GradientBucket whole;
+  for (std::size_t i = 0; i < mine.size(); ++i)
+    if (mine[i].grad_parameters > 0) {
+      whole.parameters += mine[i].grad_parameters;
+      if (whole.first_op.empty()) whole.first_op = mine[i].name;
+      whole.last_op = mine[i].name;
+      whole.ready_after_op = i;
+    }
+  whole.size = bytes(whole.parameters * gradient_bytes);
+  if (whole.parameters > 0) return {whole};
+  return {};
+}
+
 }  // namespace
 
 JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& graph, CollectiveEngine& collectives) {
   const ParallelPlan& par = job.parallel;
-  const RankLayout layout(par.tp, par.dp, par.pp, par.rank_order);
+  const RankLayout layout(par.tp, par.dp, par.pp, par.rank_order, par.cp, par.ep);
   const std::uint32_t ranks = layout.size();
-  const std::uint32_t t = par.tp, p = par.pp, v = par.vp, m = par.grad_accum;
+  const std::uint32_t t = par.tp, p = par.pp, v = par.vp, m = par.grad_accum, cp = par.cp, ep = par.ep;
   const Precision prec = job.training.precision;
   const std::uint32_t virtual_stages = p * v;
   const std::uint32_t layers_per_chunk = job.model.layers / virtual_stages;
-  const Bytes activation = bytes(double(par.micro_batch) * job.model.seq_len * job.model.hidden * element_bytes(prec));
+  // A rank holds s/cp tokens of its micro-batch.
+  const Bytes activation =
+      bytes(double(par.micro_batch) * job.model.seq_len / cp * job.model.hidden * element_bytes(prec));
   const Bytes tp_message = activation;  // AllReduce, or RS/AG with SP: the total buffer is b·s·h either way
   // A pipeline send carries the whole activation, or 1/t of it when sequence parallelism already splits it
   // or the scatter/gather optimisation splits it (the receiving TP group then all-gathers it).
   const Bytes pp_message = (par.sequence_parallel || par.pp_scatter_gather) ? activation / double(t) : activation;
   const double gradient_bytes = job.training.gradients == GradientDtype::kFp32 ? 4.0 : element_bytes(prec);
+  // Routing imbalance: EP rank 0 of every EP group holds the busiest expert (variant 0 of the ops), the
+  // others the rest (variant 1). With ep = 1 every rank holds all experts (variant 0 throughout).
+  const ExpertLoad load = expert_load(job.model, ep, par.moe_capacity_factor, par.moe_token_skew);
 
-  // Per virtual stage: ops and syncs, forward and backward.
-  std::vector<StageOps> fwd(virtual_stages), bwd(virtual_stages);
-  for (std::uint32_t vs = 0; vs < virtual_stages; ++vs) {
-    OpConfig oc;
-    oc.micro_batch = par.micro_batch;
-    oc.precision = prec;
-    oc.tp = t;
-    oc.sequence_parallel = par.sequence_parallel;
-    oc.recompute = par.recompute;
-    oc.attention = par.attention;
-    oc.first_layer = vs * layers_per_chunk;
-    oc.layer_count = layers_per_chunk;
-    oc.embedding = vs == 0;
-    oc.head = vs + 1 == virtual_stages;
-    fwd[vs] = stage_ops(job.model, oc, true);
-    bwd[vs] = stage_ops(job.model, oc, false);
+  // Per virtual stage and load variant: ops and syncs, forward and backward.
+  std::array<std::vector<StageOps>, 2> fwd, bwd;
+  OpConfig oc;
+  oc.micro_batch = par.micro_batch;
+  oc.precision = prec;
+  oc.tp = t;
+  oc.cp = cp;
+  oc.ep = ep;
+  oc.sequence_parallel = par.sequence_parallel;
+  oc.recompute = par.recompute;
+  oc.attention = par.attention;
+  for (int variant = 0; variant < 2; ++variant) {
+    fwd[variant].resize(virtual_stages);
+    bwd[variant].resize(virtual_stages);
+    for (std::uint32_t vs = 0; vs < virtual_stages; ++vs) {
+      OpConfig c = oc;
+      c.expert_load = variant == 0 ? load.busiest_rank : load.other_rank;
+      c.first_layer = vs * layers_per_chunk;
+      c.layer_count = layers_per_chunk;
+      c.embedding = vs == 0;
+      c.head = vs + 1 == virtual_stages;
+      fwd[variant][vs] = stage_ops(job.model, c, true);
+      bwd[variant][vs] = stage_ops(job.model, c, false);
+    }
   }
+  // The dispatch/combine buffer: one size per call, the busiest receiver's (its inbound bytes set the time).
+  const Bytes a2a_message = job.model.is_moe() ? moe_alltoall_bytes(job.model, oc, load.busiest_rank) : Bytes{};
+  const Bytes kv_message = ring_kv_bytes(job.model, oc);
 
   JobGraph it;
   it.compute_stream.resize(ranks);
   it.comm_stream.resize(ranks);
   it.other_comm_streams.resize(ranks);
   std::vector<std::array<sim::StreamId, 4>> pp_streams(ranks);  // send-fwd, recv-fwd, send-bwd, recv-bwd
+  std::vector<std::array<sim::StreamId, 4>> cp_streams(ranks);  // K/V send, K/V recv, dK/dV send, dK/dV recv
+  std::vector<sim::StreamId> ep_stream(ranks, 0);
   for (std::uint32_t r = 0; r < ranks; ++r) {
     const std::uint32_t gpu = job.gpus[r];
     it.compute_stream[r] = graph.add_stream(gpu, kComputeStream);
@@ -106,24 +163,35 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
     if (p > 1) {
       pp_streams[r] = {graph.add_stream(gpu, "pp-send-fwd"), graph.add_stream(gpu, "pp-recv-fwd"),
                        graph.add_stream(gpu, "pp-send-bwd"), graph.add_stream(gpu, "pp-recv-bwd")};
-      it.other_comm_streams[r].assign(pp_streams[r].begin(), pp_streams[r].end());
+      it.other_comm_streams[r].insert(it.other_comm_streams[r].end(), pp_streams[r].begin(), pp_streams[r].end());
+    }
+    if (cp > 1) {
+      cp_streams[r] = {graph.add_stream(gpu, "cp-kv-send"), graph.add_stream(gpu, "cp-kv-recv"),
+                       graph.add_stream(gpu, "cp-dkv-send"), graph.add_stream(gpu, "cp-dkv-recv")};
+      it.other_comm_streams[r].insert(it.other_comm_streams[r].end(), cp_streams[r].begin(), cp_streams[r].end());
+    }
+    if (ep > 1 && job.model.is_moe()) {
+      ep_stream[r] = graph.add_stream(gpu, "ep-comm");
+      it.other_comm_streams[r].push_back(ep_stream[r]);
     }
   }
 
   const auto order = pipeline_order(par.schedule, p, m, v);
 
   // Input: the loader and the host-to-device copy on tensor rank 0 of the first and the last stage of
-  // every replica (input_pipeline.h); the whole TP group waits for it (get_batch broadcasts the batch).
+  // every replica and context rank (input_pipeline.h; each CP rank loads its sequences and keeps its
+  // chunks); the whole TP group waits for it (get_batch broadcasts the batch).
   std::vector<std::uint32_t> readers;
-  for (std::uint32_t d = 0; d < par.dp; ++d) {
-    readers.push_back(layout.rank({0, d, 0}));
-    if (p > 1) readers.push_back(layout.rank({0, d, p - 1}));
-  }
+  for (std::uint32_t d = 0; d < par.dp; ++d)
+    for (std::uint32_t c = 0; c < cp; ++c) {
+      readers.push_back(layout.rank({0, d, 0, c}));
+      if (p > 1) readers.push_back(layout.rank({0, d, p - 1, c}));
+    }
   InputPipeline input = add_input_pipeline(sc, job, graph, readers, m);
-  // Labels per (virtual stage, direction, op, micro-batch) would be many; share one per (vs, dir, op).
-  std::map<std::tuple<std::uint32_t, bool, std::size_t>, sim::LabelId> labels;
-  auto label_of = [&](std::uint32_t vs, bool forward, std::size_t i, const Op& op, std::uint32_t chunk) {
-    const auto key = std::make_tuple(vs, forward, i);
+  // Labels per (virtual stage, direction, op, micro-batch) would be many; share one per (vs, dir, op, load).
+  std::map<std::tuple<std::uint32_t, bool, std::size_t, int>, sim::LabelId> labels;
+  auto label_of = [&](std::uint32_t vs, bool forward, std::size_t i, int variant, const Op& op, std::uint32_t chunk) {
+    const auto key = std::make_tuple(vs, forward, i, variant);
     auto found = labels.find(key);
     if (found != labels.end()) return found->second;
     const sim::LabelId id = graph.add_label({op.name, kCategoryCompute, op_args(op, 0, chunk)});
@@ -135,63 +203,163 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
   std::map<std::tuple<bool, std::uint32_t, std::uint32_t, std::uint32_t>, sim::TaskId> first_task, last_task;
   // Last backward op of each chunk per rank, and where each DP bucket of that chunk becomes ready.
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<sim::TaskId>> chunk_backward;  // (rank, vs)
-  // The all-gather of a scatter/gather pipeline receive, per (direction, micro-batch, vs, replica).
-  std::map<std::tuple<bool, std::uint32_t, std::uint32_t, std::uint32_t>, sim::TaskId> gather_task;
+  // The all-gather of a scatter/gather pipeline receive, per (direction, micro-batch, vs, replica, context rank).
+  std::map<std::tuple<bool, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t>, sim::TaskId> gather_task;
   std::vector<sim::TaskId> last_compute(ranks, 0);  // each rank's last backward kernel of the step
 
   for (std::uint32_t stage = 0; stage < p; ++stage) {
-    for (std::uint32_t d = 0; d < par.dp; ++d) {
-      // The TP group of this (stage, replica) runs in lockstep: add each step for all its ranks together.
-      std::vector<std::uint32_t> group;
-      for (std::uint32_t tr = 0; tr < t; ++tr) group.push_back(layout.rank({tr, d, stage}));
-      std::vector<sim::StreamId> group_compute;
-      std::vector<std::uint32_t> group_gpus;
-      for (std::uint32_t r : group) {
-        group_compute.push_back(it.compute_stream[r]);
-        group_gpus.push_back(job.gpus[r]);
-      }
+    for (std::uint32_t block = 0; block < par.dp / ep; ++block) {
+      // The ranks of this stage and EP group run in lockstep: the TP groups (one per context rank and
+      // replica), the CP rings (one per tensor rank and replica) and the EP groups (one per tensor and
+      // context rank) among them. Add each step for all of them together.
+      std::vector<std::uint32_t> group;  // member g → rank
+      std::vector<RankCoord> coord;
+      for (std::uint32_t e = 0; e < ep; ++e)
+        for (std::uint32_t c = 0; c < cp; ++c)
+          for (std::uint32_t tr = 0; tr < t; ++tr) {
+            coord.push_back({tr, block * ep + e, stage, c});
+            group.push_back(layout.rank(coord.back()));
+          }
+      const std::size_t n = group.size();
+      auto member = [&](std::uint32_t tr, std::uint32_t e, std::uint32_t c) { return (e * cp + c) * t + tr; };
+      std::vector<int> variant(n);
+      for (std::size_t g = 0; g < n; ++g) variant[g] = coord[g].dp % ep == 0 ? 0 : 1;
+      auto gpus_of = [&](const std::vector<std::size_t>& members) {
+        std::vector<std::uint32_t> out;
+        for (std::size_t g : members) out.push_back(job.gpus[group[g]]);
+        return out;
+      };
+      std::vector<std::vector<std::size_t>> tp_groups, ep_groups;  // member indices
+      for (std::uint32_t e = 0; e < ep; ++e)
+        for (std::uint32_t c = 0; c < cp; ++c) {
+          tp_groups.emplace_back();
+          for (std::uint32_t tr = 0; tr < t; ++tr) tp_groups.back().push_back(member(tr, e, c));
+        }
+      for (std::uint32_t c = 0; c < cp; ++c)
+        for (std::uint32_t tr = 0; tr < t; ++tr) {
+          ep_groups.emplace_back();
+          for (std::uint32_t e = 0; e < ep; ++e) ep_groups.back().push_back(member(tr, e, c));
+        }
       for (const PipelineStep& step : order[stage]) {
         const bool forward = step.kind == PipelineStep::Kind::kForward;
         const std::uint32_t vs = step.chunk * p + stage;
-        const StageOps& so = forward ? fwd[vs] : bwd[vs];
+        const auto& so_of = forward ? fwd : bwd;
+        const StageOps& so = so_of[0][vs];  // the variants differ in FLOPs only, not in ops or syncs
         std::size_t next_sync = 0;
-        std::vector<sim::TaskId> last(group.size(), 0);
-        std::vector<bool> any(group.size(), false);
+        std::vector<sim::TaskId> last(n, 0);
+        std::vector<bool> any(n, false);
+        // What each member's next kernel waits for besides its stream: input, all-to-alls, ring transfers.
+        std::vector<std::vector<sim::TaskId>> pending(n);
         // Scatter/gather: the received 1/t shards are all-gathered by the group before the step's kernels.
         const bool receives = forward ? vs > 0 : vs + 1 < virtual_stages;
         if (par.pp_scatter_gather && receives)
-          gather_task[{forward, step.micro_batch, vs, d}] =
-              collectives.add(graph, forward ? "allgather.pp_activation" : "allgather.pp_gradient", kCategoryPpComm,
-                              CollectiveRequest{CollectiveOp::kAllGather, group_gpus, activation, 0}, group_compute, {});
+          for (const auto& tg : tp_groups) {
+            std::vector<sim::StreamId> lanes;
+            for (std::size_t g : tg) lanes.push_back(it.compute_stream[group[g]]);
+            gather_task[{forward, step.micro_batch, vs, coord[tg[0]].dp, coord[tg[0]].cp}] =
+                collectives.add(graph, forward ? "allgather.pp_activation" : "allgather.pp_gradient", kCategoryPpComm,
+                                CollectiveRequest{CollectiveOp::kAllGather, gpus_of(tg), activation, 0}, lanes, {});
+          }
         // The input of this micro-batch, where this virtual stage reads it (the first and the last).
-        std::vector<sim::TaskId> input_deps;
         if (forward && (vs == 0 || vs + 1 == virtual_stages))
-          if (auto f = input.ready.find({layout.rank({0, d, stage}), step.micro_batch}); f != input.ready.end())
-            input_deps.push_back(f->second);
+          for (std::size_t g = 0; g < n; ++g)
+            if (auto f = input.ready.find({layout.rank({0, coord[g].dp, stage, coord[g].cp}), step.micro_batch});
+                f != input.ready.end())
+              pending[g].push_back(f->second);
+        // Ring attention (context parallelism): per (tensor rank, replica) a ring over the cp context ranks;
+        // the transfer on the edge into member g, per kind (K/V, dK/dV), from the previous ring step.
+        std::vector<sim::TaskId> kv_in(n, 0), dkv_in(n, 0), ring_base(n, 0);
+        std::vector<bool> has_base(n, false);
+        auto ring_transfer = [&](bool gradients, std::uint32_t j) {
+          std::vector<sim::TaskId> arrived(n, 0);
+          for (std::size_t g = 0; g < n; ++g) {
+            const RankCoord& from = coord[g];
+            const std::size_t to = member(from.tp, from.dp - block * ep, (from.cp + 1) % cp);
+            const std::uint32_t src = group[g], dst = group[to];
+            std::vector<sim::TaskId> deps;
+            if (gradients) {
+              deps.push_back(last[g]);  // this rank's dK/dV of step j − 1 is complete
+              if (j >= 2) deps.push_back(dkv_in[g]);
+            } else if (j == 1) {
+              if (has_base[g]) deps.push_back(ring_base[g]);  // K and V exist
+            } else {
+              deps.push_back(kv_in[g]);  // forwards what it received
+            }
+            const sim::StreamId lanes[] = {cp_streams[src][gradients ? 2 : 0], cp_streams[dst][gradients ? 3 : 1]};
+            arrived[to] = collectives.add(
+                graph, gradients ? "send.cp.dkv" : "send.cp.kv", kCategoryCpComm,
+                CollectiveRequest{CollectiveOp::kSendRecv, {job.gpus[src], job.gpus[dst]}, kv_message, 0}, lanes, deps);
+          }
+          (gradients ? dkv_in : kv_in) = std::move(arrived);
+        };
         for (std::size_t i = 0; i <= so.ops.size(); ++i) {
-          // TP collectives that follow op i−1.
+          // Collectives that follow op i−1: TP on the compute streams, EP all-to-alls on their own stream
+          // (the next kernel waits for them).
           while (next_sync < so.syncs.size() && so.syncs[next_sync].after == i) {
-            collectives.add(graph, std::string(to_string(so.syncs[next_sync].op)) + ".tp", kCategoryTpComm,
-                            CollectiveRequest{so.syncs[next_sync].op, group_gpus, tp_message, 0}, group_compute, {});
-            ++next_sync;
+            const StageOps::Sync& sync = so.syncs[next_sync++];
+            if (sync.comm == SyncComm::kTensor) {
+              for (const auto& tg : tp_groups) {
+                std::vector<sim::StreamId> lanes;
+                for (std::size_t g : tg) lanes.push_back(it.compute_stream[group[g]]);
+                collectives.add(graph, std::string(to_string(sync.op)) + ".tp", kCategoryTpComm,
+                                CollectiveRequest{sync.op, gpus_of(tg), tp_message, 0}, lanes, {});
+              }
+            } else {
+              const std::string& before = so.ops[i - 1].name;
+              const bool dispatch =
+                  before.find("dispatch") != std::string::npos || ends_with(before, ".expert_fc1.wgrad");
+              const bool backward_pass = ends_with(before, ".bwd") || ends_with(before, ".wgrad");
+              for (const auto& eg : ep_groups) {
+                std::vector<sim::StreamId> lanes;
+                std::vector<sim::TaskId> deps;
+                for (std::size_t g : eg) {
+                  lanes.push_back(ep_stream[group[g]]);
+                  if (any[g]) deps.push_back(last[g]);
+                }
+                const sim::TaskId a2a = collectives.add(
+                    graph, std::string(dispatch ? "alltoall.ep.dispatch" : "alltoall.ep.combine") +
+                               (backward_pass ? ".bwd" : ""),
+                    kCategoryEpComm, CollectiveRequest{CollectiveOp::kAllToAll, gpus_of(eg), a2a_message, 0}, lanes,
+                    deps);
+                for (std::size_t g : eg) pending[g].push_back(a2a);
+              }
+            }
           }
           if (i == so.ops.size()) break;
-          const Op& op = so.ops[i];
-          const sim::LabelId label = label_of(vs, forward, i, op, step.chunk);
-          for (std::size_t g = 0; g < group.size(); ++g) {
+          const Op& op0 = so.ops[i];
+          const bool ring_bwd = op0.ring_step >= 0 && ends_with(op0.name, ".bwd");
+          if (op0.ring_step == 0) {
+            for (std::size_t g = 0; g < n; ++g) {
+              ring_base[g] = last[g];
+              has_base[g] = any[g];
+            }
+          } else if (op0.ring_step > 0) {
+            const auto j = static_cast<std::uint32_t>(op0.ring_step);
+            ring_transfer(false, j);                // K/V for step j, overlapping step j − 1
+            if (ring_bwd) ring_transfer(true, j);   // dK/dV of the chunk this rank worked on in step j − 1
+            for (std::size_t g = 0; g < n; ++g) pending[g].push_back(kv_in[g]);
+          }
+          for (std::size_t g = 0; g < n; ++g) {
             const std::uint32_t r = group[g];
+            const Op& op = so_of[variant[g]][vs].ops[i];
+            const sim::LabelId label = label_of(vs, forward, i, variant[g], op, step.chunk);
             const sim::StreamId lane[] = {it.compute_stream[r]};
-            const sim::TaskId id =
-                graph.add(label, lane, op_time(op, sc.profile.gpu, prec) * sc.cluster.compute_slowdown(job.gpus[r]),
-                          any[g] ? std::span<const sim::TaskId>{} : std::span<const sim::TaskId>(input_deps));
+            const sim::TaskId id = graph.add(
+                label, lane, op_time(op, sc.profile.gpu, prec) * sc.cluster.compute_slowdown(job.gpus[r]), pending[g]);
+            pending[g].clear();
             if (!any[g]) first_task[{forward, step.micro_batch, vs, r}] = id;
             any[g] = true;
             last[g] = id;
-            if (!forward && step.micro_batch + 1 == m && op.grad_parameters > 0)
-              chunk_backward[{r, vs}].push_back(id);
+            if (!forward && step.micro_batch + 1 == m && op.grad_parameters > 0) chunk_backward[{r, vs}].push_back(id);
+          }
+          // After the last backward ring step the accumulated dK/dV go one hop further, back to the rank that
+          // owns K and V; its QKV backward waits for them.
+          if (ring_bwd && op0.ring_step + 1 == int(cp)) {
+            ring_transfer(true, cp);
+            for (std::size_t g = 0; g < n; ++g) pending[g].push_back(dkv_in[g]);
           }
         }
-        for (std::size_t g = 0; g < group.size(); ++g)
+        for (std::size_t g = 0; g < n; ++g)
           if (any[g]) {
             last_task[{forward, step.micro_batch, vs, group[g]}] = last[g];
             last_compute[group[g]] = last[g];
@@ -200,89 +368,109 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
     }
   }
 
-  // Pipeline sends: forward activations vs → vs+1, backward gradients vs → vs−1, between equal TP ranks.
+  // Pipeline sends: forward activations vs → vs+1, backward gradients vs → vs−1, between equal TP and CP ranks.
   if (p > 1) {
     for (std::uint32_t d = 0; d < par.dp; ++d)
-      for (std::uint32_t tr = 0; tr < t; ++tr)
-        for (std::uint32_t s = 0; s < p; ++s)
-          for (const PipelineStep& step : order[s]) {
-            const bool forward = step.kind == PipelineStep::Kind::kForward;
-            const std::uint32_t vs = step.chunk * p + s;
-            if (forward ? vs + 1 == virtual_stages : vs == 0) continue;
-            const std::uint32_t to_vs = forward ? vs + 1 : vs - 1;
-            const std::uint32_t src = layout.rank({tr, d, s}), dst = layout.rank({tr, d, to_vs % p});
-            const sim::StreamId lanes[] = {pp_streams[src][forward ? 0 : 2], pp_streams[dst][forward ? 1 : 3]};
-            const sim::TaskId after = last_task.at({forward, step.micro_batch, vs, src});
-            const sim::TaskId send = collectives.add(
-                graph, forward ? "send.activation" : "send.gradient", kCategoryPpComm,
-                CollectiveRequest{CollectiveOp::kSendRecv, {job.gpus[src], job.gpus[dst]}, pp_message, 0}, lanes,
-                std::span<const sim::TaskId>(&after, 1));
-            const auto gather = gather_task.find({forward, step.micro_batch, to_vs, d});
-            graph.add_dependency(gather != gather_task.end() ? gather->second
-                                                             : first_task.at({forward, step.micro_batch, to_vs, dst}),
-                                 send);
-          }
+      for (std::uint32_t c = 0; c < cp; ++c)
+        for (std::uint32_t tr = 0; tr < t; ++tr)
+          for (std::uint32_t s = 0; s < p; ++s)
+            for (const PipelineStep& step : order[s]) {
+              const bool forward = step.kind == PipelineStep::Kind::kForward;
+              const std::uint32_t vs = step.chunk * p + s;
+              if (forward ? vs + 1 == virtual_stages : vs == 0) continue;
+              const std::uint32_t to_vs = forward ? vs + 1 : vs - 1;
+              const std::uint32_t src = layout.rank({tr, d, s, c}), dst = layout.rank({tr, d, to_vs % p, c});
+              const sim::StreamId lanes[] = {pp_streams[src][forward ? 0 : 2], pp_streams[dst][forward ? 1 : 3]};
+              const sim::TaskId after = last_task.at({forward, step.micro_batch, vs, src});
+              const sim::TaskId send = collectives.add(
+                  graph, forward ? "send.activation" : "send.gradient", kCategoryPpComm,
+                  CollectiveRequest{CollectiveOp::kSendRecv, {job.gpus[src], job.gpus[dst]}, pp_message, 0}, lanes,
+                  std::span<const sim::TaskId>(&after, 1));
+              const auto gather = gather_task.find({forward, step.micro_batch, to_vs, d, c});
+              graph.add_dependency(gather != gather_task.end()
+                                       ? gather->second
+                                       : first_task.at({forward, step.micro_batch, to_vs, dst}),
+                                   send);
+            }
   }
 
   // Data parallelism. With overlap_grad_reduce (Megatron-Core's --overlap-grad-reduce) each chunk's
   // gradients go in DDP-sized buckets as soon as its last backward produced them, overlapping the rest of
   // the backward; without it (Megatron-LM's default) each chunk's whole gradient buffer is reduced in one
   // call after the rank's backward ends (finalize_model_grads). The distributed optimizer reduce-scatters
-  // instead of all-reducing; each rank then steps its 1/dp shard and the updated 16-bit parameters are
-  // all-gathered, one call per chunk, before the step ends.
+  // instead of all-reducing; each rank then steps its shard and the updated 16-bit parameters are
+  // all-gathered, one call per chunk, before the step ends. Dense gradients are reduced over the dp·cp
+  // ranks of the data-and-context group (the CP ranks saw other tokens of the same sequences); with expert
+  // parallelism the routed experts' gradients have their own buckets, reduced over the (dp/ep)·cp ranks
+  // that hold the same experts (rank_layout.h), in the order the buckets become ready.
   const CollectiveOp grad_op = par.distributed_optimizer ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;
   const char* grad_name = par.distributed_optimizer ? "reducescatter.dp.chunk" : "allreduce.dp.chunk";
+  const bool split_experts = ep > 1 && job.model.is_moe();
   std::vector<sim::TaskId> last_dp(ranks, 0);
   std::vector<bool> has_dp(ranks, false);
-  if (par.dp > 1) {
-    for (std::uint32_t s = 0; s < p; ++s)
-      for (std::uint32_t tr = 0; tr < t; ++tr)
-        for (std::uint32_t c = v; c-- > 0;) {  // the last chunk's backward ends first
-          const std::uint32_t vs = c * p + s;
-          const std::vector<std::uint32_t> dp_group = layout.group(ParallelDim::kData, layout.rank({tr, 0, s}));
-          std::vector<GradientBucket> buckets;
-          if (par.overlap_grad_reduce) {
-            buckets = ddp_buckets(bwd[vs].ops, bytes(gradient_bytes), kFirstBucketCap, par.ddp_bucket);
-          } else {
-            GradientBucket whole;
-            whole.parameters = bwd[vs].parameters;
-            whole.size = bytes(bwd[vs].parameters * gradient_bytes);
-            for (std::size_t i = 0; i < bwd[vs].ops.size(); ++i)
-              if (bwd[vs].ops[i].grad_parameters > 0) {
-                if (whole.first_op.empty()) whole.first_op = bwd[vs].ops[i].name;
-                whole.last_op = bwd[vs].ops[i].name;
-                whole.ready_after_op = i;
-              }
-            if (whole.parameters > 0) buckets.push_back(whole);
-          }
-          std::vector<std::uint32_t> gpus;
-          std::vector<sim::StreamId> lanes;
-          for (std::uint32_t r : dp_group) {
-            gpus.push_back(job.gpus[r]);
-            lanes.push_back(it.comm_stream[r]);
-          }
-          for (const GradientBucket& b : buckets) {
+  // The reduction groups of (stage, tensor rank): the dense one, then (with EP) one per EP rank.
+  auto reduction_groups = [&](std::uint32_t s, std::uint32_t tr, bool experts) {
+    std::vector<std::vector<std::uint32_t>> out;
+    if (!experts) {
+      out.push_back(layout.data_context_group(layout.rank({tr, 0, s, 0})));
+    } else {
+      for (std::uint32_t k = 0; k < ep; ++k) out.push_back(layout.expert_data_group(layout.rank({tr, k, s, 0})));
+    }
+    return out;
+  };
+  for (std::uint32_t s = 0; s < p; ++s)
+    for (std::uint32_t tr = 0; tr < t; ++tr)
+      for (std::uint32_t c = v; c-- > 0;) {  // the last chunk's backward ends first
+        const std::uint32_t vs = c * p + s;
+        const std::vector<Op>& ops = bwd[0][vs].ops;
+        struct Pending {
+          GradientBucket bucket;
+          bool experts;
+        };
+        std::vector<Pending> all;
+        for (bool experts : {false, true}) {
+          if (experts && !split_experts) continue;
+          for (GradientBucket& b : gradient_buckets(ops, experts, split_experts, par.overlap_grad_reduce,
+                                                    gradient_bytes, par.ddp_bucket))
+            all.push_back({std::move(b), experts});
+        }
+        std::stable_sort(all.begin(), all.end(), [](const Pending& a, const Pending& b) {
+          return a.bucket.ready_after_op < b.bucket.ready_after_op;
+        });
+        for (const Pending& pb : all) {
+          const GradientBucket& b = pb.bucket;
+          bool added = false;
+          for (const std::vector<std::uint32_t>& members : reduction_groups(s, tr, pb.experts)) {
+            if (members.size() < 2) continue;
+            std::vector<std::uint32_t> gpus;
+            std::vector<sim::StreamId> lanes;
+            for (std::uint32_t r : members) {
+              gpus.push_back(job.gpus[r]);
+              lanes.push_back(it.comm_stream[r]);
+            }
             std::vector<sim::TaskId> deps;
             if (par.overlap_grad_reduce) {
               // The op that completes the bucket, on every member: the k-th gradient-producing op of the chunk.
               std::size_t k = 0;
               for (std::size_t i = 0; i <= b.ready_after_op; ++i)
-                if (bwd[vs].ops[i].grad_parameters > 0) ++k;
-              for (std::uint32_t r : dp_group) deps.push_back(chunk_backward.at({r, vs})[k - 1]);
+                if (ops[i].grad_parameters > 0) ++k;
+              for (std::uint32_t r : members) deps.push_back(chunk_backward.at({r, vs})[k - 1]);
             } else {
-              for (std::uint32_t r : dp_group) deps.push_back(last_compute[r]);
+              for (std::uint32_t r : members) deps.push_back(last_compute[r]);
             }
-            const sim::TaskId ar = collectives.add(graph, grad_name + std::to_string(vs), kCategoryDpComm,
-                                                   CollectiveRequest{grad_op, gpus, b.size, 0}, lanes, deps);
+            const sim::TaskId ar =
+                collectives.add(graph, std::string(grad_name) + std::to_string(vs) + (pb.experts ? ".experts" : ""),
+                                kCategoryDpComm, CollectiveRequest{grad_op, gpus, b.size, 0}, lanes, deps);
             it.bucket_allreduce.push_back(ar);
-            for (std::uint32_t r : dp_group) {
+            for (std::uint32_t r : members) {
               last_dp[r] = ar;
               has_dp[r] = true;
             }
-            if (s == 0 && tr == 0) it.buckets.push_back(b);
+            added = true;
           }
+          if (added && s == 0 && tr == 0) it.buckets.push_back(b);
         }
-  }
+      }
   // Tied word embeddings with a pipeline: the first stage's embedding and the last stage's copy used by
   // the output layer each hold gradients; Megatron all-reduces them between the two stages (tensor rank
   // by tensor rank, V·h/t parameters) after the data-parallel reduction, before the optimizer
@@ -290,25 +478,31 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
   if (p > 1 && job.model.tied_embeddings) {
     const Bytes embedding_grads = bytes(double(job.model.vocab) * job.model.hidden / t * gradient_bytes);
     for (std::uint32_t d = 0; d < par.dp; ++d)
-      for (std::uint32_t tr = 0; tr < t; ++tr) {
-        const std::uint32_t first = layout.rank({tr, d, 0}), last = layout.rank({tr, d, p - 1});
-        std::vector<sim::TaskId> deps = {last_compute[first], last_compute[last]};
-        for (std::uint32_t r : {first, last})
-          if (has_dp[r]) deps.push_back(last_dp[r]);
-        const sim::StreamId lanes[] = {it.compute_stream[first], it.compute_stream[last]};
-        collectives.add(graph, "allreduce.embedding_grads", kCategoryDpComm,
-                        CollectiveRequest{CollectiveOp::kAllReduce, {job.gpus[first], job.gpus[last]}, embedding_grads, 0},
-                        lanes, deps);
-      }
+      for (std::uint32_t c = 0; c < cp; ++c)
+        for (std::uint32_t tr = 0; tr < t; ++tr) {
+          const std::uint32_t first = layout.rank({tr, d, 0, c}), last = layout.rank({tr, d, p - 1, c});
+          std::vector<sim::TaskId> deps = {last_compute[first], last_compute[last]};
+          for (std::uint32_t r : {first, last})
+            if (has_dp[r]) deps.push_back(last_dp[r]);
+          const sim::StreamId lanes[] = {it.compute_stream[first], it.compute_stream[last]};
+          collectives.add(
+              graph, "allreduce.embedding_grads", kCategoryDpComm,
+              CollectiveRequest{CollectiveOp::kAllReduce, {job.gpus[first], job.gpus[last]}, embedding_grads, 0},
+              lanes, deps);
+        }
   }
-  // Optimizer: each rank over its parameters (its 1/dp shard with the distributed optimizer), after its
-  // gradients are reduced.
+  // Optimizer: each rank over its parameters (with the distributed optimizer its shard: dense parameters
+  // over dp·cp ranks, experts over (dp/ep)·cp), after its gradients are reduced.
   const bool half_weights = prec == Precision::kBF16 || prec == Precision::kFP16;
+  const double dense_shards = double(par.dp) * cp, expert_shards = double(par.dp) / ep * cp;
   for (std::uint32_t r = 0; r < ranks; ++r) {
     const RankCoord c = layout.coord(r);
-    double params = 0;
-    for (std::uint32_t ch = 0; ch < v; ++ch) params += bwd[ch * p + c.pp].parameters;
-    if (par.distributed_optimizer) params /= double(par.dp);
+    double dense = 0, experts = 0;
+    for (std::uint32_t ch = 0; ch < v; ++ch) {
+      experts += bwd[0][ch * p + c.pp].expert_parameters;
+      dense += bwd[0][ch * p + c.pp].parameters - bwd[0][ch * p + c.pp].expert_parameters;
+    }
+    const double params = par.distributed_optimizer ? dense / dense_shards + experts / expert_shards : dense + experts;
     const Op opt = optimizer_op(params, job.training.optimizer, gradient_bytes, half_weights);
     const sim::LabelId label = graph.add_label({opt.name, kCategoryCompute, op_args(opt, 0, 0)});
     const sim::StreamId lane[] = {it.compute_stream[r]};
@@ -318,26 +512,34 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
         graph.add(label, lane, op_time(opt, sc.profile.gpu, prec) * sc.cluster.compute_slowdown(job.gpus[r]), deps));
   }
   // Distributed optimizer: all-gather the updated 16-bit (or fp32) parameters of each chunk over the
-  // data-parallel group; the step ends when they are back.
+  // groups that reduced them; the step ends when they are back.
   if (par.distributed_optimizer) {
     for (std::uint32_t s = 0; s < p; ++s)
       for (std::uint32_t tr = 0; tr < t; ++tr)
-        for (std::uint32_t c = 0; c < v; ++c) {
-          const std::uint32_t vs = c * p + s;
-          const std::vector<std::uint32_t> dp_group = layout.group(ParallelDim::kData, layout.rank({tr, 0, s}));
-          std::vector<std::uint32_t> gpus;
-          std::vector<sim::StreamId> lanes;
-          std::vector<sim::TaskId> deps;
-          for (std::uint32_t r : dp_group) {
-            gpus.push_back(job.gpus[r]);
-            lanes.push_back(it.comm_stream[r]);
-            deps.push_back(it.optimizer_task[r]);
+        for (std::uint32_t c = 0; c < v; ++c)
+          for (bool experts : {false, true}) {
+            if (experts && !split_experts) continue;
+            const std::uint32_t vs = c * p + s;
+            const StageOps& so = bwd[0][vs];
+            const double params = !split_experts ? so.parameters : experts ? so.expert_parameters
+                                                                            : so.parameters - so.expert_parameters;
+            for (const std::vector<std::uint32_t>& members : reduction_groups(s, tr, experts)) {
+              if (members.size() < 2) continue;
+              std::vector<std::uint32_t> gpus;
+              std::vector<sim::StreamId> lanes;
+              std::vector<sim::TaskId> deps;
+              for (std::uint32_t r : members) {
+                gpus.push_back(job.gpus[r]);
+                lanes.push_back(it.comm_stream[r]);
+                deps.push_back(it.optimizer_task[r]);
+              }
+              it.step_end_task.push_back(collectives.add(
+                  graph, "allgather.dp.params.chunk" + std::to_string(vs) + (experts ? ".experts" : ""),
+                  kCategoryDpComm,
+                  CollectiveRequest{CollectiveOp::kAllGather, gpus, bytes(params * element_bytes(prec)), 0}, lanes,
+                  deps));
+            }
           }
-          it.step_end_task.push_back(collectives.add(
-              graph, "allgather.dp.params.chunk" + std::to_string(vs), kCategoryDpComm,
-              CollectiveRequest{CollectiveOp::kAllGather, gpus, bytes(bwd[vs].parameters * element_bytes(prec)), 0},
-              lanes, deps));
-        }
   }
   it.input_streams = std::move(input.streams);
   return it;

@@ -1,5 +1,6 @@
-// The task graph of one optimizer step of Megatron-style 3D parallelism (Shoeybi et al. 2019;
-// Narayanan et al. 2021; Korthikanti et al. 2022), for a job of tp·dp·pp ranks placed by RankLayout.
+// The task graph of one optimizer step of Megatron-style parallelism (Shoeybi et al. 2019; Narayanan et al.
+// 2021; Korthikanti et al. 2022; Megatron-Core context and expert parallelism), for a job of tp·cp·dp·pp
+// ranks placed by RankLayout.
 //
 // Tensor parallelism: every GEMM of a layer is split t ways (column-parallel QKV and fc1, row-parallel
 // projection and fc2; attention heads, the vocabulary-parallel embedding, LM head and loss split too),
@@ -13,12 +14,35 @@
 // + stage); the first holds the embedding, the last the final norm, LM head and loss. Each stage runs its
 // steps in the order of the schedule (pipeline_schedule.h); activations (forward) and their gradients
 // (backward), b·s·h elements each, go to the neighbouring virtual stage as Send/Recv between the ranks of
-// equal tensor rank, on dedicated send/receive streams, and the receiving step waits for them.
+// equal tensor (and context) rank, on dedicated send/receive streams, and the receiving step waits for them.
+// Context parallelism (TransformerEngine ring attention with causal load balancing; transformer_ops.h):
+// a rank holds s/cp tokens, so every per-token op, TP collective and pipeline send is 1/cp of the above. The
+// attention core of a layer is cp steps; before step j ≥ 1 the K/V of the ring neighbour arrive, a Send/Recv
+// of 2·b·(s/cp)·(n_kv/t)·d·e bytes from context rank i to i+1 on the "cp-kv" streams, issued as soon as
+// the previous transfer delivered (TE launches it before the previous step's kernel), so it overlaps step
+// j − 1: with step compute C and transfer X the forward attention takes cp·C + (cp − 1)·max(0, X − C) —
+// nothing is exposed when C ≥ X (step 0 works on the local K/V). The backward runs the same K/V ring plus
+// a dK/dV ring ("cp-dkv" streams, same size): after step j − 1 a rank passes the accumulated dK/dV of the
+// chunk it just used on, and after the last step they go one more hop, home to the rank owning K and V,
+// whose QKV backward waits for them. Gradients are reduced over the dp·cp ranks (Megatron's
+// data-parallel group with CP).
+// Expert parallelism (Megatron-Core MoE, alltoall token dispatcher): an MoE layer's routed experts are
+// split over the ep ranks of an EP group carved out of DP (rank_layout.h). Per MoE layer and micro-batch an
+// AlltoAll over the EP group dispatches each rank's routed tokens (b·(s/cp)·top_k·h·e bytes per rank,
+// (ep − 1)/ep of it to other ranks) after the router and permutation, and a second combines the experts'
+// outputs back; the backward runs the reverse pair; a recomputed forward repeats its pair. They run on an
+// "ep-comm" stream and the next kernel waits for them (exposed unless other ranks' work hides them).
+// Routing imbalance (transformer_ops.h expert_load): EP rank 0 of each group holds the busiest expert, its
+// expert kernels run longer, the group waits for it at the combine; the all-to-alls carry the busiest
+// receiver's bytes. Expert gradients are reduced over the (dp/ep)·cp ranks that hold the same experts, in
+// buckets of their own; dense ones over dp·cp.
 // Data parallelism: after the last backward of a model chunk its gradients (fp32 main gradients, 4 bytes
-// per parameter, the rank's 1/t share) are all-reduced over the DP group on the "dp-comm" stream in
-// DDP-sized buckets, overlapping the remaining backward work; the optimizer step of each rank follows.
-// Left out so far: the scatter/gather optimisation of pipeline sends, the distributed optimizer,
-// recomputation, the all-reduce of tied embedding gradients between first and last stage.
+// per parameter, the rank's 1/t share) are reduced over the DP group on the "dp-comm" stream, after the
+// backward or (overlap_grad_reduce) in DDP-sized buckets overlapping it; then the distributed optimizer's
+// shard step and parameter all-gather, or each rank's optimizer step; tied embeddings all-reduce between
+// the first and the last stage; scatter/gather pipeline sends on request.
+// Not modelled: the TP all-gather of MoE tokens with tp > 1 (each TP rank exchanges its own copy over
+// EP here), the dK/dV reduction kernel, overlap of the all-to-alls with shared experts.
 #pragma once
 
 #include <cstdint>
@@ -35,8 +59,10 @@ class CollectiveEngine;
 
 inline constexpr const char* kCategoryTpComm = "tp_comm";
 inline constexpr const char* kCategoryPpComm = "pp_comm";
+inline constexpr const char* kCategoryCpComm = "cp_comm";  // ring-attention K/V and dK/dV exchanges
+inline constexpr const char* kCategoryEpComm = "ep_comm";  // MoE dispatch and combine all-to-alls
 
-// Adds one optimizer step of `job` (tp, pp > 1 allowed) to `graph`.
+// Adds one optimizer step of `job` (tp, pp, cp, ep > 1 allowed) to `graph`.
 JobGraph build_megatron_job(const Scenario& scenario, const Job& job, sim::TaskGraph& graph,
                             CollectiveEngine& collectives);
 

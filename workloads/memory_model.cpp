@@ -172,7 +172,9 @@ StageParameters stage_parameters(const ModelSpec& m, const MemoryConfig& c) {
 
 Bytes layer_activation_bytes(const ModelSpec& m, std::uint32_t layer, const MemoryConfig& c) {
   const double e = element_bytes(c.precision), t = c.tp, sp = c.sequence_parallel ? t : 1;
-  const double T = double(c.micro_batch) * m.seq_len, s = m.seq_len, b = c.micro_batch, h = m.hidden, a = m.heads;
+  const double cp = std::max(c.cp, 1u);
+  const double T = double(c.micro_batch) * m.seq_len / cp, s = m.seq_len / cp, b = c.micro_batch, h = m.hidden;
+  const double a = m.heads;
   const double q = a * m.d_head(), kv = double(m.n_kv()) * m.d_head(), g = m.gated_mlp ? 3 : 2;
   const double mask = c.dropout ? 1 : 0;
   if (c.recompute == Recompute::kFull) return bytes(e * T * h / sp);
@@ -188,8 +190,8 @@ Bytes layer_activation_bytes(const ModelSpec& m, std::uint32_t layer, const Memo
     split += e * T * m.ffn_hidden * g;
   }
   double attention = 0;
-  if (c.attention == AttentionKernel::kFlash) {
-    attention = 4 * a * s * b;  // fp32 softmax statistics per row
+  if (c.attention == AttentionKernel::kFlash || cp > 1) {
+    attention = 4 * a * s * b;  // fp32 softmax statistics per row (of the rank's s/cp rows)
   } else if (c.recompute != Recompute::kSelective) {
     attention = (e + mask + mask * e) * a * s * s * b;  // softmax output, dropout mask, dropout output
   }
@@ -199,8 +201,9 @@ Bytes layer_activation_bytes(const ModelSpec& m, std::uint32_t layer, const Memo
 MemoryEstimate estimate_memory(const ModelSpec& m, const MemoryConfig& c, Bytes capacity) {
   assert(c.tp >= 1 && c.pp >= 1 && c.dp >= 1 && c.ep >= 1 && c.stage < c.pp && "a valid plan");
   const StageParameters params = stage_parameters(m, c);
-  const double expert_shards = std::max(1.0, double(c.dp) / c.ep);
-  const ModelStateBytes dense = model_state_bytes(c.optimizer, c.precision, c.gradients, c.sharding, c.dp);
+  const double cp = std::max(c.cp, 1u);
+  const double expert_shards = std::max(1.0, double(c.dp) / c.ep) * cp;
+  const ModelStateBytes dense = model_state_bytes(c.optimizer, c.precision, c.gradients, c.sharding, c.dp * cp);
   const ModelStateBytes expert = model_state_bytes(c.optimizer, c.precision, c.gradients, c.sharding, expert_shards);
   const bool half = c.precision == Precision::kBF16 || c.precision == Precision::kFP16;
 
@@ -231,7 +234,7 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const MemoryConfig& c, Bytes 
     for (std::uint32_t l : layers) worst = std::max(worst, layer_activation_bytes(m, l, whole));
     parts.push_back({"activations of the layer being recomputed", worst});
   }
-  const double T = double(c.micro_batch) * m.seq_len, sp = c.sequence_parallel ? double(c.tp) : 1.0;
+  const double T = double(c.micro_batch) * m.seq_len / cp, sp = c.sequence_parallel ? double(c.tp) : 1.0;
   if (c.stage == 0 && c.dropout) parts.push_back({"embedding dropout masks", bytes(in_flight * T * m.hidden / sp)});
   if (c.stage + 1 == c.pp) {
     const double last = in_flight_micro_batches(c.schedule, c.pp, c.stage, c.micro_batches, c.virtual_stages);

@@ -11,6 +11,8 @@
 // (ZeRO stages; the distributed optimizer is stage 1): optimizer state /d, then gradients /d, then
 // weights /d — so 6 + 12/d for Megatron's bf16 distributed optimizer, 4 + 12/d ZeRO-1,
 // 2 + 14/d ZeRO-2, 16/d ZeRO-3. Expert parameters are sharded over the d/ep ranks that replicate them.
+// With context parallelism of degree cp the cp ranks of a sequence hold the same weights, and Megatron
+// shards over the data-and-context group: d stands for dp·cp (dense) and dp·cp/ep (experts).
 //
 // Parameters on a rank (tensor degree t, pipeline stage i of p, expert degree ep): the stage's layers
 // (contiguous L/p, or with v virtual stages the chunks i, i+p, … of L/(p·v) layers), split as the
@@ -50,6 +52,10 @@
 // measurement: a CUDA context alone is about 0.3–0.6 GiB on A100/H100 with recent drivers, NCCL
 // adds buffers per communicator (NCCL_BUFFSIZE 4 MiB per channel and peer), the caching allocator
 // fragments; set it from `torch.cuda.mem_get_info` minus `memory_allocated` on the real system.
+//
+// Context parallelism (cp > 1): every activation term is per token and a rank holds s/cp tokens, so T =
+// s·b/cp throughout; ring attention runs fused TransformerEngine kernels, so no s² term is stored, only the
+// fp32 row statistics 4·a·(s/cp)·b/t (as FlashAttention): the activations shrink by cp.
 //
 // The report lists each part, the peak (their sum: model states and buffers live all the time,
 // activations peak at the end of the warm-up), the capacity and an OOM verdict naming the part
@@ -109,6 +115,7 @@ struct MemoryConfig {
   std::uint32_t stage = 0;              // pipeline stage index i, 0 = first
   std::uint32_t dp = 1;
   std::uint32_t ep = 1;                 // expert parallelism, carved out of dp (ep | dp)
+  std::uint32_t cp = 1;                 // context parallelism: s/cp tokens per rank
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
   AttentionKernel attention = AttentionKernel::kExplicit;

@@ -30,10 +30,11 @@ struct Dims {
   double d;       // head width
   double q, kvd;  // a·d and n_kv·d on this rank
   double V_r;     // vocabulary shard
+  double cp;      // context-parallel degree: the rank holds s/cp tokens of each sequence
 };
 
 Dims dims_of(const ModelSpec& m, const OpConfig& c) {
-  assert(c.tp >= 1 && c.ep >= 1 && "tensor- and expert-parallel degrees are >= 1");
+  assert(c.tp >= 1 && c.ep >= 1 && c.cp >= 1 && "tensor-, expert- and context-parallel degrees are >= 1");
   Dims d{};
   d.B = c.micro_batch;
   d.s = m.seq_len;
@@ -41,7 +42,8 @@ Dims dims_of(const ModelSpec& m, const OpConfig& c) {
   d.V = m.vocab;
   d.e = element_bytes(c.precision);
   d.t = c.tp;
-  d.T = d.B * d.s;
+  d.cp = c.cp;
+  d.T = d.B * d.s / d.cp;
   d.Tn = c.sequence_parallel ? d.T / d.t : d.T;
   d.a = double(m.heads) / d.t;
   d.kv = double(m.n_kv()) / d.t;
@@ -115,7 +117,7 @@ class LayerBuilder {
   }
   // Routed experts as a grouped GEMM: E/ep experts on this rank, T·top_k·ep/E tokens each.
   double local_experts() const { return double(m_.experts) / c_.ep; }
-  double tokens_per_expert() const { return d_.T * m_.top_k * c_.ep / m_.experts; }
+  double tokens_per_expert() const { return d_.T * m_.top_k * c_.ep / m_.experts * c_.expert_load; }
   Linear expert_fc1(const std::string& p) const {
     const double N = (m_.gated_mlp ? 2 : 1) * m_.expert_ffn() / d_.t;
     return {p + "expert_fc1", tokens_per_expert(), d_.h, N, local_experts(),
@@ -141,7 +143,25 @@ class LayerBuilder {
     return m_.gated_mlp ? elementwise(p + n + ".bwd", 10 * x, d_.e * 5 * x) : elementwise(p + n + ".bwd", 8 * x, d_.e * 3 * x);
   }
 
+  // Ring attention (context parallelism, see the header): cp fused steps of a 2c×c half-block each,
+  // c = s/(2·cp). Per step the kernel reads the local Q and the step's K and V, and updates O and the fp32
+  // row statistics (forward); the backward step reads Q, K, V, O, dO and writes dQ, dK, dV.
+  std::vector<Op> ring_attention(const std::string& p, bool forward) const {
+    const double Ba = d_.B * d_.a, sl = d_.s / d_.cp, c = sl / 2, qt = d_.T * d_.q, kvt = d_.T * d_.kvd;
+    std::vector<Op> ops;
+    for (std::uint32_t j = 0; j < c_.cp; ++j) {
+      const std::string name = p + "ring_attn" + std::to_string(j) + (forward ? ".fwd" : ".bwd");
+      Op op = forward ? attention_gemm(name, 2 * c, d_.d, c, 2 * Ba, d_.e * (2 * qt + 2 * kvt) + 4 * Ba * sl)
+                      : attention_gemm(name, 2 * c, d_.d, c, 4 * Ba, d_.e * 4 * (qt + kvt) + 4 * Ba * sl);
+      op.causal_skipped = true;
+      op.ring_step = int(j);
+      ops.push_back(std::move(op));
+    }
+    return ops;
+  }
+
   std::vector<Op> attention_core_fwd(const std::string& p) const {
+    if (c_.cp > 1) return ring_attention(p, true);
     const double Ba = d_.B * d_.a, scores = Ba * d_.s * d_.s, qt = d_.T * d_.q, kvt = d_.T * d_.kvd;
     std::vector<Op> ops;
     if (c_.attention == AttentionKernel::kFlash) {
@@ -161,6 +181,7 @@ class LayerBuilder {
   }
 
   std::vector<Op> attention_core_bwd(const std::string& p) const {
+    if (c_.cp > 1) return ring_attention(p, false);
     const double Ba = d_.B * d_.a, scores = Ba * d_.s * d_.s, qt = d_.T * d_.q, kvt = d_.T * d_.kvd;
     std::vector<Op> ops;
     if (c_.attention == AttentionKernel::kFlash) {
@@ -194,7 +215,7 @@ class LayerBuilder {
       ops.push_back(gemm(p + "router.fwd", d_.Tn, d_.h, m_.experts, d_.e));
       ops.push_back(elementwise(p + "moe_dispatch.fwd", 0, d_.e * (d_.T * d_.h + routed * d_.h)));
       ops.push_back(fwd(expert_fc1(p)));
-      ops.push_back(act_fwd(p, "expert_act", routed, fe / d_.t));
+      ops.push_back(act_fwd(p, "expert_act", routed * c_.expert_load, fe / d_.t));
       ops.push_back(fwd(expert_fc2(p)));
       ops.push_back(elementwise(p + "moe_combine.fwd", 2 * routed * d_.h, d_.e * (routed * d_.h + d_.T * d_.h)));
       if (m_.shared_experts > 0) {
@@ -231,7 +252,7 @@ class LayerBuilder {
       }
       ops.push_back(elementwise(p + "moe_combine.bwd", 2 * routed * d_.h, d_.e * (routed * d_.h + d_.T * d_.h)));
       add_linear(expert_fc2(p));
-      ops.push_back(act_bwd(p, "expert_act", routed, fe / d_.t));
+      ops.push_back(act_bwd(p, "expert_act", routed * c_.expert_load, fe / d_.t));
       add_linear(expert_fc1(p));
       ops.push_back(elementwise(p + "moe_dispatch.bwd", routed * d_.h, d_.e * (d_.T * d_.h + routed * d_.h)));
       add_linear(Linear{p + "router", d_.Tn, d_.h, double(m_.experts), 1, m_.router_parameters()});
@@ -333,6 +354,30 @@ std::vector<Op> backward_ops(const ModelSpec& model, std::uint32_t micro_batch, 
   return backward_ops(model, c);
 }
 
+ExpertLoad expert_load(const ModelSpec& model, std::uint32_t ep, double capacity_factor, double skew) {
+  ExpertLoad out;
+  if (model.experts < 2 || (capacity_factor <= 0 && skew <= 0)) {
+    if (capacity_factor > 0) out.busiest_rank = out.other_rank = std::min(1.0, capacity_factor);
+    return out;
+  }
+  const double E = model.experts, local = E / std::max(ep, 1u);
+  auto cap = [&](double load) { return capacity_factor > 0 ? std::min(load, capacity_factor) : load; };
+  const double busiest = cap(1 + skew), other = cap(std::max(0.0, 1 - skew / (E - 1)));
+  out.busiest_rank = (busiest + (local - 1) * other) / local;
+  out.other_rank = other;
+  return out;
+}
+
+Bytes ring_kv_bytes(const ModelSpec& model, const OpConfig& config) {
+  const Dims d = dims_of(model, config);
+  return bytes(2 * d.T * d.kvd * d.e);
+}
+
+Bytes moe_alltoall_bytes(const ModelSpec& model, const OpConfig& config, double load) {
+  const Dims d = dims_of(model, config);
+  return bytes(d.T * model.top_k * d.h * d.e * load);
+}
+
 Op optimizer_op(double parameters, Optimizer optimizer, double gradient_bytes, bool half_weight_copy) {
   const double states = optimizer == Optimizer::kAdam ? 2 : optimizer == Optimizer::kSgdMomentum ? 1 : 0;
   const double flops = optimizer == Optimizer::kAdam ? 12 : optimizer == Optimizer::kSgdMomentum ? 4 : 2;
@@ -350,7 +395,9 @@ Flops gemm_flops(const ModelSpec& model, const OpConfig& config, AttentionFlops 
   auto add = [&](const std::vector<Op>& ops) {
     for (const Op& op : ops) {
       if (op.kind != OpKind::kGemm || (op.recomputed && !with_recompute)) continue;
-      total += (op.attention_core && convention == AttentionFlops::kCausalHalf) ? op.flops * 0.5 : op.flops;
+      // Full-square FLOPs of the op: ring-attention steps already leave out the masked half.
+      const Flops full = op.causal_skipped ? op.flops * 2.0 : op.flops;
+      total += (op.attention_core && convention == AttentionFlops::kCausalHalf) ? full * 0.5 : full;
     }
   };
   add(forward_ops(model, config));

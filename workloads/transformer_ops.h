@@ -20,7 +20,8 @@
 // Megatron-LM's current `num_floating_point_operations` counts half (kCausalHalf); model_flops()
 // takes the convention so a report can state which one it used (~3 % apart for GPT-3 at s = 2048,
 // dominant at 128k). The time of an explicit-attention op is that of the full square (the kernels
-// compute it); a flash kernel that skips masked tiles is not modelled yet (see the memory-model
+// compute it); a flash kernel that skips masked tiles is not modelled yet, except in ring attention
+// (context parallelism, below), whose steps leave the masked half-blocks out (see the memory-model
 // header for what flash changes).
 //
 // Activation recomputation (Korthikanti et al. 2022 §5): kSelective re-runs the attention core
@@ -46,7 +47,29 @@
 // The collectives (all-reduce, or reduce-scatter/all-gather with SP) are not ops here.
 // Replicated parameters (norms, row-parallel biases, positions, router) count fully on every rank.
 // Expert parallelism of degree ep puts E/ep experts on a rank; with balanced routing its experts
-// process T·top_k tokens in total, so per-rank FLOPs do not change with ep.
+// process T·top_k tokens in total, so per-rank FLOPs do not change with ep. Routing imbalance
+// (Megatron-Core MoE, token skew s and capacity factor c; expert_load() below): the busiest expert gets
+// (1 + s)× its even share T·top_k/E of the EP group's tokens, the other E − 1 share the rest evenly,
+// (1 − s/(E − 1))× each; with c > 0 an expert takes at most c× its even share and drops the rest. A rank's
+// expert GEMMs and activation scale by OpConfig::expert_load, the mean over its E/ep experts of their
+// (capped) loads: the rank holding the busiest expert is the slowest and sets the pace at the combine
+// all-to-all. The dispatch and combine all-to-alls themselves are collectives, not ops: each rank sends
+// T·top_k routed token copies of h elements (moe_alltoall_bytes()).
+//
+// Context parallelism of degree cp (Megatron-Core with TransformerEngine's ring attention, Liu et al. 2023
+// "Ring Attention"; TE `AttnFuncWithCPAndKVP2P`): a rank holds s/cp tokens of every sequence, so every
+// per-token op (GEMMs, norms, MLP, LM head) runs on T = B·s/cp tokens. With causal load balancing the
+// sequence is cut into 2·cp chunks of c = s/(2·cp) tokens and rank i holds chunks i and 2cp−1−i. The
+// attention core becomes cp fused-attention steps (the TE kernels are fused: no s² bytes): step 0 is the
+// rank's own two chunks against their own K/V under the causal mask — of the (2c)² block, chunk i attends to
+// itself causally (c²/2), chunk 2cp−1−i fully to chunk i (c²) and to itself causally (c²/2): 2c²; step j ≥ 1
+// uses the K/V of rank i−j mod cp: when that rank is lower both local chunks attend fully to its first chunk
+// and not to its second (2c·c), when higher only the local second chunk attends, fully, to both (c·2c):
+// 2c² again. So every step is a 2c×c half-block — FLOPs 2·2·(B·a/t)·2c·d·c forward, twice that backward —
+// and every rank does the same work, s²/(2cp) per head and sample: exactly the causal half of its s²/cp
+// share. These ops carry `causal_skipped` (model_flops() doubles them for the full-square convention) and
+// `ring_step` = j; the K/V exchange between ring neighbours (ring_kv_bytes()) is a collective the
+// Megatron graph adds (megatron_graph.h).
 //
 // Bytes: GEMMs read both operands and write the result once (e·(MK + KN + MN) per matrix of the
 // batch); element-wise ops read and write their tensors. Gradients of parameters are reported as
@@ -76,7 +99,17 @@ struct Op {
   double m = 0, n = 0, k = 0, batch = 1;
   bool recomputed = false;     // forward work re-run in backward: in HFU, not in MFU
   bool attention_core = false; // scores / softmax / ·V, or the fused flash kernel
+  bool causal_skipped = false; // attention FLOPs without the causally masked blocks (ring attention)
+  int ring_step = -1;          // context parallelism: the ring-attention step j (0 … cp−1), −1 otherwise
 };
+
+// Routed-token load of a MoE layer's EP ranks, relative to the even share (see the header): the rank
+// holding the busiest expert, and any other rank. `capacity_factor` 0 = dropless; `skew` 0 = uniform.
+struct ExpertLoad {
+  double busiest_rank = 1;
+  double other_rank = 1;
+};
+ExpertLoad expert_load(const ModelSpec& model, std::uint32_t ep, double capacity_factor, double skew);
 
 // Recompute and AttentionKernel are declared in workloads/scenario.h (the parallel plan names them).
 enum class AttentionFlops { kFullSquare, kCausalHalf };
@@ -91,6 +124,8 @@ struct OpConfig {
   std::uint32_t tp = 1;                // tensor-parallel degree t: ops of one rank
   bool sequence_parallel = false;
   std::uint32_t ep = 1;                // expert-parallel degree (MoE)
+  std::uint32_t cp = 1;                // context-parallel degree: s/cp tokens per rank, ring attention
+  double expert_load = 1;              // this rank's routed tokens over the even share (expert_load())
   Recompute recompute = Recompute::kNone;
   AttentionKernel attention = AttentionKernel::kExplicit;
   // Pipeline stage: layers [first_layer, first_layer + layer_count); layer_count 0 = to the last.
@@ -110,6 +145,14 @@ std::vector<Op> backward_ops(const ModelSpec& model, const OpConfig& config);
 // Whole model on one GPU, no recomputation, explicit attention (the DDP path).
 std::vector<Op> forward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision);
 std::vector<Op> backward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision);
+
+// Context parallelism: K and V of one rank's s/cp tokens, the message of one ring-attention step:
+// 2·B·(s/cp)·(n_kv/t)·d·e bytes.
+Bytes ring_kv_bytes(const ModelSpec& model, const OpConfig& config);
+// Expert parallelism: one rank's send buffer of a dispatch (or combine) all-to-all, the tokens it routes:
+// B·(s/cp)·top_k·h·e bytes, times `load` (the busiest receiver's expert_load()); (ep − 1)/ep of it leaves
+// the rank.
+Bytes moe_alltoall_bytes(const ModelSpec& model, const OpConfig& config, double load = 1);
 
 // Optimizer step over `parameters` (a rank's shard), memory-bound: per parameter it reads the gradient
 // (`gradient_bytes`), reads and writes the fp32 master weight (8 B) and each fp32 state buffer (8 B each:

@@ -16,6 +16,8 @@ namespace {
 // The graph's rule for where Megatron's g/f operators put a TP collective (megatron_graph.cpp stage_ops).
 bool tp_sync_after(const std::string& name) {
   return name.ends_with(".proj.fwd") || name.ends_with(".fc2.fwd") || name.ends_with(".shared_fc2.fwd") ||
+         name.ends_with(".proj.recompute") || name.ends_with(".fc2.recompute") ||
+         name.ends_with(".shared_fc2.recompute") ||
          name.ends_with(".qkv.dgrad") || name.ends_with(".fc1.dgrad") || name.ends_with(".shared_fc1.dgrad");
 }
 

@@ -55,8 +55,12 @@ StageOps stage_ops(const ModelSpec& model, const OpConfig& config, bool forward)
     // recomputes them), the backward after the data gradients of the column-parallel ones. With sequence
     // parallelism the reduction is a reduce-scatter and an all-gather precedes the next column-parallel
     // GEMM: the same volume, counted here as the pair after the same op.
+    // A fully recomputed forward (".recompute") runs its row-parallel reductions again: Megatron's
+    // checkpointed forward is the same module code, g/f operators included.
     const bool sync = ends_with(op.name, ".proj.fwd") || ends_with(op.name, ".fc2.fwd") ||
-                      ends_with(op.name, ".shared_fc2.fwd") || ends_with(op.name, ".qkv.dgrad") ||
+                      ends_with(op.name, ".shared_fc2.fwd") || ends_with(op.name, ".proj.recompute") ||
+                      ends_with(op.name, ".fc2.recompute") || ends_with(op.name, ".shared_fc2.recompute") ||
+                      ends_with(op.name, ".qkv.dgrad") ||
                       ends_with(op.name, ".fc1.dgrad") || ends_with(op.name, ".shared_fc1.dgrad");
     if (!sync) continue;
     if (config.sequence_parallel) {

@@ -586,7 +586,7 @@ std::vector<std::uint32_t> timeline_gpus(const workloads::Scenario& sc) {
     std::vector<std::uint32_t> picked;
     const workloads::ParallelPlan& p = job.parallel;
     if (p.megatron() && p.pp > 1 && p.gpus() == ranks) {
-      const workloads::RankLayout layout(p.tp, p.dp, p.pp, p.rank_order);
+      const workloads::RankLayout layout(p.tp, p.dp, p.pp, p.rank_order, p.cp, p.ep);
       const std::uint32_t n = std::min<std::uint32_t>(p.pp, kPerJob);
       for (std::uint32_t i = 0; i < n; ++i) {
         const std::uint32_t stage = n == 1 ? 0 : i * (p.pp - 1) / (n - 1);
@@ -658,7 +658,7 @@ std::vector<BreakdownRow> stage_rows(const workloads::Job& job, const workloads:
   std::vector<BreakdownRow> out;
   const workloads::ParallelPlan& p = job.parallel;
   if (!p.megatron() || p.pp < 2 || r.per_gpu.size() != p.gpus()) return out;
-  const workloads::RankLayout layout(p.tp, p.dp, p.pp, p.rank_order);
+  const workloads::RankLayout layout(p.tp, p.dp, p.pp, p.rank_order, p.cp, p.ep);
   std::vector<workloads::TimeBreakdown> sum(p.pp);
   std::vector<std::uint32_t> count(p.pp, 0);
   for (std::uint32_t rank = 0; rank < r.per_gpu.size(); ++rank) {

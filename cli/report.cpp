@@ -57,8 +57,10 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
     << " layers, hidden " << m.hidden << ", " << m.heads << " heads, FFN " << m.ffn_hidden << ", vocab " << m.vocab
     << ", sequence " << m.seq_len << "\n";
   if (p.megatron()) {
-    o << "  parallel   Megatron 3D: TP " << p.tp << (p.sequence_parallel ? " (+SP)" : "") << " x PP " << p.pp
-      << (p.vp > 1 ? " (vp " + std::to_string(p.vp) + ")" : "") << " x DP " << p.dp << ", "
+    o << "  parallel   Megatron 3D: TP " << p.tp << (p.sequence_parallel ? " (+SP)" : "")
+      << (p.cp > 1 ? " x CP " + std::to_string(p.cp) : "") << " x PP " << p.pp
+      << (p.vp > 1 ? " (vp " + std::to_string(p.vp) + ")" : "") << " x DP " << p.dp
+      << (p.ep > 1 ? " (EP " + std::to_string(p.ep) + " within DP)" : "") << ", "
       << workloads::to_string(p.schedule) << ", rank order " << p.rank_order << "; micro-batch " << p.micro_batch
       << " x " << p.grad_accum << " micro-batches x DP " << p.dp << " = global batch " << t.global_batch
       << " samples; " << to_string(t.precision) << (p.distributed_optimizer ? "; distributed optimizer" : "")

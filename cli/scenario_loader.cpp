@@ -240,8 +240,9 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
     in.fail(pre + "parallel.grad_accum", std::to_string(out.grad_accum) + " micro-batches per step must be a multiple " +
                                              "of pp " + std::to_string(out.pp) + " for interleaved 1F1B");
   out.distributed_optimizer = p.distributed_optimizer();
-  if (out.distributed_optimizer && out.dp < 2)
-    in.fail(pre + "parallel.distributed_optimizer", "shards the optimizer over data-parallel ranks: needs dp >= 2");
+  if (out.distributed_optimizer && out.dp * out.cp < 2)
+    in.fail(pre + "parallel.distributed_optimizer",
+            "shards the optimizer over data-parallel ranks: needs dp >= 2 (or dp x cp >= 2)");
   out.pp_scatter_gather = p.pp_scatter_gather();
   out.overlap_grad_reduce = p.overlap_grad_reduce();
   if (out.pp_scatter_gather && (out.pp < 2 || out.tp < 2))

@@ -205,7 +205,7 @@ TEST_CASE("host-to-device copy: b·(s + 1) int64 tokens at the scenario's bandwi
 
 TEST_CASE("step options: invalid combinations are input errors naming the field") {
   CHECK(error_of("dp: 1 micro_batch: 1 distributed_optimizer: true", 1) ==
-        "step.textproto:4:56: parallel.distributed_optimizer: shards the optimizer over data-parallel ranks: needs dp >= 2");
+        "step.textproto:4:56: parallel.distributed_optimizer: shards the optimizer over data-parallel ranks: needs dp >= 2 (or dp x cp >= 2)");
   CHECK(error_of("dp: 2 micro_batch: 1 pp_scatter_gather: true", 2).find("parallel.pp_scatter_gather: splits") !=
         std::string::npos);
   CHECK(error_of("dp: 1 micro_batch: 1", 1, "samples: 1000 loader_samples_per_s_per_node: 0")

@@ -98,8 +98,20 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
     << "\n";
   o << "  exposed comm      " << fmt("%.6f", r.breakdown.exposed_comm.raw()) << " s  "
     << pct(r.breakdown.exposed_comm.raw(), it)
-    << (p.megatron() ? "   (TP collectives, and pipeline/DP transfers not hidden behind compute)\n"
-                     : "   (DP gradient AllReduce not hidden behind backward)\n");
+    << [&] {
+         switch (p.effective_framework()) {
+           case workloads::Framework::kMegatron:
+             return "   (TP collectives, and pipeline/DP transfers not hidden behind compute)\n";
+           case workloads::Framework::kFsdp:
+           case workloads::Framework::kDeepSpeed:
+             return "   (parameter all-gathers and gradient reduce-scatters not hidden behind compute)\n";
+           case workloads::Framework::kDataParallel:
+             return "   (input scatter, parameter broadcast, output gather, gradient reduce via GPU 0)\n";
+           case workloads::Framework::kHorovod:
+             return "   (fused AllReduces not hidden behind backward)\n";
+           default: return "   (DP gradient AllReduce not hidden behind backward)\n";
+         }
+       }();
   if (r.breakdown.exposed_input.raw() > 0)
     o << "  input stall       " << fmt("%.6f", r.breakdown.exposed_input.raw()) << " s  "
       << pct(r.breakdown.exposed_input.raw(), it) << "   (data loader / host-to-device copy, nothing else running)\n";

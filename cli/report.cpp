@@ -91,7 +91,11 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
   o << "  MFU               " << fmt("%.1f", 100 * r.mfu) << " %  ("
     << fmt("%.1f", to_TFLOPps(r.model_flops_per_step / r.iteration_time) / gpus) << " model TFLOP/s per GPU of "
     << fmt("%g", to_TFLOPps(workloads::tensor_peak(sc.profile.gpu, t.precision))) << ")\n";
-  o << "                    " << kMfuConvention << "\n\n";
+  o << "                    " << kMfuConvention << "\n";
+  o << "  MFU (causal)      " << fmt("%.1f", 100 * r.mfu_causal)
+    << " %  (the same with half of each attention square, as causal kernels compute it)\n";
+  o << "  HFU               " << fmt("%.1f", 100 * r.hfu)
+    << " %  (hardware FLOPs: the model FLOPs plus the recomputed forward)\n\n";
 
   o << "Where the time goes (GPU " << r.breakdown_gpu << ", the one with the most exposed communication)\n";
   o << "  compute           " << fmt("%.6f", r.breakdown.compute.raw()) << " s  " << pct(r.breakdown.compute.raw(), it)
@@ -161,6 +165,9 @@ std::string job_json(const workloads::Job& job, const workloads::IterationResult
   o << in << "\"model_flops_per_step\": " << num(r.model_flops_per_step.raw()) << ",\n";
   o << in << "\"mfu\": " << num(r.mfu) << ",\n";
   o << in << "\"mfu_convention\": \"" << json_escape(kMfuConvention) << "\",\n";
+  o << in << "\"mfu_causal\": " << num(r.mfu_causal) << ",\n";
+  o << in << "\"hfu\": " << num(r.hfu) << ",\n";
+  o << in << "\"hardware_flops_per_step\": " << num(r.hardware_flops_per_step.raw()) << ",\n";
   o << in << "\"breakdown_gpu\": " << r.breakdown_gpu << ",\n";
   o << in << "\"breakdown_s\": " << breakdown(r.breakdown) << ",\n";
   o << in << "\"per_gpu_breakdown_s\": [";

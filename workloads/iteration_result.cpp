@@ -160,6 +160,22 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
         model_flops(job.model, job.parallel.micro_batch) * (double(job.parallel.grad_accum) * job.parallel.dp);
     r.mfu = r.model_flops_per_step.raw() /
             (r.iteration_time.raw() * ranks * tensor_peak(sc.profile.gpu, job.training.precision).raw());
+    {
+      // HFU counts the recomputed forward too; the causal MFU counts half of each attention square (what a
+      // causal kernel computes, Megatron-LM's current convention). Whole model, one micro-batch, tp 1.
+      OpConfig whole;
+      whole.micro_batch = job.parallel.micro_batch;
+      whole.precision = job.training.precision;
+      whole.recompute = job.parallel.recompute;
+      whole.attention = job.parallel.attention;
+      const double per_mb = model_flops(job.model, whole).raw();
+      const double scale = per_mb > 0 ? r.model_flops_per_step.raw() / per_mb : 0;
+      r.hardware_flops_per_step = hardware_flops(job.model, whole) * scale;
+      const double denominator =
+          r.iteration_time.raw() * ranks * tensor_peak(sc.profile.gpu, job.training.precision).raw();
+      r.hfu = r.hardware_flops_per_step.raw() / denominator;
+      r.mfu_causal = model_flops(job.model, whole, AttentionFlops::kCausalHalf).raw() * scale / denominator;
+    }
     r.buckets = std::move(it.buckets);
     for (sim::TaskId t : it.bucket_allreduce)
       r.bucket_allreduce.push_back(sim::to_seconds(executor.end_time(t) - executor.start_time(t)));

@@ -49,6 +49,9 @@ struct IterationResult {
   double samples_per_s = 0;
   Flops model_flops_per_step;
   double mfu = 0;
+  Flops hardware_flops_per_step;        // model FLOPs plus the recomputed forward (HFU numerator)
+  double hfu = 0;                       // hardware FLOPs utilisation
+  double mfu_causal = 0;                // MFU counting half of each causal attention square
   std::vector<TimeBreakdown> per_gpu;   // index = the job's rank (GPU job.gpus[rank])
   TimeBreakdown breakdown;              // of the GPU with the most exposed communication (ties: lowest index)
   std::uint32_t breakdown_gpu = 0;      // global GPU index

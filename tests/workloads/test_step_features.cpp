@@ -226,3 +226,17 @@ TEST_CASE("full recomputation repeats the forward's tensor-parallel reductions")
   CHECK(count("recompute: SELECTIVE") == 16);
   CHECK(count("recompute: FULL") == 24);
 }
+
+TEST_CASE("HFU and causal MFU against Narayanan et al.'s and Korthikanti et al.'s closed forms") {
+  // l = 4, h = 1024, s = 1024, V = 32000, full recompute. Model FLOPs 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)),
+  // hardware FLOPs 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) (Narayanan et al. 2021 §5.1), so
+  //   HFU / MFU = 96·(1 + 1/6 + 32000/65536) / (72·(1 + 1/6 + 32000/49152)) = 158.875 / 130.875 = 1.21395;
+  // causal attention halves the s/(6h) term: (1 + 1/12 + 0.651042) / (1 + 1/6 + 0.651042) = 0.954155.
+  const ScenarioResult r = simulate_scenario(scenario("dp: 1 tp: 2 micro_batch: 1 recompute: FULL", 2));
+  CHECK(r.jobs[0].hfu / r.jobs[0].mfu == doctest::Approx(158.875 / 130.875).epsilon(1e-9));
+  CHECK(r.jobs[0].mfu_causal / r.jobs[0].mfu ==
+        doctest::Approx((1 + 1.0 / 12 + 32000.0 / 49152) / (1 + 1.0 / 6 + 32000.0 / 49152)).epsilon(1e-9));
+  // Without recomputation HFU equals MFU.
+  const ScenarioResult n = simulate_scenario(scenario("dp: 1 tp: 2 micro_batch: 1", 2));
+  CHECK(n.jobs[0].hfu == doctest::Approx(n.jobs[0].mfu).epsilon(1e-12));
+}

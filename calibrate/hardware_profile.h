@@ -48,7 +48,13 @@ struct GpuPerformance {
   Seconds kernel_launch;
   std::vector<GemmEfficiencyPoint> gemm_table{};  // empty: gemm_efficiency everywhere
   std::vector<HbmBandwidthPoint> hbm_curve{};     // size strictly increasing; empty: hbm_bandwidth·hbm_efficiency
-  double compute_slowdown_during_comm = 1.0;      // >= 1; recorded, not yet used by the simulation
+  // >= 1: compute kernels run this much slower while communication kernels share the GPU (NCCL kernels
+  // occupy SMs). Applied by sim::Executor::set_comm_slowdown (sim/executor.h). 1 in the built-in profiles: the
+  // published figures are aggregates, not per-GPU calibrations — e.g. Lee et al. 2025 (arXiv 2507.03114) measure
+  // an average 18.9% (max 40%) compute slowdown under overlap across A100, H100, MI250 and MI210 training runs,
+  // 1.19 as a what-if. Calibrate it on the target: time a GEMM alone and with a concurrent NCCL AllReduce on
+  // another stream that covers it, s = t_overlapped / t_alone (clustersim-bench does not measure this yet).
+  double compute_slowdown_during_comm = 1.0;
 };
 
 // NCCL's tuning constants (see calibrate/profile.proto NcclTuning). Arrays indexed by protocol are

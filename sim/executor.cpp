@@ -1,6 +1,8 @@
 #include "sim/executor.h"
 
+#include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <sstream>
 
 namespace clustersim::sim {
@@ -33,6 +35,65 @@ Executor::Executor(Simulation& sim, const TaskGraph& graph, TaskRunner* runner)
   }
 }
 
+void Executor::set_comm_slowdown(const CommSlowdown& slowdown) {
+  assert(!started_ && "set_comm_slowdown() goes before start()");
+  assert(slowdown.factor >= 1 && "compute slowdown during communication must be >= 1");
+  if (!(slowdown.factor > 1)) return;  // 1: nothing to track, byte-identical to running without it
+  slow_factor_ = slowdown.factor;
+  auto in = [](const std::vector<std::string>& set, const std::string& c) {
+    return std::find(set.begin(), set.end(), c) != set.end();
+  };
+  kind_.assign(graph_.size(), Kind::kOther);
+  std::uint32_t gpus = 0;
+  for (StreamId s = 0; s < graph_.stream_count(); ++s) gpus = std::max(gpus, graph_.stream(s).gpu + 1);
+  comm_running_.assign(gpus, 0);
+  compute_running_.assign(gpus, {});
+  for (TaskId t = 0; t < graph_.size(); ++t) {
+    const std::string& c = graph_.label(t).category;
+    if (in(slowdown.comm_categories, c))
+      kind_[t] = Kind::kComm;
+    else if (!graph_.dynamic(t) && in(slowdown.compute_categories, c))
+      kind_[t] = Kind::kCompute;
+  }
+}
+
+bool Executor::comm_on_gpus(TaskId id) const {
+  for (StreamId s : graph_.lanes(id))
+    if (comm_running_[graph_.stream(s).gpu] != 0) return true;
+  return false;
+}
+
+void Executor::start_compute(TaskId id) {
+  Running r;
+  r.since = sim_.now();
+  r.slowed = comm_on_gpus(id);
+  const SimTime work = to_sim_time(graph_.duration(id));
+  r.work_left = static_cast<double>(work);
+  const SimTime length = r.slowed ? static_cast<SimTime>(std::llround(r.work_left * slow_factor_)) : work;
+  r.end_event = sim_.schedule_after(length, [this, id] { complete(id); });
+  running_.emplace(id, r);
+  for (StreamId s : graph_.lanes(id)) {
+    auto& on = compute_running_[graph_.stream(s).gpu];
+    if (std::find(on.begin(), on.end(), id) == on.end()) on.push_back(id);
+  }
+}
+
+void Executor::comm_changed(std::uint32_t gpu) {
+  const SimTime now = sim_.now();
+  for (TaskId id : compute_running_[gpu]) {
+    Running& r = running_.at(id);
+    const bool slowed = comm_on_gpus(id);
+    if (slowed == r.slowed) continue;  // another of its GPUs already had communication
+    const double elapsed = static_cast<double>(now - r.since);
+    r.work_left = std::max(0.0, r.work_left - (r.slowed ? elapsed / slow_factor_ : elapsed));
+    r.since = now;
+    r.slowed = slowed;
+    sim_.cancel(r.end_event);
+    const auto length = static_cast<SimTime>(std::llround(slowed ? r.work_left * slow_factor_ : r.work_left));
+    r.end_event = sim_.schedule_after(length, [this, id] { complete(id); });
+  }
+}
+
 void Executor::start() {
   if (started_) return;  // arrivals must be counted once per stream
   started_ = true;
@@ -52,6 +113,14 @@ void Executor::arrive(StreamId s) {
 void Executor::try_start(TaskId id) {
   if (deps_left_[id] != 0 || lanes_arrived_[id] != graph_.lanes(id).size() || start_[id] >= 0) return;
   start_[id] = sim_.now();
+  if (slow_factor_ > 1 && kind_[id] != Kind::kOther) {
+    if (kind_[id] == Kind::kCompute) {
+      start_compute(id);
+      return;
+    }
+    for (StreamId s : graph_.lanes(id))
+      if (comm_running_[graph_.stream(s).gpu]++ == 0) comm_changed(graph_.stream(s).gpu);
+  }
   if (graph_.dynamic(id)) {
     assert(runner_ && "dynamic tasks need a TaskRunner");
     // Completion goes through the queue even when the runner finishes at once, so that a task
@@ -67,6 +136,17 @@ void Executor::complete(TaskId id) {
   end_[id] = now;
   ++completed_;
   if (now > makespan_) makespan_ = now;
+  if (slow_factor_ > 1 && kind_[id] == Kind::kCompute) {
+    running_.erase(id);
+    for (StreamId s : graph_.lanes(id)) {
+      auto& on = compute_running_[graph_.stream(s).gpu];
+      const auto it = std::find(on.begin(), on.end(), id);
+      if (it != on.end()) on.erase(it);
+    }
+  } else if (slow_factor_ > 1 && kind_[id] == Kind::kComm) {
+    for (StreamId s : graph_.lanes(id))
+      if (--comm_running_[graph_.stream(s).gpu] == 0) comm_changed(graph_.stream(s).gpu);
+  }
   if (sim_.has_sinks()) {
     const TaskLabel& label = graph_.label(id);
     for (StreamId s : graph_.lanes(id)) {

@@ -15,8 +15,11 @@
 //    (m = 0) is looked up at the cube of the same FLOPs, M = N = K = (FLOPs / 2)^(1/3).
 //  * B_hbm: a fitted profile's HBM curve, linear in log(bytes) between its points and clamped to the end
 //    points; without one, hbm_gbytes_per_s · hbm_efficiency.
-// The profile's compute_slowdown_during_comm (compute slowed while NCCL kernels share the GPU) is
-// recorded but not applied: the executor does not yet know which compute overlaps communication.
+// The profile's compute_slowdown_during_comm (compute slowed while NCCL kernels share the GPU's SMs) is not
+// part of op_time(): it depends on what overlaps what, which only the simulation knows. The executor applies
+// it while it runs (sim/executor.h, Executor::set_comm_slowdown: compute on a GPU progresses at 1/s while a
+// communication task has a lane there, work-conserving) when the caller that builds the Executor passes the
+// profile's value (for scenarios: simulate_scenario, workloads/iteration_result.cpp).
 // A slowdown factor > 1 stretches the result (a slow GPU in a what-if).
 #pragma once
 

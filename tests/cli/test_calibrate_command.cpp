@@ -276,6 +276,15 @@ TEST_CASE("calibrate closing the loop: fit H100 ring AllReduce, predict ring All
   // against all_reduce's 14, so at 8–16 MiB its GPU time (47.5 us at 8 MiB) already hides the floor and its own
   // step latency is about half all_reduce's; alpha + S·(7/8)/333.5 GB/s = 35.4 + 22.0 = 57.4 us overestimates it
   // (busbw 128 vs 154.65 GB/s measured). A fitted all_gather band (or a max(floor, α_gpu + S/B) model) removes it.
+  // Splitting alpha by ring steps does not, with alpha fitted from all_reduce alone: α_op = c + s·steps(op),
+  // s = (α_AR − c)/(2(n−1)), α_AG = c + s·(n−1) = (α_AR + c)/2, under t = max(36 us, α + S·f/busbw):
+  //   c = 36 us (the -g 8 floor, 8 B..1 KiB median 36.0):  AG error unchanged (8 MiB −17%, 16 MiB −11%);
+  //   c = 8.4 us (NCCL baseLat ring Simple):               1–4 MiB +11..+16% (under the floor), 32 MiB +14%;
+  //   c = 0:                                               8 of 14 sizes beyond 10%.
+  // AG 1–4 MiB (40.1–41.8 us) need α_AG >= 33.7 us while 8 MiB (47.5 us) needs α_AG <= 30.2 us in the same
+  // [1, 64) MiB band: no c works. Looking bands up at equal wire bytes (AG S ↔ AR S/2, busbw's premise), a band
+  // edge at 8 MiB and c = 28–33 us pass (max 7.8% at c = 30), but c is not identifiable from one op's run: it
+  // needs a second op (reduce_scatter) or a run without the host floor (mpirun -np 8).
   std::set<std::uint64_t> failing;
   std::size_t checked = 0;
   for (const cli::ComparisonRow& r : c.rows) {

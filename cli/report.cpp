@@ -208,6 +208,16 @@ std::string summary_text(const workloads::Scenario& sc, const workloads::Scenari
     << (sc.fidelity == workloads::Fidelity::kFlow ? " (collectives as flows sharing the links max-min)"
                                                   : " (closed-form collectives, no contention)")
     << "\n";
+  if (result.symmetry_reduced && sc.jobs.size() == 1) {
+    const workloads::IterationResult& r = result.jobs[0];
+    const std::uint32_t dp = sc.jobs[0].parallel.dp;
+    o << "  symmetry   simulated " << r.simulated_ranks << " of " << sc.jobs[0].gpus.size() << " GPUs: the " << dp
+      << " data-parallel replicas are "
+      << (r.simulated_replicas == 1 ? std::string("identical")
+                                    : std::to_string(dp / r.simulated_replicas) + " identical EP groups of " +
+                                          std::to_string(r.simulated_replicas))
+      << " (" << workloads::to_string(sc.fidelity) << " fidelity)\n";
+  }
   const bool several = sc.jobs.size() > 1;
   if (several) o << "  jobs       " << sc.jobs.size() << ", sharing the cluster's fabric\n";
   o << (several ? "\n" : "");

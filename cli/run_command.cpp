@@ -32,6 +32,8 @@ int run_command(const std::vector<std::string>& args, std::ostream& out) {
       "links-csv", po::value<std::string>()->value_name("FILE"), "the same as CSV")(
       "resolved", po::value<std::string>()->value_name("FILE"),
       "write the scenario with every default filled in (text format)")(
+      "no-symmetry", "simulate every data-parallel replica even where they are provably identical (by default, at "
+                     "ANALYTICAL fidelity, one replica stands for all when nothing breaks the symmetry)")(
       "report", po::value<std::string>()->value_name("FILE"),
       "write a report: FILE.html (one self-contained file: configuration, time breakdown per job and stage, "
       "memory against capacity, a timeline excerpt, busiest links) or FILE.md (Markdown, the same tables)");
@@ -60,7 +62,8 @@ int run_command(const std::vector<std::string>& args, std::ostream& out) {
   if (report) sinks.push_back(&timeline);
 
   const workloads::ScenarioResult result =
-      workloads::simulate_scenario(scenario, sinks, vm.count("trace") ? &trace : nullptr);
+      workloads::simulate_scenario(scenario, sinks, vm.count("trace") ? &trace : nullptr, 8,
+                                   vm.count("no-symmetry") ? workloads::Symmetry::kOff : workloads::Symmetry::kAuto);
 
   out << summary_text(scenario, result);
   if (vm.count("json")) write_file_atomically(vm["json"].as<std::string>(), result_json(scenario, result));

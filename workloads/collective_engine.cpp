@@ -16,6 +16,7 @@ CollectiveEngine::CollectiveEngine(sim::Simulation& sim, const Scenario& scenari
 sim::TaskId CollectiveEngine::add(sim::TaskGraph& graph, std::string name, std::string category,
                                   CollectiveRequest request, std::span<const sim::StreamId> lanes,
                                   std::span<const sim::TaskId> deps) {
+  assert(!lanes.empty() && lanes.size() <= request.gpus.size() && "a collective's lanes are some of its members'");
   const CollectivePlan plan = model_.plan(request);
   const double n = static_cast<double>(request.gpus.size());
   std::vector<sim::TaskArg> args = {

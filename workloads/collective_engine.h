@@ -29,7 +29,11 @@ class CollectiveEngine : public sim::TaskRunner {
   CollectiveEngine(sim::Simulation& sim, const Scenario& scenario, NetworkModel* network);
 
   // Adds the collective to the graph as a dynamic task on `lanes` (one stream per member GPU); the
-  // trace shows its operation, algorithm, protocol, bytes and bus bandwidth.
+  // trace shows its operation, algorithm, protocol, bytes and bus bandwidth. `lanes` may name fewer
+  // streams than the request has members (at least one): under the symmetry reduction
+  // (megatron_graph.h) only the simulated ranks take part in the graph, while the request — and so the
+  // plan and its time — keeps the whole communicator. The executor counts lanes only, so the task starts
+  // when the simulated members have reached it.
   sim::TaskId add(sim::TaskGraph& graph, std::string name, std::string category, CollectiveRequest request,
                   std::span<const sim::StreamId> lanes, std::span<const sim::TaskId> deps);
 

@@ -58,7 +58,8 @@ TrainingTime training_time(const TrainingJob& job, std::uint32_t grad_accum, std
 }
 
 ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::TraceSink*>& sinks,
-                                 sim::ChromeTraceWriter* link_counters, std::size_t counter_links) {
+                                 sim::ChromeTraceWriter* link_counters, std::size_t counter_links,
+                                 Symmetry symmetry) {
   sim::Simulation simulation;
   for (sim::TraceSink* s : sinks) simulation.add_sink(s);
   std::unique_ptr<NetworkModel> network;
@@ -69,15 +70,26 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
   CollectiveEngine collectives(simulation, sc, network.get());
   sim::TaskGraph graph;
   std::vector<JobGraph> job_graphs;
-  for (const Job& job : sc.jobs)
+  // Replicas simulated per job (dp: all). Exact only where collectives are closed-form, nothing else shares
+  // the cluster and every GPU and link is as its counterparts.
+  std::vector<std::uint32_t> replicas;
+  for (const Job& job : sc.jobs) replicas.push_back(job.parallel.dp);
+  if (symmetry == Symmetry::kAuto && sc.fidelity == Fidelity::kAnalytical && sc.jobs.size() == 1 && sinks.empty() &&
+      sc.cluster.slow_gpus.empty() && sc.cluster.link_faults.empty() && sc.jobs[0].parallel.megatron())
+    replicas[0] = megatron_simulated_replicas(sc, sc.jobs[0], collectives.model());
+  for (std::size_t j = 0; j < sc.jobs.size(); ++j) {
+    const Job& job = sc.jobs[j];
     switch (job.parallel.effective_framework()) {
-      case Framework::kMegatron: job_graphs.push_back(build_megatron_job(sc, job, graph, collectives)); break;
+      case Framework::kMegatron:
+        job_graphs.push_back(build_megatron_job(sc, job, graph, collectives, replicas[j]));
+        break;
       case Framework::kFsdp:
       case Framework::kDeepSpeed: job_graphs.push_back(build_zero_job(sc, job, graph, collectives)); break;
       case Framework::kDataParallel: job_graphs.push_back(build_data_parallel_job(sc, job, graph, collectives)); break;
       case Framework::kHorovod: job_graphs.push_back(build_horovod_job(sc, job, graph, collectives)); break;
       default: job_graphs.push_back(build_ddp_job(sc, job, graph, collectives)); break;
     }
+  }
 
   sim::Executor executor(simulation, graph, &collectives);
   executor.start();
@@ -110,8 +122,22 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
     for (sim::TaskId t : it.step_end_task) end = std::max(end, executor.end_time(t));
     r.iteration_time = sim::to_seconds(end);
     const auto ranks = static_cast<std::uint32_t>(job.gpus.size());
+    const bool reduced = replicas[j] != job.parallel.dp;
+    r.simulated_replicas = reduced ? replicas[j] : job.parallel.dp;
+    r.simulated_ranks = reduced ? ranks / job.parallel.dp * replicas[j] : ranks;
+    out.symmetry_reduced = out.symmetry_reduced || reduced;
+    out.simulated_gpus += r.simulated_ranks;
+    std::vector<std::uint32_t> mirror;  // rank → the simulated rank it copies
+    if (reduced)
+      for (std::uint32_t rank = 0; rank < ranks; ++rank) mirror.push_back(megatron_mirror_rank(job, replicas[j], rank));
     std::uint32_t worst = 0;
     for (std::uint32_t rank = 0; rank < ranks; ++rank) {
+      if (reduced && mirror[rank] != rank) {
+        // Ranks are visited in order and a mirror is in an earlier replica: its breakdown is there already.
+        r.per_gpu.push_back(r.per_gpu[mirror[rank]]);
+        if (r.per_gpu.back().exposed_comm > r.per_gpu[worst].exposed_comm) worst = rank;
+        continue;
+      }
       // Compute-stream tasks are compute, except tensor-parallel collectives (Megatron waits for them on
       // the compute stream): those are exposed communication by construction.
       Intervals compute, comm;

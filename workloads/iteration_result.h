@@ -59,6 +59,10 @@ struct IterationResult {
   std::vector<Seconds> bucket_allreduce;   // how long each bucket's AllReduce ran (empty at DP 1)
   MemoryEstimate memory;
   TrainingTime training;
+  // Symmetry reduction: the ranks the simulation ran (the others copy them) and how many data-parallel
+  // replicas they form; simulated_ranks = the job's ranks when it was not applied.
+  std::uint32_t simulated_ranks = 0;
+  std::uint32_t simulated_replicas = 0;
 };
 
 // Every job of a scenario simulated together (they share the cluster's links).
@@ -68,7 +72,17 @@ struct ScenarioResult {
   std::vector<LinkUsage> links;          // FLOW fidelity: links that carried traffic, busiest first
   std::uint64_t events = 0;
   std::size_t tasks = 0;
+  bool symmetry_reduced = false;         // some job simulated only part of its data-parallel replicas
+  std::uint32_t simulated_gpus = 0;      // GPUs whose tasks were simulated, over every job
 };
+
+// Symmetry reduction (DESIGN.md §4; megatron_graph.h). kAuto applies it where it is exact: ANALYTICAL
+// fidelity, one job, a Megatron layout, no slow GPUs, no link faults, no trace sinks (a trace shows every
+// GPU), and megatron_simulated_replicas() proves the replicas identical. Then only the first data-parallel
+// replica (the first EP group of replicas with ep > 1) is simulated; every other rank's breakdown is copied
+// from the rank of equal tensor, context and pipeline coordinate there; memory, throughput and MFU are the
+// whole job's. The DDP, ZeRO/FSDP, DataParallel and Horovod graphs are always simulated whole.
+enum class Symmetry { kAuto, kOff };
 
 // Exposed time of `busy` intervals not covered by `cover` intervals; both sorted by start and
 // internally non-overlapping (as the tasks of one stream are).
@@ -82,6 +96,7 @@ TrainingTime training_time(const TrainingJob& job, std::uint32_t grad_accum, std
 // With `link_counters` (FLOW fidelity), the throughput of the `counter_links` busiest links over time
 // is added to that trace as counter tracks.
 ScenarioResult simulate_scenario(const Scenario& scenario, const std::vector<sim::TraceSink*>& sinks = {},
-                                 sim::ChromeTraceWriter* link_counters = nullptr, std::size_t counter_links = 8);
+                                 sim::ChromeTraceWriter* link_counters = nullptr, std::size_t counter_links = 8,
+                                 Symmetry symmetry = Symmetry::kAuto);
 
 }  // namespace clustersim::workloads

@@ -1,10 +1,12 @@
 #include "workloads/megatron_graph.h"
 
 #include <algorithm>
+#include <cassert>
 #include <array>
 #include <map>
 #include <string>
 
+#include "sim/input_error.h"
 #include "workloads/collective_engine.h"
 #include "workloads/compute_model.h"
 #include "workloads/input_pipeline.h"
@@ -102,39 +104,202 @@ std::vector<GradientBucket> gradient_buckets(const std::vector<Op>& ops, bool ex
   return {};
 }
 
+// The message sizes of a job's communicators and the op configuration they derive from.
+struct Messages {
+  OpConfig config;
+  ExpertLoad load;
+  Bytes activation;       // b·(s/cp)·h elements: a TP collective's buffer, a scatter/gather all-gather
+  Bytes pp;               // a pipeline send
+  Bytes kv;               // a ring-attention K/V (or dK/dV) transfer
+  Bytes a2a;              // an MoE dispatch/combine buffer
+  Bytes embedding_grads;  // the tied-embedding gradient all-reduce
+  double gradient_bytes = 4;
+};
+
+Messages messages_of(const Job& job) {
+  const ParallelPlan& par = job.parallel;
+  const Precision prec = job.training.precision;
+  Messages out;
+  out.config.micro_batch = par.micro_batch;
+  out.config.precision = prec;
+  out.config.tp = par.tp;
+  out.config.cp = par.cp;
+  out.config.ep = par.ep;
+  out.config.sequence_parallel = par.sequence_parallel;
+  out.config.recompute = par.recompute;
+  out.config.attention = par.attention;
+  // Routing imbalance: EP rank 0 of every EP group holds the busiest expert (variant 0 of the ops), the
+  // others the rest (variant 1). With ep = 1 every rank holds all experts (variant 0 throughout).
+  out.load = expert_load(job.model, par.ep, par.moe_capacity_factor, par.moe_token_skew);
+  // A rank holds s/cp tokens of its micro-batch.
+  out.activation =
+      bytes(double(par.micro_batch) * job.model.seq_len / par.cp * job.model.hidden * element_bytes(prec));
+  // A pipeline send carries the whole activation, or 1/t of it when sequence parallelism already splits it
+  // or the scatter/gather optimisation splits it (the receiving TP group then all-gathers it).
+  out.pp = (par.sequence_parallel || par.pp_scatter_gather) ? out.activation / double(par.tp) : out.activation;
+  out.gradient_bytes = job.training.gradients == GradientDtype::kFp32 ? 4.0 : element_bytes(prec);
+  // The dispatch/combine buffer: one size per call, the busiest receiver's (its inbound bytes set the time).
+  out.a2a = job.model.is_moe() ? moe_alltoall_bytes(job.model, out.config, out.load.busiest_rank) : Bytes{};
+  out.kv = ring_kv_bytes(job.model, out.config);
+  out.embedding_grads = bytes(double(job.model.vocab) * job.model.hidden / par.tp * out.gradient_bytes);
+  return out;
+}
+
+// The ranks that read input (input_pipeline.h): tensor rank 0 of the first and the last stage of every
+// context rank of replicas [0, replicas).
+std::vector<std::uint32_t> input_readers(const RankLayout& layout, const ParallelPlan& par, std::uint32_t replicas) {
+  std::vector<std::uint32_t> readers;
+  for (std::uint32_t d = 0; d < replicas; ++d)
+    for (std::uint32_t c = 0; c < par.cp; ++c) {
+      readers.push_back(layout.rank({0, d, 0, c}));
+      if (par.pp > 1) readers.push_back(layout.rank({0, d, par.pp - 1, c}));
+    }
+  return readers;
+}
+
 }  // namespace
 
-JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& graph, CollectiveEngine& collectives) {
+std::uint32_t megatron_mirror_rank(const Job& job, std::uint32_t replicas, std::uint32_t rank) {
+  const ParallelPlan& par = job.parallel;
+  const RankLayout layout(par.tp, par.dp, par.pp, par.rank_order, par.cp, par.ep);
+  RankCoord c = layout.coord(rank);
+  c.dp %= replicas;
+  return layout.rank(c);
+}
+
+std::uint32_t megatron_simulated_replicas(const Scenario& sc, const Job& job, const CollectiveModel& model) {
+  const ParallelPlan& par = job.parallel;
+  const std::uint32_t keep = par.ep;  // whole EP groups (ep = 1: one replica)
+  if (!par.megatron() || keep >= par.dp || par.dp % keep != 0) return par.dp;
+  const RankLayout layout(par.tp, par.dp, par.pp, par.rank_order, par.cp, par.ep);
+  const std::uint32_t ranks = layout.size();
+  if (ranks != job.gpus.size()) return par.dp;
+  const std::uint32_t t = par.tp, p = par.pp, cp = par.cp, v = par.vp;
+  auto mirror = [&](RankCoord c) {
+    c.dp %= keep;
+    return c;
+  };
+  for (std::uint32_t r = 0; r < ranks; ++r)
+    if (sc.cluster.compute_slowdown(job.gpus[r]) !=
+        sc.cluster.compute_slowdown(job.gpus[layout.rank(mirror(layout.coord(r)))]))
+      return par.dp;
+
+  // Loaders: a node's loader serves the readers on it (input_pipeline.h). Every rank's node must serve as many
+  // readers as its mirror's, and a simulated rank's node none beyond the simulated replicas'.
+  if (job.training.loader_samples_per_s_per_node > 0) {
+    std::map<std::uint32_t, std::size_t> full, reduced;  // node → readers
+    for (std::uint32_t r : input_readers(layout, par, par.dp)) ++full[sc.cluster.node_of(job.gpus[r])];
+    for (std::uint32_t r : input_readers(layout, par, keep)) ++reduced[sc.cluster.node_of(job.gpus[r])];
+    auto count = [](const std::map<std::uint32_t, std::size_t>& m, std::uint32_t node) {
+      const auto f = m.find(node);
+      return f == m.end() ? std::size_t{0} : f->second;
+    };
+    for (std::uint32_t r = 0; r < ranks; ++r) {
+      const RankCoord c = layout.coord(r);
+      const std::uint32_t node = sc.cluster.node_of(job.gpus[r]);
+      const std::uint32_t mirror_node = sc.cluster.node_of(job.gpus[layout.rank(mirror(c))]);
+      if (count(full, node) != count(full, mirror_node)) return par.dp;
+      if (c.dp < keep && count(full, node) != count(reduced, node)) return par.dp;
+    }
+  }
+
+  // Communicators outside DP, each given by its member coordinates; planned with the graph's sizes. The
+  // mirror's times are cached: many replicas share one.
+  const Messages msg = messages_of(job);
+  std::map<std::pair<int, std::uint32_t>, double> mirror_time;  // (check, first member's rank) → seconds
+  auto time_of = [&](CollectiveOp op, const std::vector<RankCoord>& members, Bytes size) {
+    std::vector<std::uint32_t> gpus;
+    for (const RankCoord& c : members) gpus.push_back(job.gpus[layout.rank(c)]);
+    return model.plan(CollectiveRequest{op, std::move(gpus), size, 0}).time.raw();
+  };
+  int check = 0;
+  // True when the communicator `members_of(c)` of every coordinate c of replicas ≥ keep is timed as its
+  // mirror's; `members_of` returns an empty list where c does not name one (a group is named once).
+  auto same = [&](CollectiveOp op, Bytes size, auto members_of) {
+    const int id = check++;
+    for (std::uint32_t r = 0; r < ranks; ++r) {
+      const RankCoord c = layout.coord(r);
+      if (c.dp < keep) continue;
+      const std::vector<RankCoord> mine = members_of(c);
+      if (mine.size() < 2) continue;
+      const RankCoord m = mirror(c);
+      const auto key = std::make_pair(id, layout.rank(m));
+      auto found = mirror_time.find(key);
+      if (found == mirror_time.end()) found = mirror_time.emplace(key, time_of(op, members_of(m), size)).first;
+      if (time_of(op, mine, size) != found->second) return false;
+    }
+    return true;
+  };
+  auto tp_group = [&](RankCoord c) {
+    std::vector<RankCoord> out;
+    if (c.tp != 0) return out;
+    for (std::uint32_t tr = 0; tr < t; ++tr) out.push_back({tr, c.dp, c.pp, c.cp});
+    return out;
+  };
+  // Pipeline sends between consecutive virtual stages: stage s to s + 1 (and p − 1 to 0 with chunks), and back.
+  auto pp_next = [&](RankCoord c) {
+    if (c.pp + 1 == p && v == 1) return std::vector<RankCoord>{};
+    return std::vector<RankCoord>{c, {c.tp, c.dp, (c.pp + 1) % p, c.cp}};
+  };
+  auto pp_prev = [&](RankCoord c) {
+    if (c.pp == 0 && v == 1) return std::vector<RankCoord>{};
+    return std::vector<RankCoord>{c, {c.tp, c.dp, (c.pp + p - 1) % p, c.cp}};
+  };
+  auto cp_next = [&](RankCoord c) { return std::vector<RankCoord>{c, {c.tp, c.dp, c.pp, (c.cp + 1) % cp}}; };
+  auto ep_group = [&](RankCoord c) {
+    std::vector<RankCoord> out;
+    if (c.dp % par.ep != 0) return out;
+    for (std::uint32_t e = 0; e < par.ep; ++e) out.push_back({c.tp, c.dp + e, c.pp, c.cp});
+    return out;
+  };
+  auto embedding_pair = [&](RankCoord c) {
+    if (c.pp != 0) return std::vector<RankCoord>{};
+    return std::vector<RankCoord>{c, {c.tp, c.dp, p - 1, c.cp}};
+  };
+  try {
+    bool ok = true;
+    if (t > 1 && par.sequence_parallel)
+      ok = ok && same(CollectiveOp::kReduceScatter, msg.activation, tp_group) &&
+           same(CollectiveOp::kAllGather, msg.activation, tp_group);
+    else if (t > 1)
+      ok = ok && same(CollectiveOp::kAllReduce, msg.activation, tp_group);
+    if (p > 1 && par.pp_scatter_gather) ok = ok && same(CollectiveOp::kAllGather, msg.activation, tp_group);
+    if (p > 1)
+      ok = ok && same(CollectiveOp::kSendRecv, msg.pp, pp_next) && same(CollectiveOp::kSendRecv, msg.pp, pp_prev);
+    if (cp > 1) ok = ok && same(CollectiveOp::kSendRecv, msg.kv, cp_next);
+    if (par.ep > 1 && job.model.is_moe()) ok = ok && same(CollectiveOp::kAllToAll, msg.a2a, ep_group);
+    if (p > 1 && job.model.tied_embeddings)
+      ok = ok && same(CollectiveOp::kAllReduce, msg.embedding_grads, embedding_pair);
+    return ok ? keep : par.dp;
+  } catch (const InputError&) {
+    return par.dp;  // e.g. a forced algorithm this communicator cannot run: the full build says so
+  }
+}
+
+JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& graph, CollectiveEngine& collectives,
+                            std::uint32_t replicas) {
   const ParallelPlan& par = job.parallel;
   const RankLayout layout(par.tp, par.dp, par.pp, par.rank_order, par.cp, par.ep);
   const std::uint32_t ranks = layout.size();
+  if (replicas == 0) replicas = par.dp;
+  assert(replicas % par.ep == 0 && par.dp % replicas == 0 && "simulate whole EP groups of replicas");
+  // Ranks of replicas [0, replicas) are simulated; the DP reductions list every member, lanes for these.
+  std::vector<bool> simulated(ranks);
+  for (std::uint32_t r = 0; r < ranks; ++r) simulated[r] = layout.coord(r).dp < replicas;
   const std::uint32_t t = par.tp, p = par.pp, v = par.vp, m = par.grad_accum, cp = par.cp, ep = par.ep;
   const Precision prec = job.training.precision;
   const std::uint32_t virtual_stages = p * v;
   const std::uint32_t layers_per_chunk = job.model.layers / virtual_stages;
-  // A rank holds s/cp tokens of its micro-batch.
-  const Bytes activation =
-      bytes(double(par.micro_batch) * job.model.seq_len / cp * job.model.hidden * element_bytes(prec));
+  const Messages msg = messages_of(job);
+  const Bytes activation = msg.activation;
   const Bytes tp_message = activation;  // AllReduce, or RS/AG with SP: the total buffer is b·s·h either way
-  // A pipeline send carries the whole activation, or 1/t of it when sequence parallelism already splits it
-  // or the scatter/gather optimisation splits it (the receiving TP group then all-gathers it).
-  const Bytes pp_message = (par.sequence_parallel || par.pp_scatter_gather) ? activation / double(t) : activation;
-  const double gradient_bytes = job.training.gradients == GradientDtype::kFp32 ? 4.0 : element_bytes(prec);
-  // Routing imbalance: EP rank 0 of every EP group holds the busiest expert (variant 0 of the ops), the
-  // others the rest (variant 1). With ep = 1 every rank holds all experts (variant 0 throughout).
-  const ExpertLoad load = expert_load(job.model, ep, par.moe_capacity_factor, par.moe_token_skew);
+  const Bytes pp_message = msg.pp;
+  const double gradient_bytes = msg.gradient_bytes;
+  const ExpertLoad load = msg.load;
 
   // Per virtual stage and load variant: ops and syncs, forward and backward.
   std::array<std::vector<StageOps>, 2> fwd, bwd;
-  OpConfig oc;
-  oc.micro_batch = par.micro_batch;
-  oc.precision = prec;
-  oc.tp = t;
-  oc.cp = cp;
-  oc.ep = ep;
-  oc.sequence_parallel = par.sequence_parallel;
-  oc.recompute = par.recompute;
-  oc.attention = par.attention;
+  const OpConfig oc = msg.config;
   for (int variant = 0; variant < 2; ++variant) {
     fwd[variant].resize(virtual_stages);
     bwd[variant].resize(virtual_stages);
@@ -149,9 +314,8 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
       bwd[variant][vs] = stage_ops(job.model, c, false);
     }
   }
-  // The dispatch/combine buffer: one size per call, the busiest receiver's (its inbound bytes set the time).
-  const Bytes a2a_message = job.model.is_moe() ? moe_alltoall_bytes(job.model, oc, load.busiest_rank) : Bytes{};
-  const Bytes kv_message = ring_kv_bytes(job.model, oc);
+  const Bytes a2a_message = msg.a2a;
+  const Bytes kv_message = msg.kv;
 
   JobGraph it;
   it.compute_stream.resize(ranks);
@@ -161,6 +325,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
   std::vector<std::array<sim::StreamId, 4>> cp_streams(ranks);  // K/V send, K/V recv, dK/dV send, dK/dV recv
   std::vector<sim::StreamId> ep_stream(ranks, 0);
   for (std::uint32_t r = 0; r < ranks; ++r) {
+    if (!simulated[r]) continue;
     const std::uint32_t gpu = job.gpus[r];
     it.compute_stream[r] = graph.add_stream(gpu, kComputeStream);
     it.comm_stream[r] = graph.add_stream(gpu, kDpCommStream);
@@ -185,12 +350,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
   // Input: the loader and the host-to-device copy on tensor rank 0 of the first and the last stage of
   // every replica and context rank (input_pipeline.h; each CP rank loads its sequences and keeps its
   // chunks); the whole TP group waits for it (get_batch broadcasts the batch).
-  std::vector<std::uint32_t> readers;
-  for (std::uint32_t d = 0; d < par.dp; ++d)
-    for (std::uint32_t c = 0; c < cp; ++c) {
-      readers.push_back(layout.rank({0, d, 0, c}));
-      if (p > 1) readers.push_back(layout.rank({0, d, p - 1, c}));
-    }
+  const std::vector<std::uint32_t> readers = input_readers(layout, par, replicas);
   InputPipeline input = add_input_pipeline(sc, job, graph, readers, m);
   // Labels per (virtual stage, direction, op, micro-batch) would be many; share one per (vs, dir, op, load).
   std::map<std::tuple<std::uint32_t, bool, std::size_t, int>, sim::LabelId> labels;
@@ -212,7 +372,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
   std::vector<sim::TaskId> last_compute(ranks, 0);  // each rank's last backward kernel of the step
 
   for (std::uint32_t stage = 0; stage < p; ++stage) {
-    for (std::uint32_t block = 0; block < par.dp / ep; ++block) {
+    for (std::uint32_t block = 0; block < replicas / ep; ++block) {
       // The ranks of this stage and EP group run in lockstep: the TP groups (one per context rank and
       // replica), the CP rings (one per tensor rank and replica) and the EP groups (one per tensor and
       // context rank) among them. Add each step for all of them together.
@@ -374,7 +534,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
 
   // Pipeline sends: forward activations vs → vs+1, backward gradients vs → vs−1, between equal TP and CP ranks.
   if (p > 1) {
-    for (std::uint32_t d = 0; d < par.dp; ++d)
+    for (std::uint32_t d = 0; d < replicas; ++d)
       for (std::uint32_t c = 0; c < cp; ++c)
         for (std::uint32_t tr = 0; tr < t; ++tr)
           for (std::uint32_t s = 0; s < p; ++s)
@@ -450,7 +610,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
             std::vector<sim::StreamId> lanes;
             for (std::uint32_t r : members) {
               gpus.push_back(job.gpus[r]);
-              lanes.push_back(it.comm_stream[r]);
+              if (simulated[r]) lanes.push_back(it.comm_stream[r]);
             }
             std::vector<sim::TaskId> deps;
             if (par.overlap_grad_reduce) {
@@ -458,9 +618,11 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
               std::size_t k = 0;
               for (std::size_t i = 0; i <= b.ready_after_op; ++i)
                 if (ops[i].grad_parameters > 0) ++k;
-              for (std::uint32_t r : members) deps.push_back(chunk_backward.at({r, vs})[k - 1]);
+              for (std::uint32_t r : members)
+                if (simulated[r]) deps.push_back(chunk_backward.at({r, vs})[k - 1]);
             } else {
-              for (std::uint32_t r : members) deps.push_back(last_compute[r]);
+              for (std::uint32_t r : members)
+                if (simulated[r]) deps.push_back(last_compute[r]);
             }
             const sim::TaskId ar =
                 collectives.add(graph, std::string(grad_name) + std::to_string(vs) + (pb.experts ? ".experts" : ""),
@@ -480,8 +642,8 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
   // by tensor rank, V·h/t parameters) after the data-parallel reduction, before the optimizer
   // (finalize_model_grads → _allreduce_word_embedding_grads), on the compute stream.
   if (p > 1 && job.model.tied_embeddings) {
-    const Bytes embedding_grads = bytes(double(job.model.vocab) * job.model.hidden / t * gradient_bytes);
-    for (std::uint32_t d = 0; d < par.dp; ++d)
+    const Bytes embedding_grads = msg.embedding_grads;
+    for (std::uint32_t d = 0; d < replicas; ++d)
       for (std::uint32_t c = 0; c < cp; ++c)
         for (std::uint32_t tr = 0; tr < t; ++tr) {
           const std::uint32_t first = layout.rank({tr, d, 0, c}), last = layout.rank({tr, d, p - 1, c});
@@ -499,7 +661,9 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
   // over dp·cp ranks, experts over (dp/ep)·cp), after its gradients are reduced.
   const bool half_weights = prec == Precision::kBF16 || prec == Precision::kFP16;
   const double dense_shards = double(par.dp) * cp, expert_shards = double(par.dp) / ep * cp;
+  std::vector<sim::TaskId> optimizer_of(ranks, 0);
   for (std::uint32_t r = 0; r < ranks; ++r) {
+    if (!simulated[r]) continue;
     const RankCoord c = layout.coord(r);
     double dense = 0, experts = 0;
     for (std::uint32_t ch = 0; ch < v; ++ch) {
@@ -512,8 +676,9 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
     const sim::StreamId lane[] = {it.compute_stream[r]};
     std::vector<sim::TaskId> deps;
     if (has_dp[r]) deps.push_back(last_dp[r]);
-    it.optimizer_task.push_back(
-        graph.add(label, lane, op_time(opt, sc.profile.gpu, prec) * sc.cluster.compute_slowdown(job.gpus[r]), deps));
+    optimizer_of[r] =
+        graph.add(label, lane, op_time(opt, sc.profile.gpu, prec) * sc.cluster.compute_slowdown(job.gpus[r]), deps);
+    it.optimizer_task.push_back(optimizer_of[r]);
   }
   // Distributed optimizer: all-gather the updated 16-bit (or fp32) parameters of each chunk over the
   // groups that reduced them; the step ends when they are back.
@@ -534,8 +699,9 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
               std::vector<sim::TaskId> deps;
               for (std::uint32_t r : members) {
                 gpus.push_back(job.gpus[r]);
+                if (!simulated[r]) continue;
                 lanes.push_back(it.comm_stream[r]);
-                deps.push_back(it.optimizer_task[r]);
+                deps.push_back(optimizer_of[r]);
               }
               it.step_end_task.push_back(collectives.add(
                   graph, "allgather.dp.params.chunk" + std::to_string(vs) + (experts ? ".experts" : ""),

@@ -56,14 +56,37 @@
 namespace clustersim::workloads {
 
 class CollectiveEngine;
+class CollectiveModel;
 
 inline constexpr const char* kCategoryTpComm = "tp_comm";
 inline constexpr const char* kCategoryPpComm = "pp_comm";
 inline constexpr const char* kCategoryCpComm = "cp_comm";  // ring-attention K/V and dK/dV exchanges
 inline constexpr const char* kCategoryEpComm = "ep_comm";  // MoE dispatch and combine all-to-alls
 
-// Adds one optimizer step of `job` (tp, pp, cp, ep > 1 allowed) to `graph`.
+// Symmetry reduction (DESIGN.md §4, level 3). The dp data-parallel replicas of a job run the same steps;
+// when every communicator a replica uses on its own (TP groups, pipeline Send/Recv pairs, CP ring edges,
+// EP groups, tied-embedding pairs, scatter/gather all-gathers) is timed exactly like its counterpart's in
+// replica 0, every GPU computes at the same speed as its counterpart, and every node's data loader serves
+// as many readers as its counterpart's, replica d is a copy of replica d mod R, where R = ep (the EP groups
+// of replica block 0 are kept whole: routing imbalance makes EP ranks differ) or 1. The DP and expert-DP
+// reductions still run over their full groups — their CollectiveRequest names every member GPU, their
+// lanes only the simulated ranks' streams — so their time is that of the full job.
+// megatron_simulated_replicas() returns R, or dp where that is not proven (it checks the job only: the
+// caller requires the scenario-wide conditions — ANALYTICAL fidelity, one job, no slow GPUs, no link
+// faults — under which collectives are closed-form and nothing else shares the cluster). It plans every
+// communicator outside DP once per replica with the graph's message sizes and compares CollectivePlan::time
+// exactly; a plan that fails (a forced NCCL algorithm) means no reduction, and the full build reports it.
+std::uint32_t megatron_simulated_replicas(const Scenario& scenario, const Job& job, const CollectiveModel& model);
+
+// The job rank whose results rank `rank` copies when replicas [0, replicas) are simulated: the one of
+// equal tensor, context and pipeline coordinate in replica dp mod replicas.
+std::uint32_t megatron_mirror_rank(const Job& job, std::uint32_t replicas, std::uint32_t rank);
+
+// Adds one optimizer step of `job` (tp, pp, cp, ep > 1 allowed) to `graph`. With `replicas` (0: all; else a
+// multiple of ep dividing dp, as megatron_simulated_replicas() returns) only the ranks of data-parallel
+// replicas [0, replicas) get streams and tasks; the JobGraph's per-rank entries of the others are unset
+// (stream 0) and optimizer_task lists the simulated ranks' optimizer steps only.
 JobGraph build_megatron_job(const Scenario& scenario, const Job& job, sim::TaskGraph& graph,
-                            CollectiveEngine& collectives);
+                            CollectiveEngine& collectives, std::uint32_t replicas = 0);
 
 }  // namespace clustersim::workloads

@@ -224,7 +224,7 @@ std::string profile_tables(const calibrate::HardwareProfile& p) {
   o += line("  %-30s %s GiB\n", "memory capacity", number(g.memory_capacity.raw() / 1073741824.0).c_str());
   o += line("  %-30s %s\n", "gemm efficiency (no table)", number(g.gemm_efficiency).c_str());
   o += line("  %-30s %s us\n", "kernel launch", number(to_us(g.kernel_launch)).c_str());
-  o += line("  %-30s %s (recorded; not yet used by the simulation)\n", "compute slowdown during comm",
+  o += line("  %-30s %s (compute runs at 1/factor speed while communication runs)\n", "compute slowdown during comm",
             number(g.compute_slowdown_during_comm).c_str());
 
   o += "\nGEMM efficiency table (nearest entry of the dtype in log(M, N, K))\n";

@@ -92,6 +92,10 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
   }
 
   sim::Executor executor(simulation, graph, &collectives);
+  // NCCL kernels occupy SMs: compute slows by the profile's factor while communication runs on its GPU.
+  executor.set_comm_slowdown({sc.profile.gpu.compute_slowdown_during_comm,
+                              {kCategoryCompute},
+                              {kCategoryDpComm, kCategoryTpComm, kCategoryPpComm, kCategoryCpComm, kCategoryEpComm}});
   executor.start();
   ScenarioResult out;
   out.events = simulation.run();

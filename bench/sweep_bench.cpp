@@ -1,7 +1,10 @@
 // Speed of `clustersim sweep` on GPT-3 175B at 1,024 GPUs (issue 8, point 2): layouts scored per second per
-// core by the analytical path, the whole sweep's wall time with top-K re-simulation, peak RSS.
+// core by the analytical path over the whole space (tp, cp, pp, dp, vp, micro-batch, recompute, SP,
+// distributed optimizer; DDP/FSDP/DeepSpeed for pure data parallelism; ep for MoE models), the whole sweep's
+// wall time with top-K re-simulation, peak RSS.
 //
 //   clustersim_bench_sweep [--gpu a100|h100] [--gpus N] [--top K] [--jobs J] [--fidelity flow|analytical]
+//                          [--model PRESET]   (e.g. mixtral-8x7b for the expert-parallel space)
 //
 // Defaults: A100 (DGX A100 nodes, 8 × HDR 200 Gb/s per node), 1,024 GPUs, global batch 1,536, sequence
 // 2,048 (Narayanan et al. 2021), top 20, 2 threads, the re-simulation at ANALYTICAL fidelity (FLOW on 1,024
@@ -41,7 +44,7 @@ double cpu_s() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string gpu = "a100", fidelity = "analytical";
+  std::string gpu = "a100", fidelity = "analytical", model = "gpt3-175b";
   unsigned gpus = 1024, top = 20, jobs = 2;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
@@ -50,6 +53,7 @@ int main(int argc, char** argv) {
     else if (k == "--top") top = static_cast<unsigned>(std::stoul(v));
     else if (k == "--jobs") jobs = static_cast<unsigned>(std::stoul(v));
     else if (k == "--fidelity") fidelity = v;
+    else if (k == "--model") model = v;
     else {
       std::fprintf(stderr, "error: command line: unknown option %s\n", k.c_str());
       return 2;
@@ -57,12 +61,12 @@ int main(int argc, char** argv) {
   }
   const bool h100 = gpu == "h100";
   const std::string text =
-      std::string("name: \"GPT-3 175B sweep\"\ncluster { nodes: ") + std::to_string(gpus / 8) +
+      "name: \"" + model + " sweep\"\ncluster { nodes: " + std::to_string(gpus / 8) +
       " gpus_per_node: 8 gpu: \"" + (h100 ? "H100-SXM5-80GB" : "A100-SXM4-80GB") +
       "\" nvlink_gbytes_per_s_per_direction: " + (h100 ? "450" : "300") +
       " nic_gbits_per_s_per_direction: " + (h100 ? "400" : "200") + " }\nprofile: \"" +
       (h100 ? "h100-sxm5-80gb" : "a100-sxm4-80gb") + "\"\nfidelity: " + (fidelity == "flow" ? "FLOW" : "ANALYTICAL") +
-      "\nmodel { preset: \"gpt3-175b\" }\n"
+      "\nmodel { preset: \"" + model + "\" }\n"
       "parallel { tp: 8 pp: 16 dp: " + std::to_string(gpus / 128) + " micro_batch: 1 grad_accum: " +
       std::to_string(1536 / (gpus / 128)) + " }\ntraining { tokens: 300000000000 global_batch: 1536 }\n";
   const workloads::Scenario sc = cli::load_scenario_text(text, "gpt3-175b-sweep.textproto", false, "");
@@ -80,8 +84,17 @@ int main(int argc, char** argv) {
   for (int k = 0; k < passes; ++k)
     for (const auto& p : plans) checksum += estimator.estimate(p).iteration_time.raw();
   const double warm = (now_s() - t0) / passes;
-  std::printf("GPT-3 175B on %u %s GPUs, global batch 1536\n", gpus, h100 ? "H100" : "A100");
-  std::printf("  layouts enumerated        %zu\n", plans.size());
+  std::printf("%s on %u %s GPUs, global batch 1536\n", model.c_str(), gpus, h100 ? "H100" : "A100");
+  std::size_t with_cp = 0, with_ep = 0, sharded = 0, ddp = 0;
+  for (const auto& p : plans) {
+    with_cp += p.cp > 1 ? 1 : 0;
+    with_ep += p.ep > 1 ? 1 : 0;
+    const workloads::Framework f = p.effective_framework();
+    sharded += f == workloads::Framework::kFsdp || f == workloads::Framework::kDeepSpeed ? 1 : 0;
+    ddp += f == workloads::Framework::kPytorchDdp ? 1 : 0;
+  }
+  std::printf("  layouts enumerated        %zu (cp > 1: %zu, ep > 1: %zu, FSDP/DeepSpeed: %zu, DDP: %zu)\n",
+              plans.size(), with_cp, with_ep, sharded, ddp);
   std::printf("  analytical, first pass    %.3f s  (%.0f layouts/s on one core, per-op costs computed)\n", cold,
               double(plans.size()) / cold);
   std::printf("  analytical, cached        %.3f s  (%.0f layouts/s on one core)\n", warm, double(plans.size()) / warm);

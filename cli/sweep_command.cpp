@@ -103,13 +103,29 @@ std::string fixed(const char* format, double v) { return fmt(format, v); }
 }  // namespace
 
 std::string layout_name(const ParallelPlan& p) {
-  std::string s = "tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp) + " dp" + std::to_string(p.dp);
+  std::string s = "tp" + std::to_string(p.tp);
+  if (p.cp > 1) s += " cp" + std::to_string(p.cp);
+  s += " pp" + std::to_string(p.pp) + " dp" + std::to_string(p.dp);
+  if (p.ep > 1) s += " ep" + std::to_string(p.ep);
   if (p.vp > 1) s += " vp" + std::to_string(p.vp);
   s += " mb" + std::to_string(p.micro_batch);
   if (p.sequence_parallel) s += " sp";
   if (p.recompute == Recompute::kSelective) s += " sel";
   if (p.recompute == Recompute::kFull) s += " full";
   if (p.distributed_optimizer) s += " dopt";
+  switch (p.effective_framework()) {
+    case workloads::Framework::kPytorchDdp: s += " ddp"; break;
+    case workloads::Framework::kFsdp:
+      // FULL_SHARD fsdp3, SHARD_GRAD_OP fsdp2; hybrid-sharded data parallelism (HSDP) hsdp3, hsdp2.
+      s += (p.hybrid_shard ? " hsdp" : " fsdp") + std::to_string(p.zero_stage);
+      break;
+    case workloads::Framework::kDeepSpeed:
+      s += " zero" + std::to_string(p.zero_stage) + (p.hybrid_shard ? "-hybrid" : "");
+      break;
+    case workloads::Framework::kDataParallel: s += " dataparallel"; break;
+    case workloads::Framework::kHorovod: s += " horovod"; break;
+    default: break;  // Megatron: the plain name
+  }
   return s;
 }
 
@@ -149,9 +165,17 @@ std::vector<ParallelPlan> enumerate_layouts(const Scenario& sc, bool allow_tp_ac
   const auto n = static_cast<std::uint32_t>(job.gpus.size());
   const std::uint64_t batch = job.training.global_batch;
   const std::uint32_t domain = nvlink_domain_gpus(sc.cluster);
+  // Hybrid sharding needs the job on more than one node (equal GPUs per node: the sweep takes whole nodes).
+  const bool nodes = !job.gpus.empty() && sc.cluster.node_of(job.gpus.front()) != sc.cluster.node_of(job.gpus.back());
   auto reject = [&](const std::string& why) {
     if (rejected) ++(*rejected)[why];
   };
+  // The scenario's plan with the swept dimensions cleared: Megatron unless a framework variant says otherwise.
+  ParallelPlan start = base;
+  start.framework = workloads::Framework::kMegatron;
+  start.zero_stage = 0;
+  start.hybrid_shard = false;
+  start.horovod_hierarchical = false;
   std::vector<ParallelPlan> out;
   for (std::uint32_t tp : divisors(n)) {
     if (m.heads % tp != 0 || m.n_kv() % tp != 0) {
@@ -162,46 +186,96 @@ std::vector<ParallelPlan> enumerate_layouts(const Scenario& sc, bool allow_tp_ac
       reject("tp spans more than one NVLink domain");
       continue;
     }
-    for (std::uint32_t pp : divisors(n / tp)) {
-      if (m.layers % pp != 0) {
-        reject("pp does not divide the layers");
+    for (std::uint32_t cp : divisors(n / tp)) {
+      if (cp > 1 && m.seq_len % (2 * cp) != 0) {  // cp | s/2
+        reject("cp does not divide half the sequence (causal load balancing: 2 chunks per rank)");
         continue;
       }
-      const std::uint32_t dp = n / (tp * pp);
-      if (batch % dp != 0) {
-        reject("dp does not divide the global batch");
-        continue;
-      }
-      for (std::uint32_t mb : divisors(batch / dp)) {
-        const auto ga = static_cast<std::uint32_t>(batch / dp / mb);
-        for (std::uint32_t vp : pp > 1 ? divisors(m.layers / pp) : std::vector<std::uint32_t>{1}) {
-          if (vp > 1 && ga % pp != 0) {
-            reject("interleaving needs grad_accum a multiple of pp");
+      for (std::uint32_t pp : divisors(n / (tp * cp))) {
+        if (m.layers % pp != 0) {
+          reject("pp does not divide the layers");
+          continue;
+        }
+        const std::uint32_t dp = n / (tp * cp * pp);
+        if (batch % dp != 0) {
+          reject("dp does not divide the global batch");
+          continue;
+        }
+        for (std::uint32_t ep : m.is_moe() ? divisors(dp) : std::vector<std::uint32_t>{1}) {
+          if (m.experts % ep != 0) {
+            reject("ep does not divide the experts");
             continue;
           }
-          for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull})
-            for (int sp = 0; sp <= (tp > 1 ? 1 : 0); ++sp)
-              for (int dopt = 0; dopt <= (dp > 1 ? 1 : 0); ++dopt) {
-                ParallelPlan p = base;
-                p.tp = tp;
-                p.pp = pp;
-                p.dp = dp;
-                p.vp = vp;
-                p.micro_batch = mb;
-                p.grad_accum = ga;
-                p.schedule = vp > 1 ? PipelineSchedule::kInterleaved
-                             : base.schedule == PipelineSchedule::kGPipe ? PipelineSchedule::kGPipe
-                                                                          : PipelineSchedule::kOneFOneB;
-                p.recompute = rc;
-                p.sequence_parallel = sp == 1;
-                p.distributed_optimizer = dopt == 1;
-                p.pp_scatter_gather = base.pp_scatter_gather && tp > 1 && pp > 1 && !p.sequence_parallel;
-                if (p.gpus() != n) {  // parallel dimensions of the scenario this sweep keeps but does not vary
-                  reject("the scenario's parallel dimensions beyond tp, pp and dp are not swept");
-                  continue;
-                }
-                out.push_back(p);
+          const bool pure_dp = tp == 1 && cp == 1 && pp == 1 && ep == 1;
+          for (std::uint32_t mb : divisors(batch / dp)) {
+            const auto ga = static_cast<std::uint32_t>(batch / dp / mb);
+            ParallelPlan q = start;
+            q.tp = tp;
+            q.cp = cp;
+            q.pp = pp;
+            q.dp = dp;
+            q.ep = ep;
+            q.micro_batch = mb;
+            q.grad_accum = ga;
+            for (std::uint32_t vp : pp > 1 ? divisors(m.layers / pp) : std::vector<std::uint32_t>{1}) {
+              if (vp > 1 && ga % pp != 0) {
+                reject("interleaving needs grad_accum a multiple of pp");
+                continue;
               }
+              for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull})
+                for (int sp = 0; sp <= (tp > 1 ? 1 : 0); ++sp)
+                  for (int dopt = 0; dopt <= (dp * cp > 1 ? 1 : 0); ++dopt) {
+                    ParallelPlan p = q;
+                    p.vp = vp;
+                    p.schedule = vp > 1 ? PipelineSchedule::kInterleaved
+                                 : base.schedule == PipelineSchedule::kGPipe ? PipelineSchedule::kGPipe
+                                                                              : PipelineSchedule::kOneFOneB;
+                    p.recompute = rc;
+                    p.sequence_parallel = sp == 1;
+                    p.distributed_optimizer = dopt == 1;
+                    p.pp_scatter_gather = base.pp_scatter_gather && tp > 1 && pp > 1 && !p.sequence_parallel;
+                    out.push_back(p);
+                  }
+            }
+            if (!pure_dp) continue;
+            // Pure data parallelism under the other frameworks (zero_graph.h, ddp_graph.h): PyTorch DDP
+            // (explicit attention, as its graph runs), FSDP FULL_SHARD and SHARD_GRAD_OP (and their
+            // hybrid-sharded forms across nodes), DeepSpeed ZeRO 1–3. No Megatron options (SP, distributed
+            // optimizer, pp_scatter_gather, overlap_grad_reduce).
+            ParallelPlan d = q;
+            d.vp = 1;
+            d.schedule = PipelineSchedule::kOneFOneB;
+            d.recompute = Recompute::kNone;
+            d.sequence_parallel = d.distributed_optimizer = d.pp_scatter_gather = d.overlap_grad_reduce = false;
+            if (base.attention == workloads::AttentionKernel::kExplicit) {
+              ParallelPlan ddp = d;
+              ddp.framework = workloads::Framework::kPytorchDdp;
+              out.push_back(ddp);
+            } else {
+              reject("PyTorch DDP runs explicit attention (the scenario sets FlashAttention)");
+            }
+            // FSDP and DeepSpeed take activation checkpointing (every block: recompute FULL) and the
+            // scenario's attention kernel.
+            for (Recompute rc : {Recompute::kNone, Recompute::kFull}) {
+              d.recompute = rc;
+              for (bool hybrid : {false, true}) {
+                if (hybrid && !nodes) continue;
+                for (std::uint32_t stage : {3u, 2u}) {
+                  ParallelPlan f = d;
+                  f.framework = workloads::Framework::kFsdp;
+                  f.zero_stage = stage;
+                  f.hybrid_shard = hybrid;
+                  out.push_back(f);
+                }
+              }
+              for (std::uint32_t stage : {1u, 2u, 3u}) {
+                ParallelPlan z = d;
+                z.framework = workloads::Framework::kDeepSpeed;
+                z.zero_stage = stage;
+                out.push_back(z);
+              }
+            }
+          }
         }
       }
     }
@@ -290,7 +364,7 @@ double sim_bubble(const workloads::IterationResult& s) { return s.breakdown.idle
 double sim_comm(const workloads::IterationResult& s) { return s.breakdown.exposed_comm / s.iteration_time; }
 double est_bubble(const workloads::AnalyticalEstimate& e) { return e.bubble / e.iteration_time; }
 double est_comm(const workloads::AnalyticalEstimate& e) {
-  return (e.tp_comm + e.pp_comm + e.dp_comm) / e.iteration_time;
+  return (e.tp_comm + e.cp_comm + e.ep_comm + e.pp_comm + e.dp_comm) / e.iteration_time;
 }
 
 std::string pad(std::string s, std::size_t w, bool right = false) {
@@ -317,13 +391,13 @@ std::string sweep_text(const SweepResult& r) {
   o << "\n";
 
   o << "Ranked by simulated iteration time (top " << r.ranked.size() << " of the analytical ranking)\n";
-  o << "  " << pad("#", 3, true) << "  " << pad("layout", 34) << pad("iter s", 10, true) << pad("analyt. s", 11, true)
+  o << "  " << pad("#", 3, true) << "  " << pad("layout", 44) << pad("iter s", 10, true) << pad("analyt. s", 11, true)
     << pad("tokens/s", 12, true) << pad("MFU %", 7, true) << pad("peak GiB", 10, true) << pad("free GiB", 10, true)
     << pad("bubble %", 10, true) << pad("comm %", 8, true) << "\n";
   for (std::size_t i = 0; i < r.ranked.size(); ++i) {
     const SweepLayout& l = r.layouts[r.ranked[i]];
     const workloads::IterationResult& s = *l.simulated;
-    o << "  " << pad(std::to_string(i + 1), 3, true) << "  " << pad(l.name, 34)
+    o << "  " << pad(std::to_string(i + 1), 3, true) << "  " << pad(l.name, 44)
       << pad(fixed("%.4f", s.iteration_time.raw()), 10, true)
       << pad(fixed("%.4f", l.estimate.iteration_time.raw()), 11, true) << pad(fixed("%.0f", s.tokens_per_s), 12, true)
       << pad(fixed("%.1f", 100 * s.mfu), 7, true) << pad(fixed("%.2f", to_GiB(s.memory.peak)), 10, true)
@@ -335,11 +409,11 @@ std::string sweep_text(const SweepResult& r) {
        "communication)\n\n";
 
   o << "Pareto front: analytical iteration time vs memory headroom (" << r.pareto.size() << " layouts)\n";
-  o << "  " << pad("layout", 34) << pad("analyt. s", 11, true) << pad("tokens/s", 12, true)
+  o << "  " << pad("layout", 44) << pad("analyt. s", 11, true) << pad("tokens/s", 12, true)
     << pad("free GiB", 10, true) << "\n";
   for (std::size_t i : r.pareto) {
     const SweepLayout& l = r.layouts[i];
-    o << "  " << pad(l.name, 34) << pad(fixed("%.4f", l.estimate.iteration_time.raw()), 11, true)
+    o << "  " << pad(l.name, 44) << pad(fixed("%.4f", l.estimate.iteration_time.raw()), 11, true)
       << pad(fixed("%.0f", l.estimate.tokens_per_s), 12, true) << pad(fixed("%.2f", headroom_gib(l.estimate)), 10, true)
       << "\n";
   }
@@ -350,16 +424,18 @@ std::string sweep_csv(const SweepResult& r) {
   std::vector<std::size_t> rank_of(r.layouts.size(), 0);
   for (std::size_t i = 0; i < r.ranked.size(); ++i) rank_of[r.ranked[i]] = i + 1;
   std::ostringstream o;
-  o << "layout,tp,pp,dp,vp,micro_batch,grad_accum,sequence_parallel,recompute,distributed_optimizer,status,"
-       "oom_part,analytical_iteration_s,analytical_tokens_per_s,analytical_mfu,peak_memory_gib,headroom_gib,"
+  o << "layout,framework,tp,cp,pp,dp,ep,vp,micro_batch,grad_accum,sequence_parallel,recompute,"
+       "distributed_optimizer,zero_stage,hybrid_shard,status,oom_part,analytical_iteration_s,analytical_tokens_per_s,analytical_mfu,peak_memory_gib,headroom_gib,"
        "bubble_fraction,exposed_comm_fraction,simulated_iteration_s,rank\n";
   for (std::size_t i = 0; i < r.layouts.size(); ++i) {
     const SweepLayout& l = r.layouts[i];
     const workloads::AnalyticalEstimate& e = l.estimate;
     const ParallelPlan& p = l.plan;
-    o << l.name << "," << p.tp << "," << p.pp << "," << p.dp << "," << p.vp << "," << p.micro_batch << ","
-      << p.grad_accum << "," << (p.sequence_parallel ? 1 : 0) << "," << workloads::to_string(p.recompute) << ","
-      << (p.distributed_optimizer ? 1 : 0) << "," << (e.oom ? "oom" : "ok") << ",\""
+    o << l.name << "," << workloads::to_string(p.effective_framework()) << "," << p.tp << "," << p.cp << ","
+      << p.pp << "," << p.dp << "," << p.ep << "," << p.vp << "," << p.micro_batch << "," << p.grad_accum << ","
+      << (p.sequence_parallel ? 1 : 0) << "," << workloads::to_string(p.recompute) << ","
+      << (p.distributed_optimizer ? 1 : 0) << "," << p.zero_stage << "," << (p.hybrid_shard ? 1 : 0) << ","
+      << (e.oom ? "oom" : "ok") << ",\""
       << (e.oom ? part_kind(e.oom_part) : "") << "\"," << fixed("%.6g", e.iteration_time.raw()) << ","
       << fixed("%.6g", e.tokens_per_s) << "," << fixed("%.6g", e.mfu) << "," << fixed("%.4f", to_GiB(e.peak_memory))
       << "," << fixed("%.4f", headroom_gib(e)) << "," << fixed("%.4f", est_bubble(e)) << ","
@@ -376,12 +452,15 @@ std::string sweep_json(const SweepResult& r) {
   auto layout_json = [&](const SweepLayout& l) {
     const workloads::AnalyticalEstimate& e = l.estimate;
     std::ostringstream j;
-    j << "{\"layout\": \"" << json_escape(l.name) << "\", \"tp\": " << l.plan.tp << ", \"pp\": " << l.plan.pp
-      << ", \"dp\": " << l.plan.dp << ", \"vp\": " << l.plan.vp << ", \"micro_batch\": " << l.plan.micro_batch
+    j << "{\"layout\": \"" << json_escape(l.name) << "\", \"framework\": \""
+      << json_escape(workloads::to_string(l.plan.effective_framework())) << "\", \"tp\": " << l.plan.tp
+      << ", \"cp\": " << l.plan.cp << ", \"pp\": " << l.plan.pp << ", \"dp\": " << l.plan.dp
+      << ", \"ep\": " << l.plan.ep << ", \"vp\": " << l.plan.vp << ", \"micro_batch\": " << l.plan.micro_batch
       << ", \"grad_accum\": " << l.plan.grad_accum
       << ", \"sequence_parallel\": " << (l.plan.sequence_parallel ? "true" : "false") << ", \"recompute\": \""
       << workloads::to_string(l.plan.recompute)
       << "\", \"distributed_optimizer\": " << (l.plan.distributed_optimizer ? "true" : "false")
+      << ", \"zero_stage\": " << l.plan.zero_stage << ", \"hybrid_shard\": " << (l.plan.hybrid_shard ? "true" : "false")
       << ", \"oom\": " << (e.oom ? "true" : "false") << ", \"oom_part\": \"" << json_escape(e.oom ? e.oom_part : "")
       << "\", \"analytical_iteration_s\": " << fixed("%.6g", e.iteration_time.raw())
       << ", \"analytical_tokens_per_s\": " << fixed("%.6g", e.tokens_per_s) << ", \"analytical_mfu\": "
@@ -475,8 +554,9 @@ std::string sweep_report(const SweepResult& r, ReportFormat format) {
 int sweep_command(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description named(
       "clustersim sweep SCENARIO [options]\n\n"
-      "Every valid parallel layout (tp, pp, dp, vp, micro-batch, recompute, sequence parallelism,\n"
-      "distributed optimizer) of the scenario's first job, scored analytically, out-of-memory layouts\n"
+      "Every valid parallel layout (tp, cp, pp, dp, ep, vp, micro-batch, recompute, sequence parallelism,\n"
+      "distributed optimizer; DDP, FSDP and DeepSpeed ZeRO for pure data parallelism) of the scenario's\n"
+      "first job, scored analytically, out-of-memory layouts\n"
       "rejected with the part that breaks them, the best re-simulated event by event and ranked.\n\nOptions");
   named.add_options()("help,h", "show this help")("gpus", po::value<std::uint32_t>()->value_name("N"),
                                                   "GPU count (whole nodes; default: the job's)")(

@@ -5,21 +5,29 @@
 // iteration time versus memory headroom.
 //
 // The layouts (Megatron-LM's dimensions; N GPUs, global batch B, the model's l layers, a heads, n_kv
-// key/value heads):
+// key/value heads, sequence s, E routed experts):
 //   tp   divides N, a and n_kv, and fits in one NVLink domain (gpus_per_node · nvlink_domain_nodes; the
 //        whole cluster on a torus) unless --allow-tp-across-nodes. The vocabulary needs no rule: the ops
 //        split V/tp (Megatron pads the vocabulary to a multiple of 128·tp; clustersim does not pad).
-//   pp   divides l and N/tp;  dp = N/(tp·pp), which must divide B;
+//   cp   context parallelism (ring attention), divides N/tp and s/2 (causal load balancing: 2 chunks per rank);
+//   pp   divides l and N/(tp·cp);  dp = N/(tp·cp·pp), which must divide B;
+//   ep   expert parallelism, MoE models only: divides dp and E (carved out of DP);
 //   mb   divides B/dp; grad_accum m = B/(mb·dp);
 //   vp   with pp > 1, divides l/pp; vp > 1 runs interleaved 1F1B and needs m a multiple of pp; vp = 1
 //        keeps the scenario's schedule (GPipe or 1F1B);
 //   recompute none, selective, full;  sequence parallelism off, or on when tp > 1;
-//   distributed optimizer off, or on when dp > 1.
-// FlashAttention, the rank order, DDP bucket size, overlap_grad_reduce and (where it stays valid)
-// pp_scatter_gather stay as the scenario sets them. cp, ep, zero_stage and the framework are kept as the
-// scenario sets them but not varied: the Megatron graph does not simulate context or expert parallelism
-// yet, and ZeRO/FSDP (data parallelism under DeepSpeed or FSDP) has no analytical counterpart here yet;
-// layouts whose GPU count those kept dimensions break are skipped and counted.
+//   distributed optimizer off, or on when dp·cp > 1.
+// Those are Megatron-LM layouts (framework MEGATRON, named "tp2 cp2 pp2 dp2 ep2 vp2 mb1 sp sel dopt", cp and
+// ep shown when > 1). Pure data parallelism (tp = cp = pp = ep = 1) also runs, per micro-batch size, under
+// the other frameworks: PyTorch DDP ("ddp"; explicit attention, so only when the scenario does not set
+// FlashAttention), FSDP FULL_SHARD and SHARD_GRAD_OP ("fsdp3", "fsdp2"; ZeRO 3 and 2) and, when the job spans
+// more than one node, their hybrid-sharded forms ("hsdp3", "hsdp2": shard in a node, replicate across), and
+// DeepSpeed ZeRO stages 1–3 ("zero1", "zero2", "zero3"). FSDP and DeepSpeed
+// each without and with activation checkpointing (every block recomputed: recompute FULL, " full"), with the
+// scenario's attention kernel; none of them takes Megatron's other options (SP, distributed optimizer,
+// overlap_grad_reduce, pp_scatter_gather).
+// FlashAttention, the rank order, DDP bucket size, overlap_grad_reduce, the MoE capacity factor and token skew
+// and (where it stays valid) pp_scatter_gather stay as the scenario sets them.
 //
 // Ranking: the top K by analytical time (ties by layout name) are re-simulated — each with the scenario's
 // fidelity on a copy of the scenario holding just that job — and ranked by simulated time, ties by name.

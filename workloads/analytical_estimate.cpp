@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
+#include <limits>
 #include <tuple>
 #include <unordered_map>
 
@@ -9,6 +11,7 @@
 #include "workloads/ddp_graph.h"
 #include "workloads/rank_layout.h"
 #include "workloads/transformer_ops.h"
+#include "workloads/zero_graph.h"
 
 namespace clustersim::workloads {
 namespace {
@@ -21,28 +24,55 @@ bool tp_sync_after(const std::string& name) {
          name.ends_with(".qkv.dgrad") || name.ends_with(".fc1.dgrad") || name.ends_with(".shared_fc1.dgrad");
 }
 
+// The graph's rule for the MoE dispatch/combine all-to-alls (megatron_graph.cpp stage_ops, ep > 1).
+bool ep_sync_after(const std::string& name) {
+  return name.ends_with(".moe_dispatch.fwd") || name.ends_with(".moe_dispatch.recompute") ||
+         name.ends_with(".expert_fc2.fwd") || name.ends_with(".expert_fc2.recompute") ||
+         name.ends_with(".moe_combine.bwd") || name.ends_with(".expert_fc1.wgrad");
+}
+
+bool is_expert_op(const Op& op) { return op.name.find(".expert_fc") != std::string::npos; }
+
+// FSDP unit of an op (zero_graph.cpp): "L<i>." ops belong to block i (unit i + 1), everything else to the root.
+std::uint32_t zero_unit_of(const std::string& name) {
+  if (name.size() < 3 || name[0] != 'L') return 0;
+  const std::size_t dot = name.find('.');
+  if (dot == std::string::npos || dot < 2) return 0;
+  std::uint32_t layer = 0;
+  for (std::size_t i = 1; i < dot; ++i) {
+    if (name[i] < '0' || name[i] > '9') return 0;
+    layer = layer * 10 + static_cast<std::uint32_t>(name[i] - '0');
+  }
+  return layer + 1;
+}
+
 // One piece of a virtual stage (one layer, the embedding, the head) for one micro-batch on one rank.
+// Times in seconds from the piece's start; *_cp and *_ep are the exposed ring transfers and all-to-alls.
 struct Segment {
-  double fwd_compute = 0, fwd_tp = 0;
-  double bwd_compute = 0, bwd_tp = 0;
-  double params = 0;                 // parameters whose gradients its backward produces
-  std::vector<double> grad_end;      // per gradient-producing backward op: its end, from the segment's start
+  double fwd_compute = 0, fwd_tp = 0, fwd_cp = 0, fwd_ep = 0;
+  double bwd_compute = 0, bwd_tp = 0, bwd_cp = 0, bwd_ep = 0;
+  double params = 0, expert_params = 0;  // parameters whose gradients its backward produces; the routed experts'
+  std::vector<double> grad_end;          // per gradient-producing backward op: its end, from the segment's start
   std::vector<double> grad_params;
-  double fwd() const { return fwd_compute + fwd_tp; }
-  double bwd() const { return bwd_compute + bwd_tp; }
+  std::vector<char> grad_expert;
+  double fwd() const { return fwd_compute + fwd_tp + fwd_cp + fwd_ep; }
+  double bwd() const { return bwd_compute + bwd_tp + bwd_cp + bwd_ep; }
 };
 
 struct OpsKey {
-  std::uint32_t tp, mb;
+  std::uint32_t tp, mb, cp, ep;
+  std::uint32_t pp;  // places the CP and EP groups when pp is not the outermost dimension, else 1
   bool sp;
   Recompute rc;
   AttentionKernel attention;
+  double load;  // the busiest EP rank's expert load
   bool operator==(const OpsKey&) const = default;
 };
 struct OpsKeyHash {
   std::size_t operator()(const OpsKey& k) const {
-    return ((std::size_t{k.tp} * 1000003u + k.mb) * 4u + (k.sp ? 1u : 0u)) * 16u +
-           static_cast<std::size_t>(k.rc) * 4u + static_cast<std::size_t>(k.attention);
+    std::size_t h = (((std::size_t{k.tp} * 1000003u + k.mb) * 4099u + k.cp) * 257u + k.ep) * 131u + k.pp;
+    h = (h * 4u + (k.sp ? 1u : 0u)) * 16u + static_cast<std::size_t>(k.rc) * 4u + static_cast<std::size_t>(k.attention);
+    return h ^ (std::hash<double>()(k.load) << 1);
   }
 };
 
@@ -50,20 +80,51 @@ struct Segments {
   Segment dense, moe, embedding, head, head_with_embedding;
 };
 
-// Collective times by (kind of group, op, size); the group follows from (tp, pp) and the rank order.
-enum class Group : std::uint8_t { kTensor, kData, kPipeline, kWrap, kEmbedding };
+// Collective times by (kind of group, op, size); the group follows from (tp, pp, cp, ep) and the rank order.
+enum class Group : std::uint8_t {
+  kTensor,
+  kData,        // dense gradients: the dp·cp ranks of the data-and-context group
+  kExpertData,  // expert gradients: the (dp/ep)·cp ranks holding the same experts
+  kExpert,      // the EP group (all-to-alls)
+  kRing,        // one ring-attention edge (the slowest of the CP ring of rank 0)
+  kPipeline,
+  kWrap,
+  kEmbedding,
+  kShard,       // ZeRO: all ranks, or one node's with hybrid sharding
+  kReplica,     // ZeRO hybrid sharding: the ranks holding the same shard, one per node
+};
 struct CommKey {
-  std::uint32_t tp, pp;
+  std::uint32_t tp, pp, cp, ep;
   Group group;
   CollectiveOp op;
   double size;
+  bool hybrid;
   bool operator==(const CommKey&) const = default;
 };
 struct CommKeyHash {
   std::size_t operator()(const CommKey& k) const {
     const std::size_t h = std::hash<double>()(k.size);
-    return h ^ (((std::size_t{k.tp} * 131u + k.pp) * 8u + static_cast<std::size_t>(k.group)) * 16u +
-                static_cast<std::size_t>(k.op));
+    return h ^ (((((std::size_t{k.tp} * 131u + k.pp) * 131u + k.cp) * 131u + k.ep) * 16u +
+                 static_cast<std::size_t>(k.group)) * 32u + static_cast<std::size_t>(k.op) * 2u + (k.hybrid ? 1u : 0u));
+  }
+};
+
+// ZeRO / FSDP: per unit (0 the root, u = l + 1 block l) forward and backward time and parameters, for one
+// micro-batch; the root's forward and backward split where the blocks interrupt it.
+struct ZeroUnits {
+  double root_fwd_front = 0, root_fwd_back = 0, root_bwd_head = 0, root_bwd_embed = 0;
+  std::vector<double> fwd, bwd, params;
+  double total_params = 0, compute = 0;
+};
+struct ZeroKey {
+  std::uint32_t mb;
+  Recompute rc;
+  AttentionKernel attention;
+  bool operator==(const ZeroKey&) const = default;
+};
+struct ZeroKeyHash {
+  std::size_t operator()(const ZeroKey& k) const {
+    return std::size_t{k.mb} * 64u + static_cast<std::size_t>(k.rc) * 4u + static_cast<std::size_t>(k.attention);
   }
 };
 
@@ -79,8 +140,10 @@ struct AnalyticalEstimator::Impl {
   std::vector<std::uint32_t> moe_prefix;  // MoE layers among layers [0, l)
   std::uint32_t first_dense = 0, first_moe = 0;
   std::unordered_map<OpsKey, Segments, OpsKeyHash> segments;
+  std::unordered_map<ZeroKey, ZeroUnits, ZeroKeyHash> zero_units;
   std::unordered_map<CommKey, double, CommKeyHash> comm;
   std::unordered_map<std::uint32_t, double> model_flops_by_mb;
+  std::vector<std::uint32_t> node_of_rank;  // the node of each rank's GPU (ZeRO hybrid sharding)
 
   Impl(const Scenario& s, const Job& j)
       : sc(s), job(j), collectives(s.cluster, s.profile, s.nccl), prec(j.training.precision) {
@@ -94,69 +157,139 @@ struct AnalyticalEstimator::Impl {
       if (moe && !moe_seen) first_moe = l, moe_seen = true;
       if (!moe && !dense_seen) first_dense = l, dense_seen = true;
     }
+    for (std::uint32_t g : job.gpus) node_of_rank.push_back(sc.cluster.node_of(g));
   }
 
   double op_seconds(const Op& op) const { return op_time(op, sc.profile.gpu, prec).raw() * slowdown; }
 
-  // The GPUs of a group of the layout with degrees (tp, dp, pp): the one holding rank 0.
-  std::vector<std::uint32_t> group_gpus(std::uint32_t tp, std::uint32_t pp, Group group) const {
+  // The GPUs of a group of the layout with degrees (tp, cp, dp, pp, ep): the one holding rank 0.
+  std::vector<std::uint32_t> group_ranks(const CommKey& k) const {
     const auto n = static_cast<std::uint32_t>(job.gpus.size());
-    const RankLayout layout(tp, n / (tp * pp), pp, job.parallel.rank_order);
     std::vector<std::uint32_t> ranks;
-    switch (group) {
-      case Group::kTensor:
-        ranks = layout.group(ParallelDim::kTensor, 0);
-        break;
-      case Group::kData:
-        ranks = layout.group(ParallelDim::kData, 0);
-        break;
-      case Group::kPipeline:
-        ranks = {layout.rank({0, 0, 0}), layout.rank({0, 0, std::min(1u, pp - 1)})};
-        break;
-      case Group::kWrap:  // interleaving: the last stage sends to the first
-      case Group::kEmbedding:
-        ranks = {layout.rank({0, 0, pp - 1}), layout.rank({0, 0, 0})};
-        break;
+    if (k.group == Group::kShard || k.group == Group::kReplica) {
+      // zero_graph.cpp groups_of: the shard group is every rank, or with hybrid sharding the ranks on rank
+      // 0's node; the replica group the first rank of every node.
+      for (std::uint32_t r = 0; r < n; ++r) {
+        if (k.group == Group::kShard && (!k.hybrid || node_of_rank[r] == node_of_rank[0])) ranks.push_back(r);
+        if (k.group == Group::kReplica && (r == 0 || node_of_rank[r] != node_of_rank[r - 1])) ranks.push_back(r);
+      }
+      return ranks;
     }
-    std::vector<std::uint32_t> gpus;
-    for (std::uint32_t r : ranks) gpus.push_back(job.gpus[r]);
-    return gpus;
+    const RankLayout layout(k.tp, n / (k.tp * k.pp * k.cp), k.pp, job.parallel.rank_order, k.cp, k.ep);
+    switch (k.group) {
+      case Group::kTensor: return layout.group(ParallelDim::kTensor, 0);
+      case Group::kData: return layout.data_context_group(0);
+      case Group::kExpertData: return layout.expert_data_group(0);
+      case Group::kExpert: return layout.group(ParallelDim::kExpert, 0);
+      case Group::kRing: return layout.group(ParallelDim::kContext, 0);
+      case Group::kPipeline: return {layout.rank({0, 0, 0, 0}), layout.rank({0, 0, std::min(1u, k.pp - 1), 0})};
+      case Group::kWrap:  // interleaving: the last stage sends to the first
+      case Group::kEmbedding: return {layout.rank({0, 0, k.pp - 1, 0}), layout.rank({0, 0, 0, 0})};
+      default: return {};
+    }
   }
 
-  double comm_time(std::uint32_t tp, std::uint32_t pp, Group group, CollectiveOp op, double size) {
-    const CommKey key{tp, pp, group, op, size};
+  double plan_time(CollectiveOp op, const std::vector<std::uint32_t>& ranks, double size) const {
+    std::vector<std::uint32_t> gpus;
+    for (std::uint32_t r : ranks) gpus.push_back(job.gpus[r]);
+    return collectives.plan(CollectiveRequest{op, std::move(gpus), bytes(size), 0}).time.raw();
+  }
+
+  // Contention-free time of a collective on a group; 0 on a group of one rank (the graphs add none).
+  double comm_time(const CommKey& key) {
     if (const auto it = comm.find(key); it != comm.end()) return it->second;
-    const double t = collectives.plan(CollectiveRequest{op, group_gpus(tp, pp, group), bytes(size), 0}).time.raw();
+    const std::vector<std::uint32_t> ranks = group_ranks(key);
+    double t = 0;
+    if (key.group == Group::kRing) {
+      // Every edge of the ring carries one transfer per step and the K/V travel hop by hop. The closed form
+      // takes the slowest edge for every hop: exact when the edges are equal (a ring inside one NVLink
+      // domain, or with every hop between nodes), an upper bound when NVLink and NIC hops alternate (the
+      // ranks behind a fast edge then lag less than the slowest edge makes them here; max-plus monotonicity).
+      for (std::size_t i = 0; ranks.size() > 1 && i < ranks.size(); ++i)
+        t = std::max(t, plan_time(CollectiveOp::kSendRecv, {ranks[i], ranks[(i + 1) % ranks.size()]}, key.size));
+    } else if (ranks.size() > 1) {
+      t = plan_time(key.op, ranks, key.size);
+    }
     comm.emplace(key, t);
     return t;
   }
+  double comm_time(const ParallelPlan& p, Group group, CollectiveOp op, double size) {
+    return comm_time(CommKey{p.tp, p.pp, p.cp, p.ep, group, op, size, false});
+  }
 
-  Segment summarize(const std::vector<Op>& fwd, const std::vector<Op>& bwd, const OpsKey& k, bool want_embedding,
-                    bool split) {
+  // One forward or backward op list of a piece, timed as the graph runs it on one rank (see the header for
+  // the ring and all-to-all terms).
+  void run_ops(const std::vector<Op>& ops, bool backward, const OpsKey& k, double sync, double ring_x, double a2a,
+               bool split, bool want_embedding, Segment& s) {
+    double t = 0, compute = 0, tp = 0, cpc = 0, epc = 0;
+    double ring_start = 0, dkv = -std::numeric_limits<double>::infinity();
+    for (const Op& op : ops) {
+      if (split && op.name.starts_with("embed.") != want_embedding) continue;
+      const double c = op_seconds(op);
+      if (op.ring_step >= 0) {
+        const bool gradients = backward && op.name.ends_with(".bwd");
+        const auto j = static_cast<std::uint32_t>(op.ring_step);
+        if (j == 0) {
+          ring_start = t;
+          dkv = -std::numeric_limits<double>::infinity();
+        } else {
+          if (gradients) dkv = std::max(t, dkv) + ring_x;  // the dK/dV of step j − 1 move on
+          const double arrival = ring_start + j * ring_x;  // the K/V of step j, forwarded hop by hop
+          if (arrival > t) cpc += arrival - t, t = arrival;
+        }
+        t += c;
+        compute += c;
+        if (gradients && j + 1 == k.cp) {  // the accumulated dK/dV go home; the QKV backward waits
+          dkv = std::max(t, dkv) + ring_x;
+          if (dkv > t) cpc += dkv - t, t = dkv;
+        }
+      } else {
+        t += c;
+        compute += c;
+      }
+      if (backward && op.grad_parameters > 0) {
+        s.grad_end.push_back(t);
+        s.grad_params.push_back(op.grad_parameters);
+        s.grad_expert.push_back(is_expert_op(op) ? 1 : 0);
+        s.params += op.grad_parameters;
+        if (is_expert_op(op)) s.expert_params += op.grad_parameters;
+      }
+      if (k.tp > 1 && tp_sync_after(op.name)) t += sync, tp += sync;
+      if (a2a > 0 && ep_sync_after(op.name)) t += a2a, epc += a2a;
+    }
+    (backward ? s.bwd_compute : s.fwd_compute) = compute;
+    (backward ? s.bwd_tp : s.fwd_tp) = tp;
+    (backward ? s.bwd_cp : s.fwd_cp) = cpc;
+    (backward ? s.bwd_ep : s.fwd_ep) = epc;
+  }
+
+  Segment summarize(const std::vector<Op>& fwd, const std::vector<Op>& bwd, const OpsKey& k, const OpConfig& oc,
+                    bool want_embedding, bool split) {
     Segment s;
-    const double activation = double(k.mb) * job.model.seq_len * job.model.hidden * element;
+    const double activation = double(k.mb) * job.model.seq_len / k.cp * job.model.hidden * element;
+    const CommKey base{k.tp, 1, 1, 1, Group::kTensor, CollectiveOp::kAllReduce, activation, false};
     double sync = 0;
     if (k.tp > 1) {
-      sync = k.sp ? comm_time(k.tp, 1, Group::kTensor, CollectiveOp::kReduceScatter, activation) +
-                        comm_time(k.tp, 1, Group::kTensor, CollectiveOp::kAllGather, activation)
-                  : comm_time(k.tp, 1, Group::kTensor, CollectiveOp::kAllReduce, activation);
+      auto with = [&](CollectiveOp op) {
+        CommKey c = base;
+        c.op = op;
+        return comm_time(c);
+      };
+      sync = k.sp ? with(CollectiveOp::kReduceScatter) + with(CollectiveOp::kAllGather) : with(CollectiveOp::kAllReduce);
     }
-    auto keep = [&](const Op& op) { return !split || op.name.starts_with("embed.") == want_embedding; };
-    for (const Op& op : fwd) {
-      if (!keep(op)) continue;
-      s.fwd_compute += op_seconds(op);
-      if (k.tp > 1 && tp_sync_after(op.name)) s.fwd_tp += sync;
-    }
-    for (const Op& op : bwd) {
-      if (!keep(op)) continue;
-      s.bwd_compute += op_seconds(op);
-      if (op.grad_parameters > 0) {
-        s.grad_end.push_back(s.bwd_compute + s.bwd_tp);
-        s.grad_params.push_back(op.grad_parameters);
-        s.params += op.grad_parameters;
-      }
-      if (k.tp > 1 && tp_sync_after(op.name)) s.bwd_tp += sync;
-    }
+    // The ring and EP groups of rank 0 depend on the layout through (tp, cp, ep) and, unless pp is the
+    // outermost dimension, pp (k.pp; with pp outermost, pp = 1 and dp = N/(tp·cp) place them as the first
+    // stage of the real layout does). The messages: ring_kv_bytes, and moe_alltoall_bytes at load 1 times
+    // the busiest receiver's load, as the graph sizes them.
+    double ring_x = 0, a2a = 0;
+    if (k.cp > 1)
+      ring_x = comm_time(CommKey{k.tp, k.pp, k.cp, 1, Group::kRing, CollectiveOp::kSendRecv,
+                                 ring_kv_bytes(job.model, oc).raw(), false});
+    if (k.ep > 1 && job.model.is_moe())
+      a2a = comm_time(CommKey{k.tp, k.pp, k.cp, k.ep, Group::kExpert, CollectiveOp::kAllToAll,
+                              moe_alltoall_bytes(job.model, oc, k.load).raw(), false});
+    run_ops(fwd, false, k, sync, ring_x, a2a, split, want_embedding, s);
+    run_ops(bwd, true, k, sync, ring_x, a2a, split, want_embedding, s);
     return s;
   }
 
@@ -166,30 +299,35 @@ struct AnalyticalEstimator::Impl {
     oc.micro_batch = k.mb;
     oc.precision = prec;
     oc.tp = k.tp;
+    oc.cp = k.cp;
+    oc.ep = k.ep;
     oc.sequence_parallel = k.sp;
     oc.recompute = k.rc;
     oc.attention = k.attention;
-    oc.embedding = false;
-    oc.head = false;
-    oc.layer_count = 1;
+    OpConfig layer = oc;  // the ops of the rank holding the busiest expert (its load sets the EP group's pace)
+    layer.expert_load = k.load;
+    layer.embedding = false;
+    layer.head = false;
+    layer.layer_count = 1;
     Segments out;
-    oc.first_layer = first_dense;
-    if (moe_prefix.back() < job.model.layers) out.dense = summarize(forward_ops(job.model, oc), backward_ops(job.model, oc), k, false, false);
+    layer.first_layer = first_dense;
+    if (moe_prefix.back() < job.model.layers)
+      out.dense = summarize(forward_ops(job.model, layer), backward_ops(job.model, layer), k, oc, false, false);
     if (moe_prefix.back() > 0) {
-      oc.first_layer = first_moe;
-      out.moe = summarize(forward_ops(job.model, oc), backward_ops(job.model, oc), k, false, false);
+      layer.first_layer = first_moe;
+      out.moe = summarize(forward_ops(job.model, layer), backward_ops(job.model, layer), k, oc, false, false);
     }
-    oc.first_layer = job.model.layers;  // no layers: the embedding and the head alone
-    oc.layer_count = 0;
-    oc.embedding = true;
-    oc.head = true;
+    layer.first_layer = job.model.layers;  // no layers: the embedding and the head alone
+    layer.layer_count = 0;
+    layer.embedding = true;
+    layer.head = true;
     {
-      const std::vector<Op> f = forward_ops(job.model, oc), b = backward_ops(job.model, oc);
-      out.embedding = summarize(f, b, k, true, true);
-      out.head_with_embedding = summarize(f, b, k, false, true);
+      const std::vector<Op> f = forward_ops(job.model, layer), b = backward_ops(job.model, layer);
+      out.embedding = summarize(f, b, k, oc, true, true);
+      out.head_with_embedding = summarize(f, b, k, oc, false, true);
     }
-    oc.embedding = false;
-    out.head = summarize(forward_ops(job.model, oc), backward_ops(job.model, oc), k, false, false);
+    layer.embedding = false;
+    out.head = summarize(forward_ops(job.model, layer), backward_ops(job.model, layer), k, oc, false, false);
     return segments.emplace(k, std::move(out)).first->second;
   }
 
@@ -204,39 +342,53 @@ struct AnalyticalEstimator::Impl {
   // buckets of overlap_grad_reduce.
   struct ChunkView {
     const Segment* head = nullptr;
-    std::uint32_t dense = 0, moe = 0;  // layer counts; order inside the chunk from moe_prefix
     std::uint32_t first_layer = 0, layers = 0;
     const Segment* embedding = nullptr;
   };
+  struct Flush {
+    std::size_t op;  // the gradient-producing op that completes the bucket, counted through the chunk
+    double ready, size;
+    bool experts;
+  };
+  std::vector<Flush> flushes;  // scratch
 
-  // Runs the DDP-style buckets of a chunk's last backward (starting at `start`) on a comm stream free at
-  // `free`; returns when the stream is free again.
+  // Runs the DDP-sized buckets of a chunk's last backward (starting at `start`) on a comm stream free at
+  // `free`; returns when the stream is free again. With `split` (expert parallelism) the dense and the
+  // expert gradients fill their own buckets (megatron_graph.cpp gradient_buckets), issued in the order they
+  // become ready.
   double overlapped_buckets(const ChunkView& cv, const Segments& segs, double start, double free, double grad_bytes,
-                            double first_cap, double cap, std::uint32_t tp, std::uint32_t pp, CollectiveOp op) {
-    double offset = start, size = 0;
-    bool first_bucket = true;
-    auto flush = [&](double ready) {
-      free = std::max(free, ready) + comm_time(tp, pp, Group::kData, op, size);
-      size = 0;
-      first_bucket = false;
-    };
+                            double first_cap, double cap, const ParallelPlan& p, CollectiveOp op, bool split) {
+    struct Acc {
+      double size = 0, ready = 0;
+      std::size_t op = 0;
+      bool first = true;
+    } acc[2];
+    flushes.clear();
+    double offset = start;
+    std::size_t index = 0;
     auto walk = [&](const Segment& s) {
-      for (std::size_t i = 0; i < s.grad_end.size(); ++i) {
-        size += grad_bytes * s.grad_params[i];
-        if (size >= (first_bucket ? first_cap : cap)) flush(offset + s.grad_end[i]);
+      for (std::size_t i = 0; i < s.grad_end.size(); ++i, ++index) {
+        Acc& a = acc[split && s.grad_expert[i] ? 1 : 0];
+        a.size += grad_bytes * s.grad_params[i];
+        a.ready = offset + s.grad_end[i];
+        a.op = index;
+        if (a.size >= (a.first ? first_cap : cap)) {
+          flushes.push_back({index, a.ready, a.size, &a == &acc[1]});
+          a.size = 0;
+          a.first = false;
+        }
       }
       offset += s.bwd();
     };
-    double last_ready = start;
-    auto track = [&](const Segment& s) {
-      if (!s.grad_end.empty()) last_ready = offset + s.grad_end.back();
-      walk(s);
-    };
-    if (cv.head) track(*cv.head);
+    if (cv.head) walk(*cv.head);
     for (std::uint32_t l = cv.first_layer + cv.layers; l-- > cv.first_layer;)
-      track(job.model.is_moe_layer(l) ? segs.moe : segs.dense);
-    if (cv.embedding) track(*cv.embedding);
-    if (size > 0) flush(last_ready);
+      walk(job.model.is_moe_layer(l) ? segs.moe : segs.dense);
+    if (cv.embedding) walk(*cv.embedding);
+    for (int kind = 0; kind < 2; ++kind)
+      if (acc[kind].size > 0) flushes.push_back({acc[kind].op, acc[kind].ready, acc[kind].size, kind == 1});
+    std::stable_sort(flushes.begin(), flushes.end(), [](const Flush& a, const Flush& b) { return a.op < b.op; });
+    for (const Flush& f : flushes)
+      free = std::max(free, f.ready) + comm_time(p, f.experts ? Group::kExpertData : Group::kData, op, f.size);
     return free;
   }
 
@@ -246,6 +398,8 @@ struct AnalyticalEstimator::Impl {
     mc.pp = p.pp;
     mc.stage = stage;
     mc.dp = p.dp;
+    mc.cp = p.cp;
+    mc.ep = p.ep;
     mc.sequence_parallel = p.sequence_parallel;
     mc.schedule = p.schedule;
     mc.micro_batch = p.micro_batch;
@@ -260,27 +414,47 @@ struct AnalyticalEstimator::Impl {
     return estimate_memory(job.model, mc, sc.profile.gpu.memory_capacity);
   }
 
+  const ZeroUnits& zero_units_of(const ParallelPlan& p);
   AnalyticalEstimate estimate(const ParallelPlan& p);
+  AnalyticalEstimate estimate_zero(const ParallelPlan& p);
+  void finish(AnalyticalEstimate& out, const ParallelPlan& p, double iteration);
 };
 
 AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan) {
   assert(plan.gpus() == job.gpus.size() && "the layout uses the job's GPUs");
-  const bool megatron = plan.megatron();
+  const Framework framework = plan.effective_framework();
+  assert(framework != Framework::kDataParallel && framework != Framework::kHorovod &&
+         "the analytical path covers Megatron, DDP, FSDP and DeepSpeed");
+  if (framework == Framework::kFsdp || framework == Framework::kDeepSpeed) return estimate_zero(plan);
+  const bool megatron = framework == Framework::kMegatron;
   const std::uint32_t t = plan.tp, p = plan.pp, v = std::max(1u, plan.vp), m = plan.grad_accum, d = plan.dp;
+  const std::uint32_t cp = plan.cp, ep = plan.ep;
   const std::uint32_t pv = p * v, lpc = job.model.layers / pv;
-  const OpsKey key{t, plan.micro_batch, plan.sequence_parallel, megatron ? plan.recompute : Recompute::kNone,
-                   megatron ? plan.attention : AttentionKernel::kExplicit};
+  const bool moe = job.model.is_moe();
+  const double load =
+      moe ? expert_load(job.model, ep, plan.moe_capacity_factor, plan.moe_token_skew).busiest_rank : 1.0;
+  // The groups of the ring and the all-to-alls depend on pp only when pp is not the outermost dimension.
+  const bool pp_outer = job.parallel.rank_order.ends_with("pp");
+  const bool grouped = megatron && (cp > 1 || ep > 1);
+  const OpsKey key{t,
+                   plan.micro_batch,
+                   megatron ? cp : 1u,
+                   megatron ? ep : 1u,
+                   grouped && !pp_outer ? p : 1u,
+                   plan.sequence_parallel,
+                   megatron ? plan.recompute : Recompute::kNone,
+                   megatron ? plan.attention : AttentionKernel::kExplicit,
+                   megatron ? load : 1.0};
   const Segments& segs = segments_of(key);
-  const double activation = double(plan.micro_batch) * job.model.seq_len * job.model.hidden * element;
+  const double activation = double(plan.micro_batch) * job.model.seq_len / cp * job.model.hidden * element;
 
-  // Per virtual stage and micro-batch: forward and backward time (compute and TP parts) and parameters.
-  // Small fixed arrays would do for most layouts; a vector per call is one allocation.
+  // Per virtual stage and micro-batch: forward and backward time (compute, TP, CP and EP parts) and parameters.
   struct Chunk {
-    double f = 0, b = 0, compute = 0, tp = 0, params = 0;
+    double f = 0, b = 0, compute = 0, tp = 0, cp = 0, ep = 0, params = 0, expert_params = 0;
   };
   std::vector<Chunk> chunk(pv);
   const double gather = (megatron && plan.pp_scatter_gather && p > 1)
-                            ? comm_time(t, 1, Group::kTensor, CollectiveOp::kAllGather, activation)
+                            ? comm_time(plan, Group::kTensor, CollectiveOp::kAllGather, activation)
                             : 0.0;
   for (std::uint32_t vs = 0; vs < pv; ++vs) {
     const std::uint32_t first = vs * lpc;
@@ -291,7 +465,10 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
       c.b += k * s.bwd();
       c.compute += k * (s.fwd_compute + s.bwd_compute);
       c.tp += k * (s.fwd_tp + s.bwd_tp);
+      c.cp += k * (s.fwd_cp + s.bwd_cp);
+      c.ep += k * (s.fwd_ep + s.bwd_ep);
       c.params += k * s.params;
+      c.expert_params += k * s.expert_params;
     };
     if (n_dense > 0) add(segs.dense, n_dense);
     if (n_moe > 0) add(segs.moe, n_moe);
@@ -302,38 +479,46 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
       if (vs + 1 < pv) c.b += gather, c.tp += gather;
     }
   }
-  std::vector<double> stage_time(p, 0.0), stage_compute(p, 0.0), stage_tp(p, 0.0), stage_params(p, 0.0);
+  struct Stage {
+    double time = 0, compute = 0, tp = 0, cp = 0, ep = 0, params = 0, expert_params = 0;
+  };
+  std::vector<Stage> stage(p);
   double sum_f = 0, sum_b = 0, max_f = 0, max_b = 0;
   for (std::uint32_t s = 0; s < p; ++s) {
     double f = 0, b = 0;
+    Stage& st = stage[s];
     for (std::uint32_t c = 0; c < v; ++c) {
       const Chunk& ch = chunk[c * p + s];
       f += ch.f;
       b += ch.b;
-      stage_compute[s] += ch.compute;
-      stage_tp[s] += ch.tp;
-      stage_params[s] += ch.params;
+      st.compute += ch.compute;
+      st.tp += ch.tp;
+      st.cp += ch.cp;
+      st.ep += ch.ep;
+      st.params += ch.params;
+      st.expert_params += ch.expert_params;
     }
-    stage_time[s] = f + b;
+    st.time = f + b;
     sum_f += f, sum_b += b;
     max_f = std::max(max_f, f), max_b = std::max(max_b, b);
   }
 
   // Pipeline: when stage 0 ends its last backward, and the sends on the critical path.
   const double pp_message = (plan.sequence_parallel || plan.pp_scatter_gather) ? activation / t : activation;
-  const double send = p > 1 ? comm_time(t, p, Group::kPipeline, CollectiveOp::kSendRecv, pp_message) : 0.0;
+  const double send = p > 1 ? comm_time(plan, Group::kPipeline, CollectiveOp::kSendRecv, pp_message) : 0.0;
   double pipeline = 0, pp_exposed = 0;
   const double sum_t = sum_f + sum_b;
-  const double t_max = *std::max_element(stage_time.begin(), stage_time.end());
+  double t_max = 0;
+  for (const Stage& st : stage) t_max = std::max(t_max, st.time);
   if (p == 1) {
-    pipeline = m * stage_time[0];
+    pipeline = m * stage[0].time;
   } else if (plan.schedule == PipelineSchedule::kGPipe) {
     pipeline = sum_t + (m - 1) * (std::max(max_f, send) + std::max(max_b, send)) + 2.0 * (p - 1) * send;
     pp_exposed = 2.0 * (p - 1) * send + (m - 1) * (std::max(0.0, send - max_f) + std::max(0.0, send - max_b));
   } else if (v == 1) {
-    const double t_last = stage_time[p - 1];
+    const double t_last = stage[p - 1].time;
     double loop = 0;
-    for (std::uint32_t s = 0; s + 1 < p; ++s) loop = std::max(loop, stage_time[s] + 2 * send);
+    for (std::uint32_t s = 0; s + 1 < p; ++s) loop = std::max(loop, stage[s].time + 2 * send);
     const double period = std::max(t_max, loop);
     const double waits = m >= 2 ? (m - 2.0) * (period - t_last) : 0.0;
     pipeline = sum_t + 2.0 * (p - 1) * send + (m - 1.0) * t_last + waits;
@@ -348,15 +533,24 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
   std::vector<double> end(p, pipeline);
   for (std::uint32_t s = 1; s < p; ++s) end[s] = end[s - 1] - chunk[s - 1].b - send;
 
-  // Data parallelism, tied embeddings, optimizer.
+  // Data parallelism (dense gradients over dp·cp ranks, expert gradients over (dp/ep)·cp), tied embeddings,
+  // optimizer.
   const bool half = prec == Precision::kBF16 || prec == Precision::kFP16;
   const double grad_bytes =
       megatron ? (job.training.gradients == GradientDtype::kFp32 ? 4.0 : element) : ddp_gradient_bytes(prec).raw();
   const bool distributed = megatron && plan.distributed_optimizer;
   const CollectiveOp grad_op = distributed ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;
   const bool overlap = !megatron || plan.overlap_grad_reduce;
+  const bool split = megatron && ep > 1 && moe;
+  const double dense_ranks = double(d) * cp, expert_ranks = double(d) / ep * cp;
+  // The gradient reductions of one chunk done in one call per kind (without overlap).
+  auto reduce_whole = [&](const Chunk& ch, CollectiveOp op, double per_param) {
+    if (!split) return comm_time(plan, Group::kData, op, ch.params * per_param);
+    return comm_time(plan, Group::kData, op, (ch.params - ch.expert_params) * per_param) +
+           (ch.expert_params > 0 ? comm_time(plan, Group::kExpertData, op, ch.expert_params * per_param) : 0.0);
+  };
   std::vector<double> dp_done(end);
-  if (d > 1) {
+  if (dense_ranks > 1 || (split && expert_ranks > 1)) {
     for (std::uint32_t s = 0; s < p; ++s) {
       double free = end[s];
       if (overlap) {
@@ -371,12 +565,11 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
           // Chunk c's last backward runs c groups of p backward steps before chunk 0's (interleaved cooldown).
           const double chunk_end = end[s] - c * p * chunk[vs].b;
           free = overlapped_buckets(cv, segs, chunk_end - chunk[vs].b, free, grad_bytes, kFirstBucketCap.raw(),
-                                    plan.ddp_bucket.raw(), t, p, grad_op);
+                                    plan.ddp_bucket.raw(), plan, grad_op, split);
         }
         free = std::max(free, end[s]);
       } else {
-        for (std::uint32_t c = v; c-- > 0;)
-          free += comm_time(t, p, Group::kData, grad_op, chunk[c * p + s].params * grad_bytes);
+        for (std::uint32_t c = v; c-- > 0;) free += reduce_whole(chunk[c * p + s], grad_op, grad_bytes);
       }
       dp_done[s] = free;
     }
@@ -386,7 +579,7 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
   if (megatron && p > 1 && job.model.tied_embeddings) {
     const double size = double(job.model.vocab) * job.model.hidden / t * grad_bytes;
     const double done = std::max(opt_start[0], opt_start[p - 1]) +
-                        comm_time(t, p, Group::kEmbedding, CollectiveOp::kAllReduce, size);
+                        comm_time(plan, Group::kEmbedding, CollectiveOp::kAllReduce, size);
     opt_start[0] = opt_start[p - 1] = done;
   }
   double iteration = 0, opt_last = 0, dp_last = 0;
@@ -394,15 +587,15 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
   for (std::uint32_t s = 0; s < p; ++s) {
     double opt;
     if (megatron) {
-      const double params = distributed ? stage_params[s] / d : stage_params[s];
+      const double dense = stage[s].params - stage[s].expert_params, experts = stage[s].expert_params;
+      const double params = distributed ? dense / dense_ranks + experts / expert_ranks : stage[s].params;
       opt = op_seconds(optimizer_op(params, job.training.optimizer, grad_bytes, half));
     } else {
       opt = op_seconds(optimizer_op(job.model.parameter_count(), job.training.optimizer, grad_bytes, false));
     }
     double step_end = opt_start[s] + opt;
     if (distributed)
-      for (std::uint32_t c = 0; c < v; ++c)
-        step_end += comm_time(t, p, Group::kData, CollectiveOp::kAllGather, chunk[c * p + s].params * element);
+      for (std::uint32_t c = 0; c < v; ++c) step_end += reduce_whole(chunk[c * p + s], CollectiveOp::kAllGather, element);
     if (step_end > iteration) {
       iteration = step_end;
       last_stage = s;
@@ -413,22 +606,19 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
 
   AnalyticalEstimate out;
   out.iteration_time = seconds(iteration);
-  out.compute = seconds(m * stage_compute[last_stage] + opt_last);
-  out.tp_comm = seconds(m * stage_tp[last_stage]);
+  out.compute = seconds(m * stage[last_stage].compute + opt_last);
+  out.tp_comm = seconds(m * stage[last_stage].tp);
+  out.cp_comm = seconds(m * stage[last_stage].cp);
+  out.ep_comm = seconds(m * stage[last_stage].ep);
   out.pp_comm = seconds(pp_exposed);
   out.dp_comm = seconds(dp_last);
-  out.bubble = seconds(std::max(0.0, iteration - out.compute.raw() - out.tp_comm.raw() - pp_exposed - dp_last));
-  const double samples = double(plan.micro_batch) * m * d;
-  out.tokens_per_s = samples * job.model.seq_len / iteration;
-  out.mfu = model_flops_of(plan.micro_batch) * m * d /
-            (iteration * double(job.gpus.size()) * tensor_peak(sc.profile.gpu, prec).raw());
+  finish(out, plan, iteration);
 
   // Memory of the most loaded stage.
   MemoryEstimate worst;
   if (megatron) {
-    const bool every_stage = job.model.is_moe();
     for (std::uint32_t s = 0; s < p; ++s) {
-      if (!every_stage && s != 0 && s + 1 != p) continue;
+      if (!moe && s != 0 && s + 1 != p) continue;
       MemoryEstimate e = memory_of(plan, s);
       if (s == 0 || e.peak > worst.peak) worst = std::move(e);
     }
@@ -441,6 +631,170 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
   out.memory_capacity = worst.capacity;
   out.oom = worst.oom;
   out.oom_part = worst.breaking_part;
+  return out;
+}
+
+// Throughput, MFU and the bubble as the remainder, once the iteration time and its parts are known.
+void AnalyticalEstimator::Impl::finish(AnalyticalEstimate& out, const ParallelPlan& plan, double iteration) {
+  const double parts = (out.compute + out.tp_comm + out.cp_comm + out.ep_comm + out.dp_comm).raw() + out.pp_comm.raw();
+  out.bubble = seconds(std::max(0.0, iteration - parts));
+  const double samples = double(plan.micro_batch) * plan.grad_accum * plan.dp;
+  out.tokens_per_s = samples * job.model.seq_len / iteration;
+  out.mfu = model_flops_of(plan.micro_batch) * plan.grad_accum * plan.dp /
+            (iteration * double(job.gpus.size()) * tensor_peak(sc.profile.gpu, prec).raw());
+}
+
+const ZeroUnits& AnalyticalEstimator::Impl::zero_units_of(const ParallelPlan& plan) {
+  const ZeroKey key{plan.micro_batch, plan.recompute, plan.attention};
+  if (const auto it = zero_units.find(key); it != zero_units.end()) return it->second;
+  // The ops zero_graph.cpp runs (its zero_op_config): the whole model on one rank, one micro-batch, with the
+  // plan's recomputation (activation checkpointing: each block's forward re-runs inside its unit, right
+  // before its backward) and attention kernel.
+  OpConfig oc;
+  oc.micro_batch = plan.micro_batch;
+  oc.precision = prec;
+  oc.recompute = plan.recompute;
+  oc.attention = plan.attention;
+  const std::vector<Op> fwd = forward_ops(job.model, oc);
+  const std::vector<Op> bwd = backward_ops(job.model, oc);
+  ZeroUnits z;
+  const std::uint32_t units = job.model.layers + 1;
+  z.fwd.assign(units, 0.0);
+  z.bwd.assign(units, 0.0);
+  z.params.assign(units, 0.0);
+  bool block_seen = false;
+  for (const Op& op : fwd) {
+    const std::uint32_t u = zero_unit_of(op.name);
+    const double c = op_seconds(op);
+    z.compute += c;
+    if (u != 0) block_seen = true, z.fwd[u] += c;
+    else (block_seen ? z.root_fwd_back : z.root_fwd_front) += c;
+  }
+  block_seen = false;
+  for (const Op& op : bwd) {
+    const std::uint32_t u = zero_unit_of(op.name);
+    const double c = op_seconds(op);
+    z.compute += c;
+    z.params[u] += op.grad_parameters;
+    z.total_params += op.grad_parameters;
+    if (u != 0) block_seen = true, z.bwd[u] += c;
+    else (block_seen ? z.root_bwd_embed : z.root_bwd_head) += c;
+  }
+  return zero_units.emplace(key, std::move(z)).first->second;
+}
+
+AnalyticalEstimate AnalyticalEstimator::Impl::estimate_zero(const ParallelPlan& plan) {
+  const ZeroUnits& z = zero_units_of(plan);
+  const bool fsdp = plan.effective_framework() == Framework::kFsdp;
+  const std::uint32_t stage = plan.zero_stage, m = plan.grad_accum;
+  const bool gather_forward = stage == 3 || (fsdp && stage == 2);
+  const bool gather_backward = stage == 3;
+  const bool per_unit_reduce = stage == 3 || fsdp;
+  const bool hybrid = plan.hybrid_shard;
+  auto group_time = [&](Group g, CollectiveOp op, double size) {
+    return comm_time(CommKey{1, 1, 1, 1, g, op, size, hybrid});
+  };
+  const double shard = double(group_ranks(CommKey{1, 1, 1, 1, Group::kShard, CollectiveOp::kAllGather, 0, hybrid}).size());
+  const std::uint32_t units = job.model.layers + 1, blocks = job.model.layers;
+  // Per unit: all-gather A_u and reduce-scatter R_u (+ the replicas' all-reduce of the shard when hybrid).
+  std::vector<double> gather_time(units, 0.0), reduce_time(units, 0.0);
+  for (std::uint32_t u = 0; u < units; ++u) {
+    const double size = z.params[u] * element;
+    if (gather_forward) gather_time[u] = group_time(Group::kShard, CollectiveOp::kAllGather, size);
+    if (per_unit_reduce && z.params[u] > 0) {
+      reduce_time[u] = group_time(Group::kShard, CollectiveOp::kReduceScatter, size);
+      if (hybrid) reduce_time[u] += group_time(Group::kReplica, CollectiveOp::kAllReduce, size / shard);
+    }
+  }
+  double iteration = 0;
+  if (!gather_forward) {
+    // DeepSpeed stages 1–2: the compute of m micro-batches, then 5e8-element buckets reduce-scattered (and
+    // all-reduced across replicas), the optimizer, the buckets all-gathered.
+    constexpr double kBucketElements = 5e8;  // DeepSpeed's reduce_bucket_size and allgather_bucket_size
+    double comm_before = 0, comm_after = 0;
+    if (shard > 1)
+      for (double left = z.total_params * element; left > 0; left -= kBucketElements * element) {
+        const double size = std::min(left, kBucketElements * element);
+        comm_before += group_time(Group::kShard, CollectiveOp::kReduceScatter, size);
+        if (hybrid) comm_before += group_time(Group::kReplica, CollectiveOp::kAllReduce, size / shard);
+        comm_after += group_time(Group::kShard, CollectiveOp::kAllGather, size);
+      }
+    iteration = m * z.compute + comm_before + comm_after;
+  } else {
+    // Streams: compute c, all-gather a, reduce-scatter r (see the header).
+    double c = 0, a = 0, r = 0;
+    std::vector<double> fwd_end(units, 0.0), bwd_end(units, 0.0), gathered(units, 0.0), gathered_bwd(units, 0.0);
+    double step[3] = {0, 0, 0}, last_delta[3] = {-1, -1, -1};
+    for (std::uint32_t mb = 0; mb < m; ++mb) {
+      const double before[3] = {c, a, r};
+      // Forward: the root and block 0 gathered first, block u waits for the forward of unit u − 2.
+      a += gather_time[0];
+      gathered[0] = a;
+      if (blocks >= 1) a += gather_time[1], gathered[1] = a;
+      c = std::max(c, gathered[0]) + z.root_fwd_front;
+      fwd_end[0] = c;
+      for (std::uint32_t u = 1; u <= blocks; ++u) {
+        if (u + 1 <= blocks) {
+          a = std::max(a, fwd_end[u - 1]) + gather_time[u + 1];
+          gathered[u + 1] = a;
+        }
+        c = std::max(c, gathered[u]) + z.fwd[u];
+        fwd_end[u] = c;
+      }
+      c += z.root_fwd_back;  // the root stays gathered
+      const double last_fwd = c;
+      // Backward: the head, the blocks in reverse (stage 3: each gathered again, one block ahead), the embedding;
+      // each unit's gradients reduce-scattered when its backward ends.
+      c += z.root_bwd_head;
+      std::uint32_t next = 0;  // blocks gathered so far, in backward order
+      for (std::uint32_t k = 0; k < blocks; ++k) {
+        const std::uint32_t u = blocks - k;
+        if (gather_backward) {
+          for (; next < blocks && next <= k + 1; ++next) {
+            const std::uint32_t g = blocks - next;
+            a = std::max(a, next >= 2 ? bwd_end[g + 2] : last_fwd) + gather_time[g];
+            gathered_bwd[g] = a;
+          }
+          c = std::max(c, gathered_bwd[u]);
+        }
+        c += z.bwd[u];
+        bwd_end[u] = c;
+        if (reduce_time[u] > 0) r = std::max(r, c) + reduce_time[u];
+      }
+      c += z.root_bwd_embed;
+      if (reduce_time[0] > 0) r = std::max(r, c) + reduce_time[0];
+      // Max-plus periodicity: once a micro-batch advances the three streams exactly as the previous one did,
+      // every further one does too.
+      const double delta[3] = {c - before[0], a - before[1], r - before[2]};
+      bool periodic = mb >= 1;
+      for (int i = 0; i < 3; ++i) {
+        periodic = periodic && std::abs(delta[i] - last_delta[i]) <= 1e-12 * std::max(1.0, std::abs(delta[i]));
+        last_delta[i] = delta[i];
+        step[i] = delta[i];
+      }
+      if (periodic && mb + 1 < m) {
+        const double rest = double(m - mb - 1);
+        c += rest * step[0], a += rest * step[1], r += rest * step[2];
+        break;
+      }
+    }
+    iteration = std::max(c, r);
+  }
+  const double opt = op_seconds(optimizer_op(z.total_params / shard, job.training.optimizer, 4, false));
+  iteration += opt;
+
+  AnalyticalEstimate out;
+  out.iteration_time = seconds(iteration);
+  out.compute = seconds(m * z.compute + opt);
+  out.dp_comm = seconds(std::max(0.0, iteration - out.compute.raw()));
+  finish(out, plan, iteration);
+  Job copy = job;
+  copy.parallel = plan;
+  const MemoryEstimate mem = estimate_zero_memory(sc, copy);
+  out.peak_memory = mem.peak;
+  out.memory_capacity = mem.capacity;
+  out.oom = mem.oom;
+  out.oom_part = mem.breaking_part;
   return out;
 }
 

@@ -29,37 +29,61 @@ workloads::Scenario small() { return cli::load_scenario_text(kSmall, "small.text
 }  // namespace
 
 TEST_CASE("sweep: the layouts of a 4-layer, 8-head model on 8 GPUs, counted by hand") {
-  // N = 8, l = 4, a = n_kv = 8, B = 16. tp ∈ {1, 2, 4, 8} (all divide 8 heads, all fit the 8-GPU node);
-  // pp divides 4 and 8/tp; dp = 8/(tp·pp) always divides 16. For each (tp, pp, dp): micro-batches mb | 16/dp
-  // (m = 16/(mb·dp)); vp ∈ divisors of 4/pp when pp > 1, vp > 1 needing m a multiple of pp; then
-  // × 3 recompute modes × (2 with tp > 1: SP) × (2 with dp > 1: distributed optimizer).
-  //   tp1 pp1 dp8: mb {1,2}                     2 × 3 × 1 × 2 = 12
-  //   tp1 pp2 dp4: mb {1,2,4} m {4,2,1}; vp1 3 + vp2 (m even) 2 = 5 × 3 × 1 × 2 = 30
-  //   tp1 pp4 dp2: mb {1,2,4,8}                 4 × 3 × 1 × 2 = 24
-  //   tp2 pp1 dp4: mb {1,2,4}                   3 × 3 × 2 × 2 = 36
-  //   tp2 pp2 dp2: m {8,4,2,1}; vp1 4 + vp2 3 = 7 × 3 × 2 × 2 = 84
-  //   tp2 pp4 dp1: mb {1,2,4,8,16}              5 × 3 × 2 × 1 = 30
-  //   tp4 pp1 dp2: mb {1,2,4,8}                 4 × 3 × 2 × 2 = 48
-  //   tp4 pp2 dp1: m {16,8,4,2,1}; vp1 5 + vp2 4 = 9 × 3 × 2 × 1 = 54
-  //   tp8 pp1 dp1: mb {1,2,4,8,16}              5 × 3 × 2 × 1 = 30
-  // Total 12 + 30 + 24 + 36 + 84 + 30 + 48 + 54 + 30 = 348. Rejected on the way: pp 8 for tp 1 (8 ∤ 4
-  // layers), and vp 2 with m = 1 for (tp1 pp2), (tp2 pp2), (tp4 pp2): 3.
+  // N = 8, l = 4, a = n_kv = 8, s = 1024, B = 16, dense (ep = 1). tp ∈ {1, 2, 4, 8} (all divide 8 heads, all
+  // fit the 8-GPU node); cp divides 8/tp and s/2 = 512 (every divisor of 8 does); pp divides 4 and
+  // 8/(tp·cp); dp = 8/(tp·cp·pp) always divides 16. For each (tp, cp, pp, dp), with U(dp, pp) the
+  // (micro-batch, vp) choices — mb | 16/dp (m = 16/(mb·dp)), vp ∈ divisors of 4/pp when pp > 1, vp > 1
+  // needing m a multiple of pp:
+  //   U(8,1) = 2, U(4,1) = 3, U(2,1) = 4, U(1,1) = 5;
+  //   U(4,2) = 3 (vp1) + 2 (vp2, m ∈ {4, 2}) = 5, U(2,2) = 4 + 3 = 7, U(1,2) = 5 + 4 = 9;
+  //   U(2,4) = 4, U(1,4) = 5 (4/pp = 1: vp 1 only);
+  // Megatron layouts = U × 3 recompute modes × (2 with tp > 1: SP) × (2 with dp·cp > 1: distributed optimizer):
+  //   tp1 cp1: pp1 dp8 2·3·2 = 12, pp2 dp4 5·3·2 = 30, pp4 dp2 4·3·2 = 24                      =  66
+  //   tp1 cp2: pp1 dp4 3·3·2 = 18, pp2 dp2 7·3·2 = 42, pp4 dp1 5·3·2 = 30 (dp·cp = 2)            =  90
+  //   tp1 cp4: pp1 dp2 4·3·2 = 24, pp2 dp1 9·3·2 = 54                                             =  78
+  //   tp1 cp8: pp1 dp1 5·3·2 = 30                                                                 =  30
+  //   tp2 cp1: pp1 dp4 3·3·2·2 = 36, pp2 dp2 7·3·2·2 = 84, pp4 dp1 5·3·2·1 = 30                   = 150
+  //   tp2 cp2: pp1 dp2 4·3·2·2 = 48, pp2 dp1 9·3·2·2 = 108                                        = 156
+  //   tp2 cp4: pp1 dp1 5·3·2·2 = 60                                                               =  60
+  //   tp4 cp1: pp1 dp2 4·3·2·2 = 48, pp2 dp1 9·3·2·1 = 54                                         = 102
+  //   tp4 cp2: pp1 dp1 5·3·2·2 = 60                                                               =  60
+  //   tp8 cp1: pp1 dp1 5·3·2·1 = 30                                                               =  30
+  //   sum 66 + 90 + 78 + 30 + 150 + 156 + 60 + 102 + 60 + 30 = 822 (the cp = 1 rows are the 348 of the
+  //   sweep before cp).
+  // Pure data parallelism (tp1 cp1 pp1 dp8, mb ∈ {1, 2}) also runs under DDP, and under FSDP full and
+  // grad-op and DeepSpeed ZeRO 1, 2, 3 (one node: no hybrid sharding) each without and with activation
+  // checkpointing: 2 × (1 + 5 × 2) = 22. Total 822 + 22 = 844.
+  // Rejected on the way: pp 8 for tp 1 cp 1 (8 ∤ 4 layers): 1; vp 2 with m = 1 wherever pp = 2: (tp, cp, dp) =
+  // (1,1,4) (1,2,2) (1,4,1) (2,1,2) (2,2,1) (4,1,1): 6.
   std::map<std::string, std::size_t> rejected;
   const auto plans = cli::enumerate_layouts(small(), false, &rejected);
-  CHECK(plans.size() == 348);
+  CHECK(plans.size() == 844);
   CHECK(rejected["pp does not divide the layers"] == 1);
-  CHECK(rejected["interleaving needs grad_accum a multiple of pp"] == 3);
+  CHECK(rejected["interleaving needs grad_accum a multiple of pp"] == 6);
+  std::size_t megatron = 0, with_cp = 0;
+  for (const auto& p : plans) {
+    if (p.megatron()) ++megatron;
+    if (p.cp > 1) ++with_cp;
+    CHECK(p.ep == 1);  // dense model
+  }
+  CHECK(megatron == 822);
+  CHECK(with_cp == 90 + 78 + 30 + 156 + 60 + 60);
   std::set<std::string> names;
   for (const auto& p : plans) {
     CHECK(p.gpus() == 8);
     CHECK(std::uint64_t{p.micro_batch} * p.grad_accum * p.dp == 16);
     names.insert(cli::layout_name(p));
   }
-  CHECK(names.size() == 348);  // the names tell the layouts apart (and so break ties uniquely)
+  CHECK(names.size() == 844);  // the names tell the layouts apart (and so break ties uniquely)
   CHECK(names.count("tp2 pp2 dp2 vp2 mb1 sp sel dopt") == 1);
+  CHECK(names.count("tp2 cp2 pp2 dp1 vp2 mb1 sp sel dopt") == 1);
+  for (const char* fw : {"ddp", "fsdp3", "fsdp2", "zero1", "zero2", "zero3", "full fsdp3", "full zero3"})
+    CHECK(names.count(std::string("tp1 pp1 dp8 mb2 ") + fw) == 1);
   // On two nodes (--gpus 16) a 16-head model could take tp 16, across the two NVLink domains: rejected
-  // unless --allow-tp-across-nodes. With the rule lifted, tp 16 (pp 1, dp 1) adds mb | 16 (5 choices) × 3
-  // recompute × 2 SP = 30 layouts.
+  // unless --allow-tp-across-nodes. With the rule lifted, tp 16 (cp 1, pp 1, dp 1) adds mb | 16 (5 choices) × 3
+  // recompute × 2 SP = 30 layouts. Two nodes also bring FSDP's hybrid sharding to the pure-DP layouts
+  // (dp 16, mb | 1: one micro-batch size): hsdp3 and hsdp2, each without and with
+  // activation checkpointing: 4.
   std::string text = kSmall;
   text.replace(text.find("heads: 8"), 8, "heads: 16");
   const workloads::Scenario two_nodes =
@@ -71,11 +95,15 @@ TEST_CASE("sweep: the layouts of a 4-layer, 8-head model on 8 GPUs, counted by h
   const auto across = cli::enumerate_layouts(two_nodes, true);
   CHECK(r16["tp spans more than one NVLink domain"] == 1);
   CHECK(across.size() == within.size() + 30);
+  std::size_t hybrid = 0;
+  for (const auto& p : within) hybrid += p.hybrid_shard ? 1 : 0;
+  CHECK(hybrid == 4);
 }
 
 TEST_CASE("sweep: OOM layouts are rejected with the memory part that breaks them") {
-  // GPT-3 175B (P ≈ 174.6e9) on 8 × 80 GiB: nothing fits. The DDP layout (tp1 pp1 dp8) keeps fp32 weights,
-  // 4·P ≈ 698 GB > 85.9 GB: its first part, the weights, already breaks it. tp8 holds P/8 ≈ 21.8e9
+  // GPT-3 175B (P ≈ 174.6e9) on 8 × 80 GiB: nothing fits. The DDP layout (tp1 pp1 dp8 ddp) keeps fp32
+  // weights, 4·P ≈ 698 GB > 85.9 GB, Megatron's (tp1 pp1 dp8) 16-bit ones, 2·P ≈ 349 GB: the first part, the
+  // weights, already breaks both. tp8 holds P/8 ≈ 21.8e9
   // parameters: 16-bit weights 43.7 GB fit, adding fp32 gradients (87.3 GB) exceeds: "gradients".
   const workloads::Scenario sc = cli::load_scenario_text(
       "cluster { nodes: 1 gpus_per_node: 8 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 300 "
@@ -93,7 +121,8 @@ TEST_CASE("sweep: OOM layouts are rejected with the memory part that breaks them
     if (why.starts_with("out of memory: ")) oom += count;
   CHECK(oom == r.layouts.size());
   for (const auto& l : r.layouts) {
-    if (l.name == "tp1 pp1 dp8 mb1") CHECK(l.estimate.oom_part.starts_with("weights"));
+    if (l.name == "tp1 pp1 dp8 mb1") CHECK(l.estimate.oom_part.starts_with("weights"));      // Megatron: 2·P
+    if (l.name == "tp1 pp1 dp8 mb1 ddp") CHECK(l.estimate.oom_part.starts_with("weights"));  // DDP: 4·P
     if (l.name == "tp8 pp1 dp1 mb8") CHECK(l.estimate.oom_part.starts_with("gradients"));
   }
   CHECK(cli::sweep_text(r).find("no layout fits in memory") != std::string::npos);
@@ -120,10 +149,10 @@ TEST_CASE("sweep: the same output with 1 and 2 threads; ranking by simulated tim
   }
   const std::string csv = cli::sweep_csv(a);
   CHECK(csv.starts_with(
-      "layout,tp,pp,dp,vp,micro_batch,grad_accum,sequence_parallel,recompute,distributed_optimizer,status,oom_part,"
-      "analytical_iteration_s,analytical_tokens_per_s,analytical_mfu,peak_memory_gib,headroom_gib,bubble_fraction,"
+      "layout,framework,tp,cp,pp,dp,ep,vp,micro_batch,grad_accum,sequence_parallel,recompute,distributed_optimizer,"
+      "zero_stage,hybrid_shard,status,oom_part,analytical_iteration_s,analytical_tokens_per_s,analytical_mfu,peak_memory_gib,headroom_gib,bubble_fraction,"
       "exposed_comm_fraction,simulated_iteration_s,rank\n"));
-  CHECK(std::count(csv.begin(), csv.end(), '\n') == 348 + 1);
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 844 + 1);
 }
 
 TEST_CASE("sweep command: files written, bad input is one line and exit status 2") {
@@ -160,4 +189,51 @@ TEST_CASE("sweep command: files written, bad input is one line and exit status 2
   one_line_error("sweep " + scenario + " --csv " + (dir / "missing" / "s.csv").string(), "cannot write output file");
   CHECK(!std::filesystem::exists(dir / "missing"));
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("sweep: a mixture-of-experts model adds expert parallelism, and an ep > 1 layout ranks") {
+  // The small model of the hand count with 8 routed experts (top 2) of width f = 4096 in each of its 4
+  // layers. Every Megatron layout of the dense count now also comes with each ep > 1 that divides dp (and
+  // the 8 experts: every divisor of dp ≤ 8 does): per (tp, cp, pp, dp) row, its count × (τ(dp) − 1):
+  //   tp1 cp1: 12·3 + 30·2 + 24·1 = 120;  tp1 cp2: 18·2 + 42·1 = 78;  tp1 cp4: 24·1 = 24;
+  //   tp2 cp1: 36·2 + 84·1 = 156;  tp2 cp2: 48·1 = 48;  tp4 cp1: 48·1 = 48;  (dp = 1 rows add none)
+  //   474 in all: 844 + 474 = 1318 layouts.
+  std::string text = kSmall;
+  text.replace(text.find("seq_len: 1024"), 13, "seq_len: 1024 ffn_hidden: 4096 experts: 8 top_k: 2");
+  const workloads::Scenario sc = cli::load_scenario_text(text, "moe.textproto", false, "");
+  const auto plans = cli::enumerate_layouts(sc, false);
+  CHECK(plans.size() == 1318);
+  std::size_t with_ep = 0;
+  for (const auto& p : plans)
+    if (p.ep > 1) {
+      ++with_ep;
+      CHECK(p.megatron());
+      CHECK(p.dp % p.ep == 0);
+      CHECK(8 % p.ep == 0);
+    }
+  CHECK(with_ep == 474);
+  // Balanced routing leaves each rank's expert FLOPs unchanged with ep, while a rank holds 1/ep of the
+  // experts: their gradients are reduced over dp/ep ranks and their optimizer step is 1/ep as long. The
+  // all-to-alls of s = 1024 tokens (1·1024·2·1024·2 B = 4 MiB per call) cost far less on NVLink than the
+  // expert gradients saved (4 layers × 8 experts × 2·1024·4096 = 268 M parameters, 4 B each: 1.07 GB), so
+  // the fastest Megatron layout uses ep, and one ranks among the top 5 (the sharded pure-DP frameworks,
+  // which also shard the experts' optimizer state, may rank first).
+  cli::SweepOptions options;
+  options.top = 5;
+  const cli::SweepResult r = cli::run_sweep(sc, options);
+  REQUIRE(!r.ranked.empty());
+  bool ranked_ep = false;
+  for (std::size_t i : r.ranked) ranked_ep = ranked_ep || r.layouts[i].plan.ep > 1;
+  CHECK(ranked_ep);
+  std::size_t best = r.layouts.size();
+  for (std::size_t i = 0; i < r.layouts.size(); ++i) {
+    const cli::SweepLayout& l = r.layouts[i];
+    if (!l.plan.megatron() || l.estimate.oom) continue;
+    if (best == r.layouts.size() || l.estimate.iteration_time < r.layouts[best].estimate.iteration_time) best = i;
+  }
+  REQUIRE(best < r.layouts.size());
+  CHECK(r.layouts[best].plan.ep > 1);
+  CHECK(cli::sweep_text(r).find(" ep") != std::string::npos);
+  const std::string csv = cli::sweep_csv(r);
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 1318 + 1);
 }

@@ -1,7 +1,9 @@
 // The analytical fast path (workloads/analytical_estimate.h) against the event-driven simulation on
 // contention-free runs (ANALYTICAL fidelity: every collective takes its closed-form time, as the fast path
 // assumes). A sample of layouts of small models — DDP, TP with and without SP, 1F1B, interleaved, recompute,
-// FlashAttention, distributed optimizer — must agree within 5 %; the table is printed for the record.
+// FlashAttention, distributed optimizer; context parallelism (ring attention), expert parallelism (MoE
+// all-to-alls, routing skew), FSDP and DeepSpeed ZeRO 1–3 with and without hybrid sharding — must agree
+// within 5 %; the table is printed for the record.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -12,19 +14,24 @@
 #include "cli/scenario_loader.h"
 #include "workloads/analytical_estimate.h"
 #include "workloads/iteration_result.h"
+#include "workloads/nccl_model.h"
+#include "workloads/transformer_ops.h"
 
 using namespace clustersim;
 using namespace clustersim::workloads;
 
 namespace {
 
+// `model` is a preset name, optionally followed by overrides: "mixtral-8x7b layers: 2 seq_len: 4096".
 Scenario scenario(std::uint32_t nodes, const std::string& model, const std::string& parallel) {
+  const std::size_t space = model.find(' ');
+  const std::string preset = model.substr(0, space), more = space == std::string::npos ? "" : model.substr(space);
   return cli::load_scenario_text(
       "cluster { nodes: " + std::to_string(nodes) +
           " gpus_per_node: 8 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 300"
           " nic_gbits_per_s_per_direction: 200 }\n"
           "profile: \"a100-sxm4-80gb\"\nfidelity: ANALYTICAL\nmodel { preset: \"" +
-          model + "\" }\nparallel { " + parallel + " }\ntraining { samples: 1000 }\n",
+          preset + "\"" + more + " }\nparallel { " + parallel + " }\ntraining { samples: 1000 }\n",
       "analytical.textproto", false, "");
 }
 
@@ -33,6 +40,28 @@ struct Case {
   const char* model;
   const char* parallel;
 };
+
+// Simulates and estimates every case, prints the table, checks |error| < 5 %.
+void check_cases(const std::vector<Case>& cases) {
+  std::printf("%-34s %-96s %12s %12s %8s\n", "model", "layout", "simulated s", "analytical s", "error");
+  for (const Case& c : cases) {
+    const Scenario sc = scenario(c.nodes, c.model, c.parallel);
+    const double simulated = simulate_scenario(sc).jobs[0].iteration_time.raw();
+    const double estimated = analytical_estimate(sc, sc.jobs[0]).iteration_time.raw();
+    const double error = (estimated - simulated) / simulated;
+    std::printf("%-34s %-96s %12.4f %12.4f %+7.2f%%\n", c.model, c.parallel, simulated, estimated, 100 * error);
+    CAPTURE(c.model);
+    CAPTURE(c.parallel);
+    CHECK(std::abs(error) < 0.05);
+  }
+}
+
+// Small models for the new dimensions: a 4-layer LLaMA-2-7B at s = 8192 (ring attention has work to hide),
+// Mixtral 8x7B cut to 2 or 4 layers at s = 4096, GPT 1.7B cut to 8 layers (ZeRO's per-unit streams).
+constexpr const char* kLong = "llama2-7b layers: 4 seq_len: 8192";
+constexpr const char* kMoe2 = "mixtral-8x7b layers: 2 seq_len: 4096";
+constexpr const char* kMoe4 = "mixtral-8x7b layers: 4 seq_len: 4096";
+constexpr const char* kGpt8 = "gpt-1p7b layers: 8";
 
 }  // namespace
 
@@ -50,17 +79,63 @@ TEST_CASE("analytical estimate agrees with the event-driven simulation within 5%
       {8, "gpt-7p5b", "dp: 2 tp: 8 pp: 4 micro_batch: 1 grad_accum: 16 schedule: GPIPE recompute: FULL"},
       {6, "gpt-7p5b", "dp: 1 tp: 4 pp: 12 micro_batch: 2 grad_accum: 8"},  // deep pipeline, m < p
   };
-  std::printf("%-10s %-82s %12s %12s %8s\n", "model", "layout", "simulated s", "analytical s", "error");
+  check_cases(cases);
+}
+
+TEST_CASE("analytical estimate: context and expert parallelism agree with the Megatron graph within 5%") {
+  const std::vector<Case> cases = {
+      {1, kLong, "dp: 4 cp: 2 micro_batch: 1 grad_accum: 4"},                                     // ring, DP over dp·cp
+      {1, kLong, "dp: 1 tp: 2 cp: 4 micro_batch: 1 grad_accum: 2 sequence_parallel: true"},       // cp 4
+      {1, kLong, "dp: 1 tp: 2 cp: 2 pp: 2 micro_batch: 1 grad_accum: 4 recompute: FULL"},        // recomputed ring
+      {2, kLong, "dp: 2 tp: 2 cp: 4 micro_batch: 1 grad_accum: 2 distributed_optimizer: true"},  // ring across nodes
+      {1, kLong, "dp: 2 cp: 4 micro_batch: 1 grad_accum: 2 flash_attention: true recompute: SELECTIVE"},
+      {2, kLong, "dp: 1 tp: 8 cp: 2 micro_batch: 1 grad_accum: 2"},       // every ring hop between nodes
+      {1, kMoe2, "dp: 8 ep: 8 micro_batch: 1 grad_accum: 2"},                                     // one expert a rank
+      {1, kMoe2, "dp: 4 tp: 2 ep: 2 micro_batch: 1 grad_accum: 4 sequence_parallel: true moe_token_skew: 0.5"},
+      {1, kMoe4, "dp: 2 cp: 2 pp: 2 ep: 2 micro_batch: 1 grad_accum: 4 distributed_optimizer: true"},
+      {1, kMoe2, "dp: 8 ep: 4 micro_batch: 1 grad_accum: 2 recompute: FULL moe_capacity_factor: 1.25 "
+                 "moe_token_skew: 0.5"},
+      {2, kMoe2, "dp: 16 ep: 8 micro_batch: 1 grad_accum: 1 overlap_grad_reduce: true"},          // split buckets
+      {1, kMoe2, "dp: 8 micro_batch: 1 grad_accum: 2 framework: MEGATRON"},                       // MoE without EP
+  };
+  check_cases(cases);
+}
+
+TEST_CASE("analytical estimate: rings mixing NVLink and NIC hops are bounded from above") {
+  // The closed form times every ring hop as the slowest edge. Where NVLink and NIC hops alternate, the ranks
+  // behind a fast edge wait less than that, so the estimate is an upper bound (the event-driven model is
+  // monotone in every transfer time): not within 5 % but never below the simulation, and within 20 % here.
+  const std::vector<Case> cases = {
+      {2, kLong, "dp: 1 tp: 4 cp: 4 micro_batch: 1 grad_accum: 2"},  // hops NVLink, NIC, NVLink, NIC
+      {2, kLong, "dp: 1 cp: 16 micro_batch: 1 grad_accum: 2"},       // 14 NVLink hops, 2 NIC hops
+  };
   for (const Case& c : cases) {
     const Scenario sc = scenario(c.nodes, c.model, c.parallel);
     const double simulated = simulate_scenario(sc).jobs[0].iteration_time.raw();
     const double estimated = analytical_estimate(sc, sc.jobs[0]).iteration_time.raw();
     const double error = (estimated - simulated) / simulated;
-    std::printf("%-10s %-82s %12.4f %12.4f %+7.2f%%\n", c.model, c.parallel, simulated, estimated, 100 * error);
-    CAPTURE(c.model);
+    std::printf("%-34s %-96s %12.4f %12.4f %+7.2f%%\n", c.model, c.parallel, simulated, estimated, 100 * error);
     CAPTURE(c.parallel);
-    CHECK(std::abs(error) < 0.05);
+    CHECK(error >= -1e-9);
+    CHECK(error < 0.2);
   }
+}
+
+TEST_CASE("analytical estimate: FSDP and DeepSpeed ZeRO agree with the ZeRO graph within 5%") {
+  const std::vector<Case> cases = {
+      {1, kGpt8, "dp: 8 micro_batch: 2 grad_accum: 4 framework: FSDP zero_stage: 3"},
+      {1, kGpt8, "dp: 8 micro_batch: 1 grad_accum: 1 framework: FSDP zero_stage: 2"},
+      {1, kGpt8, "dp: 8 micro_batch: 4 grad_accum: 2 framework: DEEPSPEED zero_stage: 1"},
+      {1, kGpt8, "dp: 8 micro_batch: 2 grad_accum: 2 framework: DEEPSPEED zero_stage: 2"},
+      {1, kGpt8, "dp: 8 micro_batch: 1 grad_accum: 8 framework: DEEPSPEED zero_stage: 3"},
+      {2, kGpt8, "dp: 16 micro_batch: 1 grad_accum: 4 framework: FSDP zero_stage: 3"},            // shards cross nodes
+      {2, kGpt8, "dp: 16 micro_batch: 2 grad_accum: 2 framework: FSDP zero_stage: 3 hybrid_shard: true"},
+      {2, kGpt8, "dp: 16 micro_batch: 1 grad_accum: 2 framework: FSDP zero_stage: 2 hybrid_shard: true"},
+      {2, "gpt-1p7b", "dp: 16 micro_batch: 1 grad_accum: 16 framework: FSDP zero_stage: 3"},  // m = 16: extrapolated
+      {1, kGpt8, "dp: 8 micro_batch: 2 grad_accum: 2 framework: FSDP zero_stage: 3 recompute: FULL flash_attention: true"},
+      {1, kGpt8, "dp: 8 micro_batch: 2 grad_accum: 2 framework: DEEPSPEED zero_stage: 2 recompute: FULL"},
+  };
+  check_cases(cases);
 }
 
 TEST_CASE("analytical estimate: memory is the simulation's report, throughput follows from the time") {
@@ -76,4 +151,36 @@ TEST_CASE("analytical estimate: memory is the simulation's report, throughput fo
   CHECK(est.bubble.raw() >= 0);
   CHECK((est.compute + est.tp_comm + est.pp_comm + est.dp_comm + est.bubble).raw() ==
         doctest::Approx(est.iteration_time.raw()).epsilon(1e-9));
+}
+
+TEST_CASE("analytical estimate: memory and the parts of the step with context, expert and ZeRO parallelism") {
+  // Memory is the simulation's own report: the Megatron memory model with cp and ep (every stage of a MoE
+  // model), estimate_zero_memory for FSDP and DeepSpeed.
+  for (const Case& c : {Case{1, kMoe4, "dp: 2 cp: 2 pp: 2 ep: 2 micro_batch: 1 grad_accum: 4"},
+                        Case{1, kLong, "dp: 2 tp: 2 cp: 2 micro_batch: 1 grad_accum: 2"},
+                        Case{1, kGpt8, "dp: 8 micro_batch: 2 grad_accum: 2 framework: FSDP zero_stage: 3"},
+                        Case{1, kGpt8, "dp: 8 micro_batch: 2 grad_accum: 2 framework: DEEPSPEED zero_stage: 1"}}) {
+    CAPTURE(c.parallel);
+    const Scenario sc = scenario(c.nodes, c.model, c.parallel);
+    const IterationResult sim = simulate_scenario(sc).jobs[0];
+    const AnalyticalEstimate est = analytical_estimate(sc, sc.jobs[0]);
+    CHECK(est.peak_memory.raw() == doctest::Approx(sim.memory.peak.raw()).epsilon(1e-12));
+    CHECK(est.oom == sim.memory.oom);
+    CHECK(est.bubble.raw() >= 0);
+    CHECK((est.compute + est.tp_comm + est.cp_comm + est.ep_comm + est.pp_comm + est.dp_comm + est.bubble).raw() ==
+          doctest::Approx(est.iteration_time.raw()).epsilon(1e-9));
+  }
+  // The all-to-alls: tp 1, dp 4, pp 2, ep 2 on a 4-layer Mixtral (every layer MoE): 2 MoE layers per stage,
+  // 4 all-to-alls each per micro-batch (dispatch and combine, forward and backward), m = 4: 32 calls of
+  // A = AlltoAll(b·s·top_k·h·e = 1·4096·2·4096·2 B = 64 MiB) on the EP group of ranks {0, 1} (= GPUs 0, 1).
+  const Scenario moe = scenario(1, kMoe4, "dp: 4 ep: 2 pp: 2 micro_batch: 1 grad_accum: 4");
+  OpConfig oc;
+  oc.ep = 2;
+  const Bytes message = moe_alltoall_bytes(moe.jobs[0].model, oc);
+  CHECK(message.raw() == doctest::Approx(67108864.0).epsilon(1e-12));
+  const double a2a =
+      CollectiveModel(moe.cluster, moe.profile).plan(CollectiveRequest{CollectiveOp::kAllToAll, {0, 1}, message, 0}).time.raw();
+  const AnalyticalEstimate e = analytical_estimate(moe, moe.jobs[0]);
+  CHECK(e.ep_comm.raw() == doctest::Approx(32 * a2a).epsilon(1e-9));
+  CHECK(e.cp_comm.raw() == 0);
 }

@@ -286,7 +286,8 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
       in.fail(pre + "parallel." + what, std::string(workloads::to_string(fw)) +
                                             " runs data parallelism only; model parallelism needs framework MEGATRON");
     if (out.sequence_parallel || out.distributed_optimizer || out.pp_scatter_gather || out.overlap_grad_reduce ||
-        out.recompute != workloads::Recompute::kNone || out.attention != workloads::AttentionKernel::kExplicit)
+        (!sharded &&  // FSDP and DeepSpeed ZeRO take activation checkpointing and FlashAttention
+         (out.recompute != workloads::Recompute::kNone || out.attention != workloads::AttentionKernel::kExplicit)))
       in.fail(pre + "parallel.framework", std::string(workloads::to_string(fw)) +
                                               " does not take Megatron options (sequence_parallel, "
                                               "distributed_optimizer, pp_scatter_gather, overlap_grad_reduce, "

@@ -270,6 +270,11 @@ void check_measurements(const CsvTable& table) {
   }
 }
 
+double mosaicml_flops(const workloads::ModelSpec& m, double global_batch) {
+  const double s = m.seq_len, l = m.layers, h = m.hidden;
+  return 3.0 * global_batch * (2.0 * m.parameter_count() * s + 4.0 * l * h * s * s);
+}
+
 double narayanan_eq3_flops(const workloads::ModelSpec& m, double global_batch) {
   const double s = m.seq_len, l = m.layers, h = m.hidden, V = m.vocab;
   return 96.0 * global_batch * s * l * h * h * (1.0 + s / (6.0 * h) + V / (16.0 * l * h));
@@ -279,6 +284,9 @@ namespace {
 
 constexpr const char* kNarayananConvention =
     "Narayanan et al. 2021 Eq. 3 (counts the recomputed forward): 96*B*s*l*h^2*(1 + s/(6h) + V/(16*l*h))";
+constexpr const char* kMosaicConvention =
+    "MosaicML llm-foundry benchmarking README (MFU includes attention FLOPs): model FLOPs, no recompute, "
+    "3 x (2*N*s + 4*l*h*s^2) per sequence, N = all parameters incl. embeddings";
 constexpr const char* kMegatronCoreConvention =
     "Megatron-Core num_floating_point_operations: model FLOPs, no recompute, full s^2 attention "
     "(72*B*s*l*h^2*(1 + s/(6h) + V/(12*l*h)) for f = 4h)";
@@ -332,12 +340,210 @@ struct NodeType {
   const char* preset;
   double nvlink_gbytes;  // per GPU per direction, as the preset has it
   double nic_gbits;      // per NIC per direction, 8 NICs per node
+  const char* gpu;       // cluster.gpu overriding the preset's GPU (its 40 GB variant); nullptr: the preset's
 };
-constexpr NodeType kDgxA100{"a100-sxm4-80gb", "dgx-a100", 300, 200};
-constexpr NodeType kDgxH100{"h100-sxm5-80gb", "dgx-h100", 450, 400};
+constexpr NodeType kDgxA100{"a100-sxm4-80gb", "dgx-a100", 300, 200, nullptr};
+// DGX A100 320 GB: the same node with A100-SXM4-40GB GPUs (profile a100-sxm4-40gb: 40 GiB, HBM2 1,555 GB/s).
+constexpr NodeType kDgxA100With40GB{"a100-sxm4-40gb", "dgx-a100", 300, 200, "A100-SXM4-40GB"};
+constexpr NodeType kDgxH100{"h100-sxm5-80gb", "dgx-h100", 450, 400, nullptr};
+
+// The node of a row's gpu_type; records the guess when the type is not exact. nullopt: no profile.
+template <class Assume>
+std::optional<NodeType> node_type_of(const std::string& gpu, const Assume& assume) {
+  if (contains(gpu, "H100")) {
+    if (!contains(gpu, "SXM") && !contains(gpu, "DGX"))
+      assume("GPU \"" + gpu + "\" taken as H100 SXM5 80 GB (profile h100-sxm5-80gb, DGX H100 nodes)");
+    return kDgxH100;
+  }
+  if (contains(gpu, "A100") && contains(gpu, "40GB")) {
+    if (!contains(gpu, "SXM4-40GB"))
+      assume("GPU \"" + gpu + "\" taken as A100 SXM4 40 GB (profile a100-sxm4-40gb, DGX A100 nodes with 40 GB GPUs)");
+    return kDgxA100With40GB;
+  }
+  if (contains(gpu, "A100")) {
+    if (!contains(gpu, "SXM4-80GB"))
+      assume("GPU \"" + gpu + "\" taken as A100 SXM4 80 GB (profile a100-sxm4-80gb, DGX A100 nodes)");
+    return kDgxA100;
+  }
+  return std::nullopt;
+}
+
+// MPT architectures of llm-foundry's yamls (scripts/train/yamls/pretrain/mpt-*.yaml; the benchmarks'
+// submit_benchmarks.py loads the same files): d_model, n_heads, n_layers; expansion_ratio 4, vocab_size 50368.
+struct MptShape {
+  const char* name;
+  std::uint32_t d_model, n_heads, n_layers;
+};
+constexpr MptShape kMptShapes[] = {{"mpt-125m", 768, 12, 12}, {"mpt-350m", 1024, 16, 24}, {"mpt-760m", 1536, 12, 24},
+                                   {"mpt-1b", 2048, 16, 24},  {"mpt-3b", 2560, 32, 32},   {"mpt-7b", 4096, 32, 32},
+                                   {"mpt-13b", 5120, 40, 40}, {"mpt-30b", 7168, 64, 48},  {"mpt-70b", 8192, 64, 80}};
+constexpr std::uint32_t kMptVocab = 50368;
+
+// "NumParams=6658859008" in the notes.
+std::optional<double> notes_number(const std::string& notes, const std::string& key) {
+  const std::size_t at = notes.find(key + "=");
+  if (at == std::string::npos) return std::nullopt;
+  std::size_t end = at + key.size() + 1;
+  while (end < notes.size() && std::isdigit(static_cast<unsigned char>(notes[end]))) ++end;
+  return parse_double(std::string_view(notes).substr(at + key.size() + 1, end - at - key.size() - 1));
+}
 
 std::string recompute_name(workloads::Recompute r) {
   return r == workloads::Recompute::kFull ? "FULL" : r == workloads::Recompute::kSelective ? "SELECTIVE" : "NONE";
+}
+
+// Cluster fields for the row's inter-node network (empty when the preset's applies), recording guesses.
+template <class Assume>
+std::string network_settings(const Row& row, const NodeType& node, std::uint32_t nodes, const Assume& assume) {
+  std::string cluster_extra;
+  if (node.gpu) cluster_extra += std::string(" gpu: \"") + node.gpu + "\"";
+  const std::string inter = row.text("inter_node");
+  if (nodes > 1) {
+    const auto per_node_gbits = node_network_gbits(inter);
+    if (!per_node_gbits) {
+      assume((inter.empty() ? std::string("inter-node network not stated")
+                            : "inter-node network \"" + inter + "\" gives no rate") +
+             ": the preset's 8 x " + number_text(node.nic_gbits) + " Gb/s NICs per node");
+    } else if (std::abs(*per_node_gbits - 8 * node.nic_gbits) > 1e-9) {
+      const double per_nic = *per_node_gbits / 8;
+      cluster_extra += " nic_gbits_per_s_per_direction: " + number_text(per_nic);
+      assume("inter-node " + number_text(*per_node_gbits) + " Gb/s per node as stated: 8 NICs x " +
+             number_text(per_nic) + " Gb/s");
+    }
+    if (nodes > kTwoLevelMaxNodes) {
+      cluster_extra += " fabric { kind: CLOS_THREE_LEVEL }";
+      assume("three-level Clos: a two-level tree of radix-64 switches holds at most " +
+             std::to_string(kTwoLevelMaxNodes) + " nodes of 8 NICs");
+    }
+  }
+  const std::string intra = row.text("intra_node");
+  if (contains(intra, "GB/s") && !contains(intra, number_text(node.nvlink_gbytes) + " GB/s"))
+    assume("intra-node \"" + intra + "\" not applied: the " + node.preset + " NVLink (" +
+           number_text(node.nvlink_gbytes) + " GB/s per GPU per direction) with the profile's calibrated efficiency");
+  return cluster_extra;
+}
+
+std::string scenario_text(const ValidationRow& out, const NodeType& node, std::uint32_t nodes,
+                          const std::string& cluster_extra, bool subset, const std::string& body,
+                          workloads::Fidelity fidelity) {
+  std::ostringstream text;
+  text << "name: " << quoted("row " + out.row_id) << "\n";
+  text << "cluster { node_preset: \"" << node.preset << "\" nodes: " << nodes << cluster_extra << " }\n";
+  text << "profile: \"" << node.profile << "\"\n";
+  text << "fidelity: " << (fidelity == workloads::Fidelity::kFlow ? "FLOW" : "ANALYTICAL") << "\n";
+  if (subset) {
+    text << "jobs {\nname: " << quoted("row " + out.row_id) << " gpus: \"0-" << out.gpus - 1 << "\"\n" << body << "}\n";
+  } else {
+    text << body;
+  }
+  return text.str();
+}
+
+// A MosaicML llm-foundry row: PyTorch FSDP (Composer) of an MPT model on every GPU, no model parallelism.
+// The row states the model by name (MPT-7b), the GPUs, seq_len, gbs, mbs, the sharding strategy and
+// activation checkpointing; the architecture comes from llm-foundry's yamls and MPTConfig's defaults,
+// checked against the row's NumParams.
+ValidationRow plan_fsdp_row(const Row& row, ValidationRow out, const NodeType& node, std::uint32_t nodes, bool subset,
+                            workloads::Fidelity fidelity) {
+  const auto skip = [&](std::string why) {
+    out.skipped_reason = std::move(why);
+    return out;
+  };
+  const auto assume = [&](std::string what) { out.assumptions.push_back(std::move(what)); };
+  const std::string sharding = row.text("zero_or_distopt");
+
+  // Model.
+  const MptShape* shape = nullptr;
+  for (const MptShape& m : kMptShapes)
+    if (lower(out.model) == m.name) shape = &m;
+  if (!shape) return skip("FSDP row of model \"" + out.model + "\": only llm-foundry's MPT-125m ... MPT-70b are known");
+  const std::uint32_t seq = row.integer("seq_len").value_or(0);
+  if (!seq) return skip("seq_len not stated");
+  // MPTConfig defaults the yamls keep: learned_pos_emb (max_seq_len x d_model), no_bias False (biases),
+  // low_precision_layernorm (LayerNorm with bias), tie_word_embeddings True — clustersim's GPT defaults. They
+  // reproduce NumParams of all 111 rows exactly (V·h + s·h + l·(12h² + 13h) + 2h, e.g. 6,658,859,008 for MPT-7b
+  // at s 2048); the released MPT-7B's ALiBi without biases (V·h + l·(12h² + 2h) + h) is 0.1–9.3 % short of it.
+  const workloads::ModelSpec model{
+      out.model, shape->n_layers, shape->d_model, shape->n_heads, 4 * shape->d_model, kMptVocab, seq};
+  const double params = model.parameter_count();
+  const std::string arch = out.model + ": d_model " + std::to_string(shape->d_model) + ", n_heads " +
+                           std::to_string(shape->n_heads) + ", n_layers " + std::to_string(shape->n_layers) +
+                           ", expansion_ratio 4, vocab 50368 (llm-foundry yamls)";
+  assume(arch);
+  assume(
+      "MPTConfig defaults the yamls keep: learned position embedding of max_seq_len (= seq_len), biases, "
+      "LayerNorm with bias, tied embeddings");
+  const std::optional<double> stated = notes_number(row.text("notes"), "NumParams");
+  if (!stated) {
+    assume("parameters not checked: the row states no NumParams");
+  } else if (std::abs(params - *stated) > 0.01 * *stated) {
+    return skip(arch + " has " + number_text(params) + " parameters, " +
+                fmt("%.1f", (params - *stated) / *stated * 100) + " % off the row's NumParams " + number_text(*stated) +
+                ": the architecture is not known");
+  } else if (params != *stated) {
+    assume("parameters within 1 % of the row's NumParams (" + number_text(params) + " vs " + number_text(*stated) +
+           ")");
+  } else {
+    assume("parameters = the row's NumParams exactly");
+  }
+
+  // Layout: FSDP over every GPU.
+  std::uint32_t zero_stage = 0;
+  if (contains(sharding, "FULL_SHARD"))
+    zero_stage = 3;
+  else if (contains(sharding, "SHARD_GRAD_OP"))
+    zero_stage = 2;
+  else
+    return skip("FSDP sharding strategy \"" + sharding + "\" is not FULL_SHARD or SHARD_GRAD_OP");
+  if (row.integer("tp").value_or(1) != 1 || row.integer("pp").value_or(1) != 1)
+    return skip("FSDP with tensor or pipeline parallelism is not modelled");
+  const std::uint32_t dp = out.gpus;
+  if (row.integer("dp") && *row.integer("dp") != dp)
+    return skip("dp " + row.text("dp") + " is not num_gpus " + std::to_string(dp) + " (FSDP shards over every GPU)");
+  const std::uint32_t gbs = row.integer("gbs").value_or(0), mbs = row.integer("mbs").value_or(0);
+  if (!gbs || !mbs) return skip("gbs and mbs must be stated");
+  if (gbs % (std::uint64_t{mbs} * dp) != 0)
+    return skip("gbs " + std::to_string(gbs) + " is not a multiple of mbs " + std::to_string(mbs) + " x " +
+                std::to_string(dp) + " GPUs");
+  const std::uint32_t m = gbs / (mbs * dp);
+  if (const auto stated_m = notes_number(row.text("notes"), "GradAccum"); stated_m && *stated_m != m)
+    return skip("gbs / (mbs x GPUs) = " + std::to_string(m) + " but the notes say GradAccum=" + number_text(*stated_m));
+
+  const std::string rc = lower(row.text("recompute"));
+  workloads::Recompute recompute = workloads::Recompute::kNone;
+  if (rc.rfind("full", 0) == 0)
+    recompute = workloads::Recompute::kFull;
+  else if (rc.rfind("none", 0) != 0 && rc.rfind("no", 0) != 0)
+    return skip("recompute \"" + row.text("recompute") + "\" is not full (activation checkpointing) or none");
+  assume(
+      "attention kernel: FlashAttention (llm-foundry's benchmarks run attn_impl triton, a fused flash kernel; "
+      "the README: \"our models use Flash Attention\")");
+
+  const std::string precision = lower(row.text("precision"));
+  if (precision != "amp_bf16" && precision != "bf16")
+    return skip("precision \"" + row.text("precision") + "\" is not amp_bf16 or bf16");
+  assume("precision \"" + row.text("precision") +
+         "\" as BF16: FSDP gathers bf16 parameters and clustersim reduce-scatters bf16 gradients (Composer's "
+         "DEFAULT mixed precision reduces in fp32: twice the reduce-scatter bytes, not modelled); fp32 sharded "
+         "AdamW step");
+  if (recompute == workloads::Recompute::kFull)
+    assume("activation checkpointing: every MPT block recomputed in its backward (recompute FULL)");
+
+  std::ostringstream layout;
+  layout << "FSDP " << (zero_stage == 3 ? "FULL_SHARD" : "SHARD_GRAD_OP") << " DP" << dp << ", mb " << mbs << " x " << m
+         << ", " << (recompute == workloads::Recompute::kFull ? "act. ckpt" : "no recompute") << ", flash";
+  out.layout = layout.str();
+
+  const std::string cluster_extra = network_settings(row, node, nodes, assume);
+  std::ostringstream body;
+  body << "model { name: " << quoted(out.model) << " layers: " << model.layers << " hidden: " << model.hidden
+       << " heads: " << model.heads << " ffn_hidden: " << model.ffn_hidden << " vocab: " << model.vocab
+       << " seq_len: " << seq << " }\n";
+  body << "parallel { dp: " << dp << " framework: FSDP zero_stage: " << zero_stage << " micro_batch: " << mbs
+       << " grad_accum: " << m << " recompute: " << recompute_name(recompute) << " flash_attention: true }\n";
+  body << "training { samples: " << gbs << " global_batch: " << gbs << " precision: BF16 }\n";
+  out.scenario_text = scenario_text(out, node, nodes, cluster_extra, subset, body.str(), fidelity);
+  return out;
 }
 
 }  // namespace
@@ -349,6 +555,10 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
   out.source_group = row.text("source_group");
   out.model = row.text("model");
   out.gpus = row.integer("num_gpus").value_or(0);
+  out.gpu_type = row.text("gpu_type");
+  // MosaicML measured three GPU types with the same recipes: their errors are summarised per GPU type.
+  out.group = contains(out.source_group, "MosaicML") && !out.gpu_type.empty() ? out.source_group + " / " + out.gpu_type
+                                                                              : out.source_group;
   const auto skip = [&](std::string why) {
     out.skipped_reason = std::move(why);
     return out;
@@ -368,6 +578,8 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
       out.convention = kNarayananConvention;
     else if (contains(out.source_group, "Megatron-Core") || contains(framework, "Megatron-Core"))
       out.convention = kMegatronCoreConvention;
+    else if (contains(out.source_group, "MosaicML"))
+      out.convention = kMosaicConvention;
     else
       return skip("tflops_per_gpu without iter_time_s, and this source's FLOP convention is not known");
   } else {
@@ -384,38 +596,23 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
   const std::string precision = row.text("precision");
   if (contains(precision, "fp8")) return skip("FP8: the built-in profiles have no FP8 tensor peak");
   const std::string sharding = row.text("zero_or_distopt");
-  if (contains(sharding, "zero") || contains(sharding, "fsdp"))
-    return skip("ZeRO-3 / FSDP rows: the FSDP graph has no activation checkpointing yet and the MPT/DeepSpeed "
-                "architectures are not in the row (" + sharding + ")");
+  const bool fsdp = contains(sharding, "fsdp");
+  if (!fsdp && contains(sharding, "zero"))
+    return skip("ZeRO-3 (DeepSpeed) rows: the row's DeepSpeed settings (buckets, overlap, partitioned "
+                "activations) are not stated (" + sharding + ")");
   const bool distributed_optimizer =
-      contains(sharding, "distributed") || contains(sharding, "distopt") || contains(sharding, "yes");
+      !fsdp && (contains(sharding, "distributed") || contains(sharding, "distopt") || contains(sharding, "yes"));
   if (distributed_optimizer) assume("distributed optimizer (" + sharding + "): reduce-scatter, sharded step, all-gather");
   if (row.integer("cp").value_or(1) > 1) return skip("context parallelism (cp " + row.text("cp") + ") is not modelled");
   if (row.integer("ep").value_or(1) > 1) return skip("expert parallelism (ep " + row.text("ep") + ") is not modelled");
-
-  const std::uint32_t layers = row.integer("layers").value_or(0), hidden = row.integer("hidden").value_or(0),
-                      heads = row.integer("heads").value_or(0), seq = row.integer("seq_len").value_or(0);
-  if (!layers || !hidden || !heads || !seq)
-    return skip("model architecture not stated (needs layers, hidden, heads, seq_len)");
-  if (!row.integer("tp") || !row.integer("pp")) return skip("parallel layout not stated (needs tp and pp)");
-  const std::uint32_t tp = *row.integer("tp"), pp = *row.integer("pp");
-  if (!tp || !pp) return skip("tp and pp must be >= 1");
   if (!out.gpus) return skip("num_gpus not stated");
 
   // Hardware.
   const std::string gpu = row.text("gpu_type");
-  NodeType node;
-  if (contains(gpu, "H100")) {
-    node = kDgxH100;
-    if (!contains(gpu, "SXM") && !contains(gpu, "DGX"))
-      assume("GPU \"" + gpu + "\" taken as H100 SXM5 80 GB (profile h100-sxm5-80gb, DGX H100 nodes)");
-  } else if (contains(gpu, "A100")) {
-    node = kDgxA100;
-    if (!contains(gpu, "SXM4-80GB"))
-      assume("GPU \"" + gpu + "\" taken as A100 SXM4 80 GB (profile a100-sxm4-80gb, DGX A100 nodes)");
-  } else {
-    return skip("no built-in profile for GPU \"" + gpu + "\" (a100-sxm4-80gb, h100-sxm5-80gb)");
-  }
+  const std::optional<NodeType> node_type = node_type_of(gpu, assume);
+  if (!node_type)
+    return skip("no built-in profile for GPU \"" + gpu + "\" (a100-sxm4-80gb, a100-sxm4-40gb, h100-sxm5-80gb)");
+  const NodeType node = *node_type;
   std::uint32_t per_node = row.integer("gpus_per_node").value_or(0);
   if (!per_node) {
     per_node = kAssumedGpusPerNode;
@@ -426,6 +623,15 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
   if (!subset && out.gpus % per_node != 0)
     return skip(std::to_string(out.gpus) + " GPUs are not whole nodes of " + std::to_string(per_node));
   const std::uint32_t nodes = subset ? 1 : out.gpus / per_node;
+  if (fsdp) return plan_fsdp_row(row, std::move(out), node, nodes, subset, fidelity);
+
+  const std::uint32_t layers = row.integer("layers").value_or(0), hidden = row.integer("hidden").value_or(0),
+                      heads = row.integer("heads").value_or(0), seq = row.integer("seq_len").value_or(0);
+  if (!layers || !hidden || !heads || !seq)
+    return skip("model architecture not stated (needs layers, hidden, heads, seq_len)");
+  if (!row.integer("tp") || !row.integer("pp")) return skip("parallel layout not stated (needs tp and pp)");
+  const std::uint32_t tp = *row.integer("tp"), pp = *row.integer("pp");
+  if (!tp || !pp) return skip("tp and pp must be >= 1");
 
   // Layout.
   std::uint32_t dp = 0;
@@ -528,30 +734,7 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
   if (llama) assume("LLaMA architecture: SwiGLU, RMSNorm, RoPE, no biases, untied output layer");
 
   // Network.
-  std::string cluster_extra;
-  const std::string inter = row.text("inter_node");
-  if (nodes > 1) {
-    const auto per_node_gbits = node_network_gbits(inter);
-    if (!per_node_gbits) {
-      assume((inter.empty() ? std::string("inter-node network not stated")
-                            : "inter-node network \"" + inter + "\" gives no rate") +
-             ": the preset's 8 x " + number_text(node.nic_gbits) + " Gb/s NICs per node");
-    } else if (std::abs(*per_node_gbits - 8 * node.nic_gbits) > 1e-9) {
-      const double per_nic = *per_node_gbits / 8;
-      cluster_extra += " nic_gbits_per_s_per_direction: " + number_text(per_nic);
-      assume("inter-node " + number_text(*per_node_gbits) + " Gb/s per node as stated: 8 NICs x " +
-             number_text(per_nic) + " Gb/s");
-    }
-    if (nodes > kTwoLevelMaxNodes) {
-      cluster_extra += " fabric { kind: CLOS_THREE_LEVEL }";
-      assume("three-level Clos: a two-level tree of radix-64 switches holds at most " +
-             std::to_string(kTwoLevelMaxNodes) + " nodes of 8 NICs");
-    }
-  }
-  const std::string intra = row.text("intra_node");
-  if (contains(intra, "GB/s") && !contains(intra, number_text(node.nvlink_gbytes) + " GB/s"))
-    assume("intra-node \"" + intra + "\" not applied: the " + node.preset + " NVLink (" +
-           number_text(node.nvlink_gbytes) + " GB/s per GPU per direction) with the profile's calibrated efficiency");
+  const std::string cluster_extra = network_settings(row, node, nodes, assume);
 
   // The layout line.
   std::ostringstream layout;
@@ -584,18 +767,7 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
   body << " }\n";
   body << "training { samples: " << gbs << " global_batch: " << gbs << " precision: " << precision_name << " }\n";
 
-  std::ostringstream text;
-  text << "name: " << quoted("row " + out.row_id) << "\n";
-  text << "cluster { node_preset: \"" << node.preset << "\" nodes: " << nodes << cluster_extra << " }\n";
-  text << "profile: \"" << node.profile << "\"\n";
-  text << "fidelity: " << (fidelity == workloads::Fidelity::kFlow ? "FLOW" : "ANALYTICAL") << "\n";
-  if (subset) {
-    text << "jobs {\nname: " << quoted("row " + out.row_id) << " gpus: \"0-" << out.gpus - 1 << "\"\n"
-         << body.str() << "}\n";
-  } else {
-    text << body.str();
-  }
-  out.scenario_text = text.str();
+  out.scenario_text = scenario_text(out, node, nodes, cluster_extra, subset, body.str(), fidelity);
   return out;
 }
 
@@ -617,6 +789,7 @@ void predict_row(ValidationRow& row) {
   } else {
     const double batch = static_cast<double>(job.training.global_batch);
     const double flops = row.convention == kNarayananConvention ? narayanan_eq3_flops(job.model, batch)
+                         : row.convention == kMosaicConvention  ? mosaicml_flops(job.model, batch)
                                                                 : workloads::model_flops(job.model, 1).raw() * batch;
     row.predicted = flops / (t * row.gpus) / 1e12;
   }
@@ -632,9 +805,9 @@ std::vector<GroupSummary> mape_by_group(const std::vector<ValidationRow>& rows) 
   std::vector<double> sums;
   std::map<std::string, std::size_t> index;
   for (const ValidationRow& r : rows) {
-    const auto [it, fresh] = index.emplace(r.source_group, out.size());
+    const auto [it, fresh] = index.emplace(r.summary_group(), out.size());
     if (fresh) {
-      out.push_back(GroupSummary{r.source_group, std::nullopt, 0, 0});
+      out.push_back(GroupSummary{r.summary_group(), std::nullopt, 0, 0});
       sums.push_back(0);
     }
     GroupSummary& g = out[it->second];
@@ -730,14 +903,14 @@ std::string validation_text(const ValidationReport& report) {
     o << "\n" << g.group << ": " << g.rows << " of " << g.rows + g.skipped << " rows ran\n";
     std::vector<std::string> conventions;
     for (const ValidationRow& r : report.rows)
-      if (r.source_group == g.group && !r.convention.empty() &&
+      if (r.summary_group() == g.group && !r.convention.empty() &&
           std::find(conventions.begin(), conventions.end(), r.convention) == conventions.end())
         conventions.push_back(r.convention);
     for (const std::string& c : conventions) o << "  tflops_per_gpu convention: " << c << "\n";
     if (g.rows) {
       o << "  row     model                     GPUs  metric           measured   predicted   error %  layout\n";
       for (const ValidationRow& r : report.rows) {
-        if (r.source_group != g.group || r.skipped()) continue;
+        if (r.summary_group() != g.group || r.skipped()) continue;
         char line[512];
         std::snprintf(line, sizeof line, "  %-7s %-24s %5u  %-14s %10s  %10s  %+8.1f  %s\n", r.row_id.c_str(),
                       clip(r.model, 24).c_str(), r.gpus, r.metric.c_str(), metric_value(r.metric, r.measured).c_str(),
@@ -750,7 +923,7 @@ std::string validation_text(const ValidationReport& report) {
     auto listing = [&](const char* title, auto texts_of) {
       std::vector<std::pair<std::string, std::vector<std::string>>> items;
       for (const ValidationRow& r : report.rows) {
-        if (r.source_group != g.group) continue;
+        if (r.summary_group() != g.group) continue;
         for (const std::string& t : texts_of(r)) {
           auto it = std::find_if(items.begin(), items.end(), [&](const auto& p) { return p.first == t; });
           if (it == items.end()) {
@@ -793,7 +966,8 @@ std::string validation_json(const ValidationReport& report) {
   for (std::size_t i = 0; i < report.rows.size(); ++i) {
     const ValidationRow& r = report.rows[i];
     o << (i ? ",\n" : "\n") << "    {\"row_id\": " << quoted(r.row_id)
-      << ", \"source_group\": " << quoted(r.source_group) << ", \"model\": " << quoted(r.model)
+      << ", \"source_group\": " << quoted(r.source_group) << ", \"group\": " << quoted(r.summary_group())
+      << ", \"gpu_type\": " << quoted(r.gpu_type) << ", \"model\": " << quoted(r.model)
       << ", \"gpus\": " << r.gpus << ", \"layout\": " << quoted(r.layout)
       << ", \"metric\": " << (r.metric.empty() ? "null" : quoted(r.metric))
       << ", \"flop_convention\": " << (r.convention.empty() ? "null" : quoted(r.convention))

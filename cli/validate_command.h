@@ -8,10 +8,17 @@
 // same layout.
 //
 // Per row: a scenario is written as text (node preset dgx-a100 / dgx-h100 from gpu_type, nodes =
-// num_gpus / gpus_per_node, profile a100-sxm4-80gb / h100-sxm5-80gb; model from the row's layers,
+// num_gpus / gpus_per_node, profile a100-sxm4-80gb / h100-sxm5-80gb, or a100-sxm4-40gb with cluster.gpu
+// "A100-SXM4-40GB" for A100-40GB; model from the row's layers,
 // hidden, heads, kv_heads, ffn_hidden, seq_len, vocab; layout tp, pp, dp, vp, sequence_parallel,
 // recompute; micro-batch mbs and m = gbs / (mbs · dp) micro-batches per step) and loaded with
-// load_scenario_text, so the scenario validation of `run` applies; then simulate_scenario gives the
+// load_scenario_text, so the scenario validation of `run` applies. MosaicML llm-foundry rows (FSDP, no
+// architecture columns) become `framework: FSDP` scenarios: the MPT model of the row's name from
+// llm-foundry's yamls with MPTConfig's defaults (learned positions of max_seq_len, biases, LayerNorm with
+// bias, tied embeddings, vocab 50368; checked against the row's NumParams within 1 %), FULL_SHARD → zero
+// stage 3, SHARD_GRAD_OP → 2, dp = num_gpus, m = gbs / (mbs · dp) (= the notes' GradAccum), activation
+// checkpointing → recompute FULL, FlashAttention (attn_impl triton), amp_bf16/bf16 → BF16; their MAPE is
+// summarised per GPU type (group "MosaicML llm-foundry MPT benchmarks / H100-80GB"). Then simulate_scenario gives the
 // iteration time T. The metric is what the row measured:
 //   iter_time_s      predicted = T (tokens/s and iteration time are the same measurement:
 //                    tokens per step = gbs · seq_len is fixed);
@@ -21,10 +28,13 @@
 //                        F = 96 · B · s · l · h² · (1 + s/(6h) + V/(16 · l · h)), B = gbs;
 //                      Megatron-Core (num_floating_point_operations): model FLOPs without recompute,
 //                        full s² attention: workloads::model_flops (72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h))
-//                        for a GPT with f = 4h).
+//                        for a GPT with f = 4h);
+//                      MosaicML llm-foundry (benchmarking README, "MFU includes attention FLOPs"): model FLOPs,
+//                        no recompute, 3 · (2·N·s + 4·l·h·s²) per sequence (mosaicml_flops) — unused while
+//                        every MosaicML row has iter_time_s (GlobalBatchSize(T) / Throughput(T/s)).
 //   error % = (predicted − measured) / measured · 100;  MAPE of a group = mean |error %| over its rows
 //   that ran (skipped rows do not count).
-// Rows that cannot run say why (skipped_reason: FP8, ZeRO-3/FSDP, context or expert parallelism, MoE,
+// Rows that cannot run say why (skipped_reason: FP8, DeepSpeed ZeRO-3, context or expert parallelism, MoE,
 // missing architecture or layout, trust C); every guess is listed in the row's assumptions (micro-batch
 // not stated → 1; interleaving degree not stated → the smallest vp ≥ 2 that divides the layers of a
 // stage, 1 without a pipeline; m not a multiple of pp for interleaving → 1F1B; vocabulary, FFN width,
@@ -93,6 +103,8 @@ struct ValidationRow {
   std::string row_id;
   std::string source_group;
   std::string model;
+  std::string gpu_type;  // as the row states it
+  std::string group;     // the MAPE summary's group: source_group, or "source_group / gpu_type" (MosaicML)
   std::uint32_t gpus = 0;
   std::string layout;      // "TP8 PP16 DP8, micro-batch 1 x 96, 1F1B, full recompute"
   std::string metric;      // "iter_time_s" or "tflops_per_gpu"; "" when skipped before one was chosen
@@ -105,6 +117,7 @@ struct ValidationRow {
   std::string skipped_reason;            // empty when the row ran
   std::string scenario_text;             // the scenario simulated (empty when skipped before building it)
   bool skipped() const { return !skipped_reason.empty(); }
+  const std::string& summary_group() const { return group.empty() ? source_group : group; }
 };
 
 // The scenario of one row, without simulating it: skipped_reason set, or scenario_text ready.
@@ -135,6 +148,11 @@ struct ValidationReport {
 // naming --rows), on `threads` worker threads (results do not depend on it).
 ValidationReport validate_measurements(const CsvTable& table, workloads::Fidelity fidelity,
                                        const std::vector<std::string>& only = {}, unsigned threads = 1);
+
+// MosaicML's MFU numerator (llm-foundry scripts/train/benchmarking/README.md, "MFU includes attention FLOPs"):
+// 3 · (2·N·s + 4·l·h·s²) per sequence — N all parameters including the embeddings, the attention core
+// 4·l·h·s² forward (full square), backward twice the forward, no recompute — times `global_batch` sequences.
+double mosaicml_flops(const workloads::ModelSpec& model, double global_batch);
 
 // Narayanan et al. 2021 Eq. 3: FLOPs of one step of `global_batch` sequences with full recompute.
 double narayanan_eq3_flops(const workloads::ModelSpec& model, double global_batch);

@@ -67,6 +67,15 @@ std::vector<sim::TaskArg> op_args(const Op& op, std::uint32_t micro_batch) {
 
 }  // namespace
 
+OpConfig zero_op_config(const Job& job) {
+  OpConfig c;
+  c.micro_batch = job.parallel.micro_batch;
+  c.precision = job.training.precision;
+  c.recompute = job.parallel.recompute;
+  c.attention = job.parallel.attention;
+  return c;  // tp 1, no SP/CP/EP, every layer, embedding and head: the whole model on each rank
+}
+
 std::uint32_t zero_shard_ranks(const Scenario& sc, const Job& job) {
   return static_cast<std::uint32_t>(groups_of(sc, job).shard[0].size());
 }
@@ -84,8 +93,9 @@ JobGraph build_zero_job(const Scenario& sc, const Job& job, sim::TaskGraph& grap
   const bool per_unit_reduce = stage == 3 || fsdp;                 // reduce-scatter per unit, every micro-batch
   const Groups groups = groups_of(sc, job);
 
-  const std::vector<Op> fwd = forward_ops(job.model, par.micro_batch, prec);
-  const std::vector<Op> bwd = backward_ops(job.model, par.micro_batch, prec);
+  const OpConfig config = zero_op_config(job);
+  const std::vector<Op> fwd = forward_ops(job.model, config);
+  const std::vector<Op> bwd = backward_ops(job.model, config);
   const std::uint32_t units = job.model.layers + 1;
   std::vector<double> unit_params(units, 0.0);
   std::vector<std::uint32_t> fwd_unit, bwd_unit;
@@ -317,6 +327,8 @@ MemoryEstimate estimate_zero_memory(const Scenario& sc, const Job& job) {
   mc.precision = job.training.precision;
   mc.optimizer = job.training.optimizer;
   mc.gradients = GradientDtype::k16Bit;  // ZeRO's 2 + 2 + 12
+  mc.recompute = par.recompute;          // full: only each block's input is kept (checkpointed)
+  mc.attention = par.attention;          // flash: no s² score matrices
   mc.sharding = par.zero_stage == 1   ? Sharding::kOptimizer
                 : par.zero_stage == 2 ? Sharding::kOptimizerGradients
                                       : Sharding::kAll;
@@ -325,7 +337,7 @@ MemoryEstimate estimate_zero_memory(const Scenario& sc, const Job& job) {
   if (par.zero_stage == 3 || (par.effective_framework() == Framework::kFsdp && par.zero_stage == 2)) {
     // Whole 16-bit parameters while gathered: the root unit for the whole step and two blocks in flight
     // (stage 3), or every unit from its forward to its backward (FSDP SHARD_GRAD_OP: the whole model).
-    const std::vector<Op> bwd = backward_ops(job.model, par.micro_batch, job.training.precision);
+    const std::vector<Op> bwd = backward_ops(job.model, zero_op_config(job));
     std::vector<double> unit(job.model.layers + 1, 0.0);
     for (const Op& op : bwd) unit[unit_of(op.name)] += op.grad_parameters;
     double gathered = unit[0];

@@ -21,6 +21,15 @@
 //     backward (DeepSpeed's overlap_comm defaults to false) the gradients are reduce-scattered in
 //     reduce_bucket_size buckets (5e8 elements) and, after the optimizer, the updated 16-bit parameters
 //     all-gathered (allgather_bucket_size 5e8 elements).
+// Kernels: the op lists of workloads/transformer_ops.h for the whole model on one rank (OpConfig: tp 1,
+// every layer, embedding and head) with the plan's recomputation and attention kernel (zero_op_config()).
+// Activation checkpointing (llm-foundry's `activation_checkpointing: true` wraps every block in
+// checkpoint_wrapper inside its FSDP unit; DeepSpeed's checkpoint_activations) is recompute FULL: each block's
+// forward re-runs right before its backward — the recomputed ops keep their "L<i>." prefix, so they belong to
+// block i's unit and run after the unit's backward all-gather, as the checkpointed forward does inside FSDP's
+// pre-backward hook. Per micro-batch the compute grows by one forward of the blocks: 6 → 8 units of
+// 2·N_block·T GEMM FLOPs (+1/3 of the blocks' fwd + bwd). FlashAttention (flash_attention: true; MPT's
+// attn_impl flash/triton) fuses the attention core (no s² bytes, same FLOPs).
 // Gradients and parameters travel in the training precision (FSDP MixedPrecision(param_dtype,
 // reduce_dtype) = bf16; DeepSpeed communication_data_type = the model's). The optimizer steps each
 // rank's 1/d_s shard of fp32 master weights, fp32 gradients and Adam states (no 16-bit copy to write).
@@ -30,6 +39,7 @@
 #include "workloads/ddp_graph.h"
 #include "workloads/memory_model.h"
 #include "workloads/scenario.h"
+#include "workloads/transformer_ops.h"
 
 namespace clustersim::workloads {
 
@@ -39,13 +49,18 @@ inline constexpr const char* kFsdpAllGatherStream = "fsdp-allgather";
 
 JobGraph build_zero_job(const Scenario& scenario, const Job& job, sim::TaskGraph& graph, CollectiveEngine& collectives);
 
+// The op configuration of a rank: micro-batch, precision, the plan's recompute and attention kernel,
+// tp 1, the whole model (embedding and head on).
+OpConfig zero_op_config(const Job& job);
+
 // Ranks sharing one shard group (all of the job, or one node's with hybrid sharding).
 std::uint32_t zero_shard_ranks(const Scenario& scenario, const Job& job);
 
 // Memory per GPU: ZeRO model states (2 + 2 + 12 B per parameter with mixed-precision Adam, sharded by
 // stage over the shard group: Rajbhandari et al.'s 16Ψ, 4Ψ + 12Ψ/d, 2Ψ + 14Ψ/d, 16Ψ/d), one micro-batch
-// of activations (no recomputation), for stage 3 the gathered parameters of the two largest units in
-// flight, and the framework overhead.
+// of activations (workloads/memory_model.h with the plan's recompute and attention kernel: with full
+// recompute only each block's input e·T·h plus one block's working set), for stage 3 the gathered
+// parameters of the two largest units in flight, and the framework overhead.
 MemoryEstimate estimate_zero_memory(const Scenario& scenario, const Job& job);
 
 }  // namespace clustersim::workloads

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "calibrate/hardware_profile.h"
 #include "cli/scenario_loader.h"
 #include "cli/validate_command.h"
 #include "sim/input_error.h"
@@ -229,7 +230,8 @@ TEST_CASE("validate: skipped rows say why; every row of the built-in file is pla
   CHECK(reason("11").find("ZeRO-3") != std::string::npos);             // Narayanan Table 2, ZeRO-3
   CHECK(reason("23").find("is not one number") != std::string::npos);  // "113 (unfused) -> 135 (fused)"
   CHECK(reason("25").find("trust C") != std::string::npos);
-  CHECK(reason("557").find("FSDP") != std::string::npos);  // MosaicML
+  CHECK(reason("557").empty());                           // MosaicML FSDP: planned (see the MosaicML cases)
+  CHECK(reason("625").find("FP8") != std::string::npos);  // MosaicML amp_fp8
   CHECK(reason("45").find("no measured") != std::string::npos);
   std::size_t planned = 0;
   for (const cli::CsvRecord& r : t.records) {
@@ -243,6 +245,92 @@ TEST_CASE("validate: skipped rows say why; every row of the built-in file is pla
     }
   }
   CHECK(planned > 800);
+}
+
+TEST_CASE("validate: MosaicML rows become FSDP scenarios of llm-foundry's MPT models") {
+  const cli::CsvTable& t = builtin_table();
+  // Row 565: MPT-7b, 256 H100, seq 2048, gbs 1536, mbs 6, FULL_SHARD, no activation checkpointing.
+  const cli::ValidationRow r = cli::plan_row(t, record_of(t, "565"), workloads::Fidelity::kAnalytical);
+  REQUIRE_FALSE(r.skipped());
+  CHECK(r.metric == "iter_time_s");
+  CHECK(r.group == "MosaicML llm-foundry MPT benchmarks / H100-80GB");
+  CHECK(r.scenario_text.find("node_preset: \"dgx-h100\" nodes: 32 }") != std::string::npos);
+  CHECK(r.scenario_text.find("profile: \"h100-sxm5-80gb\"") != std::string::npos);
+  CHECK(r.scenario_text.find("layers: 32 hidden: 4096 heads: 32 ffn_hidden: 16384 vocab: 50368 seq_len: 2048 }") !=
+        std::string::npos);
+  // m = gbs / (mbs · GPUs) = 1536 / (6 · 256) = 1 (the notes' GradAccum=1).
+  CHECK(r.scenario_text.find("parallel { dp: 256 framework: FSDP zero_stage: 3 micro_batch: 6 grad_accum: 1 "
+                             "recompute: NONE flash_attention: true }") != std::string::npos);
+  // The architecture's parameters equal the row's NumParams=6658859008: V·h + s·h + l·(12h² + 13h) + 2h
+  //   = 50368·4096 + 2048·4096 + 32·(12·4096² + 13·4096) + 2·4096
+  //   = 206,307,328 + 8,388,608 + 6,444,154,880 + 8,192 = 6,658,859,008.
+  CHECK(has_text(r.assumptions, "parameters = the row's NumParams exactly"));
+  CHECK(has_text(r.assumptions, "MPT-7b: d_model 4096, n_heads 32, n_layers 32"));
+  CHECK(has_text(r.assumptions, "FlashAttention"));
+  const workloads::Scenario sc = cli::load_scenario_text(r.scenario_text, "row 565", false, "");
+  CHECK(sc.jobs.at(0).model.parameter_count() == 6658859008.0);
+  CHECK(sc.jobs.at(0).parallel.effective_framework() == workloads::Framework::kFsdp);
+  CHECK(sc.jobs.at(0).parallel.attention == workloads::AttentionKernel::kFlash);
+
+  // Row 568: SHARD_GRAD_OP is ZeRO stage 2.
+  const cli::ValidationRow grad_op = cli::plan_row(t, record_of(t, "568"), workloads::Fidelity::kAnalytical);
+  CHECK(grad_op.scenario_text.find("framework: FSDP zero_stage: 2 micro_batch: 8") != std::string::npos);
+
+  // Row 694: MPT-70b on 64 A100-40GB with activation checkpointing, mbs 2, gbs 128 → m = 1; the 40 GB GPUs
+  // are the a100-sxm4-40gb profile (40 GiB = 42,949,672,960 B; HBM2 1,555 GB/s) on DGX A100 nodes.
+  const cli::ValidationRow a40 = cli::plan_row(t, record_of(t, "694"), workloads::Fidelity::kAnalytical);
+  REQUIRE_FALSE(a40.skipped());
+  CHECK(a40.group == "MosaicML llm-foundry MPT benchmarks / A100-40GB");
+  CHECK(a40.scenario_text.find("node_preset: \"dgx-a100\" nodes: 8 gpu: \"A100-SXM4-40GB\" }") != std::string::npos);
+  CHECK(a40.scenario_text.find("recompute: FULL flash_attention: true") != std::string::npos);
+  const workloads::Scenario sc40 = cli::load_scenario_text(a40.scenario_text, "row 694", false, "");
+  CHECK(sc40.profile.gpu.memory_capacity.raw() == 42949672960.0);
+  CHECK(sc40.profile.gpu.hbm_bandwidth.raw() == doctest::Approx(1.555e12).epsilon(1e-15));
+  const auto a80 = clustersim::calibrate::load_profile("a100-sxm4-80gb");
+  CHECK(sc40.profile.gpu.peak_bf16 == a80.gpu.peak_bf16);
+  CHECK(sc40.profile.gpu.gemm_efficiency == a80.gpu.gemm_efficiency);
+
+  // Row 687: MPT-125m on 8 A100-80GB (mbs 8 x 2) runs end to end; the prediction is the simulated step time.
+  cli::ValidationRow small = cli::plan_row(t, record_of(t, "687"), workloads::Fidelity::kAnalytical);
+  REQUIRE_FALSE(small.skipped());
+  CHECK(small.scenario_text.find("micro_batch: 8 grad_accum: 2") != std::string::npos);
+  cli::predict_row(small);
+  REQUIRE(small.predicted);
+  const workloads::Scenario sc_small = cli::load_scenario_text(small.scenario_text, "row 687", false, "");
+  CHECK(*small.predicted ==
+        doctest::Approx(workloads::simulate_scenario(sc_small).jobs.at(0).iteration_time.raw()).epsilon(1e-12));
+  CHECK(*small.error_pct == doctest::Approx((*small.predicted - 1.45) / 1.45 * 100).epsilon(1e-12));
+}
+
+TEST_CASE("validate: MosaicML's FLOP convention reproduces the row's Model TFLOP") {
+  // llm-foundry's MFU numerator per sequence: 3·(2·N·s + 4·l·h·s²). Row 565: MPT-7b, N = 6,658,859,008,
+  // s 2048, l 32, h 4096, gbs 1536, 1.214 s per step on 256 GPUs:
+  //   2·N·s = 2.72747e13, 4·l·h·s² = 2.19902e12 → 3·(2.94737e13) = 8.84211e13 per sequence;
+  //   · 1536 = 1.358149e17 FLOPs per step; / (1.214 s · 256) = 437.0 TFLOP/s — the row's 436 (44.15 % MFU
+  //   of 989.4), 0.2 % apart from rounding the step time to 1.214 s.
+  const workloads::ModelSpec mpt7b{"MPT-7b", 32, 4096, 32, 16384, 50368, 2048};
+  CHECK(cli::mosaicml_flops(mpt7b, 1536) == doctest::Approx(1.358149e17).epsilon(1e-6));
+  CHECK(cli::mosaicml_flops(mpt7b, 1536) / (1.214 * 256) / 1e12 == doctest::Approx(436).epsilon(0.003));
+}
+
+TEST_CASE("validate: MosaicML's rows are summarised per GPU type") {
+  // The same source group on three GPU types gives three summary groups; other groups keep their name.
+  const cli::CsvTable& t = builtin_table();
+  std::vector<cli::ValidationRow> rows;
+  for (const char* id : {"565", "694", "687", "593", "2"})
+    rows.push_back(cli::plan_row(t, record_of(t, id), workloads::Fidelity::kAnalytical));
+  // Errors: H100 rows 565 +10 %, 593 -20 % → 15 %; A100-40GB 694 -4 % → 4 %; A100-80GB 687 +6 % → 6 %.
+  for (auto [i, e] : {std::pair{0, 10.0}, {1, -4.0}, {2, 6.0}, {3, -20.0}, {4, 1.0}}) rows[i].error_pct = e;
+  const std::vector<cli::GroupSummary> g = cli::mape_by_group(rows);
+  REQUIRE(g.size() == 4);
+  CHECK(g[0].group == "MosaicML llm-foundry MPT benchmarks / H100-80GB");
+  CHECK(g[0].rows == 2);
+  CHECK(g[0].mape_pct.value() == doctest::Approx(15.0));
+  CHECK(g[1].group == "MosaicML llm-foundry MPT benchmarks / A100-40GB");
+  CHECK(g[1].mape_pct.value() == doctest::Approx(4.0));
+  CHECK(g[2].group == "MosaicML llm-foundry MPT benchmarks / A100-80GB");
+  CHECK(g[2].mape_pct.value() == doctest::Approx(6.0));
+  CHECK(g[3].group == rows[4].source_group);  // Narayanan et al.: not split
 }
 
 TEST_CASE("validate: MAPE per group") {

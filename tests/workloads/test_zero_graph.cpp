@@ -2,6 +2,7 @@
 // critical path, and memory, with the expected numbers derived in the comments.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -171,4 +172,103 @@ TEST_CASE("ZeRO options: invalid combinations name the field") {
   CHECK(error_of("dp: 1 tp: 2 micro_batch: 1 framework: FSDP") ==
         "PyTorch FSDP runs data parallelism only; model parallelism needs framework MEGATRON");
   CHECK(error_of("dp: 2 micro_batch: 1 hybrid_shard: true") == "needs framework FSDP or DEEPSPEED");
+}
+
+namespace {
+
+// GEMM FLOPs of the compute kernels of GPU 0's compute stream whose label name contains `part`.
+double stream_gemm_flops(const sim::TaskGraph& g, const JobGraph& it, const std::vector<Op>& kinds,
+                         const std::string& part) {
+  std::map<std::string, OpKind> kind_of;
+  for (const Op& op : kinds) kind_of[op.name] = op.kind;
+  double total = 0;
+  for (sim::TaskId t : g.stream_tasks(it.compute_stream[0])) {
+    const sim::TaskLabel& l = g.label(t);
+    const auto k = kind_of.find(l.name);
+    if (k == kind_of.end() || k->second != OpKind::kGemm || l.name.find(part) == std::string::npos) continue;
+    for (const sim::TaskArg& a : l.args)
+      if (a.key == "flops") total += a.number;
+  }
+  return total;
+}
+
+}  // namespace
+
+TEST_CASE("FSDP activation checkpointing: each block's backward re-runs its forward, +1/3 of the blocks' GEMMs") {
+  // 4 blocks, h 1024, a 16, s 1024, B 1, one micro-batch. A block's forward GEMM FLOPs:
+  //   QKV 2·T·h·3h + scores 2·s²·h + ·V 2·s²·h + proj 2·T·h² + MLP 2·T·h·8h = 24·T·h² + 4·s²·h (T = s)
+  //   = 24·2^30 + 4·2^30 = 28·2^30 FLOPs; its backward twice that. Full recompute re-runs the forward once
+  //   more: 4 blocks · 28·2^30 = 112·2^30 recomputed FLOPs = 1/3 of the blocks' fwd + bwd (4 · 3 · 28·2^30).
+  const Scenario plain = scenario("dp: 2 micro_batch: 1 framework: FSDP flash_attention: true", 1, 2);
+  const Scenario ckpt = scenario("dp: 2 micro_batch: 1 framework: FSDP recompute: FULL flash_attention: true", 1, 2);
+  auto build = [](const Scenario& sc, sim::TaskGraph& g) {
+    sim::Simulation s;
+    CollectiveEngine engine(s, sc, nullptr);
+    return build_zero_job(sc, sc.jobs[0], g, engine);
+  };
+  sim::TaskGraph gp, gc;
+  const JobGraph ip = build(plain, gp), ic = build(ckpt, gc);
+  const OpConfig cfg = zero_op_config(ckpt.jobs[0]);
+  CHECK(cfg.recompute == Recompute::kFull);
+  CHECK(cfg.attention == AttentionKernel::kFlash);
+  std::vector<Op> kinds = forward_ops(ckpt.jobs[0].model, cfg);
+  for (Op& op : backward_ops(ckpt.jobs[0].model, cfg)) kinds.push_back(std::move(op));
+  const double block_fwd = 28.0 * (1u << 30);
+  const double recomputed = stream_gemm_flops(gc, ic, kinds, ".recompute");
+  CHECK(recomputed == doctest::Approx(4 * block_fwd).epsilon(1e-12));
+  const double blocks_plain = stream_gemm_flops(gp, ip, kinds, "L");  // "L<i>." ops (lm_head has no 'L')
+  CHECK(blocks_plain == doctest::Approx(4 * 3 * block_fwd).epsilon(1e-12));
+  CHECK(stream_gemm_flops(gc, ic, kinds, "L") == doctest::Approx(blocks_plain * 4 / 3).epsilon(1e-12));
+  // The recomputed forward of block L1 (FSDP unit 2) runs first in that unit's backward, after the unit's
+  // backward all-gather: the checkpointed forward needs the gathered parameters.
+  const auto& tasks = gc.stream_tasks(ic.compute_stream[0]);
+  const auto first = std::find_if(tasks.begin(), tasks.end(), [&](sim::TaskId t) {
+    return gc.label(t).name.rfind("L1.", 0) == 0 && gc.label(t).name.find(".recompute") != std::string::npos;
+  });
+  REQUIRE(first != tasks.end());
+  CHECK(gc.label(*first).name == "L1.ln1.recompute");
+  bool after_gather = false;
+  for (sim::TaskId d : gc.deps(*first)) after_gather |= gc.label(d).name == "allgather.bwd.unit2";
+  CHECK(after_gather);
+  // It precedes the block's own backward kernels on the stream.
+  const auto first_bwd = std::find_if(tasks.begin(), tasks.end(), [&](sim::TaskId t) {
+    return gc.label(t).name.rfind("L1.", 0) == 0 && gc.label(t).name.find(".bwd") != std::string::npos;
+  });
+  CHECK(first < first_bwd);
+  // The step takes longer by the recomputed kernels (compute-bound on one node).
+  CHECK(simulate_scenario(ckpt).jobs[0].iteration_time > simulate_scenario(plain).jobs[0].iteration_time);
+}
+
+TEST_CASE("FSDP memory with activation checkpointing: the blocks' inputs plus one block being recomputed") {
+  // 4 blocks, h 1024, a 16, s 1024, micro-batch 2 (T = 2048 tokens), bf16 (e = 2), dropout masks counted.
+  // Without recompute, explicit attention, per block (Korthikanti et al. Table 2):
+  //   34·T·h + 5·a·s²·b = 34·2048·1024 + 5·16·1024²·2 = 71,303,168 + 167,772,160 = 239,075,328 B; 4 blocks
+  //   956,301,312 B. Full recompute keeps each block's input e·T·h = 4,194,304 B (16,777,216 B for 4) and,
+  //   while a block is recomputed, that block's activations: with FlashAttention 34·T·h + 4·a·s·b (fp32 row
+  //   statistics) = 71,303,168 + 131,072 = 71,434,240 B.
+  auto part = [](const MemoryEstimate& m, const std::string& prefix) {
+    for (const MemoryPart& p : m.parts)
+      if (p.name.rfind(prefix, 0) == 0) return p.size.raw();
+    return -1.0;
+  };
+  const Scenario none = scenario("dp: 2 micro_batch: 2 framework: FSDP", 1, 2);
+  const Scenario full = scenario("dp: 2 micro_batch: 2 framework: FSDP recompute: FULL flash_attention: true", 1, 2);
+  const MemoryEstimate a = estimate_zero_memory(none, none.jobs[0]), b = estimate_zero_memory(full, full.jobs[0]);
+  CHECK(part(a, "activations (") == doctest::Approx(956301312.0));
+  CHECK(part(a, "activations of the layer being recomputed") == -1.0);
+  CHECK(part(b, "activations (") == doctest::Approx(16777216.0));
+  CHECK(part(b, "activations of the layer being recomputed") == doctest::Approx(71434240.0));
+  CHECK(b.peak < a.peak);
+  // The model states and gathered parameters do not change.
+  CHECK(part(b, "gathered parameters") == part(a, "gathered parameters"));
+}
+
+TEST_CASE("recompute and flash_attention: accepted by FSDP and DeepSpeed, still rejected by DDP") {
+  CHECK(error_of("dp: 2 micro_batch: 1 framework: FSDP recompute: FULL flash_attention: true").empty());
+  CHECK(error_of("dp: 2 micro_batch: 1 framework: DEEPSPEED zero_stage: 2 recompute: SELECTIVE").empty());
+  CHECK(
+      error_of("dp: 2 micro_batch: 1 framework: PYTORCH_DDP recompute: FULL").find("does not take Megatron options") !=
+      std::string::npos);
+  CHECK(error_of("dp: 2 micro_batch: 1 framework: FSDP overlap_grad_reduce: true")
+            .find("does not take Megatron options") != std::string::npos);
 }

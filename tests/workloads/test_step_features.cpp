@@ -242,13 +242,13 @@ TEST_CASE("HFU and causal MFU against Narayanan et al.'s and Korthikanti et al.'
 }
 
 TEST_CASE("compute slowdown during communication: applied by simulate_scenario, exact under symmetry") {
-  // DDP on 2 nodes with overlapped bucket all-reduces: with s = 1.5 every kernel overlapped by an
+  // DDP on 2 nodes, compute-bound (micro-batch 16), bucket all-reduces overlapping the backward: with s = 1.5 every kernel overlapped by an
   // all-reduce runs at 2/3 speed, so the step grows; at s = 1 it is unchanged. A Megatron layout with
   // data-parallel replicas gives the same result reduced (one replica simulated) and in full.
   Scenario ddp = cli::load_scenario_text(
       "cluster { nodes: 2 gpus_per_node: 1 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 300 "
       "nic_gbits_per_s_per_direction: 200 }\nprofile: \"a100-sxm4-80gb\"\n" + kModel +
-          "parallel { dp: 2 micro_batch: 1 ddp_bucket_mib: 4 }\ntraining { samples: 1000 }\n",
+          "parallel { dp: 2 micro_batch: 16 ddp_bucket_mib: 4 }\ntraining { samples: 1000 }\n",
       "ddp.textproto", false, "");
   ddp.fidelity = Fidelity::kAnalytical;
   const double base = simulate_scenario(ddp).jobs[0].iteration_time.raw();

@@ -73,8 +73,8 @@ class Progress {
   std::chrono::steady_clock::time_point start_;
 };
 
-// Runs fn(worker, i) for i in [0, n) on `jobs` threads (worker in [0, jobs)), calling tick(done) from this
-// thread meanwhile.
+// Runs fn(worker, i) for i in [0, n) on `jobs` worker threads (worker in [0, jobs)) — on this thread alone
+// when jobs is 1 — calling tick(done) from this thread meanwhile.
 template <class Fn, class Tick>
 void parallel_for(std::size_t n, std::uint32_t jobs, Fn fn, Tick tick) {
   std::atomic<std::size_t> next{0}, done{0};
@@ -85,7 +85,8 @@ void parallel_for(std::size_t n, std::uint32_t jobs, Fn fn, Tick tick) {
     }
   };
   std::vector<std::thread> threads;
-  for (std::uint32_t w = 1; w < std::max(1u, jobs); ++w) threads.emplace_back(worker, w);
+  if (jobs > 1)
+    for (std::uint32_t w = 0; w < jobs; ++w) threads.emplace_back(worker, w);
   if (threads.empty()) {
     worker(0);
   } else {

@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "cli/command_line.h"
+#include "cli/html_report.h"
+#include "cli/report.h"
 #include "sim/input_error.h"
 #include "workloads/compute_model.h"
 #include "workloads/transformer_ops.h"
@@ -155,6 +157,65 @@ std::string plan_text(const workloads::Scenario& sc, const PlanOptions& options,
   return o.str();
 }
 
+std::string plan_report(const workloads::Scenario& sc, const PlanOptions& options, const PlanResult& r,
+                        ReportFormat format) {
+  const workloads::Job& job = sc.jobs.at(0);
+  ReportDocument doc("clustersim plan: " + sc.name);
+  std::vector<std::pair<std::string, std::string>> config = {
+      {"model", job.model.name},
+      {"tokens", fmt("%.4g", options.tokens)},
+      {"global batch", std::to_string(job.training.global_batch) + " x sequence " + std::to_string(job.model.seq_len)},
+      {"GPU", sc.cluster.gpu}};
+  if (options.deadline_days) config.push_back({"deadline", fmt("%g", *options.deadline_days) + " days"});
+  if (options.gpus) config.push_back({"GPUs given", std::to_string(*options.gpus)});
+  doc.key_values(config);
+  if (!r.point) {
+    doc.paragraph(options.gpus ? "No layout fits in memory on " + std::to_string(*options.gpus) + " GPUs."
+                               : "No GPU count up to " + std::to_string(options.max_gpus) + " meets the deadline.");
+    return format == ReportFormat::kHtml ? doc.html() : doc.markdown();
+  }
+  const PlanPoint& p = *r.point;
+  doc.heading(2, "Plan");
+  ReportTable plan;
+  plan.header = {"quantity", "value"};
+  plan.right_aligned = {false, true};
+  plan.rows.push_back({"GPUs", std::to_string(p.gpus) + " (" + std::to_string(p.gpus / sc.cluster.gpus_per_node) +
+                                   " nodes)"});
+  plan.rows.push_back({"best layout", p.layout + (p.simulated ? " (event-driven time)" : " (analytical time)")});
+  plan.rows.push_back({"iteration time [s]", fmt("%.4f", p.iteration_time.raw())});
+  plan.rows.push_back({"MFU [%]", fmt("%.1f", 100 * p.mfu)});
+  plan.rows.push_back({"optimizer steps", std::to_string(p.optimizer_steps)});
+  plan.rows.push_back({"time to train without failures [days]", fmt("%.2f", p.train_time.raw() / 86400)});
+  plan.rows.push_back({"wall time with failures [days]", fmt("%.2f", p.wall_time.raw() / 86400)});
+  plan.rows.push_back({"GPU-hours", fmt("%.0f", p.gpu_hours)});
+  if (p.cost) plan.rows.push_back({"cost", fmt("%.0f", *p.cost)});
+  if (p.energy_kwh) plan.rows.push_back({"energy (GPUs) [MWh]", fmt("%.1f", *p.energy_kwh / 1000)});
+  doc.table(plan);
+  doc.heading(2, "Failures and checkpoints");
+  ReportTable failures;
+  failures.header = {"quantity", "value"};
+  failures.right_aligned = {false, true};
+  failures.rows.push_back({"failure rate [per GPU-hour]", fmt("%.4g", options.failures_per_gpu_hour)});
+  failures.rows.push_back({"MTBF of the job [h]", fmt("%.2f", p.goodput.mtbf_h)});
+  failures.rows.push_back({"checkpoint write / restart [s]",
+                           fmt("%g", options.checkpoint_write.raw()) + " / " + fmt("%g", options.restart.raw())});
+  failures.rows.push_back({"Young/Daly interval [min]", fmt("%.1f", p.goodput.interval_h * 60)});
+  failures.rows.push_back({"waste [%]", fmt("%.2f", 100 * p.goodput.waste_fraction)});
+  failures.rows.push_back({"effective training time ratio", fmt("%.4f", p.goodput.effective_ratio)});
+  doc.table(failures);
+  // Wall time split: useful training and what failures cost (checkpoints, lost work, restarts).
+  const double train_days = p.train_time.raw() / 86400, wall_days = p.wall_time.raw() / 86400;
+  StackedBar bar;
+  bar.label = std::to_string(p.gpus) + " GPUs";
+  bar.segments = {{"training", train_days, "#4e79a7"},
+                  {"checkpoints, lost work, restarts", std::max(0.0, wall_days - train_days), "#e15759"}};
+  if (options.deadline_days) bar.limit = *options.deadline_days;
+  doc.figure(svg_stacked_bars({bar}, "days", "deadline"),
+             "Wall time: training and what failures cost" +
+                 std::string(options.deadline_days ? ", against the deadline" : ""));
+  return format == ReportFormat::kHtml ? doc.html() : doc.markdown();
+}
+
 int plan_command(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description named(
       "clustersim plan SCENARIO --tokens T (--deadline-days D | --gpus N) [options]\n\n"
@@ -173,7 +234,9 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out) {
       "top", po::value<std::uint32_t>()->value_name("K")->default_value(0),
       "re-simulate the best K layouts event by event (default: analytical time)")(
       "max-gpus", po::value<std::uint32_t>()->value_name("M")->default_value(32768), "deadline search limit")(
-      "jobs", po::value<std::uint32_t>()->value_name("J")->default_value(1), "threads");
+      "jobs", po::value<std::uint32_t>()->value_name("J")->default_value(1), "threads")(
+      "report", po::value<std::string>()->value_name("FILE"),
+      "write a report: FILE.html (self-contained: plan, failures, wall-time chart) or FILE.md");
   const ParsedCommand parsed = parse_command(args, named, "plan");
   const po::variables_map& vm = parsed.options;
   if (vm.count("help")) {
@@ -213,8 +276,12 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out) {
   o.jobs = vm["jobs"].as<std::uint32_t>();
   if (o.jobs == 0 || o.jobs > 256) fail("--jobs", std::to_string(o.jobs) + " must be in 1..256");
   o.max_gpus = vm["max-gpus"].as<std::uint32_t>();
+  std::optional<ReportFormat> report;
+  if (vm.count("report")) report = report_format(vm["report"].as<std::string>());
   const workloads::Scenario scenario = load_scenario_argument(parsed, "plan");
-  out << plan_text(scenario, o, run_plan(scenario, o));
+  const PlanResult result = run_plan(scenario, o);
+  if (report) write_file_atomically(vm["report"].as<std::string>(), plan_report(scenario, o, result, *report));
+  out << plan_text(scenario, o, result);
   return 0;
 }
 

@@ -87,6 +87,10 @@ struct PlanResult {
 };
 PlanResult run_plan(const workloads::Scenario& scenario, const PlanOptions& options);
 std::string plan_text(const workloads::Scenario& scenario, const PlanOptions& options, const PlanResult& result);
+// The same as a report document (cli/html_report.h): HTML with a wall-time chart, or Markdown.
+enum class ReportFormat;
+std::string plan_report(const workloads::Scenario& scenario, const PlanOptions& options, const PlanResult& result,
+                        ReportFormat format);
 
 int plan_command(const std::vector<std::string>& args, std::ostream& out);
 

@@ -126,5 +126,28 @@ TEST_CASE("plan command: output and one-line errors with exit status 2") {
   one_line_error("plan " + sc + " --tokens 1e9 --gpus 8 --deadline-days 3", "exactly one");
   one_line_error("plan " + sc + " --tokens=-5 --gpus 8", "--tokens: -5 must be > 0");
   one_line_error("plan " + sc + " --tokens 1e9 --gpus 8 --restart-s -1", "--restart-s");
+  // --report: a self-contained HTML file with the plan's numbers and the wall-time chart, or Markdown with the
+  // same tables; a bad extension is an error before anything runs, and leaves no file.
+  const auto html = testing::run_clustersim(
+      "plan " + sc + " --tokens 1e9 --gpus 8 --price-per-gpu-hour 2 --report " + (dir / "plan.html").string(), dir);
+  CHECK(html.status == 0);
+  const std::string page = testing::slurp(dir / "plan.html");
+  CHECK(page.find("<svg") != std::string::npos);
+  CHECK(page.find("Young/Daly interval [min]") != std::string::npos);
+  // No fetches: the only URL is the SVG namespace name.
+  auto count = [&](const std::string& needle) {
+    std::size_t n = 0;
+    for (std::size_t at = page.find(needle); at != std::string::npos; at = page.find(needle, at + 1)) ++n;
+    return n;
+  };
+  CHECK(count("http://") == count("xmlns=\"http://www.w3.org/2000/svg\""));
+  CHECK(count("https://") == 0);
+  const auto md = testing::run_clustersim(
+      "plan " + sc + " --tokens 1e9 --gpus 8 --report " + (dir / "plan.md").string(), dir);
+  CHECK(md.status == 0);
+  const std::string text = testing::slurp(dir / "plan.md");
+  CHECK(text.find("| effective training time ratio |") != std::string::npos);
+  one_line_error("plan " + sc + " --tokens 1e9 --gpus 8 --report " + (dir / "plan.txt").string(), "--report");
+  CHECK(!std::filesystem::exists(dir / "plan.txt"));
   std::filesystem::remove_all(dir);
 }

@@ -393,24 +393,7 @@ struct AnalyticalEstimator::Impl {
   }
 
   MemoryEstimate memory_of(const ParallelPlan& p, std::uint32_t stage) const {
-    MemoryConfig mc;
-    mc.tp = p.tp;
-    mc.pp = p.pp;
-    mc.stage = stage;
-    mc.dp = p.dp;
-    mc.cp = p.cp;
-    mc.ep = p.ep;
-    mc.sequence_parallel = p.sequence_parallel;
-    mc.schedule = p.schedule;
-    mc.micro_batch = p.micro_batch;
-    mc.micro_batches = p.grad_accum;
-    mc.virtual_stages = p.vp;
-    mc.precision = prec;
-    mc.recompute = p.recompute;
-    mc.attention = p.attention;
-    mc.optimizer = job.training.optimizer;
-    mc.gradients = job.training.gradients;
-    mc.sharding = p.distributed_optimizer ? Sharding::kOptimizer : Sharding::kNone;
+    const MemoryConfig mc = megatron_memory_config(p, job.training, stage);
     return estimate_memory(job.model, mc, sc.profile.gpu.memory_capacity);
   }
 

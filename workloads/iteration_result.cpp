@@ -215,24 +215,7 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
       // optimizer's sharding, the plan's recomputation and attention kernel (what the graph simulates).
       const ParallelPlan& par = job.parallel;
       for (std::uint32_t stage = 0; stage < par.pp; ++stage) {
-        MemoryConfig mc;
-        mc.tp = par.tp;
-        mc.pp = par.pp;
-        mc.stage = stage;
-        mc.dp = par.dp;
-        mc.cp = par.cp;
-        mc.ep = par.ep;
-        mc.sequence_parallel = par.sequence_parallel;
-        mc.schedule = par.schedule;
-        mc.micro_batch = par.micro_batch;
-        mc.micro_batches = par.grad_accum;
-        mc.virtual_stages = par.vp;
-        mc.precision = job.training.precision;
-        mc.recompute = par.recompute;
-        mc.attention = par.attention;
-        mc.optimizer = job.training.optimizer;
-        mc.gradients = job.training.gradients;
-        mc.sharding = par.distributed_optimizer ? Sharding::kOptimizer : Sharding::kNone;
+        const MemoryConfig mc = megatron_memory_config(par, job.training, stage);
         MemoryEstimate e = estimate_memory(job.model, mc, sc.profile.gpu.memory_capacity);
         if (stage == 0 || e.peak > r.memory.peak) r.memory = std::move(e);
       }

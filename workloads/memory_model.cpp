@@ -198,6 +198,28 @@ Bytes layer_activation_bytes(const ModelSpec& m, std::uint32_t layer, const Memo
   return bytes(whole / sp + split / t + attention / t);
 }
 
+MemoryConfig megatron_memory_config(const ParallelPlan& p, const TrainingJob& training, std::uint32_t stage) {
+  MemoryConfig mc;
+  mc.tp = p.tp;
+  mc.pp = p.pp;
+  mc.stage = stage;
+  mc.dp = p.dp;
+  mc.cp = p.cp;
+  mc.ep = p.ep;
+  mc.sequence_parallel = p.sequence_parallel;
+  mc.schedule = p.schedule;
+  mc.micro_batch = p.micro_batch;
+  mc.micro_batches = p.grad_accum;
+  mc.virtual_stages = p.vp;
+  mc.precision = training.precision;
+  mc.recompute = p.recompute;
+  mc.attention = p.attention;
+  mc.optimizer = training.optimizer;
+  mc.gradients = training.gradients;
+  mc.sharding = p.distributed_optimizer ? Sharding::kOptimizer : Sharding::kNone;
+  return mc;
+}
+
 MemoryEstimate estimate_memory(const ModelSpec& m, const MemoryConfig& c, Bytes capacity) {
   assert(c.tp >= 1 && c.pp >= 1 && c.dp >= 1 && c.ep >= 1 && c.stage < c.pp && "a valid plan");
   const StageParameters params = stage_parameters(m, c);

@@ -151,6 +151,11 @@ StageParameters stage_parameters(const ModelSpec& model, const MemoryConfig& con
 // Activations one micro-batch leaves for the backward of `layer` on one rank.
 Bytes layer_activation_bytes(const ModelSpec& model, std::uint32_t layer, const MemoryConfig& config);
 
+// The configuration of stage `stage` of a Megatron layout `plan` trained as `training` says: the plan's
+// parallel degrees, schedule, recomputation and attention kernel, the job's precision, optimizer and gradient
+// dtype, and the distributed optimizer's sharding (what the Megatron graph simulates).
+MemoryConfig megatron_memory_config(const ParallelPlan& plan, const TrainingJob& training, std::uint32_t stage);
+
 // The peak of one rank of stage `config.stage`, against `capacity`.
 MemoryEstimate estimate_memory(const ModelSpec& model, const MemoryConfig& config, Bytes capacity);
 

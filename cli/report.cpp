@@ -243,7 +243,9 @@ std::string result_json(const workloads::Scenario& sc, const workloads::Scenario
   for (std::size_t j = 0; j < sc.jobs.size(); ++j)
     o << (j ? ",\n" : "\n") << "    {\n" << job_json(sc.jobs[j], result.jobs[j], "      ") << "\n    }";
   o << "\n  ],\n";
-  o << "  \"simulator\": {\"tasks\": " << result.tasks << ", \"events\": " << result.events << "}\n";
+  o << "  \"simulator\": {\"tasks\": " << result.tasks << ", \"events\": " << result.events
+    << ", \"symmetry_reduced\": " << (result.symmetry_reduced ? "true" : "false")
+    << ", \"simulated_gpus\": " << result.simulated_gpus << "}\n";
   o << "}\n";
   return o.str();
 }

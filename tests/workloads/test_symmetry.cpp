@@ -199,4 +199,8 @@ TEST_CASE("symmetry: the run summary says how many GPUs were simulated") {
             "  symmetry   simulated 4 of 16 GPUs: the 4 data-parallel replicas are identical (ANALYTICAL fidelity)\n") !=
         std::string::npos);
   CHECK(cli::summary_text(sc, full(sc)).find("  symmetry   ") == std::string::npos);
+  // --json says the same: 4 of the 16 GPUs simulated.
+  CHECK(cli::result_json(sc, r).find("\"symmetry_reduced\": true, \"simulated_gpus\": 4}") != std::string::npos);
+  CHECK(cli::result_json(sc, full(sc)).find("\"symmetry_reduced\": false, \"simulated_gpus\": 16}") !=
+        std::string::npos);
 }

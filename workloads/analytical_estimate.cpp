@@ -33,19 +33,6 @@ bool ep_sync_after(const std::string& name) {
 
 bool is_expert_op(const Op& op) { return op.name.find(".expert_fc") != std::string::npos; }
 
-// FSDP unit of an op (zero_graph.cpp): "L<i>." ops belong to block i (unit i + 1), everything else to the root.
-std::uint32_t zero_unit_of(const std::string& name) {
-  if (name.size() < 3 || name[0] != 'L') return 0;
-  const std::size_t dot = name.find('.');
-  if (dot == std::string::npos || dot < 2) return 0;
-  std::uint32_t layer = 0;
-  for (std::size_t i = 1; i < dot; ++i) {
-    if (name[i] < '0' || name[i] > '9') return 0;
-    layer = layer * 10 + static_cast<std::uint32_t>(name[i] - '0');
-  }
-  return layer + 1;
-}
-
 // One piece of a virtual stage (one layer, the embedding, the head) for one micro-batch on one rank.
 // Times in seconds from the piece's start; *_cp and *_ep are the exposed ring transfers and all-to-alls.
 struct Segment {

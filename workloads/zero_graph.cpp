@@ -10,10 +10,8 @@
 #include "workloads/transformer_ops.h"
 
 namespace clustersim::workloads {
-namespace {
 
-// FSDP unit of an op: "L<i>." ops belong to block i (unit i + 1), everything else to the root (unit 0).
-std::uint32_t unit_of(const std::string& name) {
+std::uint32_t zero_unit_of(const std::string& name) {
   if (name.size() < 3 || name[0] != 'L') return 0;
   const std::size_t dot = name.find('.');
   if (dot == std::string::npos || dot < 2) return 0;
@@ -24,6 +22,8 @@ std::uint32_t unit_of(const std::string& name) {
   }
   return layer + 1;
 }
+
+namespace {
 
 // DeepSpeed's reduce_bucket_size and allgather_bucket_size default: 5e8 elements.
 constexpr double kDeepSpeedBucketElements = 5e8;
@@ -99,9 +99,9 @@ JobGraph build_zero_job(const Scenario& sc, const Job& job, sim::TaskGraph& grap
   const std::uint32_t units = job.model.layers + 1;
   std::vector<double> unit_params(units, 0.0);
   std::vector<std::uint32_t> fwd_unit, bwd_unit;
-  for (const Op& op : fwd) fwd_unit.push_back(unit_of(op.name));
+  for (const Op& op : fwd) fwd_unit.push_back(zero_unit_of(op.name));
   for (const Op& op : bwd) {
-    bwd_unit.push_back(unit_of(op.name));
+    bwd_unit.push_back(zero_unit_of(op.name));
     unit_params[bwd_unit.back()] += op.grad_parameters;
   }
   double parameters = 0;
@@ -339,7 +339,7 @@ MemoryEstimate estimate_zero_memory(const Scenario& sc, const Job& job) {
     // (stage 3), or every unit from its forward to its backward (FSDP SHARD_GRAD_OP: the whole model).
     const std::vector<Op> bwd = backward_ops(job.model, zero_op_config(job));
     std::vector<double> unit(job.model.layers + 1, 0.0);
-    for (const Op& op : bwd) unit[unit_of(op.name)] += op.grad_parameters;
+    for (const Op& op : bwd) unit[zero_unit_of(op.name)] += op.grad_parameters;
     double gathered = unit[0];
     if (par.zero_stage == 3) {
       std::vector<double> blocks(unit.begin() + 1, unit.end());

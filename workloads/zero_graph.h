@@ -35,6 +35,9 @@
 // rank's 1/d_s shard of fp32 master weights, fp32 gradients and Adam states (no 16-bit copy to write).
 #pragma once
 
+#include <cstdint>
+#include <string>
+
 #include "sim/task_graph.h"
 #include "workloads/ddp_graph.h"
 #include "workloads/memory_model.h"
@@ -52,6 +55,9 @@ JobGraph build_zero_job(const Scenario& scenario, const Job& job, sim::TaskGraph
 // The op configuration of a rank: micro-batch, precision, the plan's recompute and attention kernel,
 // tp 1, the whole model (embedding and head on).
 OpConfig zero_op_config(const Job& job);
+
+// The FSDP unit of an op: "L<i>." ops belong to block i (unit i + 1), everything else to the root unit 0.
+std::uint32_t zero_unit_of(const std::string& op_name);
 
 // Ranks sharing one shard group (all of the job, or one node's with hybrid sharding).
 std::uint32_t zero_shard_ranks(const Scenario& scenario, const Job& job);

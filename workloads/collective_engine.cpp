@@ -13,6 +13,23 @@ CollectiveEngine::CollectiveEngine(sim::Simulation& sim, const Scenario& scenari
   assert((scenario.fidelity == Fidelity::kAnalytical || network) && "FLOW fidelity needs a network model");
 }
 
+sim::TaskId CollectiveEngine::add_over_ranks(sim::TaskGraph& graph, std::string name, std::string category,
+                                             CollectiveOp op, Bytes size, std::span<const std::uint32_t> gpus_of_rank,
+                                             std::span<const std::uint32_t> members,
+                                             std::span<const sim::StreamId> stream_of_rank,
+                                             std::span<const sim::TaskId> after_of_rank) {
+  std::vector<std::uint32_t> gpus;
+  std::vector<sim::StreamId> lanes;
+  std::vector<sim::TaskId> deps;
+  for (std::uint32_t r : members) {
+    gpus.push_back(gpus_of_rank[r]);
+    lanes.push_back(stream_of_rank[r]);
+    if (!after_of_rank.empty()) deps.push_back(after_of_rank[r]);
+  }
+  return add(graph, std::move(name), std::move(category), CollectiveRequest{op, std::move(gpus), size, 0}, lanes,
+             deps);
+}
+
 sim::TaskId CollectiveEngine::add(sim::TaskGraph& graph, std::string name, std::string category,
                                   CollectiveRequest request, std::span<const sim::StreamId> lanes,
                                   std::span<const sim::TaskId> deps) {

@@ -37,6 +37,13 @@ class CollectiveEngine : public sim::TaskRunner {
   sim::TaskId add(sim::TaskGraph& graph, std::string name, std::string category, CollectiveRequest request,
                   std::span<const sim::StreamId> lanes, std::span<const sim::TaskId> deps);
 
+  // The same over a job's ranks: the collective of the GPUs `gpus_of_rank[r]` of `members`, on each
+  // member's stream `stream_of_rank[r]`, after each member's `after_of_rank[r]` (or nothing when empty).
+  sim::TaskId add_over_ranks(sim::TaskGraph& graph, std::string name, std::string category, CollectiveOp op,
+                             Bytes size, std::span<const std::uint32_t> gpus_of_rank,
+                             std::span<const std::uint32_t> members, std::span<const sim::StreamId> stream_of_rank,
+                             std::span<const sim::TaskId> after_of_rank);
+
   void run(sim::TaskId task, std::function<void()> done) override;
 
   const CollectiveModel& model() const { return model_; }

@@ -373,17 +373,11 @@ JobGraph build_horovod_job(const Scenario& sc, const Job& job, sim::TaskGraph& g
       }
       std::vector<sim::TaskId> reduced(ranks);
       for (std::uint32_t l = 0; l < local && cross; ++l) {
-        std::vector<std::uint32_t> gpus;
-        std::vector<sim::StreamId> lanes;
-        std::vector<sim::TaskId> deps;
-        for (const auto& [node, members] : ranks_by_node) {
-          gpus.push_back(job.gpus[members[l]]);
-          lanes.push_back(it.comm_stream[members[l]]);
-          deps.push_back(on_host[members[l]]);
-        }
-        const sim::TaskId ar = collectives.add(graph, name + ".cross_allreduce.local" + std::to_string(l),
-                                               kCategoryDpComm,
-                                               CollectiveRequest{CollectiveOp::kAllReduce, gpus, shard, 0}, lanes, deps);
+        std::vector<std::uint32_t> peers;  // the l-th rank of every node
+        for (const auto& [node, members] : ranks_by_node) peers.push_back(members[l]);
+        const sim::TaskId ar = collectives.add_over_ranks(graph, name + ".cross_allreduce.local" + std::to_string(l),
+                                                          kCategoryDpComm, CollectiveOp::kAllReduce, shard, job.gpus,
+                                                          peers, it.comm_stream, on_host);
         for (const auto& [node, members] : ranks_by_node) reduced[members[l]] = ar;
       }
       std::vector<sim::TaskId> back = scattered;
@@ -393,17 +387,9 @@ JobGraph build_horovod_job(const Scenario& sc, const Job& job, sim::TaskGraph& g
         back[r] = graph.add(h2d, lane, stage, dep);
       }
       for (const auto& [node, members] : ranks_by_node) {
-        std::vector<std::uint32_t> gpus;
-        std::vector<sim::StreamId> lanes;
-        std::vector<sim::TaskId> deps;
-        for (std::uint32_t r : members) {
-          gpus.push_back(job.gpus[r]);
-          lanes.push_back(it.comm_stream[r]);
-          deps.push_back(back[r]);
-        }
-        const sim::TaskId ag = collectives.add(graph, name + ".allgather.node" + std::to_string(node), kCategoryDpComm,
-                                               CollectiveRequest{CollectiveOp::kAllGather, gpus, resp.size, 0}, lanes,
-                                               deps);
+        const sim::TaskId ag = collectives.add_over_ranks(graph, name + ".allgather.node" + std::to_string(node),
+                                                          kCategoryDpComm, CollectiveOp::kAllGather, resp.size,
+                                                          job.gpus, members, it.comm_stream, back);
         for (std::uint32_t r : members) done[r] = ag;
       }
     }

@@ -152,16 +152,8 @@ JobGraph build_zero_job(const Scenario& sc, const Job& job, sim::TaskGraph& grap
     std::vector<sim::TaskId> out = after;
     for (const auto& members : groups.replica) {
       if (members.size() < 2) continue;
-      std::vector<std::uint32_t> gpus;
-      std::vector<sim::StreamId> lanes;
-      std::vector<sim::TaskId> deps;
-      for (std::uint32_t r : members) {
-        gpus.push_back(job.gpus[r]);
-        lanes.push_back(it.comm_stream[r]);
-        deps.push_back(after[r]);
-      }
-      const sim::TaskId id = collectives.add(graph, name, kCategoryDpComm,
-                                             CollectiveRequest{CollectiveOp::kAllReduce, gpus, shard_bytes, 0}, lanes, deps);
+      const sim::TaskId id = collectives.add_over_ranks(graph, name, kCategoryDpComm, CollectiveOp::kAllReduce,
+                                                        shard_bytes, job.gpus, members, it.comm_stream, after);
       for (std::uint32_t r : members) out[r] = id;
     }
     return out;

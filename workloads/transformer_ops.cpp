@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cctype>
 
 namespace clustersim::workloads {
 
@@ -291,6 +292,24 @@ Op recomputed(Op op) {
 
 }  // namespace
 
+double dispatch_kernels(const std::string& name, bool biases) {
+  if (name.starts_with("optimizer.")) return 20;
+  // "L3.qkv.dgrad" → base "qkv", pass "dgrad".
+  const std::size_t dot = name.rfind('.');
+  const std::string pass = dot == std::string::npos ? std::string() : name.substr(dot + 1);
+  std::string base = dot == std::string::npos ? name : name.substr(0, dot);
+  if (base.size() > 1 && base[0] == 'L' && std::isdigit(static_cast<unsigned char>(base[1])))
+    base = base.substr(base.find('.') + 1);
+  double forward = 1;  // norms, projections, MLP GEMMs and activations, bias-dropout-add, LM head
+  if (base == "qkv") forward = biases ? 2 : 1;
+  else if (base == "softmax" || base == "attn_values") forward = 2;
+  else if (base == "flash_attn" || base == "router" || base == "moe_combine") forward = 3;
+  else if (base == "moe_dispatch" || base == "embed") forward = 4;
+  else if (base == "loss") forward = 12;
+  if (pass == "bwd") return 2 * forward;
+  return forward;  // fwd, recompute, dgrad, wgrad
+}
+
 std::vector<Op> forward_ops(const ModelSpec& model, const OpConfig& config) {
   const LayerBuilder builder(model, config);
   const Dims& d = builder.dims();
@@ -305,6 +324,7 @@ std::vector<Op> forward_ops(const ModelSpec& model, const OpConfig& config) {
     ops.push_back(gemm("lm_head.fwd", d.T, d.h, d.V_r, d.e));
     ops.push_back(elementwise("loss.fwd", 5 * d.T * d.V_r, d.e * 2 * d.T * d.V_r));
   }
+  for (Op& op : ops) op.kernels = dispatch_kernels(op.name, model.biases);
   return ops;
 }
 
@@ -337,6 +357,7 @@ std::vector<Op> backward_ops(const ModelSpec& model, const OpConfig& config) {
     const double position = model.position == Position::kLearned ? double(model.seq_len) * model.hidden : 0.0;
     ops.push_back(elementwise("embed.bwd", act, d.e * 2 * act + 4 * word_embedding, word_embedding + position));
   }
+  for (Op& op : ops) op.kernels = dispatch_kernels(op.name, model.biases);
   return ops;
 }
 
@@ -385,7 +406,9 @@ Op optimizer_op(double parameters, Optimizer optimizer, double gradient_bytes, b
   const char* name = optimizer == Optimizer::kAdam          ? "optimizer.adam"
                      : optimizer == Optimizer::kSgdMomentum ? "optimizer.sgd_momentum"
                                                             : "optimizer.sgd";
-  return elementwise(name, flops * parameters, bytes_per_parameter * parameters);
+  Op op = elementwise(name, flops * parameters, bytes_per_parameter * parameters);
+  op.kernels = dispatch_kernels(op.name, true);
+  return op;
 }
 
 namespace {

@@ -101,6 +101,9 @@ struct Op {
   bool attention_core = false; // scores / softmax / ·V, or the fused flash kernel
   bool causal_skipped = false; // attention FLOPs without the causally masked blocks (ring attention)
   int ring_step = -1;          // context parallelism: the ring-attention step j (0 … cp−1), −1 otherwise
+  // PyTorch operations the framework's host thread dispatches for this op (CUDA kernels and the like), each
+  // costing TrainingJob::host_dispatch_per_kernel of CPU time (host_dispatch.h); see dispatch_kernels().
+  double kernels = 1;
 };
 
 // Routed-token load of a MoE layer's EP ranks, relative to the even share (see the header): the rank
@@ -134,6 +137,27 @@ struct OpConfig {
   bool embedding = true;               // this stage holds the input embedding (first stage)
   bool head = true;                    // this stage holds final norm, LM head and loss (last stage)
 };
+
+// Kernels the host dispatches per op (Op::kernels), from the code of Megatron-LM's legacy GPT layer
+// (ParallelTransformerLayer, as in Megatron-DeepSpeed; apex fused LayerNorm, TorchScript-fused bias-GeLU and
+// bias-dropout-add, fused scale-mask-softmax). Forward, per op:
+//   LayerNorm 1; QKV 2 (matmul, then `output + bias` in linear_with_grad_accumulation; 1 without biases);
+//   attention scores 1 (baddbmm into the preallocated buffer, alpha = 1/sqrt(d)); softmax 2 (fused
+//   scale-mask-softmax, attention dropout); ·V 2 (bmm, permute(2,0,1,3).contiguous()); FlashAttention 3 (the
+//   kernel and the layout copies in and out); a ring-attention step 1; output projection, fc1, fc2 1 each
+//   (matmul; the bias is skipped and fused into the next op); bias-dropout-add 1; bias-GeLU 1 (also SwiGLU
+//   and the expert activations); router 3 (GEMM, softmax, top-k); MoE dispatch 4 (histogram, sort, gather,
+//   copy), combine 3; grouped expert GEMM 1; embedding 4 (word and position lookups, add, dropout); LM
+//   head 1; vocabulary-parallel cross entropy 12 (max, subtract, target mask and gather, exp, sum, log, mean
+//   and their small helpers). A GPT layer forward: 1 + 2 + 1 + 2 + 2 + 1 + 1 + 1 + 1 + 1 + 1 + 1 = 15.
+// Backward: autograd runs about two kernels per forward kernel (data and weight gradients of a GEMM plus the
+// bias-gradient reduction and the main_grad accumulation; element-wise ops: their gradient and the
+// reduction or residual add that follows), so an element-wise `.bwd` op is 2× its forward count and a
+// GEMM's `.dgrad` and `.wgrad` are 1× each: a GPT layer backward is 30. A recomputed forward repeats the
+// forward's kernels. Optimizer step 20 (apex multi-tensor unscale, L2 norm, Adam and copy launches over
+// chunks of up to 110 tensors, the inf check and the norm's host sync). The TP and DP collectives the graphs
+// add are one kernel each (host_dispatch.h).
+double dispatch_kernels(const std::string& name, bool biases);
 
 // The forward pass of one micro-batch: embedding, layers, final norm, LM head, loss (as the
 // config's stage slice selects).

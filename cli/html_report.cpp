@@ -427,6 +427,7 @@ std::vector<BarSegment> breakdown_segments(const workloads::TimeBreakdown& b, do
   std::vector<BarSegment> out = {{"compute", b.compute.raw() * to_unit, kComputeColour},
                                  {"exposed communication", b.exposed_comm.raw() * to_unit, kExposedCommColour}};
   out.push_back({"input stall", b.exposed_input.raw() * to_unit, kInputStallColour});
+  if (b.exposed_host.raw() > 0) out.push_back({"host dispatch stall", b.exposed_host.raw() * to_unit, kInputStallColour});
   out.push_back({"idle", b.idle.raw() * to_unit, kIdleColour});
   return out;
 }
@@ -649,6 +650,7 @@ workloads::TimeBreakdown mean_breakdown(const workloads::TimeBreakdown& sum, dou
   mean.compute = sum.compute / n;
   mean.exposed_comm = sum.exposed_comm / n;
   mean.exposed_input = sum.exposed_input / n;
+  mean.exposed_host = sum.exposed_host / n;
   mean.idle = sum.idle / n;
   return mean;
 }
@@ -666,6 +668,7 @@ std::vector<BreakdownRow> stage_rows(const workloads::Job& job, const workloads:
     sum[s].compute += r.per_gpu[rank].compute;
     sum[s].exposed_comm += r.per_gpu[rank].exposed_comm;
     sum[s].exposed_input += r.per_gpu[rank].exposed_input;
+    sum[s].exposed_host += r.per_gpu[rank].exposed_host;
     sum[s].idle += r.per_gpu[rank].idle;
     ++count[s];
   }
@@ -753,7 +756,8 @@ void add_scenario_sections(ReportDocument& doc, int level, const workloads::Scen
   double longest = 0;
   for (const BreakdownRow& row : rows) {
     const workloads::TimeBreakdown& b = row.b;
-    const double total = b.compute.raw() + b.exposed_comm.raw() + b.exposed_input.raw() + b.idle.raw();
+    const double total =
+        b.compute.raw() + b.exposed_comm.raw() + b.exposed_input.raw() + b.exposed_host.raw() + b.idle.raw();
     longest = std::max(longest, total);
     std::vector<ReportCell> cells = {row.label, fmt("%.6f", b.compute.raw()), fmt("%.6f", b.exposed_comm.raw())};
     cells.emplace_back(fmt("%.6f", b.exposed_input.raw()));

@@ -119,6 +119,9 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
   if (r.breakdown.exposed_input.raw() > 0)
     o << "  input stall       " << fmt("%.6f", r.breakdown.exposed_input.raw()) << " s  "
       << pct(r.breakdown.exposed_input.raw(), it) << "   (data loader / host-to-device copy, nothing else running)\n";
+  if (r.breakdown.exposed_host.raw() > 0)
+    o << "  host dispatch     " << fmt("%.6f", r.breakdown.exposed_host.raw()) << " s  "
+      << pct(r.breakdown.exposed_host.raw(), it) << "   (the GPU waits for the host thread to issue kernels)\n";
   o << "  idle              " << fmt("%.6f", r.breakdown.idle.raw()) << " s  " << pct(r.breakdown.idle.raw(), it)
     << (p.pp > 1 ? "   (incl. the pipeline bubble; theory " +
                        fmt("%.1f", 100 * workloads::ideal_bubble_fraction(p.schedule, p.pp, p.grad_accum, p.vp)) +
@@ -152,7 +155,8 @@ std::string job_json(const workloads::Job& job, const workloads::IterationResult
   auto num = [](double v) { return format_number(v); };
   auto breakdown = [&](const workloads::TimeBreakdown& b) {
     return "{\"compute\": " + num(b.compute.raw()) + ", \"exposed_comm\": " + num(b.exposed_comm.raw()) +
-           ", \"exposed_input\": " + num(b.exposed_input.raw()) + ", \"idle\": " + num(b.idle.raw()) + "}";
+           ", \"exposed_input\": " + num(b.exposed_input.raw()) + ", \"exposed_host\": " + num(b.exposed_host.raw()) +
+           ", \"idle\": " + num(b.idle.raw()) + "}";
   };
   const std::string& in = indent;
   o << in << "\"job\": \"" << json_escape(job.name) << "\",\n";

@@ -420,6 +420,9 @@ workloads::TrainingJob to_training(const ParsedText& in, const M& s, const std::
   } else if (cluster.node.pcie_per_direction.raw() > 0) {
     out.host_to_device = cluster.node.pcie_per_direction;
   }
+  out.host_dispatch_per_kernel = microseconds(non_negative(in, pre + "training.host_dispatch_us_per_kernel",
+                                                           t.has_host_dispatch_us_per_kernel(),
+                                                           t.host_dispatch_us_per_kernel(), "us"));
   return out;
 }
 
@@ -632,6 +635,10 @@ void write_job(const workloads::Job& job, schema::Model* mo_ptr, schema::Paralle
     t.set_loader_samples_per_s_per_node(training.loader_samples_per_s_per_node);
   t.set_loader_prefetch(training.loader_prefetch);
   t.set_host_to_device_gbps(training.host_to_device.raw() / 1e9);
+  if (training.host_dispatch_per_kernel.raw() > 0)
+    t.set_host_dispatch_us_per_kernel(invert(training.host_dispatch_per_kernel.raw(),
+                                             training.host_dispatch_per_kernel.raw() * 1e6,
+                                             [](double v) { return microseconds(v).raw(); }));
 
 }
 

@@ -58,6 +58,10 @@ JobGraph build_ddp_job(const Scenario& sc, const Job& job, sim::TaskGraph& graph
 
   it.buckets = ddp_buckets(bwd, ddp_gradient_bytes(prec), kFirstBucketCap, job.parallel.ddp_bucket);
   const bool communicate = job.parallel.dp > 1;
+  // Host dispatch (host_dispatch.h): a rank's kernels in add order; each bucket's AllReduce is issued by the
+  // autograd hook that completes it, right after that kernel; no synchronisation before the optimizer.
+  it.host = HostProgram(job.training.host_dispatch_per_kernel, ranks);
+  const bool host = it.host.enabled();
 
   for (std::uint32_t g : job.gpus) {
     it.compute_stream.push_back(graph.add_stream(g, kComputeStream));
@@ -83,13 +87,16 @@ JobGraph build_ddp_job(const Scenario& sc, const Job& job, sim::TaskGraph& graph
     const double slow = slowdown(r);
     for (std::uint32_t mb = 0; mb < ga; ++mb) {
       const sim::TaskId first_input[] = {input.ready.at({r, mb})};
-      for (std::size_t i = 0; i < fwd.size(); ++i)
-        graph.add(fwd_label[mb][i], cs, fwd_time[i] * slow,
-                  i == 0 ? std::span<const sim::TaskId>(first_input) : std::span<const sim::TaskId>{});
+      for (std::size_t i = 0; i < fwd.size(); ++i) {
+        const sim::TaskId t = graph.add(fwd_label[mb][i], cs, fwd_time[i] * slow,
+                                        i == 0 ? std::span<const sim::TaskId>(first_input) : std::span<const sim::TaskId>{});
+        if (host) it.host.issue(r, t, fwd[i].kernels);
+      }
       const bool last = mb + 1 == ga;
       std::size_t next_bucket = 0;
       for (std::size_t i = 0; i < bwd.size(); ++i) {
         const sim::TaskId t = graph.add(bwd_label[mb][i], cs, bwd_time[i] * slow);
+        if (host) it.host.issue(r, t, bwd[i].kernels);
         while (last && next_bucket < it.buckets.size() && it.buckets[next_bucket].ready_after_op == i)
           bucket_ready[next_bucket++].push_back(t);
       }
@@ -101,6 +108,9 @@ JobGraph build_ddp_job(const Scenario& sc, const Job& job, sim::TaskGraph& graph
           graph, "allreduce.bucket" + std::to_string(b), kCategoryDpComm,
           CollectiveRequest{CollectiveOp::kAllReduce, job.gpus, it.buckets[b].size, 0}, it.comm_stream,
           bucket_ready[b]));
+      if (host)
+        for (std::uint32_t r = 0; r < ranks; ++r)
+          it.host.issue_after(r, bucket_ready[b][r], it.bucket_allreduce.back(), kCollectiveKernels);
     }
   }
   const sim::LabelId opt_label = graph.add_label({opt.name, kCategoryCompute, op_args(opt, 0)});
@@ -109,6 +119,7 @@ JobGraph build_ddp_job(const Scenario& sc, const Job& job, sim::TaskGraph& graph
   for (std::uint32_t r = 0; r < ranks; ++r) {
     const sim::StreamId cs[] = {it.compute_stream[r]};
     it.optimizer_task.push_back(graph.add(opt_label, cs, opt_time * slowdown(r), opt_deps));
+    if (host) it.host.issue(r, it.optimizer_task.back(), opt.kernels);
   }
   it.input_streams = std::move(input.streams);
   return it;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "sim/task_graph.h"
+#include "workloads/host_dispatch.h"
 #include "workloads/scenario.h"
 #include "workloads/transformer_ops.h"
 
@@ -56,6 +57,10 @@ struct JobGraph {
   std::vector<sim::TaskId> bucket_allreduce;  // task of each bucket's AllReduce (empty if dp == 1)
   std::vector<sim::TaskId> optimizer_task;    // per rank
   std::vector<sim::TaskId> step_end_task;     // work after the optimizer the step waits for (parameter all-gathers)
+  // Host dispatch (host_dispatch.h; when the job's host_dispatch_per_kernel > 0): what each rank's host thread
+  // issues, recorded by the builder, and the host stream per rank that simulate_scenario() builds from it.
+  HostProgram host;
+  std::vector<sim::StreamId> host_stream;
 };
 
 // Adds one optimizer step of `job` to `graph`; its collectives go through `collectives`.

@@ -89,6 +89,8 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
       case Framework::kHorovod: job_graphs.push_back(build_horovod_job(sc, job, graph, collectives)); break;
       default: job_graphs.push_back(build_ddp_job(sc, job, graph, collectives)); break;
     }
+    JobGraph& built = job_graphs.back();
+    built.host_stream = built.host.build(graph, job.gpus);
   }
 
   sim::Executor executor(simulation, graph, &collectives);
@@ -171,12 +173,20 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
         }
       Intervals cover = busy_compute_stream;
       cover.insert(cover.end(), comm.begin(), comm.end());
-      const sim::SimTime stalled = sim::to_sim_time(exposed_time(merge(std::move(input)), merge(std::move(cover))));
+      Intervals inputs = merge(std::move(input));
+      const sim::SimTime stalled = sim::to_sim_time(exposed_time(inputs, merge(cover)));
+      // Host dispatch stall: the host thread busy issuing while the GPU runs nothing (and no input stalls it).
+      sim::SimTime host_stalled = 0;
+      if (rank < it.host_stream.size() && it.host_stream[rank] != 0) {
+        cover.insert(cover.end(), inputs.begin(), inputs.end());
+        host_stalled = sim::to_sim_time(exposed_time(merge(intervals(it.host_stream[rank])), merge(std::move(cover))));
+      }
       TimeBreakdown b;
       b.compute = sim::to_seconds(busy);
       b.exposed_comm = sim::to_seconds(exposed);
       b.exposed_input = sim::to_seconds(stalled);
-      b.idle = sim::to_seconds(end - busy - exposed - stalled);
+      b.exposed_host = sim::to_seconds(host_stalled);
+      b.idle = sim::to_seconds(end - busy - exposed - stalled - host_stalled);
       r.per_gpu.push_back(b);
       if (b.exposed_comm > r.per_gpu[worst].exposed_comm) worst = rank;
     }

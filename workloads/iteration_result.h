@@ -6,6 +6,8 @@
 //   exposed_comm  time a communication stream is busy while the compute stream is idle,
 //   exposed_input time the input streams (data loader, host-to-device copy; input_pipeline.h) are busy
 //                 while neither compute nor communication runs: an input stall,
+//   exposed_host  time the host thread is dispatching kernels (host_dispatch.h) while none of the above runs:
+//                 the GPU waits for the CPU (0 unless the job sets host_dispatch_per_kernel),
 //   idle          the rest (waiting on other GPUs, launch gaps).
 // MFU = model FLOPs per step / (iteration time · GPUs · dense tensor peak of the precision); model
 // FLOPs count every GEMM (attention scores and LM head included) forward and backward without
@@ -32,6 +34,7 @@ struct TimeBreakdown {
   Seconds compute;
   Seconds exposed_comm;
   Seconds exposed_input;   // data loader and host-to-device copies while nothing else runs
+  Seconds exposed_host;    // the host thread issuing kernels while the GPU runs nothing (host_dispatch.h)
   Seconds idle;
 };
 

@@ -318,6 +318,11 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
   const Bytes kv_message = msg.kv;
 
   JobGraph it;
+  // Host dispatch (host_dispatch.h): each rank's program order is the order its tasks are added below — the
+  // steps of its stage in schedule order — except the pipeline sends and the DP reductions, placed next to
+  // the compute task they follow or precede.
+  it.host = HostProgram(job.training.host_dispatch_per_kernel, ranks);
+  const bool host = it.host.enabled();
   it.compute_stream.resize(ranks);
   it.comm_stream.resize(ranks);
   it.other_comm_streams.resize(ranks);
@@ -420,9 +425,12 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
           for (const auto& tg : tp_groups) {
             std::vector<sim::StreamId> lanes;
             for (std::size_t g : tg) lanes.push_back(it.compute_stream[group[g]]);
-            gather_task[{forward, step.micro_batch, vs, coord[tg[0]].dp, coord[tg[0]].cp}] =
+            const sim::TaskId gather =
                 collectives.add(graph, forward ? "allgather.pp_activation" : "allgather.pp_gradient", kCategoryPpComm,
                                 CollectiveRequest{CollectiveOp::kAllGather, gpus_of(tg), activation, 0}, lanes, {});
+            gather_task[{forward, step.micro_batch, vs, coord[tg[0]].dp, coord[tg[0]].cp}] = gather;
+            if (host)
+              for (std::size_t g : tg) it.host.issue(group[g], gather, kCollectiveKernels);
           }
         // The input of this micro-batch, where this virtual stage reads it (the first and the last).
         if (forward && (vs == 0 || vs + 1 == virtual_stages))
@@ -453,6 +461,10 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
             arrived[to] = collectives.add(
                 graph, gradients ? "send.cp.dkv" : "send.cp.kv", kCategoryCpComm,
                 CollectiveRequest{CollectiveOp::kSendRecv, {job.gpus[src], job.gpus[dst]}, kv_message, 0}, lanes, deps);
+            if (host) {
+              it.host.issue(src, arrived[to], kCollectiveKernels, false);
+              it.host.issue(dst, arrived[to], kCollectiveKernels, false);
+            }
           }
           (gradients ? dkv_in : kv_in) = std::move(arrived);
         };
@@ -465,8 +477,11 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
               for (const auto& tg : tp_groups) {
                 std::vector<sim::StreamId> lanes;
                 for (std::size_t g : tg) lanes.push_back(it.compute_stream[group[g]]);
-                collectives.add(graph, std::string(to_string(sync.op)) + ".tp", kCategoryTpComm,
-                                CollectiveRequest{sync.op, gpus_of(tg), tp_message, 0}, lanes, {});
+                const sim::TaskId collective =
+                    collectives.add(graph, std::string(to_string(sync.op)) + ".tp", kCategoryTpComm,
+                                    CollectiveRequest{sync.op, gpus_of(tg), tp_message, 0}, lanes, {});
+                if (host)
+                  for (std::size_t g : tg) it.host.issue(group[g], collective, kCollectiveKernels);
               }
             } else {
               const std::string& before = so.ops[i - 1].name;
@@ -485,7 +500,10 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
                                (backward_pass ? ".bwd" : ""),
                     kCategoryEpComm, CollectiveRequest{CollectiveOp::kAllToAll, gpus_of(eg), a2a_message, 0}, lanes,
                     deps);
-                for (std::size_t g : eg) pending[g].push_back(a2a);
+                for (std::size_t g : eg) {
+                  pending[g].push_back(a2a);
+                  if (host) it.host.issue(group[g], a2a, kCollectiveKernels, false);
+                }
               }
             }
           }
@@ -511,6 +529,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
             const sim::TaskId id = graph.add(
                 label, lane, op_time(op, sc.profile.gpu, prec) * sc.cluster.compute_slowdown(job.gpus[r]), pending[g]);
             pending[g].clear();
+            if (host) it.host.issue(r, id, op.kernels);
             if (!any[g]) first_task[{forward, step.micro_batch, vs, r}] = id;
             any[g] = true;
             last[g] = id;
@@ -551,10 +570,17 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
                   CollectiveRequest{CollectiveOp::kSendRecv, {job.gpus[src], job.gpus[dst]}, pp_message, 0}, lanes,
                   std::span<const sim::TaskId>(&after, 1));
               const auto gather = gather_task.find({forward, step.micro_batch, to_vs, d, c});
-              graph.add_dependency(gather != gather_task.end()
-                                       ? gather->second
-                                       : first_task.at({forward, step.micro_batch, to_vs, dst}),
-                                   send);
+              const sim::TaskId receiver = gather != gather_task.end()
+                                               ? gather->second
+                                               : first_task.at({forward, step.micro_batch, to_vs, dst});
+              graph.add_dependency(receiver, send);
+              if (host) {
+                // The sender issues the send after its step; the receiver posts the receive before its step and
+                // waits for it (torch.cuda.synchronize() in _communicate) before it issues the step.
+                it.host.issue_after(src, after, send, kCollectiveKernels);
+                it.host.issue_before(dst, receiver, send, kCollectiveKernels);
+                it.host.synchronize_before(dst, receiver, send);
+              }
             }
   }
 
@@ -632,6 +658,17 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
               last_dp[r] = ar;
               has_dp[r] = true;
             }
+            if (host) {
+              // Issued by the backward hook that completes the bucket, or after the backward.
+              std::size_t k = 0;
+              if (par.overlap_grad_reduce)
+                for (std::size_t i = 0; i <= b.ready_after_op; ++i)
+                  if (ops[i].grad_parameters > 0) ++k;
+              for (std::uint32_t r : members)
+                if (simulated[r])
+                  it.host.issue_after(r, par.overlap_grad_reduce ? chunk_backward.at({r, vs})[k - 1] : last_compute[r],
+                                      ar, kCollectiveKernels);
+            }
             added = true;
           }
           if (added && s == 0 && tr == 0) it.buckets.push_back(b);
@@ -651,10 +688,12 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
           for (std::uint32_t r : {first, last})
             if (has_dp[r]) deps.push_back(last_dp[r]);
           const sim::StreamId lanes[] = {it.compute_stream[first], it.compute_stream[last]};
-          collectives.add(
+          const sim::TaskId reduce = collectives.add(
               graph, "allreduce.embedding_grads", kCategoryDpComm,
               CollectiveRequest{CollectiveOp::kAllReduce, {job.gpus[first], job.gpus[last]}, embedding_grads, 0},
               lanes, deps);
+          if (host)
+            for (std::uint32_t r : {first, last}) it.host.issue(r, reduce, kCollectiveKernels);
         }
   }
   // Optimizer: each rank over its parameters (with the distributed optimizer its shard: dense parameters
@@ -678,6 +717,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
     if (has_dp[r]) deps.push_back(last_dp[r]);
     optimizer_of[r] =
         graph.add(label, lane, op_time(opt, sc.profile.gpu, prec) * sc.cluster.compute_slowdown(job.gpus[r]), deps);
+    if (host) it.host.issue(r, optimizer_of[r], opt.kernels);
     it.optimizer_task.push_back(optimizer_of[r]);
   }
   // Distributed optimizer: all-gather the updated 16-bit (or fp32) parameters of each chunk over the
@@ -708,6 +748,9 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
                   kCategoryDpComm,
                   CollectiveRequest{CollectiveOp::kAllGather, gpus, bytes(params * element_bytes(prec)), 0}, lanes,
                   deps));
+              if (host)
+                for (std::uint32_t r : members)
+                  if (simulated[r]) it.host.issue(r, it.step_end_task.back(), kCollectiveKernels, false);
             }
           }
   }

@@ -90,6 +90,7 @@ struct TrainingJob {
   double loader_samples_per_s_per_node = 0;   // 0: the data loader is never the bottleneck
   std::uint32_t loader_prefetch = 2;          // micro-batches the loader queue holds at the start of a step
   BytesPerSecond host_to_device = GBps(24);   // per GPU, for each micro-batch's input copy
+  Seconds host_dispatch_per_kernel = seconds(0);  // host CPU time per dispatched kernel; 0: not modelled
 };
 
 // How collectives are timed: FLOW runs each collective as flows on the topology, sharing links

@@ -108,6 +108,13 @@ JobGraph build_zero_job(const Scenario& sc, const Job& job, sim::TaskGraph& grap
   for (double p : unit_params) parameters += p;
 
   JobGraph it;
+  // Host dispatch (host_dispatch.h): every rank's tasks are added in its program order (all-gathers where the
+  // graph issues them, reduce-scatters after their unit's backward). FSDP's rate limiter (limit_all_gathers)
+  // blocks the host in the pre-forward of unit u until unit u − 2's memory is freed; the host is then at most
+  // two units ahead of the GPU and the GPU still never waits for it unless it is host-bound, so that wait is
+  // not modelled.
+  it.host = HostProgram(job.training.host_dispatch_per_kernel, ranks);
+  const bool host = it.host.enabled();
   std::vector<sim::StreamId> ag_stream(ranks);
   for (std::uint32_t r = 0; r < ranks; ++r) {
     it.compute_stream.push_back(graph.add_stream(job.gpus[r], kComputeStream));
@@ -144,6 +151,8 @@ JobGraph build_zero_job(const Scenario& sc, const Job& job, sim::TaskGraph& grap
                                                    lanes, deps)
                                  : graph.add(graph.add_label({name, kCategoryDpComm, {}}), lanes, seconds(0), deps);
       for (std::uint32_t r : members) out[r] = id;
+      if (host && members.size() > 1)
+        for (std::uint32_t r : members) it.host.issue(r, id, kCollectiveKernels, false);
     }
     return out;
   };
@@ -155,6 +164,8 @@ JobGraph build_zero_job(const Scenario& sc, const Job& job, sim::TaskGraph& grap
       const sim::TaskId id = collectives.add_over_ranks(graph, name, kCategoryDpComm, CollectiveOp::kAllReduce,
                                                         shard_bytes, job.gpus, members, it.comm_stream, after);
       for (std::uint32_t r : members) out[r] = id;
+      if (host)
+        for (std::uint32_t r : members) it.host.issue(r, id, kCollectiveKernels, false);
     }
     return out;
   };
@@ -202,6 +213,7 @@ JobGraph build_zero_job(const Scenario& sc, const Job& job, sim::TaskGraph& grap
         if (i == 0) deps.push_back(input.ready.at({r, mb}));
         if (gather_forward && first_of_unit) deps.push_back(gathered[u][r]);
         const sim::TaskId id = graph.add(fl[i], lane, fwd_time[i] * sc.cluster.compute_slowdown(job.gpus[r]), deps);
+        if (host) it.host.issue(r, id, fwd[i].kernels);
         fwd_end[u][r] = id;
         last_fwd[r] = id;
       }
@@ -233,6 +245,7 @@ JobGraph build_zero_job(const Scenario& sc, const Job& job, sim::TaskGraph& grap
         std::vector<sim::TaskId> deps;
         if (gather_backward && u != 0 && first_of_unit) deps.push_back(gathered_bwd.at(u)[r]);
         const sim::TaskId id = graph.add(bl[i], lane, bwd_time[i] * sc.cluster.compute_slowdown(job.gpus[r]), deps);
+        if (host) it.host.issue(r, id, bwd[i].kernels);
         bwd_end[u][r] = id;
         last_backward[r] = id;
       }
@@ -296,6 +309,7 @@ JobGraph build_zero_job(const Scenario& sc, const Job& job, sim::TaskGraph& grap
     if (reduced[r]) deps.push_back(last_reduce[r]);
     it.optimizer_task.push_back(
         graph.add(opt_label, lane, op_time(opt, sc.profile.gpu, prec) * sc.cluster.compute_slowdown(job.gpus[r]), deps));
+    if (host) it.host.issue(r, it.optimizer_task.back(), opt.kernels);
   }
   // DeepSpeed stages 1–2: the updated 16-bit parameters all-gathered before the next step.
   if (!gather_forward && groups.shard[0].size() > 1) {

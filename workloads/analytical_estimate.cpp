@@ -9,6 +9,7 @@
 
 #include "workloads/compute_model.h"
 #include "workloads/ddp_graph.h"
+#include "workloads/host_dispatch.h"
 #include "workloads/rank_layout.h"
 #include "workloads/transformer_ops.h"
 #include "workloads/zero_graph.h"
@@ -42,6 +43,8 @@ struct Segment {
   std::vector<double> grad_end;          // per gradient-producing backward op: its end, from the segment's start
   std::vector<double> grad_params;
   std::vector<char> grad_expert;
+  // Host dispatch (host_dispatch.h): the forward and the backward as segments of a host/GPU stretch.
+  HostSegment fwd_host, bwd_host;
   double fwd() const { return fwd_compute + fwd_tp + fwd_cp + fwd_ep; }
   double bwd() const { return bwd_compute + bwd_tp + bwd_cp + bwd_ep; }
 };
@@ -101,6 +104,9 @@ struct CommKeyHash {
 struct ZeroUnits {
   double root_fwd_front = 0, root_fwd_back = 0, root_bwd_head = 0, root_bwd_embed = 0;
   std::vector<double> fwd, bwd, params;
+  // Host dispatches (host_dispatch.h) of the same parts.
+  double root_fwd_front_k = 0, root_fwd_back_k = 0, root_bwd_head_k = 0, root_bwd_embed_k = 0, kernels = 0;
+  std::vector<double> fwd_k, bwd_k;
   double total_params = 0, compute = 0;
 };
 struct ZeroKey {
@@ -315,7 +321,60 @@ struct AnalyticalEstimator::Impl {
     }
     layer.embedding = false;
     out.head = summarize(forward_ops(job.model, layer), backward_ops(job.model, layer), k, oc, false, false);
+    count_host_kernels(out, k, oc);
     return segments.emplace(k, std::move(out)).first->second;
+  }
+
+  // The host side of each segment as the graph issues it (host_dispatch.h): per op its kernels, per TP
+  // collective (two with sequence parallelism) and all-to-all one more; the GPU time of each op, and of each
+  // collective its share of the segment's TP or EP time. Ring-attention transfers are not counted.
+  void count_host_kernels(Segments& out, const OpsKey& k, const OpConfig& oc) {
+    const double cost = job.training.host_dispatch_per_kernel.raw();
+    if (cost <= 0) return;
+    // part: 0 every op, 1 the embedding's only, 2 all but the embedding's.
+    auto segment = [&](const std::vector<Op>& ops, int part, double tp_time, double ep_time) {
+      std::vector<double> host, gpu;
+      std::vector<std::size_t> tp_at, ep_at;
+      for (const Op& op : ops) {
+        const bool embedding = op.name.starts_with("embed.");
+        if ((part == 1 && !embedding) || (part == 2 && embedding)) continue;
+        host.push_back(op.kernels * cost);
+        gpu.push_back(op_seconds(op));
+        if (k.tp > 1 && tp_sync_after(op.name))
+          for (int c = 0; c < (k.sp ? 2 : 1); ++c) tp_at.push_back(host.size()), host.push_back(kCollectiveKernels * cost), gpu.push_back(0);
+        if (k.ep > 1 && job.model.is_moe() && ep_sync_after(op.name))
+          ep_at.push_back(host.size()), host.push_back(kCollectiveKernels * cost), gpu.push_back(0);
+      }
+      for (std::size_t i : tp_at) gpu[i] = tp_time / double(tp_at.size());
+      for (std::size_t i : ep_at) gpu[i] = ep_time / double(ep_at.size());
+      HostSegment h;
+      for (std::size_t i = 0; i < host.size(); ++i) h.host += host[i], h.gpu += gpu[i];
+      h.excursion = host_excursion(host, gpu);
+      return h;
+    };
+    OpConfig layer = oc;
+    layer.expert_load = k.load;
+    layer.embedding = false;
+    layer.head = false;
+    layer.layer_count = 1;
+    auto set = [&](Segment& seg, const OpConfig& c, int part) {
+      seg.fwd_host = segment(forward_ops(job.model, c), part, seg.fwd_tp, seg.fwd_ep);
+      seg.bwd_host = segment(backward_ops(job.model, c), part, seg.bwd_tp, seg.bwd_ep);
+      // The segment's GPU time as the graph runs it (ring transfers and waits included).
+      seg.fwd_host.gpu = seg.fwd(), seg.bwd_host.gpu = seg.bwd();
+    };
+    layer.first_layer = first_dense;
+    if (moe_prefix.back() < job.model.layers) set(out.dense, layer, 0);
+    layer.first_layer = first_moe;
+    if (moe_prefix.back() > 0) set(out.moe, layer, 0);
+    layer.first_layer = job.model.layers;
+    layer.layer_count = 0;
+    layer.embedding = true;
+    layer.head = true;
+    set(out.embedding, layer, 1);
+    set(out.head_with_embedding, layer, 2);
+    layer.embedding = false;
+    set(out.head, layer, 0);
   }
 
   double model_flops_of(std::uint32_t mb) {
@@ -421,7 +480,9 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
   // Per virtual stage and micro-batch: forward and backward time (compute, TP, CP and EP parts) and parameters.
   struct Chunk {
     double f = 0, b = 0, compute = 0, tp = 0, cp = 0, ep = 0, params = 0, expert_params = 0;
+    double hf = 0, hb = 0;  // host dispatch time of the forward and the backward step
   };
+  const double host = job.training.host_dispatch_per_kernel.raw();
   std::vector<Chunk> chunk(pv);
   const double gather = (megatron && plan.pp_scatter_gather && p > 1)
                             ? comm_time(plan, Group::kTensor, CollectiveOp::kAllGather, activation)
@@ -433,6 +494,8 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
     auto add = [&](const Segment& s, double k) {
       c.f += k * s.fwd();
       c.b += k * s.bwd();
+      c.hf += k * s.fwd_host.host;
+      c.hb += k * s.bwd_host.host;
       c.compute += k * (s.fwd_compute + s.bwd_compute);
       c.tp += k * (s.fwd_tp + s.bwd_tp);
       c.cp += k * (s.fwd_cp + s.bwd_cp);
@@ -449,8 +512,43 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
       if (vs + 1 < pv) c.b += gather, c.tp += gather;
     }
   }
+  // Host dispatch (host_dispatch.h): host issuing and GPU running in series over stretches between
+  // synchronisations (host_gpu_segments). With a pipeline the host synchronises on each receive (below); without
+  // one it runs ahead over all micro-batches (the p = 1 case further down).
+  double host_exposed = 0;
+  // The chunk's segments in issue order, forward (embedding, layers, head) and backward (reversed).
+  auto host_segments = [&](std::uint32_t vs, bool forward) {
+    std::vector<const Segment*> order;
+    if (vs == 0) order.push_back(&segs.embedding);
+    for (std::uint32_t l = vs * lpc; l < (vs + 1) * lpc; ++l)
+      order.push_back(moe_prefix[l + 1] > moe_prefix[l] ? &segs.moe : &segs.dense);
+    if (vs + 1 == pv) order.push_back(vs == 0 ? &segs.head_with_embedding : &segs.head);
+    if (!forward) std::reverse(order.begin(), order.end());
+    std::vector<HostSegment> out;
+    for (const Segment* sg : order) out.push_back(forward ? sg->fwd_host : sg->bwd_host);
+    return out;
+  };
+  if (host > 0 && p > 1)
+    for (std::uint32_t vs = 0; vs < pv; ++vs) {
+      Chunk& c = chunk[vs];
+      // A step that receives starts a stretch (the host synchronised on the receive; a scatter/gather all-gather
+      // runs first). One that does not — the first virtual stage's forward, the last one's backward — continues
+      // the stretch of the step before it in 1F1B's steady state (backward then forward on the first stage,
+      // forward then backward on the last): it takes what it adds to that stretch.
+      const std::vector<HostSegment> fs = host_segments(vs, true), bs = host_segments(vs, false);
+      auto joined = [](std::vector<HostSegment> a, const std::vector<HostSegment>& b) {
+        a.insert(a.end(), b.begin(), b.end());
+        return host_gpu_segments(a);
+      };
+      double f = gather + host_gpu_segments(fs), b = gather + host_gpu_segments(bs);
+      if (vs == 0) f = joined(bs, fs) - host_gpu_segments(bs);
+      if (vs + 1 == pv) b = joined(fs, bs) - host_gpu_segments(fs);
+      c.hf = std::max(0.0, f - c.f), c.hb = std::max(0.0, b - c.b);  // from here on: the GPU's wait for the host
+      c.f = std::max(c.f, f), c.b = std::max(c.b, b);
+    }
   struct Stage {
     double time = 0, compute = 0, tp = 0, cp = 0, ep = 0, params = 0, expert_params = 0;
+    double host = 0;  // p = 1: host dispatch time per micro-batch; p > 1: the GPU's wait for it per micro-batch
   };
   std::vector<Stage> stage(p);
   double sum_f = 0, sum_b = 0, max_f = 0, max_b = 0;
@@ -467,6 +565,7 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
       st.ep += ch.ep;
       st.params += ch.params;
       st.expert_params += ch.expert_params;
+      st.host += ch.hf + ch.hb;
     }
     st.time = f + b;
     sum_f += f, sum_b += b;
@@ -482,6 +581,16 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
   for (const Stage& st : stage) t_max = std::max(t_max, st.time);
   if (p == 1) {
     pipeline = m * stage[0].time;
+    if (host > 0) {
+      // No synchronisation: the host runs ahead over all m micro-batches, forward then backward each.
+      std::vector<HostSegment> pass;
+      for (std::uint32_t vs = 0; vs < pv; ++vs)
+        for (bool forward : {true, false})
+          for (const HostSegment& sg : host_segments(vs, forward)) pass.push_back(sg);
+      const double hosted = std::max(pipeline, host_gpu_segments(pass, m));
+      host_exposed = hosted - pipeline;
+      pipeline = hosted;
+    }
   } else if (plan.schedule == PipelineSchedule::kGPipe) {
     pipeline = sum_t + (m - 1) * (std::max(max_f, send) + std::max(max_b, send)) + 2.0 * (p - 1) * send;
     pp_exposed = 2.0 * (p - 1) * send + (m - 1) * (std::max(0.0, send - max_f) + std::max(0.0, send - max_b));
@@ -582,6 +691,7 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
   out.ep_comm = seconds(m * stage[last_stage].ep);
   out.pp_comm = seconds(pp_exposed);
   out.dp_comm = seconds(dp_last);
+  out.exposed_host = seconds(p > 1 ? m * stage[last_stage].host : host_exposed);
   finish(out, plan, iteration);
 
   // Memory of the most loaded stage.
@@ -606,7 +716,8 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
 
 // Throughput, MFU and the bubble as the remainder, once the iteration time and its parts are known.
 void AnalyticalEstimator::Impl::finish(AnalyticalEstimate& out, const ParallelPlan& plan, double iteration) {
-  const double parts = (out.compute + out.tp_comm + out.cp_comm + out.ep_comm + out.dp_comm).raw() + out.pp_comm.raw();
+  const double parts =
+      (out.compute + out.tp_comm + out.cp_comm + out.ep_comm + out.dp_comm + out.exposed_host).raw() + out.pp_comm.raw();
   out.bubble = seconds(std::max(0.0, iteration - parts));
   const double samples = double(plan.micro_batch) * plan.grad_accum * plan.dp;
   out.tokens_per_s = samples * job.model.seq_len / iteration;
@@ -632,13 +743,16 @@ const ZeroUnits& AnalyticalEstimator::Impl::zero_units_of(const ParallelPlan& pl
   z.fwd.assign(units, 0.0);
   z.bwd.assign(units, 0.0);
   z.params.assign(units, 0.0);
+  z.fwd_k.assign(units, 0.0);
+  z.bwd_k.assign(units, 0.0);
   bool block_seen = false;
   for (const Op& op : fwd) {
     const std::uint32_t u = zero_unit_of(op.name);
     const double c = op_seconds(op);
     z.compute += c;
-    if (u != 0) block_seen = true, z.fwd[u] += c;
-    else (block_seen ? z.root_fwd_back : z.root_fwd_front) += c;
+    if (u != 0) block_seen = true, z.fwd[u] += c, z.fwd_k[u] += op.kernels;
+    else (block_seen ? z.root_fwd_back : z.root_fwd_front) += c, (block_seen ? z.root_fwd_back_k : z.root_fwd_front_k) += op.kernels;
+    z.kernels += op.kernels;
   }
   block_seen = false;
   for (const Op& op : bwd) {
@@ -647,8 +761,9 @@ const ZeroUnits& AnalyticalEstimator::Impl::zero_units_of(const ParallelPlan& pl
     z.compute += c;
     z.params[u] += op.grad_parameters;
     z.total_params += op.grad_parameters;
-    if (u != 0) block_seen = true, z.bwd[u] += c;
-    else (block_seen ? z.root_bwd_embed : z.root_bwd_head) += c;
+    if (u != 0) block_seen = true, z.bwd[u] += c, z.bwd_k[u] += op.kernels;
+    else (block_seen ? z.root_bwd_embed : z.root_bwd_head) += c, (block_seen ? z.root_bwd_embed_k : z.root_bwd_head_k) += op.kernels;
+    z.kernels += op.kernels;
   }
   return zero_units.emplace(key, std::move(z)).first->second;
 }
@@ -689,33 +804,47 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate_zero(const ParallelPlan& 
         if (hybrid) comm_before += group_time(Group::kReplica, CollectiveOp::kAllReduce, size / shard);
         comm_after += group_time(Group::kShard, CollectiveOp::kAllGather, size);
       }
-    iteration = m * z.compute + comm_before + comm_after;
+    iteration = host_gpu_stretch_bound(m * z.compute, m * z.kernels * job.training.host_dispatch_per_kernel.raw(),
+                                       job.training.host_dispatch_per_kernel.raw(), 0) +
+                comm_before + comm_after;
   } else {
     // Streams: compute c, all-gather a, reduce-scatter r (see the header).
-    double c = 0, a = 0, r = 0;
+    // Host dispatch: the host cursor h issues each unit's kernels (and each collective); a unit's GPU work
+    // ends at max(c + its time, h) (host_dispatch.h). With no host cost h stays 0 and c advances as before.
+    const double host = job.training.host_dispatch_per_kernel.raw();
+    const double issue_collective = shard > 1 ? host * kCollectiveKernels : 0.0;
+    double c = 0, a = 0, r = 0, h = 0;
+    auto run = [&](double gpu, double kernels) {
+      h += kernels * host;
+      c = std::max(c + gpu, h);
+    };
     std::vector<double> fwd_end(units, 0.0), bwd_end(units, 0.0), gathered(units, 0.0), gathered_bwd(units, 0.0);
-    double step[3] = {0, 0, 0}, last_delta[3] = {-1, -1, -1};
+    double step[4] = {0, 0, 0, 0}, last_delta[4] = {-1, -1, -1, -1};
     for (std::uint32_t mb = 0; mb < m; ++mb) {
-      const double before[3] = {c, a, r};
+      const double before[4] = {c, a, r, h};
       // Forward: the root and block 0 gathered first, block u waits for the forward of unit u − 2.
       a += gather_time[0];
       gathered[0] = a;
-      if (blocks >= 1) a += gather_time[1], gathered[1] = a;
-      c = std::max(c, gathered[0]) + z.root_fwd_front;
+      h += issue_collective;
+      if (blocks >= 1) a += gather_time[1], gathered[1] = a, h += issue_collective;
+      c = std::max(c, gathered[0]);
+      run(z.root_fwd_front, z.root_fwd_front_k);
       fwd_end[0] = c;
       for (std::uint32_t u = 1; u <= blocks; ++u) {
         if (u + 1 <= blocks) {
           a = std::max(a, fwd_end[u - 1]) + gather_time[u + 1];
           gathered[u + 1] = a;
+          h += issue_collective;
         }
-        c = std::max(c, gathered[u]) + z.fwd[u];
+        c = std::max(c, gathered[u]);
+        run(z.fwd[u], z.fwd_k[u]);
         fwd_end[u] = c;
       }
-      c += z.root_fwd_back;  // the root stays gathered
+      run(z.root_fwd_back, z.root_fwd_back_k);  // the root stays gathered
       const double last_fwd = c;
       // Backward: the head, the blocks in reverse (stage 3: each gathered again, one block ahead), the embedding;
       // each unit's gradients reduce-scattered when its backward ends.
-      c += z.root_bwd_head;
+      run(z.root_bwd_head, z.root_bwd_head_k);
       std::uint32_t next = 0;  // blocks gathered so far, in backward order
       for (std::uint32_t k = 0; k < blocks; ++k) {
         const std::uint32_t u = blocks - k;
@@ -724,27 +853,28 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate_zero(const ParallelPlan& 
             const std::uint32_t g = blocks - next;
             a = std::max(a, next >= 2 ? bwd_end[g + 2] : last_fwd) + gather_time[g];
             gathered_bwd[g] = a;
+            h += issue_collective;
           }
           c = std::max(c, gathered_bwd[u]);
         }
-        c += z.bwd[u];
+        run(z.bwd[u], z.bwd_k[u]);
         bwd_end[u] = c;
-        if (reduce_time[u] > 0) r = std::max(r, c) + reduce_time[u];
+        if (reduce_time[u] > 0) r = std::max(r, c) + reduce_time[u], h += issue_collective;
       }
-      c += z.root_bwd_embed;
-      if (reduce_time[0] > 0) r = std::max(r, c) + reduce_time[0];
-      // Max-plus periodicity: once a micro-batch advances the three streams exactly as the previous one did,
-      // every further one does too.
-      const double delta[3] = {c - before[0], a - before[1], r - before[2]};
+      run(z.root_bwd_embed, z.root_bwd_embed_k);
+      if (reduce_time[0] > 0) r = std::max(r, c) + reduce_time[0], h += issue_collective;
+      // Max-plus periodicity: once a micro-batch advances the streams exactly as the previous one did, every
+      // further one does too.
+      const double delta[4] = {c - before[0], a - before[1], r - before[2], h - before[3]};
       bool periodic = mb >= 1;
-      for (int i = 0; i < 3; ++i) {
+      for (int i = 0; i < 4; ++i) {
         periodic = periodic && std::abs(delta[i] - last_delta[i]) <= 1e-12 * std::max(1.0, std::abs(delta[i]));
         last_delta[i] = delta[i];
         step[i] = delta[i];
       }
       if (periodic && mb + 1 < m) {
         const double rest = double(m - mb - 1);
-        c += rest * step[0], a += rest * step[1], r += rest * step[2];
+        c += rest * step[0], a += rest * step[1], r += rest * step[2], h += rest * step[3];
         break;
       }
     }

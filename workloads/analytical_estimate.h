@@ -57,6 +57,14 @@
 //        the backward, the parameters all-gathered after the step).
 //    T = max(c, r) + opt over the 1/d_s shard. The per-micro-batch recursion is max-plus linear: once two
 //    successive micro-batches advance (c, a, r) by the same amounts the rest is extrapolated.
+//  * Host dispatch (host_dispatch.h; when the job sets host_dispatch_per_kernel): host and GPU as two stages in
+//    series over a stretch without synchronisation, the max-plus recursion over segments (embedding, layers,
+//    head; host_gpu_segments: Σ GPU + max_j (host − GPU before segment j + its own excursion)). With pp > 1 a
+//    step that receives starts a stretch (the host synchronised on the receive); the first virtual stage's
+//    forward and the last one's backward continue the stretch of the step before them (1F1B's steady state).
+//    With pp = 1 the whole step sequence is one stretch over m micro-batches. ZeRO/FSDP: a host cursor h
+//    advances by each unit's dispatches (and one per collective) and the unit ends at max(c + its GPU time, h);
+//    DeepSpeed stages 1–2: max(m·F+B + first dispatch, m·host).
 // Collectives are timed contention-free (the ANALYTICAL fidelity's closed form); the event-driven model at
 // FLOW fidelity adds contention. Slow GPUs stretch every kernel by the job's largest slowdown factor.
 // Not modelled here (negligible or not in the graphs either): the input copy of each micro-batch, the
@@ -88,6 +96,7 @@ struct AnalyticalEstimate {
                            // (ZeRO/FSDP: every exposed all-gather and reduce-scatter)
   Seconds cp_comm;         // busiest stage: exposed ring-attention K/V and dK/dV transfers per step
   Seconds ep_comm;         // busiest stage: MoE dispatch/combine all-to-alls per step
+  Seconds exposed_host;    // the GPU waiting for the host thread to issue kernels (host_dispatch.h)
   Seconds bubble;          // pipeline fill and drain (and steady-state waiting) on the critical path
   double tokens_per_s = 0;
   double mfu = 0;

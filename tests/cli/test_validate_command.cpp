@@ -174,9 +174,11 @@ jobs {
   name: "row" gpus: "0-1"
   model { name: "gpt" layers: 16 hidden: 1024 heads: 16 ffn_hidden: 4096 vocab: 51200 seq_len: 1024 }
   parallel { dp: 1 tp: 2 pp: 1 micro_batch: 2 grad_accum: 2 recompute: FULL }
-  training { samples: 4 precision: BF16 }
+  training { samples: 4 precision: BF16 host_dispatch_us_per_kernel: 52 }
 }
 )";
+  // Megatron-DeepSpeed's host dispatch cost, calibrated on the vTrain rows with hidden 1024 and micro-batch 1.
+  CHECK(has_text(row.assumptions, "host dispatch 52 us per kernel (Megatron-DeepSpeed"));
   const workloads::Scenario sc = cli::load_scenario_text(by_hand, "by_hand.textproto", false, "");
   const double t = workloads::simulate_scenario(sc).jobs.at(0).iteration_time.raw();
   CHECK(*row.predicted == doctest::Approx(t).epsilon(1e-12));

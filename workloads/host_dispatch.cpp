@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <map>
 #include <string>
 
 namespace clustersim::workloads {
@@ -11,75 +12,79 @@ std::vector<HostProgram::Issue>& HostProgram::of(std::uint32_t rank) {
   if (issues_.empty()) {
     issues_.resize(ranks_);
     next_.assign(ranks_, 0.0);
-    index_.resize(ranks_);
+    waits_.resize(ranks_);
   }
   return issues_[rank];
 }
 
-double HostProgram::position_of(std::uint32_t rank, sim::TaskId task) const {
-  const auto found = index_[rank].find(task);
-  assert(found != index_[rank].end() && "the anchor was issued on this rank");
-  return issues_[rank][found->second].position;
+std::size_t HostProgram::index_of(std::uint32_t rank, sim::TaskId task) const {
+  const std::vector<Issue>& list = issues_[rank];
+  const auto found = std::lower_bound(list.begin(), list.end(), task,
+                                      [](const Issue& i, sim::TaskId t) { return i.task < t; });
+  assert(found != list.end() && found->task == task && "the anchor was issued on this rank");
+  return static_cast<std::size_t>(found - list.begin());
+}
+
+void HostProgram::record(std::uint32_t rank, double position, sim::TaskId task, double kernels, bool device_work) {
+  std::vector<Issue>& list = of(rank);
+  assert((list.empty() || list.back().task < task) && "issues are recorded in task order");
+  list.push_back({position, task, static_cast<float>(kernels), device_work});
 }
 
 void HostProgram::issue(std::uint32_t rank, sim::TaskId task, double kernels, bool device_work) {
-  std::vector<Issue>& list = of(rank);
+  of(rank);
   next_[rank] += 1;
-  index_[rank].emplace(task, list.size());
-  list.push_back({next_[rank], seq_++, task, kernels, device_work, {}});
+  record(rank, next_[rank], task, kernels, device_work);
 }
 
 void HostProgram::issue_after(std::uint32_t rank, sim::TaskId anchor, sim::TaskId task, double kernels) {
-  std::vector<Issue>& list = of(rank);
-  const double at = position_of(rank, anchor) + 0.5;
-  index_[rank].emplace(task, list.size());
-  list.push_back({at, seq_++, task, kernels, false, {}});
+  const double at = of(rank)[index_of(rank, anchor)].position + 0.5;
+  record(rank, at, task, kernels, false);
 }
 
 void HostProgram::issue_before(std::uint32_t rank, sim::TaskId anchor, sim::TaskId task, double kernels) {
-  std::vector<Issue>& list = of(rank);
-  const double at = position_of(rank, anchor) - 0.5;
-  index_[rank].emplace(task, list.size());
-  list.push_back({at, seq_++, task, kernels, false, {}});
+  const double at = of(rank)[index_of(rank, anchor)].position - 0.5;
+  record(rank, at, task, kernels, false);
 }
 
 void HostProgram::synchronize_before(std::uint32_t rank, sim::TaskId anchor, sim::TaskId task) {
-  std::vector<Issue>& list = of(rank);
-  const auto found = index_[rank].find(anchor);
-  assert(found != index_[rank].end() && "the anchor was issued on this rank");
-  list[found->second].waits.push_back(task);
+  of(rank);
+  waits_[rank].emplace_back(anchor, task);
 }
 
 std::vector<sim::StreamId> HostProgram::build(sim::TaskGraph& graph, std::span<const std::uint32_t> gpus) const {
   std::vector<sim::StreamId> streams(gpus.size(), 0);
   if (!enabled()) return streams;
   std::map<std::string, sim::LabelId> labels;  // GPU task name → its dispatch's label
+  std::vector<Issue> order;
+  std::vector<sim::TaskId> deps;
   for (std::size_t rank = 0; rank < issues_.size(); ++rank) {
     if (issues_[rank].empty()) continue;
-    std::vector<const Issue*> order;
-    order.reserve(issues_[rank].size());
-    for (const Issue& i : issues_[rank]) order.push_back(&i);
-    std::stable_sort(order.begin(), order.end(), [](const Issue* a, const Issue* b) {
-      return a->position != b->position ? a->position < b->position : a->seq < b->seq;
-    });
+    order = issues_[rank];
+    std::stable_sort(order.begin(), order.end(),
+                     [](const Issue& a, const Issue& b) { return a.position < b.position; });
+    std::map<sim::TaskId, std::vector<sim::TaskId>> waits;  // anchor → what its dispatch waits for
+    for (const auto& [anchor, task] : waits_[rank]) waits[anchor].push_back(task);
     const sim::StreamId stream = graph.add_stream(gpus[rank], kHostStream);
     streams[rank] = stream;
     const sim::StreamId lane[] = {stream};
     const Issue* last_device = nullptr;
-    std::vector<sim::TaskId> deps;
-    for (const Issue* i : order) {
-      auto label = labels.find(graph.label(i->task).name);
+    for (const Issue& i : order) {
+      auto label = labels.find(graph.label(i.task).name);
       if (label == labels.end()) {
-        std::string name = graph.label(i->task).name;  // a copy: add_label may move the graph's labels
+        std::string name = graph.label(i.task).name;  // a copy: add_label may move the graph's labels
         const sim::LabelId id = graph.add_label({"dispatch " + name, kCategoryHost, {}});
         label = labels.emplace(std::move(name), id).first;
       }
-      deps = i->waits;
-      // torch.cuda.synchronize(): the device work issued before, too.
-      if (!i->waits.empty() && last_device) deps.push_back(last_device->task);
-      const sim::TaskId host = graph.add(label->second, lane, per_kernel_ * i->kernels, deps);
-      graph.add_dependency(i->task, host);
-      if (i->device_work) last_device = i;
+      deps.clear();
+      if (const auto w = waits.find(i.task); w != waits.end()) {
+        deps = w->second;
+        // torch.cuda.synchronize(): the device work issued before, too.
+        if (last_device) deps.push_back(last_device->task);
+      }
+      const sim::TaskId host = graph.add(label->second, lane, per_kernel_ * double(i.kernels), deps);
+      graph.add_dependency(i.task, host);
+      if (i.device_work) last_device = &i;
     }
   }
   return streams;

@@ -21,7 +21,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <span>
 #include <vector>
 
@@ -62,21 +61,21 @@ class HostProgram {
  private:
   struct Issue {
     double position;
-    std::size_t seq;
     sim::TaskId task;
-    double kernels;
+    float kernels;
     bool device_work;
-    std::vector<sim::TaskId> waits;
   };
   std::vector<Issue>& of(std::uint32_t rank);
-  double position_of(std::uint32_t rank, sim::TaskId task) const;
+  // The issue of `task` on `rank`: a rank's issues are recorded in increasing task order (each right after its
+  // task is added), so a binary search finds it.
+  std::size_t index_of(std::uint32_t rank, sim::TaskId task) const;
+  void record(std::uint32_t rank, double position, sim::TaskId task, double kernels, bool device_work);
 
   Seconds per_kernel_;
   std::size_t ranks_ = 0;
-  std::size_t seq_ = 0;
-  std::vector<std::vector<Issue>> issues_;                 // per rank
-  std::vector<double> next_;                               // per rank: the next appended position
-  std::vector<std::map<sim::TaskId, std::size_t>> index_;  // per rank: task → its issue
+  std::vector<std::vector<Issue>> issues_;                                 // per rank, in call order
+  std::vector<double> next_;                                               // per rank: the next appended position
+  std::vector<std::vector<std::pair<sim::TaskId, sim::TaskId>>> waits_;    // per rank: (anchor, task it waits for)
 };
 
 // Analytical form: the end of an uninterrupted stretch of ops with host times `host` and GPU times `gpu`,

@@ -91,6 +91,7 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
     }
     JobGraph& built = job_graphs.back();
     built.host_stream = built.host.build(graph, job.gpus);
+    built.host = HostProgram{};  // the recorded programs are in the graph now
   }
 
   sim::Executor executor(simulation, graph, &collectives);

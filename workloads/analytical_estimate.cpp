@@ -56,13 +56,14 @@ struct OpsKey {
   Recompute rc;
   AttentionKernel attention;
   double load;  // the busiest EP rank's expert load
+  std::uint32_t ring_layers;  // with context parallelism the layers of a chunk (run_ops reps), else 0
   bool operator==(const OpsKey&) const = default;
 };
 struct OpsKeyHash {
   std::size_t operator()(const OpsKey& k) const {
     std::size_t h = (((std::size_t{k.tp} * 1000003u + k.mb) * 4099u + k.cp) * 257u + k.ep) * 131u + k.pp;
     h = (h * 4u + (k.sp ? 1u : 0u)) * 16u + static_cast<std::size_t>(k.rc) * 4u + static_cast<std::size_t>(k.attention);
-    return h ^ (std::hash<double>()(k.load) << 1);
+    return (h ^ (std::hash<double>()(k.load) << 1)) * 31u + k.ring_layers;
   }
 };
 
@@ -76,7 +77,7 @@ enum class Group : std::uint8_t {
   kData,        // dense gradients: the dp·cp ranks of the data-and-context group
   kExpertData,  // expert gradients: the (dp/ep)·cp ranks holding the same experts
   kExpert,      // the EP group (all-to-alls)
-  kRing,        // one ring-attention edge (the slowest of the CP ring of rank 0)
+  kRing,        // the ring-attention edges of the CP ring of rank 0 (ring_edges)
   kPipeline,
   kWrap,
   kEmbedding,
@@ -135,6 +136,8 @@ struct AnalyticalEstimator::Impl {
   std::unordered_map<OpsKey, Segments, OpsKeyHash> segments;
   std::unordered_map<ZeroKey, ZeroUnits, ZeroKeyHash> zero_units;
   std::unordered_map<CommKey, double, CommKeyHash> comm;
+  std::unordered_map<CommKey, std::vector<double>, CommKeyHash> ring_edge_times;
+  std::vector<double> ring_clock, ring_base, kv_end, dkv_end, scratch, op_cost;  // run_ops scratch
   std::unordered_map<std::uint32_t, double> model_flops_by_mb;
   std::vector<std::uint32_t> node_of_rank;  // the node of each rank's GPU (ZeRO hybrid sharding)
 
@@ -193,14 +196,8 @@ struct AnalyticalEstimator::Impl {
     if (const auto it = comm.find(key); it != comm.end()) return it->second;
     const std::vector<std::uint32_t> ranks = group_ranks(key);
     double t = 0;
-    if (key.group == Group::kRing) {
-      // Every edge of the ring carries one transfer per step and the K/V travel hop by hop. The closed form
-      // takes the slowest edge for every hop: exact when the edges are equal (a ring inside one NVLink
-      // domain, or with every hop between nodes), an upper bound when NVLink and NIC hops alternate (the
-      // ranks behind a fast edge then lag less than the slowest edge makes them here; max-plus monotonicity).
-      for (std::size_t i = 0; ranks.size() > 1 && i < ranks.size(); ++i)
-        t = std::max(t, plan_time(CollectiveOp::kSendRecv, {ranks[i], ranks[(i + 1) % ranks.size()]}, key.size));
-    } else if (ranks.size() > 1) {
+    assert(key.group != Group::kRing && "ring edges: ring_edges()");
+    if (ranks.size() > 1) {
       t = plan_time(key.op, ranks, key.size);
     }
     comm.emplace(key, t);
@@ -210,54 +207,139 @@ struct AnalyticalEstimator::Impl {
     return comm_time(CommKey{p.tp, p.pp, p.cp, p.ep, group, op, size, false});
   }
 
-  // One forward or backward op list of a piece, timed as the graph runs it on one rank (see the header for
-  // the ring and all-to-all terms).
-  void run_ops(const std::vector<Op>& ops, bool backward, const OpsKey& k, double sync, double ring_x, double a2a,
-               bool split, bool want_embedding, Segment& s) {
-    double t = 0, compute = 0, tp = 0, cpc = 0, epc = 0;
-    double ring_start = 0, dkv = -std::numeric_limits<double>::infinity();
-    for (const Op& op : ops) {
-      if (split && op.name.starts_with("embed.") != want_embedding) continue;
-      const double c = op_seconds(op);
-      if (op.ring_step >= 0) {
-        const bool gradients = backward && op.name.ends_with(".bwd");
-        const auto j = static_cast<std::uint32_t>(op.ring_step);
-        if (j == 0) {
-          ring_start = t;
-          dkv = -std::numeric_limits<double>::infinity();
-        } else {
-          if (gradients) dkv = std::max(t, dkv) + ring_x;  // the dK/dV of step j − 1 move on
-          const double arrival = ring_start + j * ring_x;  // the K/V of step j, forwarded hop by hop
-          if (arrival > t) cpc += arrival - t, t = arrival;
-        }
-        t += c;
-        compute += c;
-        if (gradients && j + 1 == k.cp) {  // the accumulated dK/dV go home; the QKV backward waits
-          dkv = std::max(t, dkv) + ring_x;
-          if (dkv > t) cpc += dkv - t, t = dkv;
-        }
-      } else {
-        t += c;
-        compute += c;
+  static double latest_of(const std::vector<double>& t) { return *std::max_element(t.begin(), t.end()); }
+
+  // The Send/Recv time of each edge r → r + 1 of the CP ring of rank 0, one period of them: the ring's
+  // edges repeat with period P (the members on one node, then the hop to the next node), and so, from an
+  // aligned start, do its members' clocks (run_ops is invariant under rotating the ring by P), so P members
+  // stand for all; P = 1 when every edge takes as long. Empty without a ring.
+  const std::vector<double>& ring_edges(const CommKey& key) {
+    if (const auto it = ring_edge_times.find(key); it != ring_edge_times.end()) return it->second;
+    const std::vector<std::uint32_t> ranks = group_ranks(key);
+    std::vector<double> e;
+    for (std::size_t i = 0; ranks.size() > 1 && i < ranks.size(); ++i)
+      e.push_back(plan_time(CollectiveOp::kSendRecv, {ranks[i], ranks[(i + 1) % ranks.size()]}, key.size));
+    for (std::size_t period = 1; period < e.size(); ++period) {
+      if (e.size() % period != 0) continue;
+      bool repeats = true;
+      for (std::size_t r = period; repeats && r < e.size(); ++r) repeats = e[r] == e[r - period];
+      if (repeats) {
+        e.resize(period);
+        break;
       }
-      if (backward && op.grad_parameters > 0) {
-        s.grad_end.push_back(t);
-        s.grad_params.push_back(op.grad_parameters);
-        s.grad_expert.push_back(is_expert_op(op) ? 1 : 0);
-        s.params += op.grad_parameters;
-        if (is_expert_op(op)) s.expert_params += op.grad_parameters;
-      }
-      if (k.tp > 1 && tp_sync_after(op.name)) t += sync, tp += sync;
-      if (a2a > 0 && ep_sync_after(op.name)) t += a2a, epc += a2a;
     }
+    return ring_edge_times.emplace(key, std::move(e)).first->second;
+  }
+
+  // One forward or backward op list of a piece, timed as the graph runs it. Every op but the ring steps
+  // runs alike on the cp members of the ring; with `edges` (context parallelism) each member r keeps its own
+  // clock, and the K/V (and in backward the dK/dV) move hop by hop as megatron_graph.cpp ring_transfer does:
+  // transfer j on edge r (member r to r + 1, one transfer at a time per edge and kind) starts when its
+  // payload is on r — member r's K/V (j = 1), what r received in step j − 1 (K/V), r's own step j − 1 done
+  // and what it received (dK/dV) — and member r's step j waits for the transfer j into it. The piece ends
+  // with its slowest member; the exposed ring time is that end less the compute and the other collectives.
+  // With `reps` > 1 the list runs that many times back to back (the members' clocks carry over: a member
+  // behind a slow edge starts the next layer late while the others' transfers already flow) and the segment
+  // is the average of one run, so reps × segment is the time of reps layers from an aligned start. Once a
+  // run takes as long as the one before (the recursion's periodic regime) the rest are extrapolated.
+  void run_ops(const std::vector<Op>& ops, bool backward, const OpsKey& k, double sync,
+               const std::vector<double>& edges, double a2a, bool split, bool want_embedding, Segment& s,
+               std::uint32_t reps = 1, bool carry = false) {
+    constexpr double kNever = -std::numeric_limits<double>::infinity();
+    const bool ring = !edges.empty();
+    const std::size_t n = ring ? edges.size() : 1;  // one period of the ring's members (ring_edges)
+    std::vector<double>& t = ring_clock;  // per member: when its last kernel ends
+    if (!carry) {  // else the members' clocks go on from the previous list (the backward after the forward)
+      t.assign(n, 0.0);
+      ring_base.assign(n, 0.0);
+      kv_end.assign(n, kNever);   // the latest K/V transfer on edge r: its end (the edge's streams are free)
+      dkv_end.assign(n, kNever);  // the latest dK/dV transfer on edge r
+    }
+    auto latest = [&] { return latest_of(t); };
+    const double start = latest();
+    // Transfer j of one kind on every edge; `payload` is when member r holds what it sends on edge r.
+    auto transfer = [&](std::vector<double>& end, auto payload) {
+      scratch.assign(end.begin(), end.end());  // the previous transfers, per edge
+      for (std::size_t r = 0; r < n; ++r) end[r] = std::max(payload(r, scratch), scratch[r]) + edges[r];
+    };
+    // One run of the list: its op costs, and the parts that do not depend on the ring.
+    double compute = 0, tp = 0, epc = 0;
+    op_cost.clear();
+    for (const Op& op : ops) {
+      if (split && op.name.starts_with("embed.") != want_embedding) {
+        op_cost.push_back(-1);
+        continue;
+      }
+      op_cost.push_back(op_seconds(op));
+      compute += op_cost.back();
+      if (k.tp > 1 && tp_sync_after(op.name)) tp += sync;
+      if (a2a > 0 && ep_sync_after(op.name)) epc += a2a;
+    }
+    constexpr std::uint32_t kMaxRingRuns = 8;
+    double before = start, increment = -1;
+    std::uint32_t done = 0;
+    while (done < reps) {
+      s.grad_end.clear(), s.grad_params.clear(), s.grad_expert.clear(), s.params = 0, s.expert_params = 0;
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        const Op& op = ops[i];
+        const double c = op_cost[i];
+        if (c < 0) continue;
+        if (op.ring_step >= 0 && ring) {
+          const bool gradients = backward && op.name.ends_with(".bwd");
+          const auto j = static_cast<std::uint32_t>(op.ring_step);
+          if (j == 0) {
+            ring_base = t;
+          } else {
+            transfer(kv_end, [&](std::size_t r, const std::vector<double>& prev) {
+              return j == 1 ? ring_base[r] : prev[(r + n - 1) % n];
+            });
+            if (gradients)
+              transfer(dkv_end, [&](std::size_t r, const std::vector<double>& prev) {
+                return j >= 2 ? std::max(t[r], prev[(r + n - 1) % n]) : t[r];
+              });
+            for (std::size_t r = 0; r < n; ++r) t[r] = std::max(t[r], kv_end[(r + n - 1) % n]);
+          }
+          for (double& x : t) x += c;
+          if (gradients && j + 1 == k.cp) {  // the accumulated dK/dV go home; the QKV backward waits
+            transfer(dkv_end, [&](std::size_t r, const std::vector<double>& prev) {
+              return std::max(t[r], prev[(r + n - 1) % n]);
+            });
+            for (std::size_t r = 0; r < n; ++r) t[r] = std::max(t[r], dkv_end[(r + n - 1) % n]);
+          }
+        } else {
+          for (double& x : t) x += c;
+        }
+        if (backward && op.grad_parameters > 0) {
+          s.grad_end.push_back(latest() - before);
+          s.grad_params.push_back(op.grad_parameters);
+          s.grad_expert.push_back(is_expert_op(op) ? 1 : 0);
+          s.params += op.grad_parameters;
+          if (is_expert_op(op)) s.expert_params += op.grad_parameters;
+        }
+        if (k.tp > 1 && tp_sync_after(op.name))
+          for (double& x : t) x += sync;
+        if (a2a > 0 && ep_sync_after(op.name))
+          for (double& x : t) x += a2a;
+      }
+      ++done;
+      const double now = latest(), inc = now - before;
+      before = now;
+      // Periodic (the run took as long as the one before), or run long enough: the rest take `inc`. The
+      // transient is short (2–3 runs in the tests; the result does not change from 2 runs on there).
+      const bool periodic = std::abs(inc - increment) <= 1e-12 * inc;
+      increment = inc;
+      if (done < reps && (periodic || done == kMaxRingRuns)) break;
+    }
+    const double span = (before - start) + double(reps - done) * increment;  // done == reps: the runs' sum
     (backward ? s.bwd_compute : s.fwd_compute) = compute;
     (backward ? s.bwd_tp : s.fwd_tp) = tp;
-    (backward ? s.bwd_cp : s.fwd_cp) = cpc;
+    // Without a ring every member's clock is the sum of the parts; with one, what the sum leaves is the wait.
+    (backward ? s.bwd_cp : s.fwd_cp) = ring ? std::max(0.0, span / reps - compute - tp - epc) : 0.0;
     (backward ? s.bwd_ep : s.fwd_ep) = epc;
   }
 
   Segment summarize(const std::vector<Op>& fwd, const std::vector<Op>& bwd, const OpsKey& k, const OpConfig& oc,
-                    bool want_embedding, bool split) {
+                    bool want_embedding, bool split, bool repeat = false) {
     Segment s;
     const double activation = double(k.mb) * job.model.seq_len / k.cp * job.model.hidden * element;
     const CommKey base{k.tp, 1, 1, 1, Group::kTensor, CollectiveOp::kAllReduce, activation, false};
@@ -274,15 +356,20 @@ struct AnalyticalEstimator::Impl {
     // outermost dimension, pp (k.pp; with pp outermost, pp = 1 and dp = N/(tp·cp) place them as the first
     // stage of the real layout does). The messages: ring_kv_bytes, and moe_alltoall_bytes at load 1 times
     // the busiest receiver's load, as the graph sizes them.
-    double ring_x = 0, a2a = 0;
-    if (k.cp > 1)
-      ring_x = comm_time(CommKey{k.tp, k.pp, k.cp, 1, Group::kRing, CollectiveOp::kSendRecv,
-                                 ring_kv_bytes(job.model, oc).raw(), false});
+    static const std::vector<double> kNoRing;
+    const std::vector<double>& ring = k.cp > 1 ? ring_edges(CommKey{k.tp, k.pp, k.cp, 1, Group::kRing,
+                                                                   CollectiveOp::kSendRecv,
+                                                                   ring_kv_bytes(job.model, oc).raw(), false})
+                                               : kNoRing;
+    double a2a = 0;
     if (k.ep > 1 && job.model.is_moe())
       a2a = comm_time(CommKey{k.tp, k.pp, k.cp, k.ep, Group::kExpert, CollectiveOp::kAllToAll,
                               moe_alltoall_bytes(job.model, oc, k.load).raw(), false});
-    run_ops(fwd, false, k, sync, ring_x, a2a, split, want_embedding, s);
-    run_ops(bwd, true, k, sync, ring_x, a2a, split, want_embedding, s);
+    // Rings of unequal edges desynchronise their members from layer to layer: run the chunk's layers.
+    const bool uneven = ring.size() > 1;
+    const std::uint32_t reps = uneven && repeat ? std::max(1u, k.ring_layers) : 1u;
+    run_ops(fwd, false, k, sync, ring, a2a, split, want_embedding, s, reps);
+    run_ops(bwd, true, k, sync, ring, a2a, split, want_embedding, s, reps, reps > 1);
     return s;
   }
 
@@ -297,6 +384,16 @@ struct AnalyticalEstimator::Impl {
     oc.sequence_parallel = k.sp;
     oc.recompute = k.rc;
     oc.attention = k.attention;
+    if (k.ring_layers > 0) {  // a ring of equal edges needs no repeated layers: share the single-layer costs
+      const std::vector<double>& ring = ring_edges(CommKey{k.tp, k.pp, k.cp, 1, Group::kRing, CollectiveOp::kSendRecv,
+                                                           ring_kv_bytes(job.model, oc).raw(), false});
+      if (ring.size() <= 1) {
+        OpsKey single = k;
+        single.ring_layers = 0;
+        Segments copy = segments_of(single);
+        return segments.emplace(k, std::move(copy)).first->second;
+      }
+    }
     OpConfig layer = oc;  // the ops of the rank holding the busiest expert (its load sets the EP group's pace)
     layer.expert_load = k.load;
     layer.embedding = false;
@@ -305,10 +402,10 @@ struct AnalyticalEstimator::Impl {
     Segments out;
     layer.first_layer = first_dense;
     if (moe_prefix.back() < job.model.layers)
-      out.dense = summarize(forward_ops(job.model, layer), backward_ops(job.model, layer), k, oc, false, false);
+      out.dense = summarize(forward_ops(job.model, layer), backward_ops(job.model, layer), k, oc, false, false, true);
     if (moe_prefix.back() > 0) {
       layer.first_layer = first_moe;
-      out.moe = summarize(forward_ops(job.model, layer), backward_ops(job.model, layer), k, oc, false, false);
+      out.moe = summarize(forward_ops(job.model, layer), backward_ops(job.model, layer), k, oc, false, false, true);
     }
     layer.first_layer = job.model.layers;  // no layers: the embedding and the head alone
     layer.layer_count = 0;
@@ -473,7 +570,8 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
                    plan.sequence_parallel,
                    megatron ? plan.recompute : Recompute::kNone,
                    megatron ? plan.attention : AttentionKernel::kExplicit,
-                   megatron ? load : 1.0};
+                   megatron ? load : 1.0,
+                   megatron && cp > 1 ? lpc : 0u};
   const Segments& segs = segments_of(key);
   const double activation = double(plan.micro_batch) * job.model.seq_len / cp * job.model.hidden * element;
 

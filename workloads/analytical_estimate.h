@@ -17,9 +17,13 @@
 //    dK/dV of step j − 1 leave when it ends and after the previous dK/dV hop, d_j = max(e_{j−1}, d_{j−1}) + X,
 //    and the QKV backward waits for the last hop home d_cp: C_b + (cp − 1)·max(C_b, X) + X. Exposed per layer:
 //    X when compute-bound (C ≥ X), 3X − C_f − C_b at cp = 2 when transfer-bound (the graph's test).
-//    Every per-token op runs on s/cp tokens (transformer_ops.h). X is the slowest edge of the ring: exact for
-//    rings of equal edges, an upper bound for rings whose hops alternate between NVLink and the NIC (there the
-//    ranks desynchronise; +7 % at tp 4 × cp 4 on two nodes, +15 % for a 16-rank ring with 2 NIC hops).
+//    Every per-token op runs on s/cp tokens (transformer_ops.h). With equal edges this closed form is exact.
+//    Rings whose hops alternate between NVLink and the NIC desynchronise (the member behind a NIC edge waits
+//    longest, the others run ahead and their next layer's K/V leave early): there the fast path keeps one
+//    clock per ring member and one per edge — transfer j on edge r ends at max(payload on r, previous transfer
+//    on the edge) + X_r, member r's step j starts at max(its clock, transfer j into r) — through the chunk's
+//    layers, forward then backward (a max-plus recursion over cp members; 0.5–1.9 % above the graph in the
+//    tests where the single-edge bound was 7–15 % above).
 //  * Expert parallelism: every MoE layer adds its dispatch and combine AlltoAll on the EP group after the same
 //    ops as the graph (2 forward, 2 backward, 2 more in a fully recomputed forward), each A = AlltoAll time of
 //    moe_alltoall_bytes at the busiest receiver's load. The all-to-alls synchronise the EP group, so every

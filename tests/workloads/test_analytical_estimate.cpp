@@ -101,24 +101,19 @@ TEST_CASE("analytical estimate: context and expert parallelism agree with the Me
   check_cases(cases);
 }
 
-TEST_CASE("analytical estimate: rings mixing NVLink and NIC hops are bounded from above") {
-  // The closed form times every ring hop as the slowest edge. Where NVLink and NIC hops alternate, the ranks
-  // behind a fast edge wait less than that, so the estimate is an upper bound (the event-driven model is
-  // monotone in every transfer time): not within 5 % but never below the simulation, and within 20 % here.
+TEST_CASE("analytical estimate: rings mixing NVLink and NIC hops agree within 5%") {
+  // Where NVLink and NIC hops alternate the ring's members desynchronise: the one behind a NIC edge waits
+  // longest for its K/V, the others run ahead and their next layer's transfers start early. The fast path
+  // follows every member's clock through the chunk's layers (run_ops), as the graph does.
   const std::vector<Case> cases = {
       {2, kLong, "dp: 1 tp: 4 cp: 4 micro_batch: 1 grad_accum: 2"},  // hops NVLink, NIC, NVLink, NIC
       {2, kLong, "dp: 1 cp: 16 micro_batch: 1 grad_accum: 2"},       // 14 NVLink hops, 2 NIC hops
+      {2, kLong, "dp: 1 tp: 2 cp: 8 micro_batch: 1 grad_accum: 4 recompute: FULL"},
+      {4, kLong, "dp: 1 tp: 4 cp: 4 pp: 2 micro_batch: 1 grad_accum: 4 sequence_parallel: true"},
+      {4, "llama2-7b layers: 8 seq_len: 8192", "dp: 1 tp: 2 cp: 16 micro_batch: 1 grad_accum: 3 flash_attention: true"},
+      {4, kLong, "dp: 2 tp: 2 cp: 8 micro_batch: 1 grad_accum: 2 distributed_optimizer: true"},
   };
-  for (const Case& c : cases) {
-    const Scenario sc = scenario(c.nodes, c.model, c.parallel);
-    const double simulated = simulate_scenario(sc).jobs[0].iteration_time.raw();
-    const double estimated = analytical_estimate(sc, sc.jobs[0]).iteration_time.raw();
-    const double error = (estimated - simulated) / simulated;
-    std::printf("%-34s %-96s %12.4f %12.4f %+7.2f%%\n", c.model, c.parallel, simulated, estimated, 100 * error);
-    CAPTURE(c.parallel);
-    CHECK(error >= -1e-9);
-    CHECK(error < 0.2);
-  }
+  check_cases(cases);
 }
 
 TEST_CASE("analytical estimate: FSDP and DeepSpeed ZeRO agree with the ZeRO graph within 5%") {

@@ -264,6 +264,21 @@ TEST_CASE("flash attention: same FLOPs, no s² bytes") {
   CHECK(explicit_bytes > 16.0 * 2048 * 2048 * 2);  // the scores, written and read as fp16
 }
 
+TEST_CASE("explicit attention: the softmax and the attention dropout each pass over the B·a·s² scores") {
+  // Megatron's CoreAttention runs the fused scale-mask-softmax (reads the scores, writes P: 2 + 2 B per
+  // score in fp16) and then the attention dropout as its own kernel (reads P, writes P' and a 1-byte mask:
+  // 2 + 2 + 1 B): 9 B per score forward. Backward: the dropout's (reads dP' and the mask, writes dP: 5 B)
+  // and the softmax's (reads dP and P, writes dS: 6 B): 11 B per score.
+  // B = 2, a = 16, s = 2048: 2·16·2048² = 134,217,728 scores → 1,207,959,552 B and 1,476,395,008 B.
+  const ModelSpec m = gpt(1, 1024, 16, 1000, 2048);
+  const double scores = 2.0 * 16 * 2048 * 2048;
+  CHECK(scores == 134217728.0);
+  CHECK(find(forward_ops(m, config(2)), "L0.softmax.fwd").bytes.raw() == 1207959552.0);
+  CHECK(find(backward_ops(m, config(2)), "L0.softmax.bwd").bytes.raw() == 1476395008.0);
+  CHECK(9 * scores == 1207959552.0);
+  CHECK(11 * scores == 1476395008.0);
+}
+
 #include "workloads/compute_model.h"
 
 TEST_CASE("op_time looks a GEMM up at its own shape, not at a cube of the same FLOPs") {

@@ -212,12 +212,12 @@ TEST_CASE("compare: a slow data loader shows as input stall, the other rows unch
   // The gradient-accumulation example (1 GPU, micro-batch 5 x grad-accum 2) with a loader of 10 samples/s per
   // node and a prefetch queue of 1 micro-batch: the second micro-batch is loaded during the step, 5 / 10 =
   // 0.5 s, far longer than a micro-batch's compute (tens of ms), so the GPU waits on input.
-  std::string text = slurp(fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios/grad-accum-example.textproto");
+  std::string text = slurp(fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios/grad-accum-example/one-gpu.textproto");
   const std::size_t training = text.find("training {");
   REQUIRE(training != std::string::npos);
   text.insert(training + 10, " loader_prefetch: 1 loader_samples_per_s_per_node: 10 ");
   std::ofstream(dir / "slow-loader.textproto") << text;
-  const BinaryRun r = run("compare scenarios/grad-accum-example.textproto " + (dir / "slow-loader.textproto").string() +
+  const BinaryRun r = run("compare scenarios/grad-accum-example/one-gpu.textproto " + (dir / "slow-loader.textproto").string() +
                               " --json " + (dir / "c.json").string(),
                           dir);
   REQUIRE(r.status == 0);

@@ -47,7 +47,7 @@ TEST_CASE("clustersim run on the built-in default scenario prints the summary") 
 
 TEST_CASE("--json has the documented keys and the training identity holds") {
   const fs::path dir = scratch_dir("json");
-  const Run r = run("run scenarios/grad-accum-example.textproto --json " + (dir / "r.json").string(), dir);
+  const Run r = run("run scenarios/grad-accum-example/one-gpu.textproto --json " + (dir / "r.json").string(), dir);
   REQUIRE(r.status == 0);
   const std::string j = slurp(dir / "r.json");
   for (const char* key : {"iteration_time_s", "tokens_per_s", "mfu", "breakdown_s", "compute", "exposed_comm",
@@ -133,7 +133,7 @@ TEST_CASE("--resolved rewrites a profile path so the resolved file loads from it
   fs::create_directories(dir / "out");
   fs::copy_file(fs::path(CLUSTERSIM_SOURCE_DIR) / "calibrate/profiles/a100-sxm4-80gb.textproto",
                 dir / "prof/mine.textproto");
-  std::string scenario = slurp(fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios/grad-accum-example.textproto");
+  std::string scenario = slurp(fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios/grad-accum-example/one-gpu.textproto");
   scenario.replace(scenario.find("profile: \"a100-sxm4-80gb\""), 25, "profile: \"../prof/mine.textproto\"");
   std::ofstream(dir / "sc/s.textproto") << scenario;
   REQUIRE(run("run " + (dir / "sc/s.textproto").string() + " --resolved " + (dir / "out/r.textproto").string(), dir)

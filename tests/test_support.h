@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -30,6 +31,20 @@ inline std::string slurp(const std::filesystem::path& p) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// Scenario text for the fast-path and host-dispatch tests: `nodes` DGX-A100-like nodes (8 GPUs, NVLink 300 GB/s,
+// 200 Gb/s NICs), ANALYTICAL fidelity, `model` a preset name optionally followed by overrides ("mixtral-8x7b
+// layers: 2 seq_len: 4096"), `parallel` and `training` the bodies of those blocks (training gets samples: 1000).
+inline std::string a100_scenario_text(std::uint32_t nodes, const std::string& model, const std::string& parallel,
+                                      const std::string& training = "") {
+  const std::size_t space = model.find(' ');
+  const std::string preset = model.substr(0, space), more = space == std::string::npos ? "" : model.substr(space);
+  return "cluster { nodes: " + std::to_string(nodes) +
+         " gpus_per_node: 8 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 300"
+         " nic_gbits_per_s_per_direction: 200 }\n"
+         "profile: \"a100-sxm4-80gb\"\nfidelity: ANALYTICAL\nmodel { preset: \"" +
+         preset + "\"" + more + " }\nparallel { " + parallel + " }\ntraining { samples: 1000 " + training + " }\n";
 }
 
 // A fresh, empty scratch folder under the system's temporary directory.

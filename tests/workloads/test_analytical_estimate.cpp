@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/scenario_loader.h"
+#include "tests/test_support.h"
 #include "workloads/analytical_estimate.h"
 #include "workloads/iteration_result.h"
 #include "workloads/nccl_model.h"
@@ -22,17 +23,9 @@ using namespace clustersim::workloads;
 
 namespace {
 
-// `model` is a preset name, optionally followed by overrides: "mixtral-8x7b layers: 2 seq_len: 4096".
 Scenario scenario(std::uint32_t nodes, const std::string& model, const std::string& parallel) {
-  const std::size_t space = model.find(' ');
-  const std::string preset = model.substr(0, space), more = space == std::string::npos ? "" : model.substr(space);
-  return cli::load_scenario_text(
-      "cluster { nodes: " + std::to_string(nodes) +
-          " gpus_per_node: 8 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 300"
-          " nic_gbits_per_s_per_direction: 200 }\n"
-          "profile: \"a100-sxm4-80gb\"\nfidelity: ANALYTICAL\nmodel { preset: \"" +
-          preset + "\"" + more + " }\nparallel { " + parallel + " }\ntraining { samples: 1000 }\n",
-      "analytical.textproto", false, "");
+  return cli::load_scenario_text(clustersim::testing::a100_scenario_text(nodes, model, parallel),
+                                 "analytical.textproto", false, "");
 }
 
 struct Case {

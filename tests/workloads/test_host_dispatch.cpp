@@ -6,10 +6,12 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "cli/scenario_loader.h"
+#include "tests/test_support.h"
 #include "sim/executor.h"
 #include "sim/simulation.h"
 #include "workloads/analytical_estimate.h"
@@ -23,6 +25,16 @@ namespace {
 
 constexpr double kUs = 1e-6;
 
+// Runs the graph to its end and hands the executor to `inspect`.
+void run_graph(const sim::TaskGraph& g, const std::function<void(const sim::Executor&)>& inspect) {
+  sim::Simulation simulation;
+  sim::Executor ex(simulation, g);
+  ex.start();
+  simulation.run();
+  ex.finish();
+  inspect(ex);
+}
+
 // One GPU: a chain of n kernels on its compute stream, each `gpu_us` long and one dispatch of `host_us`.
 // Returns the makespan in seconds.
 double chain_time(int n, double gpu_us, double host_us) {
@@ -34,25 +46,15 @@ double chain_time(int n, double gpu_us, double host_us) {
   for (int i = 0; i < n; ++i) host.issue(0, g.add(label, lane, microseconds(gpu_us)), 1);
   const std::uint32_t gpus[] = {0};
   host.build(g, gpus);
-  sim::Simulation simulation;
-  sim::Executor ex(simulation, g);
-  ex.start();
-  simulation.run();
-  ex.finish();
-  return sim::to_seconds(ex.makespan()).raw();
+  double makespan = 0;
+  run_graph(g, [&](const sim::Executor& ex) { makespan = sim::to_seconds(ex.makespan()).raw(); });
+  return makespan;
 }
 
 Scenario scenario(std::uint32_t nodes, const std::string& model, const std::string& parallel,
                   const std::string& training) {
-  const std::size_t space = model.find(' ');
-  const std::string preset = model.substr(0, space), more = space == std::string::npos ? "" : model.substr(space);
-  return cli::load_scenario_text(
-      "cluster { nodes: " + std::to_string(nodes) +
-          " gpus_per_node: 8 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 300"
-          " nic_gbits_per_s_per_direction: 200 }\n"
-          "profile: \"a100-sxm4-80gb\"\nfidelity: ANALYTICAL\nmodel { preset: \"" +
-          preset + "\"" + more + " }\nparallel { " + parallel + " }\ntraining { samples: 1000 " + training + " }\n",
-      "host.textproto", false, "");
+  return cli::load_scenario_text(clustersim::testing::a100_scenario_text(nodes, model, parallel, training),
+                                 "host.textproto", false, "");
 }
 
 }  // namespace
@@ -105,14 +107,11 @@ TEST_CASE("host dispatch: the host waits for a pipeline receive before issuing t
     if (sync) host.synchronize_before(1, first, s);
     const std::uint32_t gpus[] = {0, 1};
     host.build(g, gpus);
-    sim::Simulation simulation;
-    sim::Executor ex(simulation, g);
-    ex.start();
-    simulation.run();
-    ex.finish();
     CAPTURE(sync);
-    CHECK(sim::to_seconds(ex.end_time(s)).raw() == doctest::Approx(115 * kUs).epsilon(1e-9));
-    CHECK(sim::to_seconds(ex.end_time(last)).raw() == doctest::Approx((sync ? 166 : 120) * kUs).epsilon(1e-9));
+    run_graph(g, [&](const sim::Executor& ex) {
+      CHECK(sim::to_seconds(ex.end_time(s)).raw() == doctest::Approx(115 * kUs).epsilon(1e-9));
+      CHECK(sim::to_seconds(ex.end_time(last)).raw() == doctest::Approx((sync ? 166 : 120) * kUs).epsilon(1e-9));
+    });
   }
 }
 

@@ -41,6 +41,7 @@ std::optional<double> default_gpu_power_w(const std::string& gpu) {
   if (u.find("A100") != std::string::npos) return pcie ? 300.0 : 400.0;
   if (u.find("H100") != std::string::npos) return pcie ? 350.0 : 700.0;
   if (u.find("H200") != std::string::npos) return 700.0;
+  if (u.find("GB200") != std::string::npos) return 1200.0;
   return std::nullopt;
 }
 

@@ -18,7 +18,9 @@
 //    at a time to --max-gpus.
 //  * GPU power (--gpu-power-w): the profile has no power figure; the default is the board's maximum power
 //    from NVIDIA's datasheets for the profile's GPU: A100 SXM 400 W (A100 PCIe 300 W), H100 SXM 700 W
-//    (H100 PCIe 350 W), H200 SXM 700 W. Other GPUs report no energy unless the option is given.
+//    (H100 PCIe 350 W), H200 SXM 700 W; GB200 (a Blackwell GPU of GB200 NVL72) 1,200 W, the power limit nvidia-smi
+//    reports for it and NVIDIA's Blackwell brief states for the GB200 GPU (the NVL72 datasheet gives no per-GPU
+//    figure). Other GPUs report no energy unless the option is given.
 #pragma once
 
 #include <cstdint>

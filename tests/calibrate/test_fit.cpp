@@ -149,12 +149,12 @@ TEST_CASE("fit: bad input is an InputError naming the file and field") {
             "band; GEMM, memory and launch samples need values > 0)");
   CHECK(input_error_of([] { fit_files({"unknown_gpu.textproto"}); }) ==
         "command line: --base: no built-in profile matches the measured GPU \"NVIDIA B200\"; choose the base profile "
-        "with --base: a100-sxm4-80gb, h100-sxm5-80gb, tpu-v4, a100-sxm4-40gb, or a profile file");
+        "with --base: a100-sxm4-80gb, h100-sxm5-80gb, tpu-v4, a100-sxm4-40gb, h200-sxm-141gb, gb200, or a profile file");
   calibrate::FitOptions options;
   options.base = "no-such-profile";
   CHECK(input_error_of([&] { fit_files({"two_points.textproto"}, options); }) ==
         "command line: --base: \"no-such-profile\" is not a built-in profile (a100-sxm4-80gb, h100-sxm5-80gb, tpu-v4, "
-        "a100-sxm4-40gb) or a "
+        "a100-sxm4-40gb, h200-sxm-141gb, gb200) or a "
         "file");
   CHECK(input_error_of([] { calibrate::parse_raw(std::string("\x08\x96\x01garbage\xff", 11), "x.pb"); }) ==
         "x.pb: not a RawMeasurements binary protobuf (calibrate/raw.proto), nor text");

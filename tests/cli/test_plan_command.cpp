@@ -50,6 +50,7 @@ TEST_CASE("plan: GPU power defaults from the datasheets") {
   CHECK(*cli::default_gpu_power_w("A100-PCIe-40GB") == 300);
   CHECK(*cli::default_gpu_power_w("H100-SXM5-80GB") == 700);
   CHECK(*cli::default_gpu_power_w("H200-SXM-141GB") == 700);
+  CHECK(*cli::default_gpu_power_w("GB200") == 1200);  // the gpu of the gb200 profile and gb200-nvl72 preset
   CHECK(!cli::default_gpu_power_w("MI300X").has_value());
 }
 

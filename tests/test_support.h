@@ -47,6 +47,15 @@ inline std::string a100_scenario_text(std::uint32_t nodes, const std::string& mo
          preset + "\"" + more + " }\nparallel { " + parallel + " }\ntraining { samples: 1000 " + training + " }\n";
 }
 
+// One node of 8 A100s (NVLink 300 GB/s, 200 Gb/s NIC), ANALYTICAL fidelity, a 4-layer model with 8 heads
+// (h 1024, V 32,000, s 1024), DP 8 x micro-batch 1 x grad-accum 2 = global batch 16: the sweep and plan tests'.
+inline constexpr const char* kTinyA100Scenario =
+    "cluster { nodes: 1 gpus_per_node: 8 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 300 "
+    "nic_gbits_per_s_per_direction: 200 }\n"
+    "profile: \"a100-sxm4-80gb\"\nfidelity: ANALYTICAL\n"
+    "model { name: \"tiny\" layers: 4 hidden: 1024 heads: 8 vocab: 32000 seq_len: 1024 }\n"
+    "parallel { dp: 8 micro_batch: 1 grad_accum: 2 }\ntraining { samples: 1000 global_batch: 16 }\n";
+
 // A fresh, empty scratch folder under the system's temporary directory.
 inline std::filesystem::path scratch_dir(const std::string& name) {
   const std::filesystem::path dir =

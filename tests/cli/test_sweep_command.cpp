@@ -17,12 +17,7 @@ using namespace clustersim;
 namespace {
 
 // 1 node of 8 A100s; a 4-layer model with 8 heads; global batch 16 (= 1 · 2 · 8).
-const char* kSmall =
-    "cluster { nodes: 1 gpus_per_node: 8 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 300 "
-    "nic_gbits_per_s_per_direction: 200 }\n"
-    "profile: \"a100-sxm4-80gb\"\nfidelity: ANALYTICAL\n"
-    "model { name: \"tiny\" layers: 4 hidden: 1024 heads: 8 vocab: 32000 seq_len: 1024 }\n"
-    "parallel { dp: 8 micro_batch: 1 grad_accum: 2 }\ntraining { samples: 1000 global_batch: 16 }\n";
+const std::string kSmall = clustersim::testing::kTinyA100Scenario;
 
 workloads::Scenario small() { return cli::load_scenario_text(kSmall, "small.textproto", false, ""); }
 

@@ -17,6 +17,7 @@
 
 #include "sim/simulation.h"
 #include "sim/task_graph.h"
+#include "tests/test_profiles.h"
 #include "workloads/collective_engine.h"
 #include "workloads/ddp_graph.h"
 
@@ -180,33 +181,15 @@ TEST_CASE("comm slowdown: factor 1 is the executor without it (random graphs, ev
 namespace clustersim::workloads {
 namespace {
 
-// An A100-like profile (as tests/workloads/test_ddp.cpp), so the test does not depend on the data files.
-calibrate::HardwareProfile a100_like() {
-  calibrate::HardwareProfile p;
-  p.name = "test-a100";
-  p.gpu = {"A100", TFLOPps(312), TFLOPps(312), TFLOPps(156), TFLOPps(19.5), GBps(2039), GiB(80), 0.75, 0.8,
-           microseconds(2)};
-  p.collectives = {microseconds(8.4), microseconds(3.4), microseconds(14.0), 0.77, 0.8, {}, bytes_per_second(0)};
-  return p;
-}
-
 // l=2, h=1024, a=16, f=4h, V=51200, s=1024, micro-batch 4, DDP on 2 nodes × 1 GPU, 10,000 MiB bucket cap:
 // two buckets (test_ddp.cpp): bucket 0 (16.8 MB, closed after L1.fc2.wgrad) whose AllReduce overlaps the rest
 // of backward, and bucket 1 (the rest) whose AllReduce runs after backward, before the optimizer step.
 Scenario small_ddp() {
-  Scenario sc;
-  sc.name = "ddp-slowdown";
-  sc.cluster.nodes = 2;
-  sc.cluster.gpus_per_node = 1;
-  sc.cluster.gpu = "A100";
-  sc.cluster.nvlink_per_direction = GBps(300);
-  sc.cluster.nic_per_direction = Gbitps(200);
-  sc.profile = a100_like();
-  sc.fidelity = Fidelity::kAnalytical;
+  Scenario sc = clustersim::testing::a100_like_cluster("ddp-slowdown", 2, 1);
   Job job;
   job.name = "ddp";
   job.gpus = {0, 1};
-  job.model = ModelSpec{"small", 2, 1024, 16, 4096, 51200, 1024};
+  job.model = clustersim::testing::small_gpt();
   job.parallel = ParallelPlan{2, 4, 1, MiB(10000)};
   job.training = TrainingJob{1000, 1, 8, Precision::kBF16};
   sc.jobs.push_back(job);

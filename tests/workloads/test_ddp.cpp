@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "workloads/input_pipeline.h"
+#include "tests/test_profiles.h"
 #include "workloads/iteration_result.h"
 
 using namespace clustersim;
@@ -8,31 +9,13 @@ using namespace clustersim::workloads;
 
 namespace {
 
-// An A100-like profile written out here so the test does not depend on the data files.
-calibrate::HardwareProfile a100_like() {
-  calibrate::HardwareProfile p;
-  p.name = "test-a100";
-  p.gpu = {"A100", TFLOPps(312), TFLOPps(312), TFLOPps(156), TFLOPps(19.5), GBps(2039), GiB(80), 0.75, 0.8,
-           microseconds(2)};
-  p.collectives = {microseconds(8.4), microseconds(3.4), microseconds(14.0), 0.77, 0.8, {}, bytes_per_second(0)};
-  return p;
-}
-
 // l=2, h=1024, a=16, f=4h, V=51200, s=1024, micro-batch 4, on `nodes` nodes × 1 GPU (200 Gbit/s NIC).
 Scenario small_ddp(std::uint32_t nodes, std::uint32_t grad_accum, Bytes bucket_cap) {
-  Scenario sc;
-  sc.name = "ddp-test";
-  sc.cluster.nodes = nodes;
-  sc.cluster.gpus_per_node = 1;
-  sc.cluster.gpu = "A100";
-  sc.cluster.nvlink_per_direction = GBps(300);
-  sc.cluster.nic_per_direction = Gbitps(200);
-  sc.profile = a100_like();
-  sc.fidelity = Fidelity::kAnalytical;
+  Scenario sc = clustersim::testing::a100_like_cluster("ddp-test", nodes, 1);
   Job job;
   job.name = "ddp-test";
   for (std::uint32_t g = 0; g < nodes; ++g) job.gpus.push_back(g);
-  job.model = ModelSpec{"small", 2, 1024, 16, 4096, 51200, 1024};
+  job.model = clustersim::testing::small_gpt();
   job.parallel = ParallelPlan{nodes, 4, grad_accum, bucket_cap};
   job.training = TrainingJob{1000, 1, std::uint64_t(4) * grad_accum * nodes, Precision::kBF16};
   sc.jobs.push_back(job);

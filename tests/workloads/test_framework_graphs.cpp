@@ -9,6 +9,7 @@
 
 #include "sim/executor.h"
 #include "tests/test_support.h"
+#include "tests/test_profiles.h"
 #include "workloads/collective_engine.h"
 #include "workloads/framework_graphs.h"
 #include "workloads/iteration_result.h"
@@ -18,32 +19,15 @@ using namespace clustersim::workloads;
 
 namespace {
 
-calibrate::HardwareProfile a100_like() {
-  calibrate::HardwareProfile p;
-  p.name = "test-a100";
-  p.gpu = {"A100", TFLOPps(312), TFLOPps(312), TFLOPps(156), TFLOPps(19.5), GBps(2039), GiB(80), 0.75, 0.8,
-           microseconds(2)};
-  p.collectives = {microseconds(8.4), microseconds(3.4), microseconds(14.0), 0.77, 0.8, {}, bytes_per_second(0)};
-  return p;
-}
-
 // The DDP test's model (l=2, h=1024, a=16, f=4h, V=51200, s=1024, tied embedding; P = 78,671,872), micro-batch 4,
 // on `nodes` nodes × `per_node` GPUs, ANALYTICAL fidelity.
 Scenario small(Framework fw, std::uint32_t nodes, std::uint32_t per_node) {
-  Scenario sc;
-  sc.name = "framework-test";
-  sc.cluster.nodes = nodes;
-  sc.cluster.gpus_per_node = per_node;
-  sc.cluster.gpu = "A100";
-  sc.cluster.nvlink_per_direction = GBps(300);
-  sc.cluster.nic_per_direction = Gbitps(200);
-  sc.profile = a100_like();
-  sc.fidelity = Fidelity::kAnalytical;
+  Scenario sc = clustersim::testing::a100_like_cluster("framework-test", nodes, per_node);
   Job job;
   job.name = "framework-test";
   const std::uint32_t n = nodes * per_node;
   for (std::uint32_t g = 0; g < n; ++g) job.gpus.push_back(g);
-  job.model = ModelSpec{"small", 2, 1024, 16, 4096, 51200, 1024};
+  job.model = clustersim::testing::small_gpt();
   job.parallel = ParallelPlan{n, 4, 1, MiB(25)};
   job.parallel.framework = fw;
   job.training = TrainingJob{1000, 1, std::uint64_t(4) * n, Precision::kBF16};

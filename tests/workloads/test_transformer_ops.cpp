@@ -279,6 +279,20 @@ TEST_CASE("explicit attention: the softmax and the attention dropout each pass o
   CHECK(11 * scores == 1476395008.0);
 }
 
+TEST_CASE("the loss: Megatron's fp32 vocab-parallel cross-entropy passes over the T x V/t logits") {
+  // Forward: cast to fp32 (2 + 4 B), row max (4), subtract (4 + 4), exp (4 + 4), row sum (4), divide (4 + 4):
+  // 38 B per logit. Backward: softmax · dloss in place (4 + 4) and the cast back to 16 bits (4 + 2): 14 B.
+  // B = 2, s = 1024, V = 51,200, t = 2: T·V/t = 2048 · 25,600 = 52,428,800 logits → 1,992,294,400 B forward and
+  // 734,003,200 B backward.
+  const ModelSpec m = gpt(1, 1024, 16, 51200, 1024);
+  const double logits = 2.0 * 1024 * 51200 / 2;
+  CHECK(logits == 52428800.0);
+  CHECK(find(forward_ops(m, config(2, Recompute::kNone, 2)), "loss.fwd").bytes.raw() == 1992294400.0);
+  CHECK(find(backward_ops(m, config(2, Recompute::kNone, 2)), "loss.bwd").bytes.raw() == 734003200.0);
+  CHECK(38 * logits == 1992294400.0);
+  CHECK(14 * logits == 734003200.0);
+}
+
 #include "workloads/compute_model.h"
 
 TEST_CASE("op_time looks a GEMM up at its own shape, not at a cube of the same FLOPs") {

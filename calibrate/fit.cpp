@@ -308,7 +308,9 @@ std::optional<std::string> builtin_profile_for_gpu(const std::string& device_nam
   bool tie = false;
   for (const std::string& name : builtin_profile_names()) {
     const std::optional<HardwareProfile> p = load_builtin_profile(name);
-    if (!p) continue;
+    // A built-in fitted to one cluster's measurements (vtrain-a100) describes that cluster, not the GPU type:
+    // never the base for another cluster's fit.
+    if (!p || !p->provenance.raw_sha256.empty()) continue;
     if (!p->provenance.gpu.empty() && tokens(p->provenance.gpu) == device) return name;
     const std::vector<std::string> gpu = tokens(p->gpu.gpu);
     if (gpu.empty() || std::find(device.begin(), device.end(), gpu.front()) == device.end()) continue;
@@ -392,7 +394,8 @@ struct Point {
   std::uint64_t size = 0;
 };
 
-using BandKey = std::tuple<std::string, std::string, std::string, int>;  // op, algorithm, protocol, link
+// op, algorithm, protocol, link, ranks (the communicator size: NCCL's latency and busbw differ with it).
+using BandKey = std::tuple<std::string, std::string, std::string, int, std::uint32_t>;
 
 // Weighted least squares of t = α + γx with w = 1/t² (see the header).
 BandFit fit_band(const std::vector<Point>& pts) {
@@ -610,7 +613,7 @@ FitResult fit_profile(const std::vector<RawInput>& raws, const FitOptions& optio
         r.fail(path + ".time_us", format_number(s.time_us()) + " must be a number > 0 (microseconds)");
       const std::uint32_t nodes = s.nodes() ? s.nodes() : p.hosts();
       const int link = nodes > 1 ? schema::AlphaBetaBand::NET : schema::AlphaBetaBand::NVLINK;
-      samples[{op, algo, proto, link}].push_back(
+      samples[{op, algo, proto, link, ranks}].push_back(
           Point{static_cast<double>(s.size_bytes()) * busbw_factor(op, ranks), s.time_us(), s.size_bytes()});
     }
   }
@@ -619,11 +622,11 @@ FitResult fit_profile(const std::vector<RawInput>& raws, const FitOptions& optio
   schema::CollectiveProfile& coll = *out.mutable_collectives();
   std::vector<schema::AlphaBetaBand> kept;  // base bands of kinds not measured here
   for (const schema::AlphaBetaBand& b : coll.bands())
-    if (!samples.count({b.op(), b.algorithm(), b.protocol(), static_cast<int>(b.link())})) kept.push_back(b);
+    if (!samples.count({b.op(), b.algorithm(), b.protocol(), static_cast<int>(b.link()), b.ranks()})) kept.push_back(b);
   coll.clear_bands();
   for (const schema::AlphaBetaBand& b : kept) *coll.add_bands() = b;
   for (const auto& [key, pts] : samples) {
-    const auto& [op, algo, proto, link] = key;
+    const auto& [op, algo, proto, link, ranks] = key;
     for (std::size_t e = 0; e < edges.size(); ++e) {
       const std::uint64_t lo = edges[e];
       const std::optional<std::uint64_t> hi =
@@ -636,12 +639,14 @@ FitResult fit_profile(const std::vector<RawInput>& raws, const FitOptions& optio
       f.op = op, f.algorithm = algo, f.protocol = proto;
       f.link = link == schema::AlphaBetaBand::NET ? "NET" : "NVLINK";
       f.min_bytes = lo, f.max_bytes = hi;
+      f.ranks = ranks;
       if (f.fitted) {
         schema::AlphaBetaBand& b = *coll.add_bands();
         b.set_op(op), b.set_algorithm(algo), b.set_protocol(proto);
         b.set_link(static_cast<schema::AlphaBetaBand::Link>(link));
         b.set_min_bytes(lo);
         if (hi) b.set_max_bytes(*hi);
+        b.set_ranks(ranks);
         b.set_alpha_us(f.alpha_us);
         b.set_busbw_gbytes_per_s(f.busbw_GBps);
         b.set_points(f.points);
@@ -699,15 +704,15 @@ std::string fit_report(const FitResult& r) {
          ", launch samples: " + std::to_string(r.launch_samples) + "\n";
   out += "#\n# alpha-beta bands: t = alpha + size * busbw_factor / busbw; relative error |pred - meas| / meas\n";
   char line[320];
-  std::snprintf(line, sizeof line, "# %-14s %-8s %-7s %-6s %-22s %6s %8s %8s %10s %10s  %s\n", "op", "algo", "proto",
-                "link", "band", "points", "mean err", "max err", "alpha(us)", "busbw", "note");
+  std::snprintf(line, sizeof line, "# %-14s %-8s %-7s %-6s %5s %-22s %6s %8s %8s %10s %10s  %s\n", "op", "algo", "proto",
+                "link", "ranks", "band", "points", "mean err", "max err", "alpha(us)", "busbw", "note");
   out += line;
   for (const BandFit& b : r.bands) {
     const std::string band =
         "[" + size_text(b.min_bytes) + ", " + (b.max_bytes ? size_text(*b.max_bytes) : "inf") + ")";
     std::snprintf(
-        line, sizeof line, "  %-14s %-8s %-7s %-6s %-22s %6u %8s %8s %10s %10s  %s\n", b.op.c_str(),
-        b.algorithm.c_str(), b.protocol.c_str(), b.link.c_str(), band.c_str(), b.points,
+        line, sizeof line, "  %-14s %-8s %-7s %-6s %5u %-22s %6u %8s %8s %10s %10s  %s\n", b.op.c_str(),
+        b.algorithm.c_str(), b.protocol.c_str(), b.link.c_str(), b.ranks, band.c_str(), b.points,
         b.fitted ? (fmt("%.1f", 100 * b.mean_relative_error) + "%").c_str() : "-",
         b.fitted ? (fmt("%.1f", 100 * b.max_relative_error) + "%").c_str() : "-",
         b.fitted ? fmt("%.2f", b.alpha_us).c_str() : "-",

@@ -10,7 +10,8 @@
 // the `# Rank … NVIDIA …` device lines or a CSV's `# hardware:` line, source = the files read.
 //
 // Fit, per part of the profile (everything not measured is copied from the base profile):
-//  * collectives: per (op, algorithm, protocol, link kind, size band) a weighted least-squares line
+//  * collectives: per (op, algorithm, protocol, link kind, communicator size, size band) a weighted
+//    least-squares line
 //        t_i = α + γ·x_i,   x_i = size_i · busbw_factor(op, ranks_i),   busbw = 1/γ
 //    (nccl-tests' busbw convention, ../shared/reference/nccl.md §2.2 and §5). Weights w_i = 1/t_i², so the
 //    fit minimises Σ((pred − t)/t)², the relative error: a band spanning 1 MiB..64 MiB is not ruled by its
@@ -91,6 +92,7 @@ struct BandFit {
   std::string op, algorithm, protocol, link;  // link "NVLINK" / "NET"
   std::uint64_t min_bytes = 0;
   std::optional<std::uint64_t> max_bytes;
+  std::uint32_t ranks = 0;              // the communicator size the samples ran on
   std::uint32_t points = 0;             // samples in the band
   bool fitted = false;                  // false: skipped (see note)
   double alpha_us = 0, busbw_GBps = 0;  // busbw may be inf
@@ -119,7 +121,8 @@ std::string fit_report(const FitResult& result);
 // The built-in profile for a device name ("NVIDIA H100 80GB HBM3" → "h100-sxm5-80gb"): a profile whose
 // provenance.gpu equals it, else the one whose gpu type's first token (the chip, "H100") is a token of the
 // device name and that shares the most tokens with it (case-insensitive, split at non-alphanumerics,
-// "NVIDIA" ignored). nullopt when none or a tie.
+// "NVIDIA" ignored). nullopt when none or a tie. Built-ins fitted to one cluster (a raw_sha256 in their
+// provenance, e.g. vtrain-a100) are never chosen.
 std::optional<std::string> builtin_profile_for_gpu(const std::string& device_name);
 
 // A byte count in the largest binary unit that divides it exactly: "0", "64 KiB", "1 MiB", "3000 B".

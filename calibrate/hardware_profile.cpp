@@ -176,17 +176,19 @@ std::vector<AlphaBetaBand> to_bands(const ParsedText& in,
     if (bw == 0) in.fail(p + ".busbw_gbytes_per_s", "missing or zero; must be > 0 (decimal GB/s; inf = latency only)");
     if (bw < 0) in.fail(p + ".busbw_gbytes_per_s", format_number(bw) + " must be > 0 (decimal GB/s)");
     v.busbw = GBps(bw);
+    v.ranks = b.ranks();
     v.points = b.points();
     v.mean_relative_error = b.mean_relative_error();
     v.max_relative_error = b.max_relative_error();
     for (std::size_t j = 0; j < out.size(); ++j) {
       const AlphaBetaBand& o = out[j];
-      const bool same = o.op == v.op && o.algorithm == v.algorithm && o.protocol == v.protocol && o.link == v.link;
+      const bool same = o.op == v.op && o.algorithm == v.algorithm && o.protocol == v.protocol && o.link == v.link &&
+                        o.ranks == v.ranks;
       const bool overlap = (!v.max_bytes || o.min_bytes < *v.max_bytes) && (!o.max_bytes || v.min_bytes < *o.max_bytes);
       if (same && overlap)
         in.fail(p + ".min_bytes", "overlaps collectives.bands[" + std::to_string(j) +
                                       "] of the same op, algorithm, "
-                                      "protocol and link; bands of one kind must not overlap");
+                                      "protocol, link and ranks; bands of one kind must not overlap");
     }
     out.push_back(std::move(v));
   }
@@ -360,17 +362,35 @@ const char* to_string(LinkKind k) {
   return k == LinkKind::kNvlink ? "NVLINK" : "NET";
 }
 
+namespace {
+
+// How far a band's communicator size is from the request's (smaller is better): measured on `ranks` GPUs 0,
+// any size 1, else 2 + |log2(band ranks / ranks)|.
+double rank_distance(const AlphaBetaBand& b, std::uint32_t ranks) {
+  if (b.ranks == ranks) return 0;
+  if (b.ranks == 0) return 1;
+  return 2 + std::abs(std::log2(static_cast<double>(b.ranks)) - std::log2(static_cast<double>(std::max(ranks, 1u))));
+}
+
+}  // namespace
+
 const AlphaBetaBand* find_band(const CollectiveConstants& c, std::string_view op, std::string_view algorithm,
-                               std::string_view protocol, LinkKind link, std::uint64_t bytes) {
-  // Rule 1: the op itself; exact algorithm, then exact protocol, beat "default".
+                               std::string_view protocol, LinkKind link, std::uint64_t bytes, std::uint32_t ranks) {
+  // Candidates are ranked by (algorithm/protocol score, higher first; rank distance, lower first); among
+  // equals the first in the profile.
   const AlphaBetaBand* best = nullptr;
   int best_score = -1;
+  double best_distance = 0;
+  auto consider = [&](const AlphaBetaBand& b, int score) {
+    const double d = rank_distance(b, ranks);
+    if (score > best_score || (score == best_score && d < best_distance)) best = &b, best_score = score, best_distance = d;
+  };
+  // Rule 1: the op itself; exact algorithm, then exact protocol, beat "default".
   for (const AlphaBetaBand& b : c.bands) {
     if (b.op != op || b.link != link || !b.covers(bytes)) continue;
     const bool algo_exact = b.algorithm == algorithm, proto_exact = b.protocol == protocol;
     if ((!algo_exact && b.algorithm != "default") || (!proto_exact && b.protocol != "default")) continue;
-    const int score = (algo_exact ? 2 : 0) + (proto_exact ? 1 : 0);
-    if (score > best_score) best = &b, best_score = score;
+    consider(b, (algo_exact ? 2 : 0) + (proto_exact ? 1 : 0));
   }
   if (best) return best;
   // Rule 2: another ring-family op, same algorithm exactly.
@@ -383,8 +403,7 @@ const AlphaBetaBand* find_band(const CollectiveConstants& c, std::string_view op
       if (b.op != other || b.link != link || !b.covers(bytes) || b.algorithm != algorithm) continue;
       const bool proto_exact = b.protocol == protocol;
       if (!proto_exact && b.protocol != "default") continue;
-      const int score = proto_exact ? 1 : 0;
-      if (score > best_score) best = &b, best_score = score;
+      consider(b, proto_exact ? 1 : 0);
     }
     if (best) return best;
   }

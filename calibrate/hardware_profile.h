@@ -87,6 +87,7 @@ struct AlphaBetaBand {
   std::optional<std::uint64_t> max_bytes;  // exclusive; nullopt = unbounded
   Seconds alpha;
   BytesPerSecond busbw;  // may be +inf (latency-only band)
+  std::uint32_t ranks = 0;  // communicator size measured; 0 = any
   std::uint32_t points = 0;
   double mean_relative_error = 0, max_relative_error = 0;
   bool covers(std::uint64_t bytes) const { return bytes >= min_bytes && (!max_bytes || bytes < *max_bytes); }
@@ -113,9 +114,12 @@ struct CollectiveConstants {
 //     as in 1. busbw is nccl-tests' normalisation to the bytes each link carries (PERFORMANCE.md), the same
 //     physical wire rate for every ring-family op, so it transfers; alpha is taken as measured (in nccl-tests
 //     runs it is mostly the launch floor, shared by all ops).
+// Within each rule, after the algorithm/protocol preference, the communicator size decides: a band measured on
+// `ranks` GPUs, then a band for any size (ranks 0), then the band whose size is nearest in log2 (an 8-GPU fit
+// times a 6-GPU communicator before a 2-GPU fit does; ties: the first in the profile).
 // `op` is nccl-tests' name ("all_gather"); `algorithm` and `protocol` as in AlphaBetaBand.
 const AlphaBetaBand* find_band(const CollectiveConstants& c, std::string_view op, std::string_view algorithm,
-                               std::string_view protocol, LinkKind link, std::uint64_t bytes);
+                               std::string_view protocol, LinkKind link, std::uint64_t bytes, std::uint32_t ranks);
 
 struct Provenance {
   std::string source, date, notes;

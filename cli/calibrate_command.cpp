@@ -257,13 +257,14 @@ std::string profile_tables(const calibrate::HardwareProfile& p) {
   if (c.bands.empty()) {
     o += "  (none: collectives use the physical model)\n";
   } else {
-    o += line("  %-14s %-8s %-7s %-6s %-22s %10s %10s %6s %8s %8s\n", "op", "algo", "proto", "link", "band",
+    o += line("  %-14s %-8s %-7s %-6s %5s %-22s %10s %10s %6s %8s %8s\n", "op", "algo", "proto", "link", "ranks", "band",
               "alpha(us)", "busbw", "points", "mean err", "max err");
     for (const calibrate::AlphaBetaBand& b : c.bands) {
       const std::string band =
           "[" + calibrate::size_text(b.min_bytes) + ", " + (b.max_bytes ? calibrate::size_text(*b.max_bytes) : "inf") + ")";
-      o += line("  %-14s %-8s %-7s %-6s %-22s %10.2f %10s %6u %7.1f%% %7.1f%%\n", b.op.c_str(), b.algorithm.c_str(),
-                b.protocol.c_str(), to_string(b.link), band.c_str(), to_us(b.alpha),
+      o += line("  %-14s %-8s %-7s %-6s %5s %-22s %10.2f %10s %6u %7.1f%% %7.1f%%\n", b.op.c_str(), b.algorithm.c_str(),
+                b.protocol.c_str(), to_string(b.link), b.ranks ? std::to_string(b.ranks).c_str() : "any", band.c_str(),
+                to_us(b.alpha),
                 number(b.busbw.raw() / 1e9, "%.1f").c_str(), b.points, 100 * b.mean_relative_error,
                 100 * b.max_relative_error);
     }

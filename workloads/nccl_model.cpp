@@ -213,7 +213,7 @@ void apply_fitted_band(const calibrate::CollectiveConstants& k, const Collective
   const double bytes = req.size.raw();
   const calibrate::AlphaBetaBand* band = calibrate::find_band(
       k, nccl_tests_name(req.op), to_string(plan.algorithm), to_string(plan.protocol),
-      domains <= 1 ? calibrate::LinkKind::kNvlink : calibrate::LinkKind::kNet, static_cast<std::uint64_t>(bytes));
+      domains <= 1 ? calibrate::LinkKind::kNvlink : calibrate::LinkKind::kNet, static_cast<std::uint64_t>(bytes), ranks);
   if (!band) return;
   const double alg = band->busbw.raw() / busbw_factor(req.op, ranks);  // payload bytes per second; may be inf
   plan.latency = band->alpha;

@@ -137,7 +137,8 @@ TEST_CASE("fit: the recorded nccl-tests import fits four bands of ring all_reduc
   // Plateau band [64 MiB, inf): busbw near the measured 368 GB/s at 8 GiB.
   CHECK(band(r, 64ull << 20)->busbw_GBps == doctest::Approx(364.7).epsilon(0.01));
   const std::string report = calibrate::fit_report(r);
-  CHECK(report.find("all_reduce     ring     default NVLINK [64 MiB, inf)") != std::string::npos);
+  CHECK(report.find("all_reduce     ring     default NVLINK     8 [64 MiB, inf)") != std::string::npos);
+  for (const calibrate::BandFit& b : r.bands) CHECK(b.ranks == 8);  // the run's GPU count
 }
 
 TEST_CASE("fit: bad input is an InputError naming the file and field") {
@@ -149,12 +150,12 @@ TEST_CASE("fit: bad input is an InputError naming the file and field") {
             "band; GEMM, memory and launch samples need values > 0)");
   CHECK(input_error_of([] { fit_files({"unknown_gpu.textproto"}); }) ==
         "command line: --base: no built-in profile matches the measured GPU \"NVIDIA B200\"; choose the base profile "
-        "with --base: a100-sxm4-80gb, h100-sxm5-80gb, tpu-v4, a100-sxm4-40gb, h200-sxm-141gb, gb200, or a profile file");
+        "with --base: a100-sxm4-80gb, h100-sxm5-80gb, tpu-v4, a100-sxm4-40gb, h200-sxm-141gb, gb200, vtrain-a100, or a profile file");
   calibrate::FitOptions options;
   options.base = "no-such-profile";
   CHECK(input_error_of([&] { fit_files({"two_points.textproto"}, options); }) ==
         "command line: --base: \"no-such-profile\" is not a built-in profile (a100-sxm4-80gb, h100-sxm5-80gb, tpu-v4, "
-        "a100-sxm4-40gb, h200-sxm-141gb, gb200) or a "
+        "a100-sxm4-40gb, h200-sxm-141gb, gb200, vtrain-a100) or a "
         "file");
   CHECK(input_error_of([] { calibrate::parse_raw(std::string("\x08\x96\x01garbage\xff", 11), "x.pb"); }) ==
         "x.pb: not a RawMeasurements binary protobuf (calibrate/raw.proto), nor text");
@@ -188,7 +189,7 @@ TEST_CASE("find_band: the op's own bands first (exact beats default), then anoth
              make_band("all_gather", "ring", "Simple", 1024, {}, 5)};
   auto alpha = [&](const char* op, const char* algo, const char* proto, std::uint64_t bytes,
                    LinkKind link = LinkKind::kNvlink) {
-    const calibrate::AlphaBetaBand* b = calibrate::find_band(c, op, algo, proto, link, bytes);
+    const calibrate::AlphaBetaBand* b = calibrate::find_band(c, op, algo, proto, link, bytes, 8);
     return b ? to_us(b->alpha) : -1.0;
   };
   CHECK(alpha("all_reduce", "ring", "LL", 100) == 2);     // exact algorithm and protocol
@@ -202,6 +203,38 @@ TEST_CASE("find_band: the op's own bands first (exact beats default), then anoth
   CHECK(alpha("alltoall", "p2p", "Simple", 100) == -1);  // point-to-point never borrows
   // Rule 2 never takes an algorithm-"default" band: all_reduce default/LL is not used for all_gather nvls.
   CHECK(alpha("all_gather", "nvls", "LL", 100) == -1);
+}
+
+TEST_CASE("find_band: the communicator size decides after algorithm and protocol") {
+  using calibrate::LinkKind;
+  auto sized = [](std::uint32_t ranks, double alpha_us, std::string algo = "default") {
+    calibrate::AlphaBetaBand b = make_band("all_reduce", std::move(algo), "default", 0, {}, alpha_us);
+    b.ranks = ranks;
+    return b;
+  };
+  calibrate::CollectiveConstants c;
+  c.bands = {sized(2, 2), sized(8, 8), sized(4, 4)};
+  auto alpha = [&](std::uint32_t ranks, const char* algo = "ring") {
+    const calibrate::AlphaBetaBand* b = calibrate::find_band(c, "all_reduce", algo, "Simple", LinkKind::kNvlink, 100, ranks);
+    return b ? to_us(b->alpha) : -1.0;
+  };
+  CHECK(alpha(2) == 2);  // measured on that size
+  CHECK(alpha(4) == 4);
+  CHECK(alpha(8) == 8);
+  // Nearest in log2: 3 ranks is log2(3/2) = 0.58 from 2 and log2(4/3) = 0.42 from 4; 6 is 0.58 from 4 and 0.42
+  // from 8; 16 and 64 take 8.
+  CHECK(alpha(3) == 4);
+  CHECK(alpha(6) == 8);
+  CHECK(alpha(16) == 8);
+  CHECK(alpha(64) == 8);
+  // A band for any size (ranks 0) beats a band of another size, not one of the same size.
+  c.bands.push_back(sized(0, 100));
+  CHECK(alpha(8) == 8);
+  CHECK(alpha(16) == doctest::Approx(100));
+  // The algorithm/protocol preference comes first: an exact ring band of another size beats "default" of this.
+  c.bands.push_back(sized(2, 22, "ring"));
+  CHECK(alpha(8) == 22);
+  CHECK(alpha(8, "tree") == 8);
 }
 
 TEST_CASE("profile: band, table and curve errors name the field") {
@@ -232,7 +265,13 @@ TEST_CASE("profile: band, table and curve errors name the field") {
              "  bands { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" link: NET min_bytes: 64 "
              "alpha_us: 1 busbw_gbytes_per_s: 5 }\n") ==
         "p.textproto:28:86: collectives.bands[1].min_bytes: overlaps collectives.bands[0] of the same op, algorithm, "
-        "protocol and link; bands of one kind must not overlap");
+        "protocol, link and ranks; bands of one kind must not overlap");
+  // The same size ranges measured on different communicator sizes are two kinds: no overlap.
+  CHECK(with("",
+             "  bands { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" link: NET min_bytes: 0 "
+             "alpha_us: 1 busbw_gbytes_per_s: 5 ranks: 8 }\n"
+             "  bands { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" link: NET min_bytes: 64 "
+             "alpha_us: 1 busbw_gbytes_per_s: 5 ranks: 16 }\n") == "<no InputError thrown>");
   CHECK(with("  hbm_curve { bytes: 1024 gbytes_per_s: 10 }\n  hbm_curve { bytes: 1024 gbytes_per_s: 20 }\n", "") ==
         "p.textproto:21:22: gpu.hbm_curve[1].bytes: 1024 is not larger than the previous point's 1024; give the "
         "points in increasing size");

@@ -193,7 +193,7 @@ TEST_CASE("calibrate fit and show through the binary; same raws give byte-identi
   const std::string a = (dir / "a.textproto").string(), b = (dir / "b.textproto").string();
   const auto fit = run_clustersim("calibrate fit tests/data/calibrate/two_points.textproto -o " + a, dir);
   CHECK(fit.status == 0);
-  CHECK(fit.out.find("  all_reduce     ring     Simple  NVLINK [1 MiB, 64 MiB)             2     0.0%     0.0%      "
+  CHECK(fit.out.find("  all_reduce     ring     Simple  NVLINK     8 [1 MiB, 64 MiB)             2     0.0%     0.0%      "
                      "10.00      100.0") != std::string::npos);
   CHECK(fit.out.find("skipped: one size only: a line needs two") != std::string::npos);
   CHECK(run_clustersim("calibrate fit tests/data/calibrate/two_points.textproto -o " + b, dir).status == 0);
@@ -203,7 +203,7 @@ TEST_CASE("calibrate fit and show through the binary; same raws give byte-identi
   CHECK(show.out.find("profile h100-sxm5-80gb-fitted") == 0);
   CHECK(show.out.find("  gpu            NVIDIA H100 80GB HBM3\n") != std::string::npos);
   CHECK(show.out.find("      1024     1024     1024  BF16        0.450      445.2\n") != std::string::npos);
-  CHECK(show.out.find("  all_reduce     ring     Simple  NVLINK [0, 64 KiB)                 30.00        inf") !=
+  CHECK(show.out.find("  all_reduce     ring     Simple  NVLINK     8 [0, 64 KiB)                 30.00        inf") !=
         std::string::npos);
   CHECK(show.out.find("NCCL tuning constants") != std::string::npos);
   // A built-in shows too, with no raw hash.
@@ -310,7 +310,7 @@ TEST_CASE("calibrate closing the loop: fit H100 ring AllReduce, predict ring All
     CHECK(a.rows[i].predicted_time_us == doctest::Approx(c.rows[i].predicted_time_us).epsilon(1e-6));
   // The band's formula by hand at 1 GiB (band [64 MiB, inf)): t = alpha + 2^30 · 7/8 / busbw.
   const calibrate::AlphaBetaBand* band = calibrate::find_band(scenario.profile.collectives, "all_gather", "ring",
-                                                              "Simple", calibrate::LinkKind::kNvlink, 1ull << 30);
+                                                              "Simple", calibrate::LinkKind::kNvlink, 1ull << 30, 8);
   REQUIRE(band);
   CHECK(band->op == "all_reduce");
   for (const cli::ComparisonRow& r : a.rows)
@@ -333,4 +333,48 @@ TEST_CASE("clustersim run names a fitted profile in its summary") {
   const auto run = run_clustersim("run " + (dir / "scenario.textproto").string(), dir);
   CHECK(run.status == 0);
   CHECK(run.out.find("  profile    h100-sxm5-80gb-fitted (" + profile + ")\n") != std::string::npos);
+}
+
+TEST_CASE("built-in profile vtrain-a100 is what import-nccl-tests and fit make of vTrain's AllReduce tables") {
+  // calibrate/profiles/vtrain-a100.{raw.,}textproto are regenerated here from the committed CSVs, byte for byte:
+  // the shipped profile cannot drift from its measurements or from the fitting code.
+  const std::filesystem::path dir = scratch_dir("calibrate-vtrain");
+  const std::string raw = (dir / "raw.textproto").string(), fitted = (dir / "fitted.textproto").string();
+  const auto import = run_clustersim(
+      "calibrate import-nccl-tests validation/nccl/vtrain_a100_2gpu_allreduce.csv "
+      "validation/nccl/vtrain_a100_4gpu_allreduce.csv validation/nccl/vtrain_a100_8gpu_allreduce.csv "
+      "--gpu \"NVIDIA A100-SXM4-80GB\" -o " + raw,
+      dir);
+  REQUIRE(import.status == 0);
+  CHECK(import.out.find("# imported 174 collective samples from 3 files: all_reduce 174") != std::string::npos);
+  CHECK(clustersim::testing::slurp(raw) == clustersim::testing::slurp(kSource + "/calibrate/profiles/vtrain-a100.raw.textproto"));
+  const auto fit = run_clustersim("calibrate fit calibrate/profiles/vtrain-a100.raw.textproto --base a100-sxm4-80gb "
+                                  "--name vtrain-a100 -o " + fitted,
+                                  dir);
+  REQUIRE(fit.status == 0);
+  CHECK(clustersim::testing::slurp(fitted) == clustersim::testing::slurp(kSource + "/calibrate/profiles/vtrain-a100.textproto"));
+  // One band pair per communicator size (29 sizes x 2 placements per file: 19 x 2 = 38 below 64 MiB, 10 x 2 = 20
+  // from 64 MiB).
+  for (const char* ranks : {"    2 [1 MiB, 64 MiB)            38", "    4 [1 MiB, 64 MiB)            38",
+                            "    8 [1 MiB, 64 MiB)            38", "    2 [64 MiB, inf)              20",
+                            "    8 [64 MiB, inf)              20"})
+    CHECK(fit.out.find(std::string("all_reduce     default  default NVLINK ") + ranks) != std::string::npos);
+
+  // The profile times an 8-GPU AllReduce of 8 MiB with the 8-rank band, a 2-GPU one with the 2-rank band:
+  // t = alpha + size · 2(n-1)/n / busbw (band values as fitted, read back from the profile).
+  const calibrate::HardwareProfile p = *calibrate::load_builtin_profile("vtrain-a100");
+  for (const std::uint32_t n : {2u, 8u}) {
+    const calibrate::AlphaBetaBand* band =
+        calibrate::find_band(p.collectives, "all_reduce", "ring", "Simple", calibrate::LinkKind::kNvlink, 8u << 20, n);
+    REQUIRE(band);
+    CHECK(band->ranks == n);
+  }
+  // Against vTrain's own measurement at 8 MiB on 8 GPUs (134.3 us): alpha 68.26 + 8388608 · 1.75 / 217.33e3 B/us
+  // = 68.26 + 67.55 = 135.8 us, within 2 %.
+  const calibrate::AlphaBetaBand* b8 =
+      calibrate::find_band(p.collectives, "all_reduce", "ring", "Simple", calibrate::LinkKind::kNvlink, 8u << 20, 8);
+  const double t_us = to_us(b8->alpha) + 8388608.0 * 1.75 / b8->busbw.raw() * 1e6;
+  CHECK(t_us == doctest::Approx(134.3).epsilon(0.02));
+  // The calibrate fit base chooser never takes a cluster's fitted built-in for a device name.
+  CHECK(calibrate::builtin_profile_for_gpu("NVIDIA A100-SXM4-80GB") == std::optional<std::string>("a100-sxm4-80gb"));
 }

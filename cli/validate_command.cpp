@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -374,6 +375,11 @@ constexpr NodeType kDgxA100{"a100-sxm4-80gb", "dgx-a100", 300, 200, nullptr};
 // DGX A100 320 GB: the same node with A100-SXM4-40GB GPUs (profile a100-sxm4-40gb: 40 GiB, HBM2 1,555 GB/s).
 constexpr NodeType kDgxA100With40GB{"a100-sxm4-40gb", "dgx-a100", 300, 200, "A100-SXM4-40GB"};
 constexpr NodeType kDgxH100{"h100-sxm5-80gb", "dgx-h100", 450, 400, nullptr};
+// vTrain's A100 server: the DGX A100 node with the built-in profile vtrain-a100 — a100-sxm4-80gb plus AllReduce
+// bands fitted (`clustersim calibrate fit`) on the AllReduce tables vTrain measured on that machine for 2, 4
+// and 8 GPUs (validation/nccl/vtrain_a100_*gpu_allreduce.csv, from the vTrain repository's trace/a100/ LUTs):
+// the cluster's own collective measurements, as a user calibrates their cluster; no iteration time is fitted.
+constexpr NodeType kVtrainA100{"vtrain-a100", "dgx-a100", 300, 200, nullptr};
 
 // The node of a row's gpu_type; records the guess when the type is not exact. nullopt: no profile.
 template <class Assume>
@@ -641,7 +647,12 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
   const std::optional<NodeType> node_type = node_type_of(gpu, assume);
   if (!node_type)
     return skip("no built-in profile for GPU \"" + gpu + "\" (a100-sxm4-80gb, a100-sxm4-40gb, h100-sxm5-80gb)");
-  const NodeType node = *node_type;
+  NodeType node = *node_type;
+  if (contains(out.source_group, "vTrain") && std::string(node.profile) == kDgxA100.profile) {
+    node = kVtrainA100;
+    assume("profile vtrain-a100: a100-sxm4-80gb with AllReduce alpha-beta bands fitted on vTrain's own measured "
+           "AllReduce tables of this machine (2, 4, 8 GPUs, 1 MiB-288 MiB; calibrate/profiles/vtrain-a100.textproto)");
+  }
   std::uint32_t per_node = row.integer("gpus_per_node").value_or(0);
   if (!per_node) {
     per_node = kAssumedGpusPerNode;
@@ -1035,7 +1046,10 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out) {
                             "only these row_ids (default: all)")(
       "threads", po::value<unsigned>()->value_name("N"),
       "simulate N rows at a time (default 1; output is the same, memory adds up: the largest rows "
-      "need about 20 GB each)");
+      "need about 20 GB each)")(
+      "scenarios", po::value<std::string>()->value_name("DIR"),
+      "also write each row's scenario as DIR/row-<row_id>.textproto, so that a row can be run, inspected or "
+      "changed with `clustersim run`");
   const ParsedCommand parsed = parse_command(args, named, "validate");
   const po::variables_map& vm = parsed.options;
   if (vm.count("help")) {
@@ -1090,6 +1104,15 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out) {
   const ValidationReport report = validate_measurements(table, fidelity, only, threads);
   out << validation_text(report);
   if (vm.count("json")) write_file_atomically(vm["json"].as<std::string>(), validation_json(report));
+  if (vm.count("scenarios")) {
+    const std::filesystem::path dir = vm["scenarios"].as<std::string>();
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw InputError(dir.string(), 0, 0, "--scenarios", "cannot create the directory: " + ec.message());
+    for (const ValidationRow& r : report.rows)
+      if (!r.scenario_text.empty())
+        write_file_atomically((dir / ("row-" + r.row_id + ".textproto")).string(), r.scenario_text);
+  }
   return 0;
 }
 

@@ -62,7 +62,7 @@ std::string profile_error(const std::string& text) {
 
 TEST_CASE("built-in profiles load") {
   CHECK(calibrate::builtin_profile_names() == std::vector<std::string>{"a100-sxm4-80gb", "h100-sxm5-80gb", "tpu-v4",
-                                                                  "a100-sxm4-40gb", "h200-sxm-141gb", "gb200"});
+                                                                  "a100-sxm4-40gb", "h200-sxm-141gb", "gb200", "vtrain-a100"});
 
   const calibrate::HardwareProfile a100 = calibrate::load_profile("a100-sxm4-80gb");
   CHECK(a100.name == "a100-sxm4-80gb");
@@ -108,7 +108,7 @@ TEST_CASE("bad profile files") {
                "hbm_curve, compute_slowdown_during_comm)");
   CHECK(error_of([] { calibrate::load_profile("b200"); }) ==
         "b200: not a built-in profile (built-in: a100-sxm4-80gb, h100-sxm5-80gb, tpu-v4, a100-sxm4-40gb, h200-sxm-141gb, "
-        "gb200) and no such "
+        "gb200, vtrain-a100) and no such "
         "file");
 }
 

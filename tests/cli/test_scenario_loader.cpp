@@ -257,7 +257,7 @@ TEST_CASE("bad scenario files name file, line:col and field") {
                "\"h100-sxm5-80gb\", which is \"H100-SXM5-80GB\"");
   CHECK(file_error("unknown_profile.textproto") ==
         kBad + "unknown_profile.textproto:10:10: profile: \"b200\" is not a built-in profile (a100-sxm4-80gb, "
-               "h100-sxm5-80gb, tpu-v4, a100-sxm4-40gb, h200-sxm-141gb, gb200) and there is no file " + kBad + "b200");
+               "h100-sxm5-80gb, tpu-v4, a100-sxm4-40gb, h200-sxm-141gb, gb200, vtrain-a100) and there is no file " + kBad + "b200");
   // An error inside a profile file names the profile file, not the scenario.
   CHECK(file_error("profile_file_unknown_field.textproto") ==
         kBad + "profile_unknown_field.textproto:14:3: gpu.tensor_tflops: unknown field \"tensor_tflops\" "
@@ -321,7 +321,7 @@ TEST_CASE("bad inline scenarios") {
     CHECK(text_error("cluster { nodes: 1 gpus_per_node: 1 gpu: \"A100-SXM4-80GB\" "
                      "nvlink_gbytes_per_s_per_direction: 300 nic_gbits_per_s_per_direction: 200 }\n") ==
           "inline.textproto: profile: missing (required: a built-in profile (a100-sxm4-80gb, h100-sxm5-80gb, tpu-v4, "
-          "a100-sxm4-40gb, h200-sxm-141gb, gb200) "
+          "a100-sxm4-40gb, h200-sxm-141gb, gb200, vtrain-a100) "
           "or a path to a profile file, relative to the scenario file)");
   }
   SUBCASE("JSON errors") {

@@ -168,7 +168,7 @@ TEST_CASE("validate: one row end to end equals simulate_scenario of the same lay
 
   const std::string by_hand = R"(name: "by hand"
 cluster { node_preset: "dgx-a100" nodes: 1 }
-profile: "a100-sxm4-80gb"
+profile: "vtrain-a100"
 fidelity: ANALYTICAL
 jobs {
   name: "row" gpus: "0-1"
@@ -179,6 +179,8 @@ jobs {
 )";
   // Megatron-DeepSpeed's host dispatch cost, calibrated on the vTrain rows with hidden 1024 and micro-batch 1.
   CHECK(has_text(row.assumptions, "host dispatch 52 us per kernel (Megatron-DeepSpeed"));
+  // vTrain's machine: the profile with AllReduce bands fitted on vTrain's own AllReduce measurements.
+  CHECK(has_text(row.assumptions, "profile vtrain-a100: a100-sxm4-80gb with AllReduce alpha-beta bands"));
   const workloads::Scenario sc = cli::load_scenario_text(by_hand, "by_hand.textproto", false, "");
   const double t = workloads::simulate_scenario(sc).jobs.at(0).iteration_time.raw();
   CHECK(*row.predicted == doctest::Approx(t).epsilon(1e-12));
@@ -408,6 +410,17 @@ TEST_CASE("validate: the command writes the JSON, and bad input exits with statu
   std::ostringstream again;
   CHECK(cli::validate_command({"--rows", "2306,145", "--json", json}, again) == 0);
   CHECK(clustersim::testing::slurp(json) == first);  // deterministic
+
+  // --scenarios writes each row's scenario; `run` on it predicts the row's time.
+  std::ostringstream with_scenarios;
+  CHECK(cli::validate_command({"--rows", "2306", "--scenarios", (dir / "rows").string()}, with_scenarios) == 0);
+  REQUIRE(fs::exists(dir / "rows" / "row-2306.textproto"));
+  const workloads::Scenario written = cli::load_scenario_file((dir / "rows" / "row-2306.textproto").string());
+  cli::ValidationRow row2306 =
+      cli::plan_row(builtin_table(), record_of(builtin_table(), "2306"), workloads::Fidelity::kAnalytical);
+  cli::predict_row(row2306);
+  CHECK(workloads::simulate_scenario(written).jobs.at(0).iteration_time.raw() ==
+        doctest::Approx(*row2306.predicted).epsilon(1e-12));
 
   CHECK(clustersim::testing::input_error_of([&] {
           cli::validate_command({"--rows", "99999"}, out);

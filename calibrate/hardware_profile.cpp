@@ -176,6 +176,8 @@ std::vector<AlphaBetaBand> to_bands(const ParsedText& in,
     if (bw == 0) in.fail(p + ".busbw_gbytes_per_s", "missing or zero; must be > 0 (decimal GB/s; inf = latency only)");
     if (bw < 0) in.fail(p + ".busbw_gbytes_per_s", format_number(bw) + " must be > 0 (decimal GB/s)");
     v.busbw = GBps(bw);
+    if (b.ranks() == 1)
+      in.fail(p + ".ranks", "1 is not a communicator size; 0 (any size) or the GPU count measured, >= 2");
     v.ranks = b.ranks();
     v.points = b.points();
     v.mean_relative_error = b.mean_relative_error();

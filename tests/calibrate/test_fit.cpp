@@ -266,6 +266,11 @@ TEST_CASE("profile: band, table and curve errors name the field") {
              "alpha_us: 1 busbw_gbytes_per_s: 5 }\n") ==
         "p.textproto:28:86: collectives.bands[1].min_bytes: overlaps collectives.bands[0] of the same op, algorithm, "
         "protocol, link and ranks; bands of one kind must not overlap");
+  CHECK(with("",
+             "  bands { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" link: NET min_bytes: 0 "
+             "alpha_us: 1 busbw_gbytes_per_s: 5 ranks: 1 }\n") ==
+        "p.textproto:27:129: collectives.bands[0].ranks: 1 is not a communicator size; 0 (any size) or the GPU "
+        "count measured, >= 2");
   // The same size ranges measured on different communicator sizes are two kinds: no overlap.
   CHECK(with("",
              "  bands { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" link: NET min_bytes: 0 "

@@ -316,16 +316,25 @@ double dispatch_kernels(const std::string& name, bool biases) {
 
 // The cross-entropy over the vocabulary as Megatron-LM's vocab-parallel cross-entropy runs it (and PyTorch's
 // F.cross_entropy under autocast, which also works in fp32): unfused passes over the T x V/t logits in fp32.
-// Bytes per logit, 16-bit logits from the LM head GEMM:
-//   forward  logits.float() (read 2, write 4) + row max (read 4) + subtract the max (read 4, write 4)
-//            + exp in place (read 4, write 4) + row sum (read 4) + divide in place, kept for backward (read 4,
-//            write 4) = 6 + 4 + 8 + 8 + 4 + 8 = 38 B
-//   backward softmax · dloss in place (read 4, write 4) + the cast's backward to 16 bits (read 4, write 2)
-//            = 14 B
+// Bytes per logit, for logits of e bytes from the LM head GEMM:
+//   forward  logits.float() (read e, write 4; none when e = 4) + row max (read 4) + subtract the max (read 4,
+//            write 4) + exp in place (read 4, write 4) + row sum (read 4) + divide in place, kept for backward
+//            (read 4, write 4) = cast + 32 B: 38 B with 16-bit logits, 32 B in fp32
+//   backward softmax · dloss in place (read 4, write 4) + the cast's backward (read 4, write e; none when
+//            e = 4) = 8 B + cast: 14 B with 16-bit logits, 8 B in fp32
 // (the gather of the target logit and the one-hot subtraction touch T elements, not T·V). The logits' memory
 // (memory_model.h, "output layer and loss (fp32 logits)") is the same fp32 copy.
-constexpr double kCrossEntropyFwdBytesPerLogit = 38;
-constexpr double kCrossEntropyBwdBytesPerLogit = 14;
+namespace {
+
+double cross_entropy_cast_bytes_per_logit(double element_bytes) { return element_bytes < 4 ? element_bytes + 4 : 0; }
+double cross_entropy_fwd_bytes_per_logit(double element_bytes) {
+  return cross_entropy_cast_bytes_per_logit(element_bytes) + 32;
+}
+double cross_entropy_bwd_bytes_per_logit(double element_bytes) {
+  return 8 + cross_entropy_cast_bytes_per_logit(element_bytes);
+}
+
+}  // namespace
 
 std::vector<Op> forward_ops(const ModelSpec& model, const OpConfig& config) {
   const LayerBuilder builder(model, config);
@@ -339,7 +348,7 @@ std::vector<Op> forward_ops(const ModelSpec& model, const OpConfig& config) {
     const double act_n = d.Tn * d.h;
     ops.push_back(elementwise("final_ln.fwd", builder.norm_flops_fwd() * act_n, d.e * 2 * act_n));
     ops.push_back(gemm("lm_head.fwd", d.T, d.h, d.V_r, d.e));
-    ops.push_back(elementwise("loss.fwd", 5 * d.T * d.V_r, kCrossEntropyFwdBytesPerLogit * d.T * d.V_r));
+    ops.push_back(elementwise("loss.fwd", 5 * d.T * d.V_r, cross_entropy_fwd_bytes_per_logit(d.e) * d.T * d.V_r));
   }
   for (Op& op : ops) op.kernels = dispatch_kernels(op.name, model.biases);
   return ops;
@@ -353,7 +362,7 @@ std::vector<Op> backward_ops(const ModelSpec& model, const OpConfig& config) {
   std::vector<Op> ops;
   if (config.head) {
     const double act_n = d.Tn * d.h;
-    ops.push_back(elementwise("loss.bwd", 3 * d.T * d.V_r, kCrossEntropyBwdBytesPerLogit * d.T * d.V_r));
+    ops.push_back(elementwise("loss.bwd", 3 * d.T * d.V_r, cross_entropy_bwd_bytes_per_logit(d.e) * d.T * d.V_r));
     // An untied head owns its weight; a tied one shares the word embedding, whose gradient
     // completes in embed.bwd — or here, on a last pipeline stage that holds its own copy.
     const double head_params = (!model.tied_embeddings || !config.embedding) ? word_embedding : 0;

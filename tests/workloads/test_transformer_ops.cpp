@@ -291,6 +291,13 @@ TEST_CASE("the loss: Megatron's fp32 vocab-parallel cross-entropy passes over th
   CHECK(find(backward_ops(m, config(2, Recompute::kNone, 2)), "loss.bwd").bytes.raw() == 734003200.0);
   CHECK(38 * logits == 1992294400.0);
   CHECK(14 * logits == 734003200.0);
+  // In fp32 there is no cast: 32 B forward and 8 B backward per logit → 1,677,721,600 B and 419,430,400 B.
+  OpConfig fp32 = config(2, Recompute::kNone, 2);
+  fp32.precision = Precision::kFP32;
+  CHECK(find(forward_ops(m, fp32), "loss.fwd").bytes.raw() == 32 * logits);
+  CHECK(find(backward_ops(m, fp32), "loss.bwd").bytes.raw() == 8 * logits);
+  CHECK(32 * logits == 1677721600.0);
+  CHECK(8 * logits == 419430400.0);
 }
 
 #include "workloads/compute_model.h"

@@ -281,6 +281,18 @@ HardwareProfile to_profile(const ParsedText& in, const schema::HardwareProfile& 
     in.fail("gpu.compute_slowdown_during_comm",
             format_number(slow) + " must be >= 1 (1 = no slowdown; 0 = absent = 1)");
   out.gpu.compute_slowdown_during_comm = slow == 0 ? 1.0 : slow;
+  out.gpu.sm_count = g.sm_count();
+  out.gpu.gemm_tile_m = g.gemm_tile_m();
+  out.gpu.gemm_tile_n = g.gemm_tile_n();
+  if (g.sm_count() > 0) {
+    if (g.gemm_tile_m() == 0)
+      in.fail("gpu.gemm_tile_m", "missing; with sm_count set, the GEMM output tile's rows (e.g. 256) are needed");
+    if (g.gemm_tile_n() == 0)
+      in.fail("gpu.gemm_tile_n", "missing; with sm_count set, the GEMM output tile's columns (e.g. 128) are needed");
+  } else if (g.gemm_tile_m() > 0 || g.gemm_tile_n() > 0) {
+    in.fail("gpu.sm_count", "missing; a GEMM tile is given, so the SM count its waves run on is needed (0 = no "
+                            "tile or wave quantisation)");
+  }
 
   if (!p.has_collectives()) in.fail("collectives", "missing (the NCCL ring constants)");
   const schema::CollectiveProfile& c = p.collectives();

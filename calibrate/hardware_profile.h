@@ -55,6 +55,9 @@ struct GpuPerformance {
   // 1.19 as a what-if. Calibrate it on the target: time a GEMM alone and with a concurrent NCCL AllReduce on
   // another stream that covers it, s = t_overlapped / t_alone (clustersim-bench does not measure this yet).
   double compute_slowdown_during_comm = 1.0;
+  // Tile and wave quantisation of GEMMs (profile.proto GpuProfile.sm_count): 0 SMs = not modelled.
+  std::uint32_t sm_count = 0;
+  std::uint32_t gemm_tile_m = 0, gemm_tile_n = 0;  // output tile, elements
 };
 
 // NCCL's tuning constants (see calibrate/profile.proto NcclTuning). Arrays indexed by protocol are

@@ -223,13 +223,19 @@ std::string profile_tables(const calibrate::HardwareProfile& p) {
             number(g.hbm_efficiency).c_str());
   o += line("  %-30s %s GiB\n", "memory capacity", number(g.memory_capacity.raw() / 1073741824.0).c_str());
   o += line("  %-30s %s\n", "gemm efficiency (no table)", number(g.gemm_efficiency).c_str());
+  if (g.sm_count > 0)
+    o += line("  %-30s %u SMs, tile %u x %u (either way round; without a table entry of the dtype)\n",
+              "tile and wave quantisation", g.sm_count, g.gemm_tile_m, g.gemm_tile_n);
+  else
+    o += line("  %-30s not modelled (no sm_count)\n", "tile and wave quantisation");
   o += line("  %-30s %s us\n", "kernel launch", number(to_us(g.kernel_launch)).c_str());
   o += line("  %-30s %s (compute runs at 1/factor speed while communication runs)\n", "compute slowdown during comm",
             number(g.compute_slowdown_during_comm).c_str());
 
   o += "\nGEMM efficiency table (nearest entry of the dtype in log(M, N, K))\n";
   if (g.gemm_table.empty()) {
-    o += "  (empty: gemm efficiency " + number(g.gemm_efficiency) + " for every GEMM)\n";
+    o += "  (empty: gemm efficiency " + number(g.gemm_efficiency) + " for every GEMM" +
+         (g.sm_count > 0 ? std::string(", times its tile and wave utilisation") : std::string()) + ")\n";
   } else {
     o += line("  %8s %8s %8s  %-5s  %10s  %9s\n", "M", "N", "K", "dtype", "efficiency", "TFLOP/s");
     for (const calibrate::GemmEfficiencyPoint& e : g.gemm_table) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace clustersim::workloads {
 namespace {
@@ -36,7 +37,35 @@ FlopsPerSecond tensor_peak(const calibrate::GpuPerformance& gpu, Precision preci
   return gpu.peak_fp32;
 }
 
-double gemm_efficiency(const calibrate::GpuPerformance& gpu, double m, double n, double k, Precision precision) {
+double gemm_wave_utilization(const calibrate::GpuPerformance& gpu, double m, double n, double batch) {
+  if (gpu.sm_count == 0 || gpu.gemm_tile_m == 0 || gpu.gemm_tile_n == 0 || m <= 0 || n <= 0) return 1.0;
+  const double sms = gpu.sm_count;
+  const double count = std::max(1.0, std::round(batch));
+  // Utilisation and tile count of an a x b tiling, the better orientation.
+  auto tiling = [&](double a, double b) {
+    double best = 0, tiles_of_best = 0;
+    for (const auto& [tm, tn] : {std::pair<double, double>{a, b}, std::pair<double, double>{b, a}}) {
+      const double tiles = std::ceil(m / tm) * std::ceil(n / tn) * count;
+      const double u = m * n * count / (std::ceil(tiles / sms) * sms * tm * tn);  // over waves x SMs x tile
+      if (u > best) best = u, tiles_of_best = tiles;
+    }
+    return std::pair<double, double>{best, tiles_of_best};
+  };
+  double a = gpu.gemm_tile_m, b = gpu.gemm_tile_n;
+  auto [u, tiles] = tiling(a, b);
+  // Less than one wave: the library picks a smaller tile to occupy more SMs; halve the tile's longer side
+  // while that leaves SMs idle, down to a square tile.
+  while (tiles < sms && a != b) {
+    (a >= b ? a : b) /= 2;
+    const auto [u2, tiles2] = tiling(a, b);
+    if (u2 > u) u = u2;
+    tiles = tiles2;
+  }
+  return u;
+}
+
+double gemm_efficiency(const calibrate::GpuPerformance& gpu, double m, double n, double k, Precision precision,
+                       double batch) {
   const calibrate::GemmDtype dtype = dtype_of(precision);
   const double lm = std::log2(std::max(m, 1.0)), ln = std::log2(std::max(n, 1.0)), lk = std::log2(std::max(k, 1.0));
   const calibrate::GemmEfficiencyPoint* nearest = nullptr;
@@ -48,7 +77,7 @@ double gemm_efficiency(const calibrate::GpuPerformance& gpu, double m, double n,
     const double d2 = dm * dm + dn * dn + dk * dk;
     if (!nearest || d2 < best) nearest = &e, best = d2;
   }
-  return nearest ? nearest->efficiency : gpu.gemm_efficiency;
+  return nearest ? nearest->efficiency : gpu.gemm_efficiency * gemm_wave_utilization(gpu, m, n, batch);
 }
 
 BytesPerSecond hbm_bandwidth(const calibrate::GpuPerformance& gpu, Bytes size) {
@@ -65,23 +94,24 @@ BytesPerSecond hbm_bandwidth(const calibrate::GpuPerformance& gpu, Bytes size) {
 
 namespace {
 
-Seconds gemm_roofline(Flops work, double m, double n, double k, Bytes size, const calibrate::GpuPerformance& gpu,
-                      Precision precision) {
-  const Seconds math = work / (tensor_peak(gpu, precision) * gemm_efficiency(gpu, m, n, k, precision));
+Seconds gemm_roofline(Flops work, double m, double n, double k, double batch, Bytes size,
+                      const calibrate::GpuPerformance& gpu, Precision precision) {
+  const Seconds math = work / (tensor_peak(gpu, precision) * gemm_efficiency(gpu, m, n, k, precision, batch));
   return std::max(math, size / hbm_bandwidth(gpu, size)) + gpu.kernel_launch;
 }
 
 }  // namespace
 
 Seconds gemm_time(double m, double n, double k, Bytes size, const calibrate::GpuPerformance& gpu, Precision precision) {
-  return gemm_roofline(flops(2 * m * n * k), m, n, k, size, gpu, precision);
+  return gemm_roofline(flops(2 * m * n * k), m, n, k, 1, size, gpu, precision);
 }
 
 Seconds op_time(const Op& op, const calibrate::GpuPerformance& gpu, Precision precision) {
   if (op.kind == OpKind::kGemm) {
-    if (op.m > 0 && op.n > 0 && op.k > 0) return gemm_roofline(op.flops, op.m, op.n, op.k, op.bytes, gpu, precision);
+    if (op.m > 0 && op.n > 0 && op.k > 0)
+      return gemm_roofline(op.flops, op.m, op.n, op.k, op.batch, op.bytes, gpu, precision);
     const double edge = std::cbrt(op.flops.raw() / 2);  // no shape: the cube of the same FLOPs (see the header)
-    return gemm_roofline(op.flops, edge, edge, edge, op.bytes, gpu, precision);
+    return gemm_roofline(op.flops, edge, edge, edge, 1, op.bytes, gpu, precision);
   }
   const Seconds math = op.flops / gpu.peak_fp32;
   const Seconds memory = op.bytes / hbm_bandwidth(gpu, op.bytes);

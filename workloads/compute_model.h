@@ -9,10 +9,26 @@
 //    to (M, N, K) in log space, distance² = Σ (log2 x − log2 x_entry)² over the three dimensions; a tie
 //    goes to the entry listed first. Nearest, not interpolated: measured efficiencies jump with tile
 //    quantisation, and a deterministic step is easier to check than a blend. No table, or no entry of the
-//    dtype: the profile's single gemm_efficiency. op_time() looks a GEMM up at its own shape (Op::m, n, k
+//    dtype: the profile's gemm_efficiency (the efficiency of full waves of large tiles) times the wave
+//    utilisation u below. op_time() looks a GEMM up at its own shape (Op::m, n, k
 //    from workloads/transformer_ops.h); a batched GEMM (attention per head, grouped experts) at the shape
 //    of one matrix of the batch, its FLOPs counting the whole batch. A GEMM op built without a shape
-//    (m = 0) is looked up at the cube of the same FLOPs, M = N = K = (FLOPs / 2)^(1/3).
+//    (m = 0) is looked up at the cube of the same FLOPs, M = N = K = (FLOPs / 2)^(1/3), without u.
+//  * u, tile and wave quantisation (NVIDIA, "Matrix Multiplication Background User Guide", DU-09799-001,
+//    §3.1 and §3.2): the kernel splits each M×N output of the batch into tiles of the profile's
+//    gemm_tile_m × gemm_tile_n (cuBLAS's most efficient large-GEMM tiles are 256×128 and 128×256, §2.3),
+//    one thread block per tile, and runs them on the sm_count SMs in waves, so a GEMM takes as long as
+//    ⌈tiles / SMs⌉ full waves of full tiles:
+//        tiles = ⌈M / a⌉ · ⌈N / b⌉ · batch,   u = M · N · batch / (⌈tiles / SMs⌉ · SMs · a · b),
+//    for the better of (a, b) = (tile_m, tile_n) and (tile_n, tile_m). When that leaves SMs idle (fewer
+//    tiles than SMs) the library uses a smaller tile to occupy more of them: the longer side is halved, down
+//    to a square tile (256 × 128 → 128 × 128), at the same efficiency, and the better u counts. u = 1 when the
+//    profile has no SM count. A measured GEMM table already holds these effects at its shapes, so u applies
+//    only without one. Not modelled: split-K and stream-K kernels (some small-output, large-K shapes), and the
+//    lower efficiency of short K (the tile's prologue and epilogue): against OpenXLA's measured H100 bf16 table
+//    (xla/service/gpu/model/matmul_interpolator_data.h, sm_90), 0.7 × u of 989.4 TFLOP/s gives 672 TFLOP/s for
+//    4096³ (measured 783) and 2048³ (632), 336 for 1024 × 1024 × 2048 (350) and 2048 × 512 × 2048 (348), but
+//    672 for 512 × 4096 × 1024 (373) and 4096 × 512 × 512 (239), where K is short.
 //  * B_hbm: a fitted profile's HBM curve, linear in log(bytes) between its points and clamped to the end
 //    points; without one, hbm_gbytes_per_s · hbm_efficiency.
 // The profile's compute_slowdown_during_comm (compute slowed while NCCL kernels share the GPU's SMs) is not
@@ -34,8 +50,13 @@ namespace clustersim::workloads {
 
 FlopsPerSecond tensor_peak(const calibrate::GpuPerformance& gpu, Precision precision);
 
-// Achieved fraction of `precision`'s dense peak for an M×K by K×N GEMM (rule above).
-double gemm_efficiency(const calibrate::GpuPerformance& gpu, double m, double n, double k, Precision precision);
+// Achieved fraction of `precision`'s dense peak for `batch` M×K by K×N GEMMs (rule above).
+double gemm_efficiency(const calibrate::GpuPerformance& gpu, double m, double n, double k, Precision precision,
+                       double batch = 1);
+
+// u of the rule above: the fraction of the SM-tile slots of its waves that `batch` M×N outputs fill (1 when the
+// profile has no SM count).
+double gemm_wave_utilization(const calibrate::GpuPerformance& gpu, double m, double n, double batch = 1);
 
 // Achieved HBM bandwidth for an operator that moves `size` bytes (rule above).
 BytesPerSecond hbm_bandwidth(const calibrate::GpuPerformance& gpu, Bytes size);

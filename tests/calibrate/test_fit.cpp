@@ -248,28 +248,28 @@ TEST_CASE("profile: band, table and curve errors name the field") {
   CHECK(with("",
              "  bands { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" link: NVLINK min_bytes: 0 "
              "alpha_us: 1 busbw_gbytes_per_s: -5 }\n") ==
-        "p.textproto:27:123: collectives.bands[0].busbw_gbytes_per_s: -5 must be > 0 (decimal GB/s)");
+        "p.textproto:32:123: collectives.bands[0].busbw_gbytes_per_s: -5 must be > 0 (decimal GB/s)");
   CHECK(with("",
              "  bands { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" min_bytes: 0 "
              "alpha_us: 1 busbw_gbytes_per_s: 5 }\n") ==
-        "p.textproto:27:3: collectives.bands[0].link: missing; NVLINK (inside one NVLink domain) or NET (across "
+        "p.textproto:32:3: collectives.bands[0].link: missing; NVLINK (inside one NVLink domain) or NET (across "
         "domains)");
   CHECK(with("",
              "  bands { op: \"allreduce\" algorithm: \"ring\" protocol: \"Simple\" link: NET min_bytes: 0 "
              "alpha_us: 1 busbw_gbytes_per_s: 5 }\n") ==
-        "p.textproto:27:15: collectives.bands[0].op: \"allreduce\" is not a collective; one of all_reduce, "
+        "p.textproto:32:15: collectives.bands[0].op: \"allreduce\" is not a collective; one of all_reduce, "
         "reduce_scatter, all_gather, broadcast, reduce, alltoall, sendrecv");
   CHECK(with("",
              "  bands { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" link: NET min_bytes: 0 "
              "alpha_us: 1 busbw_gbytes_per_s: 5 }\n"
              "  bands { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" link: NET min_bytes: 64 "
              "alpha_us: 1 busbw_gbytes_per_s: 5 }\n") ==
-        "p.textproto:28:86: collectives.bands[1].min_bytes: overlaps collectives.bands[0] of the same op, algorithm, "
+        "p.textproto:33:86: collectives.bands[1].min_bytes: overlaps collectives.bands[0] of the same op, algorithm, "
         "protocol, link and ranks; bands of one kind must not overlap");
   CHECK(with("",
              "  bands { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" link: NET min_bytes: 0 "
              "alpha_us: 1 busbw_gbytes_per_s: 5 ranks: 1 }\n") ==
-        "p.textproto:27:129: collectives.bands[0].ranks: 1 is not a communicator size; 0 (any size) or the GPU "
+        "p.textproto:32:129: collectives.bands[0].ranks: 1 is not a communicator size; 0 (any size) or the GPU "
         "count measured, >= 2");
   // The same size ranges measured on different communicator sizes are two kinds: no overlap.
   CHECK(with("",
@@ -284,13 +284,81 @@ TEST_CASE("profile: band, table and curve errors name the field") {
         "p.textproto:20:55: gpu.gemm_table[0].efficiency: 1.5 is not in (0, 1] (a fraction of peak)");
   CHECK(with("  compute_slowdown_during_comm: 0.5\n", "") ==
         "p.textproto:20:33: gpu.compute_slowdown_during_comm: 0.5 must be >= 1 (1 = no slowdown; 0 = absent = 1)");
+  // Tile and wave quantisation needs the SM count and the tile together. The h100 base has all three
+  // (sm_count 132, tile 256 x 128): a second value of a singular field is a parse error, so the test clears
+  // them first.
+  auto without_tiles = [&](const std::string& gpu_extra) {
+    std::string t = base;
+    for (const char* f : {"  sm_count: 132\n", "  gemm_tile_m: 256\n", "  gemm_tile_n: 128\n"}) t.erase(t.find(f), std::string(f).size());
+    t.insert(t.find("  kernel_launch_us: 2\n") + 22, gpu_extra);
+    return input_error_of([&] { calibrate::parse_profile(t, "p.textproto"); });
+  };
+  CHECK(without_tiles("") == "<no InputError thrown>");
+  CHECK(without_tiles("  sm_count: 108\n  gemm_tile_m: 256\n") ==
+        "p.textproto:9:1: gpu.gemm_tile_n: missing; with sm_count set, the GEMM output tile's columns (e.g. 128) are "
+        "needed");
+  CHECK(without_tiles("  gemm_tile_m: 256\n  gemm_tile_n: 128\n") ==
+        "p.textproto:9:1: gpu.sm_count: missing; a GEMM tile is given, so the SM count its waves run on is needed (0 = "
+        "no tile or wave quantisation)");
+}
+
+TEST_CASE("compute model: tile and wave quantisation of GEMMs without a table") {
+  namespace w = clustersim::workloads;
+  // A100: 108 SMs, 256 x 128 tiles (a100-sxm4-80gb); one wave holds 108 x 256 x 128 = 3,538,944 output elements.
+  const calibrate::GpuPerformance g = calibrate::load_builtin_profile("a100-sxm4-80gb")->gpu;
+  REQUIRE(g.sm_count == 108);
+  REQUIRE(g.gemm_tile_m == 256);
+  REQUIRE(g.gemm_tile_n == 128);
+  // 1024 x 2048: 4 x 16 = 64 tiles (8 x 8 the other way round), one wave: u = 2,097,152 / 3,538,944 = 0.592593
+  // (in 128 x 128 tiles, 8 x 16 = 128 tiles = 2 waves of 108 x 16,384: the same u).
+  CHECK(w::gemm_wave_utilization(g, 1024, 2048) == doctest::Approx(2097152.0 / 3538944));
+  // 8192 x 8192: 32 x 64 = 2048 tiles, ceil(2048 / 108) = 19 waves = 2052 slots: u = 2048 / 2052 = 0.998051.
+  CHECK(w::gemm_wave_utilization(g, 8192, 8192) == doctest::Approx(2048.0 / 2052));
+  // Less than one wave of 256 x 128 tiles: 1024 x 1024 is 4 x 8 = 32 tiles (u 0.296); the library takes
+  // 128 x 128 tiles instead, 8 x 8 = 64 tiles in one wave of 108 x 16,384 = 1,769,472: u = 1,048,576 / 1,769,472
+  // = 0.592593. Ragged edges: 1000 x 1000 is ceil(7.8) x ceil(7.8) = 8 x 8 = 64 such tiles: u = 1e6 / 1,769,472 =
+  // 0.565140.
+  CHECK(w::gemm_wave_utilization(g, 1024, 1024) == doctest::Approx(1048576.0 / 1769472));
+  CHECK(w::gemm_wave_utilization(g, 1000, 1000) == doctest::Approx(1e6 / 1769472));
+  // The orientation decides when it changes the wave count: 1030 x 2700 in 256 x 128 tiles is ceil(4.02) x
+  // ceil(21.1) = 5 x 22 = 110 tiles, 2 waves (u = 2,781,000 / 7,077,888 = 0.39); in 128 x 256 tiles ceil(8.05) x
+  // ceil(10.5) = 9 x 11 = 99 tiles, one wave: u = 2,781,000 / 3,538,944 = 0.785830, the better one (128 x 128
+  // tiles, 9 x 22 = 198 in 2 waves, give the same).
+  CHECK(w::gemm_wave_utilization(g, 1030, 2700) == doctest::Approx(2781000.0 / 3538944));
+  CHECK(w::gemm_wave_utilization(g, 2700, 1030) == doctest::Approx(2781000.0 / 3538944));
+  // 2816 x 1280: 11 x 10 = 110 tiles (22 x 5 the other way round), 2 waves = 216 slots either way:
+  // u = 3,604,480 / 7,077,888 = 0.509259.
+  CHECK(w::gemm_wave_utilization(g, 2816, 1280) == doctest::Approx(3604480.0 / 7077888));
+  // A batch multiplies the tiles: 16 heads of 512 x 512 are 16 x 2 x 4 = 128 tiles, 2 waves: u = 16 x 262,144 /
+  // 7,077,888 = 0.592593.
+  CHECK(w::gemm_wave_utilization(g, 512, 512, 16) == doctest::Approx(4194304.0 / 7077888));
+  // op_time of that batched GEMM (given 1 byte of traffic, so the FLOPs decide): 2 x 16 x 512 x 512 x 64 FLOP =
+  // 536,870,912 at 312e12 x 0.75 x 0.592593 = 138.67e12 FLOP/s = 3.8716 us, + 2 us launch.
+  w::Op op;
+  op.kind = w::OpKind::kGemm;
+  op.m = 512;
+  op.n = 512;
+  op.k = 64;
+  op.batch = 16;
+  op.flops = clustersim::flops(2.0 * 16 * 512 * 512 * 64);
+  op.bytes = clustersim::bytes(1.0);  // math-bound on purpose: only the FLOPs count
+  CHECK(to_us(w::op_time(op, g, w::Precision::kBF16)) ==
+        doctest::Approx(2.0 * 16 * 512 * 512 * 64 / (312e12 * 0.75 * 4194304.0 / 7077888) * 1e6 + 2).epsilon(1e-9));
+  // No SM count: u = 1 and the profile's efficiency as before.
+  calibrate::GpuPerformance off = g;
+  off.sm_count = 0;
+  CHECK(w::gemm_wave_utilization(off, 1024, 2048) == 1.0);
+  CHECK(w::gemm_efficiency(off, 1024, 2048, 4096, w::Precision::kBF16) == 0.75);
+  CHECK(w::gemm_efficiency(g, 1024, 2048, 4096, w::Precision::kBF16) == doctest::Approx(0.75 * 2097152.0 / 3538944));
 }
 
 TEST_CASE("compute model: GEMM table nearest in log space, HBM curve log-linear and clamped") {
   namespace w = clustersim::workloads;
   calibrate::GpuPerformance g = calibrate::load_builtin_profile("h100-sxm5-80gb")->gpu;
-  // No table: the single gemm_efficiency 0.7; no curve: 3350 GB/s x 0.8 = 2680 GB/s.
-  CHECK(w::gemm_efficiency(g, 4096, 4096, 4096, w::Precision::kBF16) == 0.7);
+  // No table: the single gemm_efficiency 0.7 times the wave utilisation on 132 SMs: 4096 x 4096 in 256 x 128
+  // tiles is 16 x 32 = 512 tiles (either way round), ceil(512 / 132) = 4 waves of 132 slots = 528 →
+  // 0.7 x 512 / 528 = 0.678788; no curve: 3350 GB/s x 0.8 = 2680 GB/s.
+  CHECK(w::gemm_efficiency(g, 4096, 4096, 4096, w::Precision::kBF16) == doctest::Approx(0.7 * 512 / 528));
   CHECK(w::hbm_bandwidth(g, clustersim::MiB(1)).raw() == doctest::Approx(2680e9));
   g.gemm_table = {{1024, 1024, 1024, calibrate::GemmDtype::kBF16, 0.45},
                   {8192, 8192, 8192, calibrate::GemmDtype::kBF16, 0.8},
@@ -301,7 +369,9 @@ TEST_CASE("compute model: GEMM table nearest in log space, HBM curve log-linear 
   CHECK(w::gemm_efficiency(g, 4096, 4096, 2048, w::Precision::kBF16) == 0.8);
   // Only entries of the GEMM's dtype count: FP16 has one entry, TF32 none.
   CHECK(w::gemm_efficiency(g, 1024, 1024, 1024, w::Precision::kFP16) == 0.6);
-  CHECK(w::gemm_efficiency(g, 1024, 1024, 1024, w::Precision::kTF32) == 0.7);  // no TF32 entry: fallback
+  // No TF32 entry: the fallback, 0.7 x utilisation: 1024 x 1024 is 4 x 8 = 32 tiles of 256 x 128, less than
+  // a wave, so 128 x 128 tiles: 64 of 132 slots.
+  CHECK(w::gemm_efficiency(g, 1024, 1024, 1024, w::Precision::kTF32) == doctest::Approx(0.7 * 64 / 132));
   g.hbm_curve = {{clustersim::MiB(1), clustersim::GBps(1000)}, {clustersim::GiB(1), clustersim::GBps(3000)}};
   // 32 MiB is halfway from 1 MiB to 1 GiB in log(bytes) (2^20, 2^25, 2^30): (1000 + 3000)/2 = 2000 GB/s.
   CHECK(w::hbm_bandwidth(g, clustersim::MiB(32)).raw() == doctest::Approx(2000e9));

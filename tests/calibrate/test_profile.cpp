@@ -105,7 +105,7 @@ TEST_CASE("bad profile files") {
         kBad + "profile_unknown_field.textproto:14:3: gpu.tensor_tflops: unknown field \"tensor_tflops\" "
                "(GpuProfile has: gpu, peak_bf16_tflops, peak_fp16_tflops, peak_tf32_tflops, peak_fp32_tflops, "
                "hbm_gbytes_per_s, memory_capacity_gib, gemm_efficiency, hbm_efficiency, kernel_launch_us, gemm_table, "
-               "hbm_curve, compute_slowdown_during_comm)");
+               "hbm_curve, compute_slowdown_during_comm, sm_count, gemm_tile_m, gemm_tile_n)");
   CHECK(error_of([] { calibrate::load_profile("b200"); }) ==
         "b200: not a built-in profile (built-in: a100-sxm4-80gb, h100-sxm5-80gb, tpu-v4, a100-sxm4-40gb, h200-sxm-141gb, "
         "gb200, vtrain-a100) and no such "

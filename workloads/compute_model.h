@@ -13,7 +13,7 @@
 //    utilisation u below. op_time() looks a GEMM up at its own shape (Op::m, n, k
 //    from workloads/transformer_ops.h); a batched GEMM (attention per head, grouped experts) at the shape
 //    of one matrix of the batch, its FLOPs counting the whole batch. A GEMM op built without a shape
-//    (m = 0) is looked up at the cube of the same FLOPs, M = N = K = (FLOPs / 2)^(1/3), without u.
+//    (m = 0) is looked up at the cube of the same FLOPs, M = N = K = (FLOPs / 2)^(1/3), u included.
 //  * u, tile and wave quantisation (NVIDIA, "Matrix Multiplication Background User Guide", DU-09799-001,
 //    §3.1 and §3.2): the kernel splits each M×N output of the batch into tiles of the profile's
 //    gemm_tile_m × gemm_tile_n (cuBLAS's most efficient large-GEMM tiles are 256×128 and 128×256, §2.3),

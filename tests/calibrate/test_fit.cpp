@@ -289,7 +289,8 @@ TEST_CASE("profile: band, table and curve errors name the field") {
   // them first.
   auto without_tiles = [&](const std::string& gpu_extra) {
     std::string t = base;
-    for (const char* f : {"  sm_count: 132\n", "  gemm_tile_m: 256\n", "  gemm_tile_n: 128\n"}) t.erase(t.find(f), std::string(f).size());
+    for (const std::string f : {"  sm_count: 132\n", "  gemm_tile_m: 256\n", "  gemm_tile_n: 128\n"})
+      t.erase(t.find(f), f.size());
     t.insert(t.find("  kernel_launch_us: 2\n") + 22, gpu_extra);
     return input_error_of([&] { calibrate::parse_profile(t, "p.textproto"); });
   };

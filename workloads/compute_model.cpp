@@ -51,17 +51,11 @@ double gemm_wave_utilization(const calibrate::GpuPerformance& gpu, double m, dou
     }
     return std::pair<double, double>{best, tiles_of_best};
   };
-  double a = gpu.gemm_tile_m, b = gpu.gemm_tile_n;
-  auto [u, tiles] = tiling(a, b);
-  // Less than one wave: the library picks a smaller tile to occupy more SMs; halve the tile's longer side
-  // while that leaves SMs idle, down to a square tile.
-  while (tiles < sms && a != b) {
-    (a >= b ? a : b) /= 2;
-    const auto [u2, tiles2] = tiling(a, b);
-    if (u2 > u) u = u2;
-    tiles = tiles2;
-  }
-  return u;
+  const double a = gpu.gemm_tile_m, b = gpu.gemm_tile_n;
+  const auto [u, tiles] = tiling(a, b);
+  // Less than one wave: the library picks a smaller tile to occupy more SMs, the square of the shorter side.
+  if (tiles >= sms || a == b) return u;
+  return std::max(u, tiling(std::min(a, b), std::min(a, b)).first);
 }
 
 double gemm_efficiency(const calibrate::GpuPerformance& gpu, double m, double n, double k, Precision precision,

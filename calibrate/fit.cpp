@@ -383,6 +383,8 @@ double peak_tflops(const schema::GpuProfile& g, schema::GemmSample::DataType dty
       return g.peak_fp32_tflops();
     case schema::GemmSample::TF32:
       return g.peak_tf32_tflops();
+    case schema::GemmSample::FP8:
+      return g.peak_fp8_tflops();  // 0 when the base profile's GPU has no FP8 tensor cores
     default:
       return 0;
   }
@@ -506,7 +508,9 @@ FitResult fit_profile(const std::vector<RawInput>& raws, const FitOptions& optio
       const std::string p = "gemm[" + std::to_string(i) + "]";
       if (g.m() == 0 || g.n() == 0 || g.k() == 0) r.fail(p, "m, n and k must all be >= 1");
       const double peak = peak_tflops(gpu, g.dtype());
-      if (peak <= 0) r.fail(p + ".dtype", "missing; one of FP16, BF16, FP32, TF32");
+      if (g.dtype() == schema::GemmSample::FP8 && peak <= 0)
+        r.fail(p + ".dtype", "FP8, but the base profile has no FP8 peak (gpu.peak_fp8_tflops)");
+      if (peak <= 0) r.fail(p + ".dtype", "missing; one of FP16, BF16, FP32, TF32, FP8");
       double tflops = g.tflops();
       if (tflops == 0 && g.time_us() > 0)
         tflops = 2.0 * static_cast<double>(g.m()) * static_cast<double>(g.n()) * static_cast<double>(g.k()) /

@@ -29,9 +29,9 @@ double positive(const ParsedText& in, const std::string& path, double value, con
   return value;
 }
 
-double non_negative(const ParsedText& in, const std::string& path, double value) {
+double non_negative(const ParsedText& in, const std::string& path, double value, const char* unit = "microseconds") {
   if (!std::isfinite(value)) in.fail(path, format_number(value) + " is not a finite number");
-  if (value < 0) in.fail(path, format_number(value) + " must be >= 0 (microseconds)");
+  if (value < 0) in.fail(path, format_number(value) + " must be >= 0 (" + unit + ")");
   return value;
 }
 
@@ -94,8 +94,11 @@ std::vector<GemmEfficiencyPoint> to_gemm_table(
       case schema::GemmSample::TF32:
         g.dtype = GemmDtype::kTF32;
         break;
+      case schema::GemmSample::FP8:
+        g.dtype = GemmDtype::kFP8;
+        break;
       default:
-        in.fail(p + ".dtype", "missing; one of FP16, BF16, FP32, TF32");
+        in.fail(p + ".dtype", "missing; one of FP16, BF16, FP32, TF32, FP8");
     }
     g.efficiency = efficiency(in, p + ".efficiency", e.efficiency());
     for (const GemmEfficiencyPoint& other : out)
@@ -269,12 +272,17 @@ HardwareProfile to_profile(const ParsedText& in, const schema::HardwareProfile& 
   out.gpu.peak_fp16 = TFLOPps(positive(in, "gpu.peak_fp16_tflops", g.peak_fp16_tflops(), "1e12 FLOP/s"));
   out.gpu.peak_tf32 = TFLOPps(positive(in, "gpu.peak_tf32_tflops", g.peak_tf32_tflops(), "1e12 FLOP/s"));
   out.gpu.peak_fp32 = TFLOPps(positive(in, "gpu.peak_fp32_tflops", g.peak_fp32_tflops(), "1e12 FLOP/s"));
+  out.gpu.peak_fp8 = TFLOPps(non_negative(in, "gpu.peak_fp8_tflops", g.peak_fp8_tflops(), "1e12 FLOP/s; 0 = no FP8 tensor cores"));
   out.gpu.hbm_bandwidth = GBps(positive(in, "gpu.hbm_gbytes_per_s", g.hbm_gbytes_per_s(), "decimal GB/s"));
   out.gpu.memory_capacity = GiB(positive(in, "gpu.memory_capacity_gib", g.memory_capacity_gib(), "GiB"));
   out.gpu.gemm_efficiency = efficiency(in, "gpu.gemm_efficiency", g.gemm_efficiency());
   out.gpu.hbm_efficiency = efficiency(in, "gpu.hbm_efficiency", g.hbm_efficiency());
   out.gpu.kernel_launch = microseconds(non_negative(in, "gpu.kernel_launch_us", g.kernel_launch_us()));
   out.gpu.gemm_table = to_gemm_table(in, g.gemm_table());
+  for (std::size_t i = 0; i < out.gpu.gemm_table.size(); ++i)
+    if (out.gpu.gemm_table[i].dtype == GemmDtype::kFP8 && g.peak_fp8_tflops() == 0)
+      in.fail(indexed("gpu.gemm_table", static_cast<int>(i)) + ".dtype",
+              "FP8, but gpu.peak_fp8_tflops is 0 (no FP8 tensor cores); give the FP8 peak or drop the entry");
   out.gpu.hbm_curve = to_hbm_curve(in, g.hbm_curve());
   const double slow = g.compute_slowdown_during_comm();
   if (!std::isfinite(slow) || (slow != 0 && slow < 1))
@@ -368,6 +376,8 @@ const char* to_string(GemmDtype d) {
       return "FP32";
     case GemmDtype::kTF32:
       return "TF32";
+    case GemmDtype::kFP8:
+      return "FP8";
   }
   return "?";
 }

@@ -21,8 +21,8 @@
 namespace clustersim::calibrate {
 
 // The element types GEMMs are measured in (calibrate/raw.proto GemmSample.DataType).
-enum class GemmDtype { kFP16, kBF16, kFP32, kTF32 };
-const char* to_string(GemmDtype d);  // "FP16", "BF16", "FP32", "TF32"
+enum class GemmDtype { kFP16, kBF16, kFP32, kTF32, kFP8 };
+const char* to_string(GemmDtype d);  // "FP16", "BF16", "FP32", "TF32", "FP8"
 
 struct GemmEfficiencyPoint {
   std::uint64_t m = 0, n = 0, k = 0;
@@ -58,6 +58,7 @@ struct GpuPerformance {
   // Tile and wave quantisation of GEMMs (profile.proto GpuProfile.sm_count): 0 SMs = not modelled.
   std::uint32_t sm_count = 0;
   std::uint32_t gemm_tile_m = 0, gemm_tile_n = 0;  // output tile, elements
+  FlopsPerSecond peak_fp8{};  // dense FP8 tensor peak (profile.proto peak_fp8_tflops); 0 = no FP8 tensor cores
 };
 
 // NCCL's tuning constants (see calibrate/profile.proto NcclTuning). Arrays indexed by protocol are

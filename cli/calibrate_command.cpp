@@ -216,9 +216,10 @@ std::string profile_tables(const calibrate::HardwareProfile& p) {
 
   const calibrate::GpuPerformance& g = p.gpu;
   o += "\ngpu " + g.gpu + "\n";
-  o += line("  %-30s BF16 %s  FP16 %s  TF32 %s  FP32 %s\n", "dense peak (TFLOP/s)",
+  o += line("  %-30s BF16 %s  FP16 %s  TF32 %s  FP32 %s  FP8 %s\n", "dense peak (TFLOP/s)",
             number(to_TFLOPps(g.peak_bf16)).c_str(), number(to_TFLOPps(g.peak_fp16)).c_str(),
-            number(to_TFLOPps(g.peak_tf32)).c_str(), number(to_TFLOPps(g.peak_fp32)).c_str());
+            number(to_TFLOPps(g.peak_tf32)).c_str(), number(to_TFLOPps(g.peak_fp32)).c_str(),
+            g.peak_fp8.raw() > 0 ? number(to_TFLOPps(g.peak_fp8)).c_str() : "- (none)");
   o += line("  %-30s %s GB/s x efficiency %s\n", "HBM", number(g.hbm_bandwidth.raw() / 1e9).c_str(),
             number(g.hbm_efficiency).c_str());
   o += line("  %-30s %s GiB\n", "memory capacity", number(g.memory_capacity.raw() / 1073741824.0).c_str());
@@ -242,6 +243,7 @@ std::string profile_tables(const calibrate::HardwareProfile& p) {
       const FlopsPerSecond peak = e.dtype == calibrate::GemmDtype::kBF16   ? g.peak_bf16
                                   : e.dtype == calibrate::GemmDtype::kFP16 ? g.peak_fp16
                                   : e.dtype == calibrate::GemmDtype::kTF32 ? g.peak_tf32
+                                  : e.dtype == calibrate::GemmDtype::kFP8  ? g.peak_fp8
                                                                            : g.peak_fp32;
       o += line("  %8llu %8llu %8llu  %-5s  %10.3f  %9.1f\n", static_cast<unsigned long long>(e.m),
                 static_cast<unsigned long long>(e.n), static_cast<unsigned long long>(e.k), to_string(e.dtype),

@@ -344,6 +344,15 @@ void check_single_node(const ParsedText& in, const std::string& pre, const workl
                                             " (use PYTORCH_DDP across nodes)");
 }
 
+// FP8 training needs FP8 tensor cores: the profile's dense FP8 peak.
+void check_precision(const ParsedText& in, const std::string& pre, const workloads::TrainingJob& training,
+                     const calibrate::HardwareProfile& profile, const std::string& profile_ref) {
+  if (training.precision == workloads::Precision::kFP8 && profile.gpu.peak_fp8.raw() <= 0)
+    in.fail(pre + "training.precision", "FP8 needs FP8 tensor cores, and profile \"" + profile_ref + "\" (" +
+                                            profile.gpu.gpu + ") has no FP8 peak (gpu.peak_fp8_tflops); use BF16 "
+                                            "or FP16, or a profile of a GPU with FP8 (Hopper or later)");
+}
+
 template <class M>
 workloads::TrainingJob to_training(const ParsedText& in, const M& s, const std::string& pre, const workloads::ModelSpec& model,
                                    const workloads::ParallelPlan& parallel, const topology::ClusterSpec& cluster) {
@@ -383,9 +392,10 @@ workloads::TrainingJob to_training(const ParsedText& in, const M& s, const std::
     case schema::FP16: out.precision = workloads::Precision::kFP16; break;
     case schema::FP32: out.precision = workloads::Precision::kFP32; break;
     case schema::TF32: out.precision = workloads::Precision::kTF32; break;
+    case schema::FP8: out.precision = workloads::Precision::kFP8; break;
     default:
       in.fail(pre + "training.precision", std::to_string(static_cast<int>(t.precision())) +
-                                        " is not a precision (BF16, FP16, FP32, TF32)");
+                                        " is not a precision (BF16, FP16, FP32, TF32, FP8)");
   }
   switch (t.optimizer()) {
     case schema::Training::OPTIMIZER_UNSPECIFIED:
@@ -400,8 +410,8 @@ workloads::TrainingJob to_training(const ParsedText& in, const M& s, const std::
     case schema::Training::GRADIENT_DTYPE_UNSPECIFIED:
     case schema::Training::FP32_GRADIENTS: out.gradients = workloads::GradientDtype::kFp32; break;
     case schema::Training::HALF_GRADIENTS:
-      if (out.precision == workloads::Precision::kFP32 || out.precision == workloads::Precision::kTF32)
-        in.fail(pre + "training.gradient_dtype", "HALF_GRADIENTS needs 16-bit weights (precision BF16 or FP16)");
+      if (!workloads::sixteen_bit(out.precision))
+        in.fail(pre + "training.gradient_dtype", "HALF_GRADIENTS needs 16-bit weights (precision BF16, FP16 or FP8)");
       out.gradients = workloads::GradientDtype::k16Bit;
       break;
     default:
@@ -432,6 +442,7 @@ schema::Precision to_schema(workloads::Precision p) {
     case workloads::Precision::kFP16: return schema::FP16;
     case workloads::Precision::kFP32: return schema::FP32;
     case workloads::Precision::kTF32: return schema::TF32;
+    case workloads::Precision::kFP8: return schema::FP8;
   }
   assert(false && "unhandled Precision");
   return schema::BF16;
@@ -494,6 +505,7 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
     check_layout(in, "", job.model, job.parallel);
     check_single_node(in, "", job, out.cluster);
     job.training = to_training(in, message, "", job.model, job.parallel, out.cluster);
+    check_precision(in, "", job.training, out.profile, out.profile_ref);
     out.jobs.push_back(std::move(job));
   } else {
     for (const char* field : {"model", "parallel", "training"}) {
@@ -521,6 +533,7 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
       check_layout(in, pre, job.model, job.parallel);
       check_single_node(in, pre, job, out.cluster);
       job.training = to_training(in, m, pre, job.model, job.parallel, out.cluster);
+      check_precision(in, pre, job.training, out.profile, out.profile_ref);
       out.jobs.push_back(std::move(job));
     }
   }

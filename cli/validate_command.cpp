@@ -426,6 +426,17 @@ std::string recompute_name(workloads::Recompute r) {
   return r == workloads::Recompute::kFull ? "FULL" : r == workloads::Recompute::kSelective ? "SELECTIVE" : "NONE";
 }
 
+// Whether the node's built-in profile has FP8 tensor cores (a dense FP8 peak).
+bool has_fp8(const NodeType& node) {
+  const std::optional<calibrate::HardwareProfile> p = calibrate::load_builtin_profile(node.profile);
+  return p && p->gpu.peak_fp8.raw() > 0;
+}
+
+constexpr const char* kFp8Recipe =
+    "Transformer Engine's recipe as clustersim models it (precision FP8): the transformer layers' linear-layer "
+    "GEMMs in FP8 at the FP8 peak, with a cast of each GEMM input; attention, LM head and element-wise ops in "
+    "BF16; tensors, memory and communication as BF16";
+
 // Cluster fields for the row's inter-node network (empty when the preset's applies), recording guesses.
 template <class Assume>
 std::string network_settings(const Row& row, const NodeType& node, std::uint32_t nodes, const Assume& assume) {
@@ -554,12 +565,17 @@ ValidationRow plan_fsdp_row(const Row& row, ValidationRow out, const NodeType& n
       "the README: \"our models use Flash Attention\")");
 
   const std::string precision = lower(row.text("precision"));
-  if (precision != "amp_bf16" && precision != "bf16")
-    return skip("precision \"" + row.text("precision") + "\" is not amp_bf16 or bf16");
-  assume("precision \"" + row.text("precision") +
-         "\" as BF16: FSDP gathers bf16 parameters and clustersim reduce-scatters bf16 gradients (Composer's "
+  const bool fp8 = precision == "amp_fp8";
+  if (precision != "amp_bf16" && precision != "bf16" && !fp8)
+    return skip("precision \"" + row.text("precision") + "\" is not amp_bf16, bf16 or amp_fp8");
+  if (fp8 && !has_fp8(node)) return skip("amp_fp8 on a GPU whose profile (" + std::string(node.profile) + ") has no FP8 peak");
+  assume("precision \"" + row.text("precision") + "\" as " + (fp8 ? "FP8" : "BF16") +
+         ": FSDP gathers bf16 parameters and clustersim reduce-scatters bf16 gradients (Composer's "
          "DEFAULT mixed precision reduces in fp32: twice the reduce-scatter bytes, not modelled); fp32 sharded "
          "AdamW step");
+  if (fp8)
+    assume(std::string("amp_fp8: Composer runs the MPT blocks' linear layers through Transformer Engine; ") +
+           kFp8Recipe);
   if (recompute == workloads::Recompute::kFull)
     assume("activation checkpointing: every MPT block recomputed in its backward (recompute FULL)");
 
@@ -575,7 +591,7 @@ ValidationRow plan_fsdp_row(const Row& row, ValidationRow out, const NodeType& n
        << " seq_len: " << seq << " }\n";
   body << "parallel { dp: " << dp << " framework: FSDP zero_stage: " << zero_stage << " micro_batch: " << mbs
        << " grad_accum: " << m << " recompute: " << recompute_name(recompute) << " flash_attention: true }\n";
-  body << "training { samples: " << gbs << " global_batch: " << gbs << " precision: BF16"
+  body << "training { samples: " << gbs << " global_batch: " << gbs << " precision: " << (fp8 ? "FP8" : "BF16")
        << " host_dispatch_us_per_kernel: " << host_us_per_kernel(row.text("framework"), assume) << " }\n";
   out.scenario_text = scenario_text(out, node, nodes, cluster_extra, subset, body.str(), fidelity);
   return out;
@@ -629,7 +645,6 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
     return skip("model_type \"" + row.text("model_type") + "\" is neither dense nor moe");
   }
   const std::string precision = row.text("precision");
-  if (contains(precision, "fp8")) return skip("FP8: the built-in profiles have no FP8 tensor peak");
   const std::string sharding = row.text("zero_or_distopt");
   const bool fsdp = contains(sharding, "fsdp");
   if (!fsdp && contains(sharding, "zero"))
@@ -746,7 +761,11 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
 
   std::string precision_name = "BF16";
   const std::string pl = lower(precision);
-  if (contains(pl, "bf16")) {
+  if (contains(pl, "fp8")) {
+    if (!has_fp8(node)) return skip("FP8 on a GPU whose profile (" + std::string(node.profile) + ") has no FP8 peak");
+    precision_name = "FP8";
+    assume("\"" + precision + "\": " + kFp8Recipe);
+  } else if (contains(pl, "bf16")) {
     precision_name = "BF16";
   } else if (contains(pl, "fp16")) {
     precision_name = "FP16";

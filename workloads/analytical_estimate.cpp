@@ -712,7 +712,7 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
 
   // Data parallelism (dense gradients over dp·cp ranks, expert gradients over (dp/ep)·cp), tied embeddings,
   // optimizer.
-  const bool half = prec == Precision::kBF16 || prec == Precision::kFP16;
+  const bool half = sixteen_bit(prec);
   const double grad_bytes =
       megatron ? (job.training.gradients == GradientDtype::kFp32 ? 4.0 : element) : ddp_gradient_bytes(prec).raw();
   const bool distributed = megatron && plan.distributed_optimizer;

@@ -17,6 +17,8 @@ calibrate::GemmDtype dtype_of(Precision precision) {
       return calibrate::GemmDtype::kTF32;
     case Precision::kFP32:
       return calibrate::GemmDtype::kFP32;
+    case Precision::kFP8:
+      return calibrate::GemmDtype::kFP8;
   }
   return calibrate::GemmDtype::kFP32;
 }
@@ -33,6 +35,8 @@ FlopsPerSecond tensor_peak(const calibrate::GpuPerformance& gpu, Precision preci
       return gpu.peak_tf32;
     case Precision::kFP32:
       return gpu.peak_fp32;
+    case Precision::kFP8:
+      return gpu.peak_fp8;
   }
   return gpu.peak_fp32;
 }
@@ -101,6 +105,8 @@ Seconds gemm_time(double m, double n, double k, Bytes size, const calibrate::Gpu
 }
 
 Seconds op_time(const Op& op, const calibrate::GpuPerformance& gpu, Precision precision) {
+  // FP8 training: only the linear layers' GEMMs run in FP8; every other GEMM (attention, LM head, router) in BF16.
+  if (precision == Precision::kFP8 && !op.fp8) precision = Precision::kBF16;
   if (op.kind == OpKind::kGemm) {
     if (op.m > 0 && op.n > 0 && op.k > 0)
       return gemm_roofline(op.flops, op.m, op.n, op.k, op.batch, op.bytes, gpu, precision);

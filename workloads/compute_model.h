@@ -37,6 +37,9 @@
 // communication task has a lane there, work-conserving) when the caller that builds the Executor passes the
 // profile's value (for scenarios: simulate_scenario, workloads/iteration_result.cpp).
 // A slowdown factor > 1 stretches the result (a slow GPU in a what-if).
+// FP8 (Precision::kFP8, Transformer Engine): GEMMs flagged Op::fp8 (the transformer layers' linear layers) use
+// the profile's dense FP8 peak and FP8 entries of the GEMM table (else gemm_efficiency × u, the same rule as
+// BF16); every other op is timed as BF16. tensor_peak(kFP8), and with it MFU, is the FP8 peak.
 #pragma once
 
 #include <cstdint>

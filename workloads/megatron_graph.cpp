@@ -698,7 +698,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
   }
   // Optimizer: each rank over its parameters (with the distributed optimizer its shard: dense parameters
   // over dp·cp ranks, experts over (dp/ep)·cp), after its gradients are reduced.
-  const bool half_weights = prec == Precision::kBF16 || prec == Precision::kFP16;
+  const bool half_weights = sixteen_bit(prec);
   const double dense_shards = double(par.dp) * cp, expert_shards = double(par.dp) / ep * cp;
   std::vector<sim::TaskId> optimizer_of(ranks, 0);
   for (std::uint32_t r = 0; r < ranks; ++r) {

@@ -54,7 +54,7 @@ MemoryEstimate memory_verdict(std::vector<MemoryPart> parts, Bytes capacity) {
 MemoryEstimate estimate_ddp_memory(const Job& job, const calibrate::GpuPerformance& gpu) {
   const ModelSpec& m = job.model;
   const double psi = m.parameter_count();
-  const bool mixed = job.training.precision == Precision::kBF16 || job.training.precision == Precision::kFP16;
+  const bool mixed = sixteen_bit(job.training.precision);
   const double s = m.seq_len, b = job.parallel.micro_batch, h = m.hidden, V = m.vocab;
   const double e = element_bytes(job.training.precision);
   // Korthikanti's byte counts assume 16-bit activations and 1-byte masks; the 16-bit parts scale by
@@ -82,7 +82,7 @@ MemoryEstimate estimate_ddp_memory(const Job& job, const calibrate::GpuPerforman
 ModelStateBytes model_state_bytes(Optimizer optimizer, Precision weights, GradientDtype gradients, Sharding sharding,
                                   double shards) {
   assert(shards >= 1 && "at least one rank shares the states");
-  const bool half = weights == Precision::kBF16 || weights == Precision::kFP16;
+  const bool half = sixteen_bit(weights);
   ModelStateBytes out;
   out.weights = half ? 2 : 4;
   out.gradients = (half && gradients != GradientDtype::kFp32) ? 2 : 4;
@@ -227,7 +227,7 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const MemoryConfig& c, Bytes 
   const double expert_shards = std::max(1.0, double(c.dp) / c.ep) * cp;
   const ModelStateBytes dense = model_state_bytes(c.optimizer, c.precision, c.gradients, c.sharding, c.dp * cp);
   const ModelStateBytes expert = model_state_bytes(c.optimizer, c.precision, c.gradients, c.sharding, expert_shards);
-  const bool half = c.precision == Precision::kBF16 || c.precision == Precision::kFP16;
+  const bool half = sixteen_bit(c.precision);
 
   std::vector<MemoryPart> parts;
   parts.push_back({std::string("weights (") + (half ? "16-bit" : "fp32") + ")",

@@ -8,6 +8,7 @@ const char* to_string(Precision p) {
     case Precision::kFP16: return "FP16";
     case Precision::kFP32: return "FP32";
     case Precision::kTF32: return "TF32";
+    case Precision::kFP8: return "FP8";
   }
   return "?";
 }
@@ -27,10 +28,13 @@ const char* to_string(Framework f) {
 
 const char* to_string(Fidelity f) { return f == Fidelity::kFlow ? "FLOW" : "ANALYTICAL"; }
 
+bool sixteen_bit(Precision p) { return element_bytes(p) == 2.0; }
+
 double element_bytes(Precision p) {
   switch (p) {
     case Precision::kBF16:
-    case Precision::kFP16: return 2.0;
+    case Precision::kFP16:
+    case Precision::kFP8: return 2.0;
     case Precision::kFP32:
     case Precision::kTF32: return 4.0;
   }

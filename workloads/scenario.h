@@ -15,12 +15,16 @@
 
 namespace clustersim::workloads {
 
-enum class Precision { kBF16, kFP16, kFP32, kTF32 };
+// kFP8: FP8 training as NVIDIA Transformer Engine runs it — the transformer layers' linear-layer GEMMs in FP8
+// (Op::fp8, workloads/transformer_ops.h), everything else, and all stored and exchanged tensors, as kBF16.
+enum class Precision { kBF16, kFP16, kFP32, kTF32, kFP8 };
 
 const char* to_string(Precision p);
 // Bytes per element of weights, activations and gradients exchanged in this precision
-// (mixed precision keeps fp32 master weights and optimizer state separately).
+// (mixed precision keeps fp32 master weights and optimizer state separately). FP8: 2 (BF16 tensors).
 double element_bytes(Precision p);
+// 16-bit weights and activations with fp32 master weights (BF16, FP16, and FP8, whose tensors are BF16).
+bool sixteen_bit(Precision p);
 
 // Activation recomputation (Korthikanti et al. 2022): none; selective = the attention core is recomputed
 // in backward; full = every layer's forward is recomputed from its stored input.

@@ -83,7 +83,8 @@ Op attention_gemm(std::string name, double M, double K, double N, double batch, 
 struct Linear {
   std::string name;
   double M, K, N, batch;
-  double params;  // weight + bias parameters on this rank
+  double params;     // weight + bias parameters on this rank
+  bool fp8 = true;   // in FP8 under Precision::kFP8 (Transformer Engine's linear layers; not the MoE router)
 };
 
 const char* activation_name(const ModelSpec& m) {
@@ -130,9 +131,30 @@ class LayerBuilder {
             local_experts() * (K * d_.h + (m_.biases ? d_.h : 0))};
   }
 
-  Op fwd(const Linear& x) const { return gemm(x.name + ".fwd", x.M, x.K, x.N, d_.e, 0, x.batch); }
-  Op dgrad(const Linear& x) const { return gemm(x.name + ".dgrad", x.M, x.N, x.K, d_.e, 0, x.batch); }
-  Op wgrad(const Linear& x) const { return gemm(x.name + ".wgrad", x.K, x.M, x.N, d_.e, x.params, x.batch); }
+  Op fwd(const Linear& x) const { return in_fp8(x, gemm(x.name + ".fwd", x.M, x.K, x.N, d_.e, 0, x.batch)); }
+  Op dgrad(const Linear& x) const { return in_fp8(x, gemm(x.name + ".dgrad", x.M, x.N, x.K, d_.e, 0, x.batch)); }
+  Op wgrad(const Linear& x) const {
+    return in_fp8(x, gemm(x.name + ".wgrad", x.K, x.M, x.N, d_.e, x.params, x.batch));
+  }
+
+  // FP8 (Precision::kFP8): the linear layer's three GEMMs read 1-byte operands and write 16-bit results.
+  bool fp8(const Linear& x) const { return c_.precision == Precision::kFP8 && x.fp8; }
+  Op in_fp8(const Linear& x, Op op) const {
+    if (!fp8(x)) return op;
+    op.fp8 = true;
+    op.bytes = bytes(op.batch * (op.m * op.k + op.k * op.n + d_.e * op.m * op.n));
+    return op;
+  }
+  // Transformer Engine quantises each FP8 GEMM's 16-bit activation input (forward: X, M x K) and output
+  // gradient (backward: dY, M x N) to FP8 once, a row-wise copy and the transposed copy the other backward GEMM
+  // reads: read e bytes, write 1 + 1 per element, with an absolute-max reduction for the scale (2 FLOPs per
+  // element). Counted as its own kernel; TE fuses some of these casts into the preceding norm or activation,
+  // which saves the read (not modelled: an upper bound). The weights' casts (once per optimizer step per
+  // parameter) are not counted.
+  Op cast(const Linear& x, bool forward) const {
+    const double elements = x.batch * x.M * (forward ? x.K : x.N);
+    return elementwise(x.name + "_cast" + (forward ? ".fwd" : ".bwd"), 2 * elements, (d_.e + 2) * elements);
+  }
 
   // Activation of an MLP whose per-rank width is `f_r` on `tokens` tokens.
   Op act_fwd(const std::string& p, const char* n, double tokens, double f_r) const {
@@ -209,30 +231,34 @@ class LayerBuilder {
     const std::string p = "L" + std::to_string(layer) + ".";
     const double act = d_.Tn * d_.h;
     std::vector<Op> ops;
+    auto push_fwd = [&](const Linear& x) {
+      if (fp8(x)) ops.push_back(cast(x, true));
+      ops.push_back(fwd(x));
+    };
     ops.push_back(elementwise(p + "ln1.fwd", norm_flops_fwd() * act, d_.e * 2 * act));
-    ops.push_back(fwd(qkv(p)));
+    push_fwd(qkv(p));
     for (Op& op : attention_core_fwd(p)) ops.push_back(std::move(op));
-    ops.push_back(fwd(proj(p)));
+    push_fwd(proj(p));
     ops.push_back(elementwise(p + "residual1.fwd", 2 * act, d_.e * 3 * act + act));
     ops.push_back(elementwise(p + "ln2.fwd", norm_flops_fwd() * act, d_.e * 2 * act));
     if (m_.is_moe_layer(layer)) {
       const double routed = d_.T * m_.top_k, fe = m_.expert_ffn();
       ops.push_back(gemm(p + "router.fwd", d_.Tn, d_.h, m_.experts, d_.e));
       ops.push_back(elementwise(p + "moe_dispatch.fwd", 0, d_.e * (d_.T * d_.h + routed * d_.h)));
-      ops.push_back(fwd(expert_fc1(p)));
+      push_fwd(expert_fc1(p));
       ops.push_back(act_fwd(p, "expert_act", routed * c_.expert_load, fe / d_.t));
-      ops.push_back(fwd(expert_fc2(p)));
+      push_fwd(expert_fc2(p));
       ops.push_back(elementwise(p + "moe_combine.fwd", 2 * routed * d_.h, d_.e * (routed * d_.h + d_.T * d_.h)));
       if (m_.shared_experts > 0) {
         const double fs = double(m_.shared_experts) * fe;
-        ops.push_back(fwd(fc1(p, "shared_fc1", fs)));
+        push_fwd(fc1(p, "shared_fc1", fs));
         ops.push_back(act_fwd(p, "shared_act", d_.T, fs / d_.t));
-        ops.push_back(fwd(fc2(p, "shared_fc2", fs)));
+        push_fwd(fc2(p, "shared_fc2", fs));
       }
     } else {
-      ops.push_back(fwd(fc1(p, "fc1", m_.ffn_hidden)));
+      push_fwd(fc1(p, "fc1", m_.ffn_hidden));
       ops.push_back(act_fwd(p, activation_name(m_), d_.T, m_.ffn_hidden / d_.t));
-      ops.push_back(fwd(fc2(p, "fc2", m_.ffn_hidden)));
+      push_fwd(fc2(p, "fc2", m_.ffn_hidden));
     }
     ops.push_back(elementwise(p + "residual2.fwd", 2 * act, d_.e * 3 * act + act));
     return ops;
@@ -243,6 +269,7 @@ class LayerBuilder {
     const double act = d_.Tn * d_.h;
     std::vector<Op> ops;
     auto add_linear = [&](const Linear& x) {
+      if (fp8(x)) ops.push_back(cast(x, false));
       ops.push_back(dgrad(x));
       ops.push_back(wgrad(x));
     };
@@ -260,7 +287,7 @@ class LayerBuilder {
       ops.push_back(act_bwd(p, "expert_act", routed * c_.expert_load, fe / d_.t));
       add_linear(expert_fc1(p));
       ops.push_back(elementwise(p + "moe_dispatch.bwd", routed * d_.h, d_.e * (d_.T * d_.h + routed * d_.h)));
-      add_linear(Linear{p + "router", d_.Tn, d_.h, double(m_.experts), 1, m_.router_parameters()});
+      add_linear(Linear{p + "router", d_.Tn, d_.h, double(m_.experts), 1, m_.router_parameters(), false});
     } else {
       add_linear(fc2(p, "fc2", m_.ffn_hidden));
       ops.push_back(act_bwd(p, activation_name(m_), d_.T, m_.ffn_hidden / d_.t));
@@ -298,6 +325,8 @@ Op recomputed(Op op) {
 
 double dispatch_kernels(const std::string& name, bool biases) {
   if (name.starts_with("optimizer.")) return 20;
+  if (name.ends_with("_cast.fwd") || name.ends_with("_cast.bwd") || name.ends_with("_cast.recompute"))
+    return 1;  // FP8 cast(-transpose): one kernel
   // "L3.qkv.dgrad" → base "qkv", pass "dgrad".
   const std::size_t dot = name.rfind('.');
   const std::string pass = dot == std::string::npos ? std::string() : name.substr(dot + 1);

@@ -38,6 +38,14 @@
 // and ·V into one kernel per pass with the same FLOPs, moving only Q, K, V, O (and dO, dQ, dK, dV
 // in backward) plus fp32 row statistics (4·B·a·s bytes): no s² bytes.
 //
+// FP8 (Precision::kFP8; NVIDIA Transformer Engine's recipe, Micikevicius et al. 2022 "FP8 Formats for Deep
+// Learning"): the three GEMMs of every linear layer of a transformer layer (QKV, projection, fc1, fc2, experts;
+// not the router, the attention core or the LM head) run in FP8 (Op::fp8, timed at the FP8 peak by
+// compute_model.h) and read 1-byte operands. Before each, TE casts the GEMM's 16-bit input (X in forward, dY in
+// backward) to FP8 with its transpose: an element-wise "<linear>_cast" op of (e + 2) bytes per element. Weights,
+// activations, gradients and every collective stay 16-bit (element_bytes(kFP8) = 2), so memory and traffic are
+// those of BF16 — an upper bound on activation memory, as TE keeps some GEMM inputs for backward in FP8.
+//
 // Tensor parallelism of degree t (Shoeybi et al. 2019; Korthikanti et al. 2022 for sequence
 // parallelism): the ops of ONE rank. Column-parallel QKV and fc1 (and the expert fc1) split N by t,
 // row-parallel output projection and fc2 split K by t, attention heads and KV heads a/t and n_kv/t
@@ -99,6 +107,7 @@ struct Op {
   double m = 0, n = 0, k = 0, batch = 1;
   bool recomputed = false;     // forward work re-run in backward: in HFU, not in MFU
   bool attention_core = false; // scores / softmax / ·V, or the fused flash kernel
+  bool fp8 = false;            // Precision::kFP8: an FP8 GEMM of a linear layer (compute_model.h); else BF16
   bool causal_skipped = false; // attention FLOPs without the causally masked blocks (ring attention)
   int ring_step = -1;          // context parallelism: the ring-attention step j (0 … cp−1), −1 otherwise
   // PyTorch operations the framework's host thread dispatches for this op (CUDA kernels and the like), each

@@ -105,7 +105,7 @@ TEST_CASE("bad profile files") {
         kBad + "profile_unknown_field.textproto:14:3: gpu.tensor_tflops: unknown field \"tensor_tflops\" "
                "(GpuProfile has: gpu, peak_bf16_tflops, peak_fp16_tflops, peak_tf32_tflops, peak_fp32_tflops, "
                "hbm_gbytes_per_s, memory_capacity_gib, gemm_efficiency, hbm_efficiency, kernel_launch_us, gemm_table, "
-               "hbm_curve, compute_slowdown_during_comm, sm_count, gemm_tile_m, gemm_tile_n)");
+               "hbm_curve, compute_slowdown_during_comm, sm_count, gemm_tile_m, gemm_tile_n, peak_fp8_tflops)");
   CHECK(error_of([] { calibrate::load_profile("b200"); }) ==
         "b200: not a built-in profile (built-in: a100-sxm4-80gb, h100-sxm5-80gb, tpu-v4, a100-sxm4-40gb, h200-sxm-141gb, "
         "gb200, vtrain-a100) and no such "
@@ -133,6 +133,17 @@ TEST_CASE("bad inline profiles") {
         "p.textproto: gpu: missing (the GPU's peaks, memory and efficiencies)");
   CHECK(profile_error(replaced("name: \"test\"", "name: test")) ==
         "p.textproto:1:7: name: Expected string, got: test");
+  // The FP8 peak is optional (0 = no FP8 tensor cores), never negative; an FP8 GEMM-table entry needs it.
+  CHECK(calibrate::parse_profile(kProfile, "p.textproto").gpu.peak_fp8.raw() == 0);
+  CHECK(calibrate::parse_profile(replaced("  kernel_launch_us: 0\n", "  kernel_launch_us: 0\n  peak_fp8_tflops: 200\n"),
+                                 "p.textproto")
+            .gpu.peak_fp8.raw() == 200e12);
+  CHECK(profile_error(replaced("  kernel_launch_us: 0\n", "  kernel_launch_us: 0\n  peak_fp8_tflops: -5\n")) ==
+        "p.textproto:14:20: gpu.peak_fp8_tflops: -5 must be >= 0 (1e12 FLOP/s; 0 = no FP8 tensor cores)");
+  CHECK(profile_error(replaced("  kernel_launch_us: 0\n",
+                               "  kernel_launch_us: 0\n  gemm_table { m: 64 n: 64 k: 64 dtype: FP8 efficiency: 0.5 }\n")) ==
+        "p.textproto:14:41: gpu.gemm_table[0].dtype: FP8, but gpu.peak_fp8_tflops is 0 (no FP8 tensor cores); give the "
+        "FP8 peak or drop the entry");
 }
 
 TEST_CASE("ParsedText locates fields for later validation errors") {

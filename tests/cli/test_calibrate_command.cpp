@@ -210,6 +210,10 @@ TEST_CASE("calibrate fit and show through the binary; same raws give byte-identi
   const auto builtin = run_clustersim("calibrate show a100-sxm4-80gb", dir);
   CHECK(builtin.status == 0);
   CHECK(builtin.out.find("raw sha256     (none: not fitted from raw measurements)") != std::string::npos);
+  // The FP8 peak: none on the A100, 3,958 / 2 on the H100.
+  CHECK(builtin.out.find("BF16 312  FP16 312  TF32 156  FP32 19.5  FP8 - (none)\n") != std::string::npos);
+  const auto h100 = run_clustersim("calibrate show h100-sxm5-80gb", dir);
+  CHECK(h100.out.find("BF16 989.4  FP16 989.4  TF32 494.7  FP32 66.9  FP8 1978.9\n") != std::string::npos);
 }
 
 TEST_CASE("calibrate: bad input exits 2 with file and field") {

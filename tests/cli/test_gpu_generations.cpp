@@ -36,6 +36,10 @@ TEST_CASE("built-in h200-sxm-141gb: H100 SXM compute, HBM3e figures of the H200 
   CHECK(h200.gpu.peak_tf32.raw() == doctest::Approx(4.947e14).epsilon(1e-12));
   CHECK(h200.gpu.peak_fp32.raw() == doctest::Approx(6.69e13).epsilon(1e-12));
   CHECK(h200.gpu.peak_bf16.raw() == h100.gpu.peak_bf16.raw());
+  // FP8 3,958 TFLOP/s with sparsity = 2 x 1,978.9 dense, twice the BF16 rate (the H100 SXM's).
+  CHECK(h200.gpu.peak_fp8.raw() == doctest::Approx(1.9789e15).epsilon(1e-12));
+  CHECK(h100.gpu.peak_fp8.raw() == doctest::Approx(2 * h100.gpu.peak_bf16.raw()).epsilon(1e-4));
+  CHECK(h200.gpu.peak_fp8.raw() == h100.gpu.peak_fp8.raw());
   // 4.8 TB/s = 4.8e12 B/s (H100: 3.35e12, x 1.43).
   CHECK(h200.gpu.hbm_bandwidth.raw() == doctest::Approx(4.8e12).epsilon(1e-12));
   // nvidia-smi memory.total 143,771 MiB = 150,754,820,096 B = 140.4014 GiB; the profile says 140.40 GiB
@@ -58,6 +62,9 @@ TEST_CASE("built-in gb200: GB200 NVL72 rack figures / 72 GPUs, sparse peaks halv
   CHECK(gb.gpu.peak_bf16.raw() == doctest::Approx(360e15 / 2 / 72).epsilon(1e-12));
   CHECK(gb.gpu.peak_bf16.raw() == doctest::Approx(2.5e15).epsilon(1e-12));
   CHECK(gb.gpu.peak_fp16.raw() == doctest::Approx(2.5e15).epsilon(1e-12));
+  // FP8/FP6 720 PFLOPS with sparsity: 720e15 / 2 / 72 = 5e15 FLOP/s dense, twice BF16. The A100 has no FP8.
+  CHECK(gb.gpu.peak_fp8.raw() == doctest::Approx(5e15).epsilon(1e-12));
+  CHECK(calibrate::load_profile("a100-sxm4-80gb").gpu.peak_fp8.raw() == 0);
   // TF32 180 PFLOPS with sparsity: 180e15 / 2 / 72 = 1.25e15; FP32 6,480 TFLOPS (dense): 6.48e15 / 72 = 9e13.
   CHECK(gb.gpu.peak_tf32.raw() == doctest::Approx(1.25e15).epsilon(1e-12));
   CHECK(gb.gpu.peak_fp32.raw() == doctest::Approx(6.48e15 / 72).epsilon(1e-12));

@@ -263,7 +263,7 @@ TEST_CASE("bad scenario files name file, line:col and field") {
         kBad + "profile_unknown_field.textproto:14:3: gpu.tensor_tflops: unknown field \"tensor_tflops\" "
                "(GpuProfile has: gpu, peak_bf16_tflops, peak_fp16_tflops, peak_tf32_tflops, peak_fp32_tflops, "
                "hbm_gbytes_per_s, memory_capacity_gib, gemm_efficiency, hbm_efficiency, kernel_launch_us, gemm_table, "
-               "hbm_curve, compute_slowdown_during_comm, sm_count, gemm_tile_m, gemm_tile_n)");
+               "hbm_curve, compute_slowdown_during_comm, sm_count, gemm_tile_m, gemm_tile_n, peak_fp8_tflops)");
   // JSON has no positions: FILE: path: message.
   CHECK(file_error("unknown_field.json") == kBad + "unknown_field.json: cluster.nvlinkGbps: unknown field "
                                                    "\"nvlinkGbps\" (Cluster has: " + cluster_fields + ")");
@@ -288,7 +288,7 @@ TEST_CASE("bad inline scenarios") {
   SUBCASE("unknown enum value lists the valid ones") {
     CHECK(text_error(kMinimal + "training { samples: 1 precision: BF17 }\n") ==
           "inline.textproto:6:34: training.precision: Unknown enumeration value of \"BF17\" for field "
-          "\"precision\". Valid values: PRECISION_UNSPECIFIED, BF16, FP16, FP32, TF32.");
+          "\"precision\". Valid values: PRECISION_UNSPECIFIED, BF16, FP16, FP32, TF32, FP8.");
   }
   SUBCASE("a field given twice") {
     CHECK(text_error("cluster { nodes: 1 nodes: 2 }\n") ==
@@ -332,4 +332,24 @@ TEST_CASE("bad inline scenarios") {
           "training, fidelity, jobs, nccl)");
     CHECK(text_error(R"({"cluster": {"nodes": 1},)", true).starts_with("inline.textproto: "));
   }
+}
+
+TEST_CASE("precision FP8: accepted on an H100 profile, refused where the profile has no FP8 peak") {
+  const std::string h100 =
+      "cluster { nodes: 1 gpus_per_node: 8 gpu: \"H100-SXM5-80GB\"\n"
+      "          nvlink_gbytes_per_s_per_direction: 450 nic_gbits_per_s_per_direction: 400 }\n"
+      "profile: \"h100-sxm5-80gb\"\n"
+      "model { layers: 2 hidden: 64 heads: 4 vocab: 100 seq_len: 16 }\n"
+      "parallel { dp: 8 micro_batch: 1 }\n"
+      "training { samples: 8 precision: FP8 gradient_dtype: HALF_GRADIENTS }\n";
+  const Scenario s = cli::load_scenario_text(h100, "h100.textproto", false, "");
+  REQUIRE(s.jobs.size() == 1);
+  CHECK(s.jobs[0].training.precision == clustersim::workloads::Precision::kFP8);
+  CHECK(s.jobs[0].training.gradients == clustersim::workloads::GradientDtype::k16Bit);  // FP8 keeps 16-bit weights
+  CHECK(s.profile.gpu.peak_fp8.raw() == 1978.9e12);
+  // The A100 has no FP8 tensor cores: its profile has no FP8 peak.
+  CHECK(text_error(kMinimal + "training { samples: 10 precision: FP8 }\n") ==
+        "inline.textproto:6:35: training.precision: FP8 needs FP8 tensor cores, and profile \"a100-sxm4-80gb\" "
+        "(A100-SXM4-80GB) has no FP8 peak (gpu.peak_fp8_tflops); use BF16 or FP16, or a profile of a GPU with FP8 "
+        "(Hopper or later)");
 }

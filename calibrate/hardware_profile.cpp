@@ -272,7 +272,8 @@ HardwareProfile to_profile(const ParsedText& in, const schema::HardwareProfile& 
   out.gpu.peak_fp16 = TFLOPps(positive(in, "gpu.peak_fp16_tflops", g.peak_fp16_tflops(), "1e12 FLOP/s"));
   out.gpu.peak_tf32 = TFLOPps(positive(in, "gpu.peak_tf32_tflops", g.peak_tf32_tflops(), "1e12 FLOP/s"));
   out.gpu.peak_fp32 = TFLOPps(positive(in, "gpu.peak_fp32_tflops", g.peak_fp32_tflops(), "1e12 FLOP/s"));
-  out.gpu.peak_fp8 = TFLOPps(non_negative(in, "gpu.peak_fp8_tflops", g.peak_fp8_tflops(), "1e12 FLOP/s; 0 = no FP8 tensor cores"));
+  out.gpu.peak_fp8 =
+      TFLOPps(non_negative(in, "gpu.peak_fp8_tflops", g.peak_fp8_tflops(), "1e12 FLOP/s; 0 = no FP8 tensor cores"));
   out.gpu.hbm_bandwidth = GBps(positive(in, "gpu.hbm_gbytes_per_s", g.hbm_gbytes_per_s(), "decimal GB/s"));
   out.gpu.memory_capacity = GiB(positive(in, "gpu.memory_capacity_gib", g.memory_capacity_gib(), "GiB"));
   out.gpu.gemm_efficiency = efficiency(in, "gpu.gemm_efficiency", g.gemm_efficiency());

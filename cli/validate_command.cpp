@@ -568,7 +568,8 @@ ValidationRow plan_fsdp_row(const Row& row, ValidationRow out, const NodeType& n
   const bool fp8 = precision == "amp_fp8";
   if (precision != "amp_bf16" && precision != "bf16" && !fp8)
     return skip("precision \"" + row.text("precision") + "\" is not amp_bf16, bf16 or amp_fp8");
-  if (fp8 && !has_fp8(node)) return skip("amp_fp8 on a GPU whose profile (" + std::string(node.profile) + ") has no FP8 peak");
+  if (fp8 && !has_fp8(node))
+    return skip("amp_fp8 on a GPU whose profile (" + std::string(node.profile) + ") has no FP8 peak");
   assume("precision \"" + row.text("precision") + "\" as " + (fp8 ? "FP8" : "BF16") +
          ": FSDP gathers bf16 parameters and clustersim reduce-scatters bf16 gradients (Composer's "
          "DEFAULT mixed precision reduces in fp32: twice the reduce-scatter bytes, not modelled); fp32 sharded "

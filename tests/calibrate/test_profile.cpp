@@ -140,8 +140,8 @@ TEST_CASE("bad inline profiles") {
             .gpu.peak_fp8.raw() == 200e12);
   CHECK(profile_error(replaced("  kernel_launch_us: 0\n", "  kernel_launch_us: 0\n  peak_fp8_tflops: -5\n")) ==
         "p.textproto:14:20: gpu.peak_fp8_tflops: -5 must be >= 0 (1e12 FLOP/s; 0 = no FP8 tensor cores)");
-  CHECK(profile_error(replaced("  kernel_launch_us: 0\n",
-                               "  kernel_launch_us: 0\n  gemm_table { m: 64 n: 64 k: 64 dtype: FP8 efficiency: 0.5 }\n")) ==
+  const std::string fp8_entry = "  gemm_table { m: 64 n: 64 k: 64 dtype: FP8 efficiency: 0.5 }\n";
+  CHECK(profile_error(replaced("  kernel_launch_us: 0\n", "  kernel_launch_us: 0\n" + fp8_entry)) ==
         "p.textproto:14:41: gpu.gemm_table[0].dtype: FP8, but gpu.peak_fp8_tflops is 0 (no FP8 tensor cores); give the "
         "FP8 peak or drop the entry");
 }

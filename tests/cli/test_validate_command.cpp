@@ -416,7 +416,8 @@ TEST_CASE("validate: an FP8 row on H100 runs as precision FP8, faster than the s
   CHECK(*report.rows[1].predicted > 0.5 * *report.rows[0].predicted);
   CHECK(report.rows[1].scenario_text.find("precision: FP8") != std::string::npos);
   bool named = false;
-  for (const std::string& a : report.rows[1].assumptions) named = named || a.find("Transformer Engine") != std::string::npos;
+  for (const std::string& a : report.rows[1].assumptions)
+    named = named || a.find("Transformer Engine") != std::string::npos;
   CHECK(named);
 }
 

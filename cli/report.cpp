@@ -92,6 +92,13 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
     << fmt("%.1f", to_TFLOPps(r.model_flops_per_step / r.iteration_time) / gpus) << " model TFLOP/s per GPU of "
     << fmt("%g", to_TFLOPps(workloads::tensor_peak(sc.profile.gpu, t.precision))) << ")\n";
   o << "                    " << kMfuConvention << "\n";
+  if (t.precision == workloads::Precision::kFP8) {
+    // FP8 runs are often quoted against the BF16 peak too (the same model FLOPs, half the peak).
+    const FlopsPerSecond bf16 = workloads::tensor_peak(sc.profile.gpu, workloads::Precision::kBF16);
+    o << "  MFU (BF16 peak)   "
+      << fmt("%.1f", 100 * r.model_flops_per_step.raw() / (it * gpus * bf16.raw())) << " %  (the same model TFLOP/s "
+      << "over the " << fmt("%g", to_TFLOPps(bf16)) << " BF16 peak, as BF16-referenced comparisons quote FP8 runs)\n";
+  }
   o << "  MFU (causal)      " << fmt("%.1f", 100 * r.mfu_causal)
     << " %  (the same with half of each attention square, as causal kernels compute it)\n";
   o << "  HFU               " << fmt("%.1f", 100 * r.hfu)

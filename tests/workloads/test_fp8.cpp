@@ -132,6 +132,8 @@ TEST_CASE("FP8: BF16 tensors, the FP8 peak for MFU, and the MoE router kept in B
   CHECK(std::none_of(b8.begin(), b8.end(), [](const Op& op) { return op.name == "L0.router_cast.bwd"; }));
 }
 
+#include "cli/command_line.h"
+#include "cli/report.h"
 #include "cli/scenario_loader.h"
 #include "workloads/iteration_result.h"
 
@@ -143,8 +145,15 @@ TEST_CASE("fp8-vs-bf16: the two scenarios differ by the FP8 GEMMs and their cast
   REQUIRE(f8.jobs.size() == 1);
   CHECK(bf.jobs[0].training.precision == Precision::kBF16);
   CHECK(f8.jobs[0].training.precision == Precision::kFP8);
-  const IterationResult rb = simulate_scenario(bf).jobs[0];
-  const IterationResult r8 = simulate_scenario(f8).jobs[0];
+  const ScenarioResult sb = simulate_scenario(bf), s8 = simulate_scenario(f8);
+  const IterationResult& rb = sb.jobs[0];
+  const IterationResult& r8 = s8.jobs[0];
+  // The summary quotes the FP8 run's MFU against both peaks: same model FLOPs, so MFU(BF16 peak) = MFU x
+  // 1978.9 / 989.4; the BF16 run has no such line.
+  const std::string text = cli::summary_text(f8, s8);
+  const std::string bf16_mfu = "MFU (BF16 peak)   " + cli::fmt("%.1f", 100 * r8.mfu * 1978.9 / 989.4) + " %";
+  CHECK(text.find(bf16_mfu) != std::string::npos);
+  CHECK(cli::summary_text(bf, sb).find("MFU (BF16 peak)") == std::string::npos);
   // Memory and communication are BF16's: same peak, same exposed communication.
   CHECK(r8.memory.peak.raw() == rb.memory.peak.raw());
   CHECK(r8.breakdown.exposed_comm.raw() == doctest::Approx(rb.breakdown.exposed_comm.raw()).epsilon(1e-9));

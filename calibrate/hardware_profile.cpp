@@ -367,6 +367,22 @@ std::optional<std::string> builtin_profile_source(const std::string& name) {
   return std::string(*text);
 }
 
+FlopsPerSecond dense_peak(const GpuPerformance& gpu, GemmDtype d) {
+  switch (d) {
+    case GemmDtype::kFP16:
+      return gpu.peak_fp16;
+    case GemmDtype::kBF16:
+      return gpu.peak_bf16;
+    case GemmDtype::kTF32:
+      return gpu.peak_tf32;
+    case GemmDtype::kFP8:
+      return gpu.peak_fp8;
+    case GemmDtype::kFP32:
+      break;
+  }
+  return gpu.peak_fp32;
+}
+
 const char* to_string(GemmDtype d) {
   switch (d) {
     case GemmDtype::kFP16:

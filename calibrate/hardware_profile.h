@@ -61,6 +61,9 @@ struct GpuPerformance {
   FlopsPerSecond peak_fp8{};  // dense FP8 tensor peak (profile.proto peak_fp8_tflops); 0 = no FP8 tensor cores
 };
 
+// The GPU's dense peak for GEMMs of this dtype (0 for FP8 without FP8 tensor cores).
+FlopsPerSecond dense_peak(const GpuPerformance& gpu, GemmDtype d);
+
 // NCCL's tuning constants (see calibrate/profile.proto NcclTuning). Arrays indexed by protocol are
 // {LL, LL128, Simple}; by node count {1 node, 2 nodes, >2 nodes}.
 struct NcclTuning {

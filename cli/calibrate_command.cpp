@@ -240,11 +240,7 @@ std::string profile_tables(const calibrate::HardwareProfile& p) {
   } else {
     o += line("  %8s %8s %8s  %-5s  %10s  %9s\n", "M", "N", "K", "dtype", "efficiency", "TFLOP/s");
     for (const calibrate::GemmEfficiencyPoint& e : g.gemm_table) {
-      const FlopsPerSecond peak = e.dtype == calibrate::GemmDtype::kBF16   ? g.peak_bf16
-                                  : e.dtype == calibrate::GemmDtype::kFP16 ? g.peak_fp16
-                                  : e.dtype == calibrate::GemmDtype::kTF32 ? g.peak_tf32
-                                  : e.dtype == calibrate::GemmDtype::kFP8  ? g.peak_fp8
-                                                                           : g.peak_fp32;
+      const FlopsPerSecond peak = calibrate::dense_peak(g, e.dtype);
       o += line("  %8llu %8llu %8llu  %-5s  %10.3f  %9.1f\n", static_cast<unsigned long long>(e.m),
                 static_cast<unsigned long long>(e.n), static_cast<unsigned long long>(e.k), to_string(e.dtype),
                 e.efficiency, to_TFLOPps(peak) * e.efficiency);

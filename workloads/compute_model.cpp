@@ -26,19 +26,7 @@ calibrate::GemmDtype dtype_of(Precision precision) {
 }  // namespace
 
 FlopsPerSecond tensor_peak(const calibrate::GpuPerformance& gpu, Precision precision) {
-  switch (precision) {
-    case Precision::kBF16:
-      return gpu.peak_bf16;
-    case Precision::kFP16:
-      return gpu.peak_fp16;
-    case Precision::kTF32:
-      return gpu.peak_tf32;
-    case Precision::kFP32:
-      return gpu.peak_fp32;
-    case Precision::kFP8:
-      return gpu.peak_fp8;
-  }
-  return gpu.peak_fp32;
+  return calibrate::dense_peak(gpu, dtype_of(precision));
 }
 
 double gemm_wave_utilization(const calibrate::GpuPerformance& gpu, double m, double n, double batch) {

@@ -325,14 +325,13 @@ Op recomputed(Op op) {
 
 double dispatch_kernels(const std::string& name, bool biases) {
   if (name.starts_with("optimizer.")) return 20;
-  if (name.ends_with("_cast.fwd") || name.ends_with("_cast.bwd") || name.ends_with("_cast.recompute"))
-    return 1;  // FP8 cast(-transpose): one kernel
   // "L3.qkv.dgrad" → base "qkv", pass "dgrad".
   const std::size_t dot = name.rfind('.');
   const std::string pass = dot == std::string::npos ? std::string() : name.substr(dot + 1);
   std::string base = dot == std::string::npos ? name : name.substr(0, dot);
   if (base.size() > 1 && base[0] == 'L' && std::isdigit(static_cast<unsigned char>(base[1])))
     base = base.substr(base.find('.') + 1);
+  if (base.ends_with("_cast")) return 1;  // FP8 cast(-transpose), any pass: one kernel
   double forward = 1;  // norms, projections, MLP GEMMs and activations, bias-dropout-add, LM head
   if (base == "qkv") forward = biases ? 2 : 1;
   else if (base == "softmax" || base == "attn_values") forward = 2;

@@ -334,10 +334,13 @@ struct Evaluator {
         if (p == Protocol::kLL128) bus = std::min(graph * 0.92, nch * k.ring_ll128_per_channel_GBps[sh.idx]);
         break;
       case Algorithm::kTree:
-        if (p == Protocol::kSimple) bus = std::min(graph * 0.92, nch * k.tree_per_channel_GBps[sh.idx]);
-        if (p == Protocol::kLL) bus = std::min(graph / 3.8, k.ll_max_bus_GBps[sh.idx]);
+        // The refinements stack, in tuning.cc's order: the AllReduce line applies to every protocol, then
+        // LL's or LL128's own factor and cap on top. So tree LL128 never models more bandwidth than tree
+        // Simple, and Simple takes over once the bandwidth term outweighs LL128's smaller latency.
+        if (req.op == CollectiveOp::kAllReduce) bus = std::min(bus * 0.92, nch * k.tree_per_channel_GBps[sh.idx]);
+        if (p == Protocol::kLL) bus = std::min(bus / 3.8, k.ll_max_bus_GBps[sh.idx]);
         if (p == Protocol::kLL128)
-          bus = std::min(graph * (N == 1 ? 7.0 / 9.0 : 120.0 / 128.0), nch * k.tree_ll128_per_channel_GBps[sh.idx]);
+          bus = std::min(bus * (N == 1 ? 7.0 / 9.0 : 120.0 / 128.0), nch * k.tree_ll128_per_channel_GBps[sh.idx]);
         break;
       case Algorithm::kNvls: {
         double intra = sh.b_intra / 1e9 * k.nvls_efficiency * (nch - 1) / nch;

@@ -262,8 +262,9 @@ TEST_CASE("collective: bad options are input errors naming the option; the binar
 // fails the suite — and one it does not meet yet is a WARN, printed with the row, so the gap stays visible:
 //  * A100 (NCCL's choice, unknown NCCL version): measured busbw ramps much more slowly than the model
 //    between 4 MiB and 512 MiB (+12..+48 %); from 1 GiB within 1 %.
-//  * 2 nodes x 4 H100, HDR: the tree's mid sizes are predicted too fast (+16..+34 %) and its plateau too
-//    low (-10.7 % at 8 GiB, LL128 chosen as NCCL's model picks it).
+//  * 2 nodes x 4 H100, HDR: NCCL's model keeps the tree on LL128 up to 256 MiB and moves it to Simple from
+//    512 MiB, where the measured busbw jumps too; LL128's mid sizes are predicted too fast (+16..+34 %),
+//    Simple's plateau within 5 %.
 //  * 10 nodes x 8 H100: 32-128 MiB predicted far too fast (+35..+152 %); 256 MiB up within 10 %.
 //  * H100 all_gather ring: 128-512 MiB up to +10.9 %.
 TEST_CASE("validation: collective predictions against the five nccl-tests runs in validation/nccl") {

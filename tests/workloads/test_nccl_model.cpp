@@ -92,6 +92,40 @@ TEST_CASE("NCCL's choice on an 8-GPU A100 node: LL, then LL128, then Simple at t
   CHECK(choice(1000.0).algorithm == Algorithm::kRing);
 }
 
+TEST_CASE("NCCL's tree refinements stack: tree LL128 gives way to tree Simple on 2 nodes at 512 MiB") {
+  // tuning.cc applies `if (a == TREE && coll == AllReduce) busBw = min(busBw·.92, nCh·perChMaxTreeBw)` to every
+  // protocol, then LL128's own line on top, so tree LL128 never models more bandwidth than tree Simple.
+  // 2 nodes × 4 H100, 450 GB/s NVLink, one 200 Gb/s NIC per GPU (the Snellius layout of validation/nccl):
+  //   egress per node 4 · 25 GB/s · 0.85 = 85 GB/s; a 2-node tree sends S once each way, so its graph
+  //   carries min(450·0.82 = 369, 2·85) = 170 GB/s.
+  //   Simple: busBw min(170·0.92 = 156.4, 12 ch · 41.4) = 156.4 → algbw 0.5 · 156.4 = 78.2 GB/s;
+  //           latency 8.4 + 2·(3·4.0 + 1·14) = 60.4 µs.
+  //   LL128:  busBw min(156.4 · 120/128 = 146.625, 12 · 36.7) → algbw 73.3125 GB/s; latency 14 + 2·(3·1.25 + 8.5)
+  //           = 38.5 µs. (Read without the stacking, 170 · 120/128 = 159.4 would beat Simple at every size.)
+  //   The tree correction (treeCorrectionFactor, index log2(S/64)) is Simple .9 and LL128 1.0 at 256 MiB
+  //   (index 22) and 1 for both from 512 MiB (index 23, past the table).
+  //   256 MiB: Simple 60.4 + 268,435,456 / (78.2e3 · .9) = 3,874.5 µs; LL128 38.5 + 268,435,456 / 73.3125e3
+  //            = 3,700.0 µs → LL128.
+  //   512 MiB: Simple 60.4 + 536,870,912 / 78.2e3 = 6,925.8 µs; LL128 38.5 + 536,870,912 / 73.3125e3
+  //            = 7,361.6 µs → Simple. The measured run's busbw jumps between the same two sizes
+  //            (118.7 → 150.7 GB/s, validation/nccl/h100x4_2node_ib_hdr_allreduce.csv).
+  const calibrate::HardwareProfile h100 = calibrate::load_profile("h100-sxm5-80gb");
+  const auto two = cluster(2, 4, 450, 200);
+  const CollectivePlan at256 = plan(two, h100, CollectiveOp::kAllReduce, MiB(256));
+  CHECK(at256.algorithm == Algorithm::kTree);
+  CHECK(at256.protocol == Protocol::kLL128);
+  CHECK(to_us(at256.nccl_model_time) == doctest::Approx(38.5 + 268435456.0 / 73.3125e3));
+  const CollectivePlan at512 = plan(two, h100, CollectiveOp::kAllReduce, MiB(512));
+  CHECK(at512.algorithm == Algorithm::kTree);
+  CHECK(at512.protocol == Protocol::kSimple);
+  CHECK(to_us(at512.nccl_model_time) == doctest::Approx(60.4 + 536870912.0 / 78.2e3));
+  NcclSettings ll128;
+  ll128.algorithm = Algorithm::kTree;
+  ll128.protocol = Protocol::kLL128;
+  CHECK(to_us(plan(two, h100, CollectiveOp::kAllReduce, MiB(512), ll128).nccl_model_time) ==
+        doctest::Approx(38.5 + 536870912.0 / 73.3125e3));
+}
+
 TEST_CASE("on H100 NVSwitch NCCL's model moves large AllReduces to NVLS, timed at the measured NVLS rate") {
   // NCCL: NVLS busBw = 369 · 0.85 · 11/12 · 2 = 575 GB/s → algbw 575 · 8/14 = 328.6 GB/s beats ring Simple's
   // 369 · 8/14 = 210.9. Physical: algbw = 308 · 8/9 = 273.8 GB/s (nccl.md §1.12), so 1 GiB takes

@@ -285,6 +285,22 @@ HardwareProfile to_profile(const ParsedText& in, const schema::HardwareProfile& 
       in.fail(indexed("gpu.gemm_table", static_cast<int>(i)) + ".dtype",
               "FP8, but gpu.peak_fp8_tflops is 0 (no FP8 tensor cores); give the FP8 peak or drop the entry");
   out.gpu.hbm_curve = to_hbm_curve(in, g.hbm_curve());
+  auto attention_rate = [&](const char* field, bool has, const schema::AttentionKernelRate& r) {
+    GpuPerformance::AttentionRate out_rate;
+    if (!has) return out_rate;
+    const std::string p = std::string("gpu.") + field;
+    for (const auto& [name, v] : {std::pair<const char*, double>{"forward", r.forward()}, {"backward", r.backward()}})
+      if (!std::isfinite(v) || v <= 0 || v > 1)
+        in.fail(p + "." + name, format_number(v) + " is not in (0, 1] (a fraction of the 16-bit dense peak; leave " +
+                                    "the kernel out where no rate is published)");
+    out_rate.forward = r.forward();
+    out_rate.backward = r.backward();
+    return out_rate;
+  };
+  out.gpu.flash_fa2 = attention_rate("flash_attention_fa2", g.has_flash_attention_fa2(), g.flash_attention_fa2());
+  out.gpu.flash_fa3 = attention_rate("flash_attention_fa3", g.has_flash_attention_fa3(), g.flash_attention_fa3());
+  out.gpu.flash_triton =
+      attention_rate("flash_attention_triton", g.has_flash_attention_triton(), g.flash_attention_triton());
   const double slow = g.compute_slowdown_during_comm();
   if (!std::isfinite(slow) || (slow != 0 && slow < 1))
     in.fail("gpu.compute_slowdown_during_comm",

@@ -59,6 +59,13 @@ struct GpuPerformance {
   std::uint32_t sm_count = 0;
   std::uint32_t gemm_tile_m = 0, gemm_tile_n = 0;  // output tile, elements
   FlopsPerSecond peak_fp8{};  // dense FP8 tensor peak (profile.proto peak_fp8_tflops); 0 = no FP8 tensor cores
+  // Fused attention kernels' published rates (profile.proto flash_attention_*): fractions of the 16-bit dense
+  // peak over the FLOPs the kernel executes; 0 = no rate for this GPU.
+  struct AttentionRate {
+    double forward = 0, backward = 0;
+    bool present() const { return forward > 0 && backward > 0; }
+  };
+  AttentionRate flash_fa2{}, flash_fa3{}, flash_triton{};
 };
 
 // The GPU's dense peak for GEMMs of this dtype (0 for FP8 without FP8 tensor cores).

@@ -232,6 +232,12 @@ std::string profile_tables(const calibrate::HardwareProfile& p) {
   o += line("  %-30s %s us\n", "kernel launch", number(to_us(g.kernel_launch)).c_str());
   o += line("  %-30s %s (compute runs at 1/factor speed while communication runs)\n", "compute slowdown during comm",
             number(g.compute_slowdown_during_comm).c_str());
+  auto rate = [&](const calibrate::GpuPerformance::AttentionRate& r) {
+    return r.present() ? number(r.forward) + " / " + number(r.backward) : std::string("- (none)");
+  };
+  o += line("  %-30s FA2 %s  FA3 %s  TRITON %s (forward / backward, of the BF16 peak, over executed FLOPs)\n",
+            "flash attention kernels", rate(g.flash_fa2).c_str(), rate(g.flash_fa3).c_str(),
+            rate(g.flash_triton).c_str());
 
   o += "\nGEMM efficiency table (nearest entry of the dtype in log(M, N, K))\n";
   if (g.gemm_table.empty()) {

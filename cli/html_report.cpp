@@ -614,7 +614,10 @@ std::string layout_text(const workloads::ParallelPlan& p) {
                   std::to_string(p.micro_batch) + " x " + std::to_string(p.grad_accum);
   if (p.recompute != workloads::Recompute::kNone) s += std::string(", recompute ") + workloads::to_string(p.recompute);
   if (p.attention != workloads::AttentionKernel::kExplicit)
-    s += std::string(", ") + workloads::to_string(p.attention) + " attention";
+    s += std::string(", ") + workloads::to_string(p.attention) + " attention" +
+         (p.flash_kernel != workloads::FlashKernel::kGeneric
+              ? std::string(" (") + workloads::to_string(p.flash_kernel) + ")"
+              : std::string());
   return s;
 }
 

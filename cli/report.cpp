@@ -16,6 +16,15 @@
 namespace clustersim::cli {
 namespace {
 
+// "; FlashAttention (FA2)" for a flash job, naming the kernel implementation (parallel.flash_kernel); "" else.
+std::string attention_text(const workloads::ParallelPlan& p) {
+  if (p.attention != workloads::AttentionKernel::kFlash) return "";
+  return p.flash_kernel == workloads::FlashKernel::kGeneric
+             ? "; FlashAttention (GEMM-shaped)"
+             : std::string("; FlashAttention (") + workloads::to_string(p.flash_kernel) + ")";
+}
+
+
 // "1,234,567" for counts.
 std::string grouped(std::uint64_t v) {
   std::string digits = std::to_string(v), out;
@@ -63,7 +72,8 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
       << (p.ep > 1 ? " (EP " + std::to_string(p.ep) + " within DP)" : "") << ", "
       << workloads::to_string(p.schedule) << ", rank order " << p.rank_order << "; micro-batch " << p.micro_batch
       << " x " << p.grad_accum << " micro-batches x DP " << p.dp << " = global batch " << t.global_batch
-      << " samples; " << to_string(t.precision) << (p.distributed_optimizer ? "; distributed optimizer" : "")
+      << " samples; " << to_string(t.precision) << attention_text(p)
+      << (p.distributed_optimizer ? "; distributed optimizer" : "")
       << (p.overlap_grad_reduce ? "; gradient reduction overlapped" : "; gradient reduction after backward")
       << (p.pp_scatter_gather ? "; scatter/gather sends" : "") << "\n\n";
   } else if (p.effective_framework() != workloads::Framework::kPytorchDdp) {
@@ -75,7 +85,7 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
     if (fw == workloads::Framework::kHorovod)
       o << "; fusion buffer " << fmt("%g", p.horovod_fusion.raw() / 1048576.0) << " MiB, cycle "
         << fmt("%g", p.horovod_cycle.raw() * 1e3) << " ms" << (p.horovod_hierarchical ? ", hierarchical AllReduce" : "");
-    o << "; " << to_string(t.precision) << "\n\n";
+    o << "; " << to_string(t.precision) << attention_text(p) << "\n\n";
   } else {
     o << "  parallel   PyTorch DDP: DP " << p.dp << " x micro-batch " << p.micro_batch << " x grad-accum "
       << p.grad_accum << " = global batch " << t.global_batch << " samples; " << r.buckets.size()

@@ -18,6 +18,7 @@
 #include "cli/command_line.h"
 #include "cli/scenario.pb.h"
 #include "cli/validate.h"
+#include "workloads/compute_model.h"
 #include "workloads/rank_layout.h"
 #include "sim/input_error.h"
 
@@ -229,6 +230,13 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
                   : p.recompute() == schema::Parallelism::FULL    ? workloads::Recompute::kFull
                                                                   : workloads::Recompute::kNone;
   out.attention = p.flash_attention() ? workloads::AttentionKernel::kFlash : workloads::AttentionKernel::kExplicit;
+  if (p.has_flash_kernel() && p.flash_kernel() != schema::Parallelism::FLASH_KERNEL_UNSPECIFIED) {
+    if (!p.flash_attention())
+      in.fail(pre + "parallel.flash_kernel", "names a FlashAttention kernel, but flash_attention is not true");
+    out.flash_kernel = p.flash_kernel() == schema::Parallelism::FA2   ? workloads::FlashKernel::kFa2
+                       : p.flash_kernel() == schema::Parallelism::FA3 ? workloads::FlashKernel::kFa3
+                                                                      : workloads::FlashKernel::kTriton;
+  }
   try {
     workloads::RankLayout(out.tp, out.dp, out.pp, out.rank_order);
   } catch (const std::invalid_argument& e) {
@@ -344,13 +352,32 @@ void check_single_node(const ParsedText& in, const std::string& pre, const workl
                                             " (use PYTORCH_DDP across nodes)");
 }
 
-// FP8 training needs FP8 tensor cores: the profile's dense FP8 peak.
+// FP8 training needs FP8 tensor cores: the profile's dense FP8 peak. A named FlashAttention kernel needs the
+// profile's published rate for it on this GPU, and 16-bit attention.
 void check_precision(const ParsedText& in, const std::string& pre, const workloads::TrainingJob& training,
-                     const calibrate::HardwareProfile& profile, const std::string& profile_ref) {
+                     const workloads::ParallelPlan& parallel, const calibrate::HardwareProfile& profile,
+                     const std::string& profile_ref) {
   if (training.precision == workloads::Precision::kFP8 && profile.gpu.peak_fp8.raw() <= 0)
     in.fail(pre + "training.precision", "FP8 needs FP8 tensor cores, and profile \"" + profile_ref + "\" (" +
                                             profile.gpu.gpu + ") has no FP8 peak (gpu.peak_fp8_tflops); use BF16 "
                                             "or FP16, or a profile of a GPU with FP8 (Hopper or later)");
+  if (parallel.flash_kernel == workloads::FlashKernel::kGeneric) return;
+  const std::string kernel = workloads::to_string(parallel.flash_kernel);
+  const workloads::Precision pr = training.precision;
+  if (pr == workloads::Precision::kFP32 || pr == workloads::Precision::kTF32)
+    in.fail(pre + "parallel.flash_kernel", kernel + " runs FP16/BF16 attention; precision " +
+                                              workloads::to_string(pr) + " has none (use BF16, FP16 or FP8)");
+  const calibrate::GpuPerformance::AttentionRate* rate = workloads::attention_rate(profile.gpu, parallel.flash_kernel);
+  if (!rate || !rate->present()) {
+    std::string field = parallel.flash_kernel == workloads::FlashKernel::kFa2   ? "fa2"
+                        : parallel.flash_kernel == workloads::FlashKernel::kFa3 ? "fa3"
+                                                                                : "triton";
+    const bool fa3 = parallel.flash_kernel == workloads::FlashKernel::kFa3;
+    in.fail(pre + "parallel.flash_kernel",
+            kernel + ": profile \"" + profile_ref + "\" (" + profile.gpu.gpu + ") has no published rate for it " +
+                "(gpu.flash_attention_" + field + ")" + (fa3 ? "; FlashAttention-3 runs on Hopper GPUs" : "") +
+                "; name another kernel, or leave flash_kernel out to time the kernel as a GEMM of its shape");
+  }
 }
 
 template <class M>
@@ -505,7 +532,7 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
     check_layout(in, "", job.model, job.parallel);
     check_single_node(in, "", job, out.cluster);
     job.training = to_training(in, message, "", job.model, job.parallel, out.cluster);
-    check_precision(in, "", job.training, out.profile, out.profile_ref);
+    check_precision(in, "", job.training, job.parallel, out.profile, out.profile_ref);
     out.jobs.push_back(std::move(job));
   } else {
     for (const char* field : {"model", "parallel", "training"}) {
@@ -533,7 +560,7 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
       check_layout(in, pre, job.model, job.parallel);
       check_single_node(in, pre, job, out.cluster);
       job.training = to_training(in, m, pre, job.model, job.parallel, out.cluster);
-      check_precision(in, pre, job.training, out.profile, out.profile_ref);
+      check_precision(in, pre, job.training, job.parallel, out.profile, out.profile_ref);
       out.jobs.push_back(std::move(job));
     }
   }
@@ -600,6 +627,12 @@ void write_job(const workloads::Job& job, schema::Model* mo_ptr, schema::Paralle
                   : parallel.recompute == workloads::Recompute::kFull    ? schema::Parallelism::FULL
                                                                          : schema::Parallelism::NONE);
   p.set_flash_attention(parallel.attention == workloads::AttentionKernel::kFlash);
+  switch (parallel.flash_kernel) {
+    case workloads::FlashKernel::kGeneric: break;
+    case workloads::FlashKernel::kFa2: p.set_flash_kernel(schema::Parallelism::FA2); break;
+    case workloads::FlashKernel::kFa3: p.set_flash_kernel(schema::Parallelism::FA3); break;
+    case workloads::FlashKernel::kTriton: p.set_flash_kernel(schema::Parallelism::TRITON); break;
+  }
   p.set_distributed_optimizer(parallel.distributed_optimizer);
   p.set_pp_scatter_gather(parallel.pp_scatter_gather);
   p.set_overlap_grad_reduce(parallel.overlap_grad_reduce);

@@ -381,7 +381,10 @@ std::string sweep_text(const SweepResult& r) {
   o << "Sweep: " << r.scenario.name << "\n";
   o << "  model " << job.model.name << " on " << r.gpus << " GPUs (" << r.scenario.cluster.gpu << "), global batch "
     << job.training.global_batch << ", sequence " << job.model.seq_len << ", "
-    << (job.parallel.attention == workloads::AttentionKernel::kFlash ? "FlashAttention" : "explicit attention")
+    << (job.parallel.attention != workloads::AttentionKernel::kFlash ? std::string("explicit attention")
+        : job.parallel.flash_kernel == workloads::FlashKernel::kGeneric
+            ? std::string("FlashAttention")
+            : std::string("FlashAttention (") + workloads::to_string(job.parallel.flash_kernel) + ")")
     << "\n";
   o << "  layouts enumerated " << r.layouts.size() << ", fit in memory " << r.valid << ", re-simulated "
     << r.ranked.size() << " (" << workloads::to_string(r.scenario.fidelity) << " fidelity)\n\n";

@@ -32,6 +32,10 @@ std::optional<std::string_view> builtin_validation_data(std::string_view name);
 
 namespace {
 
+// Where the NeMo rows' unstated settings come from.
+constexpr const char* kNemoLauncherConfigs =
+    "NeMo-Framework-Launcher's training configs, e.g. conf/training/llama/llama3_8b.yaml";
+
 // Columns validate reads. The first group must exist in the header; the rest may be absent (= empty).
 const char* const kRequiredColumns[] = {"row_id",  "source_group", "model", "layers", "hidden",   "heads",
                                         "seq_len", "gbs",          "tp",    "pp",     "num_gpus", "gpu_type"};
@@ -561,8 +565,9 @@ ValidationRow plan_fsdp_row(const Row& row, ValidationRow out, const NodeType& n
   else if (rc.rfind("none", 0) != 0 && rc.rfind("no", 0) != 0)
     return skip("recompute \"" + row.text("recompute") + "\" is not full (activation checkpointing) or none");
   assume(
-      "attention kernel: FlashAttention (llm-foundry's benchmarks run attn_impl triton, a fused flash kernel; "
-      "the README: \"our models use Flash Attention\")");
+      "attention kernel: FlashAttention in Triton (flash_kernel TRITON: llm-foundry's "
+      "scripts/train/benchmarking/submit_benchmarks.py sets attn_impl, default \"triton\"; the README: \"our "
+      "models use Flash Attention\"), at the profile's published rate for it");
 
   const std::string precision = lower(row.text("precision"));
   const bool fp8 = precision == "amp_fp8";
@@ -591,7 +596,8 @@ ValidationRow plan_fsdp_row(const Row& row, ValidationRow out, const NodeType& n
        << " heads: " << model.heads << " ffn_hidden: " << model.ffn_hidden << " vocab: " << model.vocab
        << " seq_len: " << seq << " }\n";
   body << "parallel { dp: " << dp << " framework: FSDP zero_stage: " << zero_stage << " micro_batch: " << mbs
-       << " grad_accum: " << m << " recompute: " << recompute_name(recompute) << " flash_attention: true }\n";
+       << " grad_accum: " << m << " recompute: " << recompute_name(recompute)
+       << " flash_attention: true flash_kernel: TRITON }\n";
   body << "training { samples: " << gbs << " global_batch: " << gbs << " precision: " << (fp8 ? "FP8" : "BF16")
        << " host_dispatch_us_per_kernel: " << host_us_per_kernel(row.text("framework"), assume) << " }\n";
   out.scenario_text = scenario_text(out, node, nodes, cluster_extra, subset, body.str(), fidelity);
@@ -651,10 +657,9 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
   if (!fsdp && contains(sharding, "zero"))
     return skip("ZeRO-3 (DeepSpeed) rows: the row's DeepSpeed settings (buckets, overlap, partitioned "
                 "activations) are not stated (" + sharding + ")");
-  const bool distributed_optimizer =
+  bool distributed_optimizer =
       !fsdp && (contains(sharding, "distributed") || contains(sharding, "distopt") || contains(sharding, "yes"));
   if (distributed_optimizer) assume("distributed optimizer (" + sharding + "): reduce-scatter, sharded step, all-gather");
-  if (row.integer("cp").value_or(1) > 1) return skip("context parallelism (cp " + row.text("cp") + ") is not modelled");
   if (row.integer("ep").value_or(1) > 1) return skip("expert parallelism (ep " + row.text("ep") + ") is not modelled");
   if (!out.gpus) return skip("num_gpus not stated");
 
@@ -688,18 +693,24 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
   if (!row.integer("tp") || !row.integer("pp")) return skip("parallel layout not stated (needs tp and pp)");
   const std::uint32_t tp = *row.integer("tp"), pp = *row.integer("pp");
   if (!tp || !pp) return skip("tp and pp must be >= 1");
+  // Context parallelism (Megatron-Core --context-parallel-size): world = tp x pp x cp x dp.
+  const std::uint32_t cp = std::max<std::uint32_t>(1, row.integer("cp").value_or(1));
 
   // Layout.
   std::uint32_t dp = 0;
   if (row.integer("dp")) {
     dp = *row.integer("dp");
   } else {
-    dp = out.gpus / (tp * pp);
-    assume("dp not stated: num_gpus / (tp x pp) = " + std::to_string(dp));
+    dp = out.gpus / (tp * pp * cp);
+    assume("dp not stated: num_gpus / (tp x pp" + std::string(cp > 1 ? " x cp" : "") + ") = " + std::to_string(dp));
   }
-  if (std::uint64_t{dp} * tp * pp != out.gpus)
-    return skip("tp " + std::to_string(tp) + " x pp " + std::to_string(pp) + " x dp " + std::to_string(dp) +
+  if (std::uint64_t{dp} * tp * pp * cp != out.gpus)
+    return skip("tp " + std::to_string(tp) + " x pp " + std::to_string(pp) +
+                (cp > 1 ? " x cp " + std::to_string(cp) : std::string()) + " x dp " + std::to_string(dp) +
                 " does not equal num_gpus " + std::to_string(out.gpus));
+  if (cp > 1 && seq % (2 * cp) != 0)
+    return skip("cp " + std::to_string(cp) + ": 2 x cp does not divide seq_len " + std::to_string(seq) +
+                " (ring attention with causal load balancing cuts a sequence into 2 x cp chunks)");
   if (!row.integer("gbs") || !*row.integer("gbs")) return skip("global batch (gbs) not stated");
   const std::uint32_t gbs = *row.integer("gbs");
   std::uint32_t mbs = row.integer("mbs").value_or(0);
@@ -750,10 +761,24 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
     sequence_parallel = true;
     assume("sequence parallelism not stated: on (--tp-comm-overlap needs it)");
   }
+  // NeMo's published runs use NeMo-Framework-Launcher's training configs, whose settings the rows do not
+  // repeat: optim distributed_fused_adam with overlap_grad_sync, and sequence_parallel with tp > 1
+  // (launcher_scripts/conf/training/llama/llama3_8b.yaml @14860f74, gpt3/175b_fp8_performance.yaml @1e46ac6c).
+  const bool nemo = contains(framework, "NeMo");
+  if (nemo && sp_text.empty() && tp > 1) {
+    sequence_parallel = true;
+    assume("sequence parallelism not stated: on (" + std::string(kNemoLauncherConfigs) + ")");
+  }
   if (tp < 2) sequence_parallel = false;
+  if (nemo && sharding.empty() && std::uint64_t{dp} * cp >= 2) {
+    distributed_optimizer = true;
+    assume("optimizer not stated: distributed_fused_adam, i.e. the distributed optimizer, with overlap_grad_sync (" +
+           std::string(kNemoLauncherConfigs) + "); its overlap_param_sync is not modelled: the all-gather runs "
+           "after the step");
+  }
   // Gradient reduction overlapped with the backward only where the run says so (Megatron-LM's default is
   // after the backward); the scatter/gather pipeline optimisation where the notes name it.
-  const bool overlap_grad_reduce = contains(framework, "overlap-grad-reduce");
+  const bool overlap_grad_reduce = contains(framework, "overlap-grad-reduce") || (nemo && distributed_optimizer);
   const bool scatter_gather =
       contains(lower(row.text("notes")), "scatter/gather enabled") && tp > 1 && pp > 1 && !sequence_parallel;
   if (scatter_gather) assume("scatter/gather pipeline sends, as the notes state");
@@ -781,8 +806,21 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
   // Model.
   std::uint32_t vocab = row.integer("vocab").value_or(0);
   if (!vocab) {
-    vocab = 51200;
-    assume("vocab not stated: 51200 (GPT-2 BPE padded, as Narayanan et al. Table 1)");
+    const std::string name = lower(out.model);
+    if (name.rfind("llama2", 0) == 0 || name.rfind("llama-2", 0) == 0) {
+      vocab = 32000;
+      assume("vocab not stated: 32,000 (LLaMA 2's tokenizer; scenarios/models/llama2-7b.txtpb)");
+    } else if (name.rfind("llama3", 0) == 0 || name.rfind("llama-3", 0) == 0) {
+      vocab = 128256;
+      assume("vocab not stated: 128,256 (Llama 3's tokenizer; scenarios/models/llama3-8b.txtpb)");
+    } else if (name.rfind("nemotron", 0) == 0) {
+      vocab = 256000;
+      assume("vocab not stated: 256,000 (Nemotron-4's SentencePiece tokenizer, Nemotron-4 15B and 340B "
+             "technical reports)");
+    } else {
+      vocab = 51200;
+      assume("vocab not stated: 51200 (GPT-2 BPE padded, as Narayanan et al. Table 1)");
+    }
   }
   std::uint32_t ffn = row.integer("ffn_hidden").value_or(0);
   if (!ffn) {
@@ -800,6 +838,7 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
   std::ostringstream layout;
   layout << "TP" << tp << " PP" << pp;
   if (vp > 1) layout << " vp" << vp;
+  if (cp > 1) layout << " CP" << cp;
   layout << " DP" << dp << ", mb " << mbs << " x " << m << ", " << (vp > 1 ? "interleaved" : "1F1B") << ", "
          << (recompute == workloads::Recompute::kNone ? std::string("no") : lower(recompute_name(recompute)))
          << " recompute" << (sequence_parallel ? ", SP" : "") << (flash ? ", flash" : "");
@@ -814,6 +853,7 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
   if (llama) body << " activation: SWIGLU norm: RMSNORM position: ROPE tied_embeddings: false biases: false";
   body << " }\n";
   body << "parallel { dp: " << dp << " tp: " << tp << " pp: " << pp;
+  if (cp > 1) body << " cp: " << cp;
   if (vp > 1)
     body << " vp: " << vp << " schedule: INTERLEAVED_ONE_F_ONE_B";
   else

@@ -384,6 +384,7 @@ struct AnalyticalEstimator::Impl {
     oc.sequence_parallel = k.sp;
     oc.recompute = k.rc;
     oc.attention = k.attention;
+    oc.flash_kernel = job.parallel.flash_kernel;
     if (k.ring_layers > 0) {  // a ring of equal edges needs no repeated layers: share the single-layer costs
       const std::vector<double>& ring = ring_edges(CommKey{k.tp, k.pp, k.cp, 1, Group::kRing, CollectiveOp::kSendRecv,
                                                            ring_kv_bytes(job.model, oc).raw(), false});
@@ -834,6 +835,7 @@ const ZeroUnits& AnalyticalEstimator::Impl::zero_units_of(const ParallelPlan& pl
   oc.precision = prec;
   oc.recompute = plan.recompute;
   oc.attention = plan.attention;
+  oc.flash_kernel = plan.flash_kernel;
   const std::vector<Op> fwd = forward_ops(job.model, oc);
   const std::vector<Op> bwd = backward_ops(job.model, oc);
   ZeroUnits z;

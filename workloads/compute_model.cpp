@@ -92,9 +92,28 @@ Seconds gemm_time(double m, double n, double k, Bytes size, const calibrate::Gpu
   return gemm_roofline(flops(2 * m * n * k), m, n, k, 1, size, gpu, precision);
 }
 
+const calibrate::GpuPerformance::AttentionRate* attention_rate(const calibrate::GpuPerformance& gpu, FlashKernel k) {
+  switch (k) {
+    case FlashKernel::kFa2: return &gpu.flash_fa2;
+    case FlashKernel::kFa3: return &gpu.flash_fa3;
+    case FlashKernel::kTriton: return &gpu.flash_triton;
+    case FlashKernel::kGeneric: break;
+  }
+  return nullptr;
+}
+
 Seconds op_time(const Op& op, const calibrate::GpuPerformance& gpu, Precision precision) {
   // FP8 training: only the linear layers' GEMMs run in FP8; every other GEMM (attention, LM head, router) in BF16.
   if (precision == Precision::kFP8 && !op.fp8) precision = Precision::kBF16;
+  if (op.kind == OpKind::kGemm && op.fused_attention) {
+    const calibrate::GpuPerformance::AttentionRate* r = attention_rate(gpu, op.flash_kernel);
+    if (r && r->present()) {
+      const double executed =
+          op.flops.raw() * (op.attention_backward ? 1.25 : 1.0) * (op.causal_skipped ? 1.0 : 0.5);
+      const Seconds math = flops(executed) / (gpu.peak_bf16 * (op.attention_backward ? r->backward : r->forward));
+      return std::max(math, op.bytes / hbm_bandwidth(gpu, op.bytes)) + gpu.kernel_launch;
+    }
+  }
   if (op.kind == OpKind::kGemm) {
     if (op.m > 0 && op.n > 0 && op.k > 0)
       return gemm_roofline(op.flops, op.m, op.n, op.k, op.batch, op.bytes, gpu, precision);

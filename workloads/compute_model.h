@@ -40,6 +40,17 @@
 // FP8 (Precision::kFP8, Transformer Engine): GEMMs flagged Op::fp8 (the transformer layers' linear layers) use
 // the profile's dense FP8 peak and FP8 entries of the GEMM table (else gemm_efficiency × u, the same rule as
 // BF16); every other op is timed as BF16. tensor_peak(kFP8), and with it MFU, is the FP8 peak.
+// Fused attention (Op::fused_attention: the flash kernel, a ring-attention step) of a named implementation
+// (parallel.flash_kernel FA2, FA3 or TRITON) runs at that kernel's published rate r from the profile
+// (GpuProfile.flash_attention_*), a fraction of the 16-bit dense peak over the FLOPs the kernel executes, in
+// FlashAttention-2's benchmark convention (Dao 2023, §4.1):
+//     t = max(F_exec / (peak_bf16 · r_pass), bytes / B_hbm) + t_launch,
+//     F_exec = F_op · (backward ? 5/4 : 1) · (causal full square ? 1/2 : 1),
+// F_op being the op's model FLOPs (forward 4·s²·d per head, backward twice that): the backward kernel runs
+// five matmuls against the forward's two (the scores are recomputed), 2.5 times the forward's FLOPs; a causal
+// mask skips about half the square (every model here is a causal decoder), and a ring-attention step's FLOPs
+// already count only its unmasked blocks. The unnamed kernel (FlashKernel::kGeneric) is timed as a GEMM of its
+// shape over the full square, as above.
 #pragma once
 
 #include <cstdint>
@@ -68,5 +79,9 @@ BytesPerSecond hbm_bandwidth(const calibrate::GpuPerformance& gpu, Bytes size);
 Seconds gemm_time(double m, double n, double k, Bytes size, const calibrate::GpuPerformance& gpu, Precision precision);
 
 Seconds op_time(const Op& op, const calibrate::GpuPerformance& gpu, Precision precision);
+
+// The profile's published rate for fused-attention implementation `k` (nullptr for kGeneric); its
+// present() is false when the profile has none for this GPU.
+const calibrate::GpuPerformance::AttentionRate* attention_rate(const calibrate::GpuPerformance& gpu, FlashKernel k);
 
 }  // namespace clustersim::workloads

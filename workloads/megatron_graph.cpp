@@ -128,6 +128,7 @@ Messages messages_of(const Job& job) {
   out.config.sequence_parallel = par.sequence_parallel;
   out.config.recompute = par.recompute;
   out.config.attention = par.attention;
+  out.config.flash_kernel = par.flash_kernel;
   // Routing imbalance: EP rank 0 of every EP group holds the busiest expert (variant 0 of the ops), the
   // others the rest (variant 1). With ep = 1 every rank holds all experts (variant 0 throughout).
   out.load = expert_load(job.model, par.ep, par.moe_capacity_factor, par.moe_token_skew);

@@ -13,6 +13,16 @@ const char* to_string(Precision p) {
   return "?";
 }
 
+const char* to_string(FlashKernel k) {
+  switch (k) {
+    case FlashKernel::kGeneric: return "generic";
+    case FlashKernel::kFa2: return "FA2";
+    case FlashKernel::kFa3: return "FA3";
+    case FlashKernel::kTriton: return "TRITON";
+  }
+  return "?";
+}
+
 const char* to_string(Framework f) {
   switch (f) {
     case Framework::kAuto: return "auto";

@@ -31,6 +31,10 @@ bool sixteen_bit(Precision p);
 enum class Recompute { kNone, kSelective, kFull };
 // Attention kernels: explicit score matrices (B·a·s² elements stored) or FlashAttention (none stored).
 enum class AttentionKernel { kExplicit, kFlash };
+// Which FlashAttention implementation a flash job runs (parallel.proto FlashKernel). kGeneric: timed as a GEMM
+// of the kernel's shape (compute_model.h); the others at the profile's published rate for that kernel.
+enum class FlashKernel { kGeneric, kFa2, kFa3, kTriton };
+const char* to_string(FlashKernel k);
 
 enum class Optimizer { kSgd, kSgdMomentum, kAdam };   // Adam and AdamW keep the same state
 // Gradient accumulation dtype: fp32 (Megatron's main_grad), the 16-bit weights' dtype, or 16-bit with the
@@ -58,6 +62,7 @@ struct ParallelPlan {
   std::string rank_order = "tp-dp-pp";
   Recompute recompute = Recompute::kNone;
   AttentionKernel attention = AttentionKernel::kExplicit;
+  FlashKernel flash_kernel = FlashKernel::kGeneric;  // with attention kFlash
   bool distributed_optimizer = false;  // Megatron's ZeRO-1: reduce-scatter gradients, all-gather parameters
   bool pp_scatter_gather = false;      // pipeline sends split 1/tp, all-gathered by the receiving TP group
   bool overlap_grad_reduce = false;    // Megatron: DP buckets during the backward (else after it)

@@ -166,6 +166,14 @@ class LayerBuilder {
     return m_.gated_mlp ? elementwise(p + n + ".bwd", 10 * x, d_.e * 5 * x) : elementwise(p + n + ".bwd", 8 * x, d_.e * 3 * x);
   }
 
+  // A fused attention kernel of this job's implementation (OpConfig::flash_kernel).
+  Op fused(Op op, bool backward) const {
+    op.fused_attention = true;
+    op.attention_backward = backward;
+    op.flash_kernel = c_.flash_kernel;
+    return op;
+  }
+
   // Ring attention (context parallelism, see the header): cp fused steps of a 2c×c half-block each,
   // c = s/(2·cp). Per step the kernel reads the local Q and the step's K and V, and updates O and the fp32
   // row statistics (forward); the backward step reads Q, K, V, O, dO and writes dQ, dK, dV.
@@ -174,8 +182,9 @@ class LayerBuilder {
     std::vector<Op> ops;
     for (std::uint32_t j = 0; j < c_.cp; ++j) {
       const std::string name = p + "ring_attn" + std::to_string(j) + (forward ? ".fwd" : ".bwd");
-      Op op = forward ? attention_gemm(name, 2 * c, d_.d, c, 2 * Ba, d_.e * (2 * qt + 2 * kvt) + 4 * Ba * sl)
-                      : attention_gemm(name, 2 * c, d_.d, c, 4 * Ba, d_.e * 4 * (qt + kvt) + 4 * Ba * sl);
+      Op op = fused(forward ? attention_gemm(name, 2 * c, d_.d, c, 2 * Ba, d_.e * (2 * qt + 2 * kvt) + 4 * Ba * sl)
+                            : attention_gemm(name, 2 * c, d_.d, c, 4 * Ba, d_.e * 4 * (qt + kvt) + 4 * Ba * sl),
+                    !forward);
       op.causal_skipped = true;
       op.ring_step = int(j);
       ops.push_back(std::move(op));
@@ -189,8 +198,9 @@ class LayerBuilder {
     std::vector<Op> ops;
     if (c_.attention == AttentionKernel::kFlash) {
       // Fused: scores and ·V in one kernel; reads Q, K, V, writes O and the fp32 row statistics.
-      ops.push_back(attention_gemm(p + "flash_attn.fwd", d_.s, d_.d, d_.s, 2 * Ba,
-                                   d_.e * (2 * qt + 2 * kvt) + 4 * Ba * d_.s));
+      ops.push_back(fused(attention_gemm(p + "flash_attn.fwd", d_.s, d_.d, d_.s, 2 * Ba,
+                                         d_.e * (2 * qt + 2 * kvt) + 4 * Ba * d_.s),
+                          false));
       return ops;
     }
     // Q·Kᵀ per head: [s x d]·[d x s]; writes the B·a·s² scores.
@@ -211,8 +221,9 @@ class LayerBuilder {
     std::vector<Op> ops;
     if (c_.attention == AttentionKernel::kFlash) {
       // Reads Q, K, V, O, dO and the statistics; writes dQ, dK, dV. Twice the forward FLOPs.
-      ops.push_back(attention_gemm(p + "flash_attn.bwd", d_.s, d_.d, d_.s, 4 * Ba,
-                                   d_.e * 4 * (qt + kvt) + 4 * Ba * d_.s));
+      ops.push_back(fused(attention_gemm(p + "flash_attn.bwd", d_.s, d_.d, d_.s, 4 * Ba,
+                                         d_.e * 4 * (qt + kvt) + 4 * Ba * d_.s),
+                          true));
       return ops;
     }
     // dP = dO·Vᵀ and dV = Pᵀ·dO: twice the forward FLOPs.

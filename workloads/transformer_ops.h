@@ -110,6 +110,11 @@ struct Op {
   bool fp8 = false;            // Precision::kFP8: an FP8 GEMM of a linear layer (compute_model.h); else BF16
   bool causal_skipped = false; // attention FLOPs without the causally masked blocks (ring attention)
   int ring_step = -1;          // context parallelism: the ring-attention step j (0 … cp−1), −1 otherwise
+  // A fused attention kernel (flash or a ring-attention step): which implementation, and whether it is a
+  // backward pass (compute_model.h times named implementations at their published rates).
+  bool fused_attention = false;
+  bool attention_backward = false;
+  FlashKernel flash_kernel = FlashKernel::kGeneric;
   // PyTorch operations the framework's host thread dispatches for this op (CUDA kernels and the like), each
   // costing TrainingJob::host_dispatch_per_kernel of CPU time (host_dispatch.h); see dispatch_kernels().
   double kernels = 1;
@@ -140,6 +145,7 @@ struct OpConfig {
   double expert_load = 1;              // this rank's routed tokens over the even share (expert_load())
   Recompute recompute = Recompute::kNone;
   AttentionKernel attention = AttentionKernel::kExplicit;
+  FlashKernel flash_kernel = FlashKernel::kGeneric;  // the fused kernel's implementation (attention kFlash)
   // Pipeline stage: layers [first_layer, first_layer + layer_count); layer_count 0 = to the last.
   std::uint32_t first_layer = 0;
   std::uint32_t layer_count = 0;

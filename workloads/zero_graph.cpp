@@ -73,6 +73,7 @@ OpConfig zero_op_config(const Job& job) {
   c.precision = job.training.precision;
   c.recompute = job.parallel.recompute;
   c.attention = job.parallel.attention;
+  c.flash_kernel = job.parallel.flash_kernel;
   return c;  // tp 1, no SP/CP/EP, every layer, embedding and head: the whole model on each rank
 }
 

@@ -105,7 +105,8 @@ TEST_CASE("bad profile files") {
         kBad + "profile_unknown_field.textproto:14:3: gpu.tensor_tflops: unknown field \"tensor_tflops\" "
                "(GpuProfile has: gpu, peak_bf16_tflops, peak_fp16_tflops, peak_tf32_tflops, peak_fp32_tflops, "
                "hbm_gbytes_per_s, memory_capacity_gib, gemm_efficiency, hbm_efficiency, kernel_launch_us, gemm_table, "
-               "hbm_curve, compute_slowdown_during_comm, sm_count, gemm_tile_m, gemm_tile_n, peak_fp8_tflops)");
+               "hbm_curve, compute_slowdown_during_comm, sm_count, gemm_tile_m, gemm_tile_n, peak_fp8_tflops, "
+        "flash_attention_fa2, flash_attention_fa3, flash_attention_triton)");
   CHECK(error_of([] { calibrate::load_profile("b200"); }) ==
         "b200: not a built-in profile (built-in: a100-sxm4-80gb, h100-sxm5-80gb, tpu-v4, a100-sxm4-40gb, h200-sxm-141gb, "
         "gb200, vtrain-a100) and no such "
@@ -144,6 +145,15 @@ TEST_CASE("bad inline profiles") {
   CHECK(profile_error(replaced("  kernel_launch_us: 0\n", "  kernel_launch_us: 0\n" + fp8_entry)) ==
         "p.textproto:14:41: gpu.gemm_table[0].dtype: FP8, but gpu.peak_fp8_tflops is 0 (no FP8 tensor cores); give the "
         "FP8 peak or drop the entry");
+  // FlashAttention kernel rates are fractions of the 16-bit peak: both passes in (0, 1].
+  CHECK(profile_error(replaced("  kernel_launch_us: 0\n",
+                               "  kernel_launch_us: 0\n  flash_attention_fa2 { forward: 1.5 backward: 0.5 }\n")) ==
+        "p.textproto:14:34: gpu.flash_attention_fa2.forward: 1.5 is not in (0, 1] (a fraction of the 16-bit dense "
+        "peak; leave the kernel out where no rate is published)");
+  CHECK(profile_error(replaced("  kernel_launch_us: 0\n",
+                               "  kernel_launch_us: 0\n  flash_attention_triton { forward: 0.3 }\n")) ==
+        "p.textproto:14:3: gpu.flash_attention_triton.backward: 0 is not in (0, 1] (a fraction of the 16-bit dense "
+        "peak; leave the kernel out where no rate is published)");
 }
 
 TEST_CASE("ParsedText locates fields for later validation errors") {

@@ -214,6 +214,10 @@ TEST_CASE("calibrate fit and show through the binary; same raws give byte-identi
   CHECK(builtin.out.find("BF16 312  FP16 312  TF32 156  FP32 19.5  FP8 - (none)\n") != std::string::npos);
   const auto h100 = run_clustersim("calibrate show h100-sxm5-80gb", dir);
   CHECK(h100.out.find("BF16 989.4  FP16 989.4  TF32 494.7  FP32 66.9  FP8 1978.9\n") != std::string::npos);
+  // FlashAttention kernels: FA2 335 / 989.4, FA3 616 / 989.4 forward and FA2 x 1.625 backward, Triton FA2 / 1.4
+  // and / 2 (h100-sxm5-80gb.textproto); the A100 has no FA3.
+  CHECK(h100.out.find("FA2 0.339 / 0.339  FA3 0.623 / 0.551  TRITON 0.242 / 0.1695") != std::string::npos);
+  CHECK(builtin.out.find("FA2 0.615 / 0.615  FA3 - (none)  TRITON 0.4393 / 0.3075") != std::string::npos);
 }
 
 TEST_CASE("calibrate: bad input exits 2 with file and field") {

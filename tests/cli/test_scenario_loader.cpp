@@ -263,7 +263,8 @@ TEST_CASE("bad scenario files name file, line:col and field") {
         kBad + "profile_unknown_field.textproto:14:3: gpu.tensor_tflops: unknown field \"tensor_tflops\" "
                "(GpuProfile has: gpu, peak_bf16_tflops, peak_fp16_tflops, peak_tf32_tflops, peak_fp32_tflops, "
                "hbm_gbytes_per_s, memory_capacity_gib, gemm_efficiency, hbm_efficiency, kernel_launch_us, gemm_table, "
-               "hbm_curve, compute_slowdown_during_comm, sm_count, gemm_tile_m, gemm_tile_n, peak_fp8_tflops)");
+               "hbm_curve, compute_slowdown_during_comm, sm_count, gemm_tile_m, gemm_tile_n, peak_fp8_tflops, "
+        "flash_attention_fa2, flash_attention_fa3, flash_attention_triton)");
   // JSON has no positions: FILE: path: message.
   CHECK(file_error("unknown_field.json") == kBad + "unknown_field.json: cluster.nvlinkGbps: unknown field "
                                                    "\"nvlinkGbps\" (Cluster has: " + cluster_fields + ")");

@@ -264,7 +264,7 @@ TEST_CASE("validate: MosaicML rows become FSDP scenarios of llm-foundry's MPT mo
         std::string::npos);
   // m = gbs / (mbs · GPUs) = 1536 / (6 · 256) = 1 (the notes' GradAccum=1).
   CHECK(r.scenario_text.find("parallel { dp: 256 framework: FSDP zero_stage: 3 micro_batch: 6 grad_accum: 1 "
-                             "recompute: NONE flash_attention: true }") != std::string::npos);
+                             "recompute: NONE flash_attention: true flash_kernel: TRITON }") != std::string::npos);
   // The architecture's parameters equal the row's NumParams=6658859008: V·h + s·h + l·(12h² + 13h) + 2h
   //   = 50368·4096 + 2048·4096 + 32·(12·4096² + 13·4096) + 2·4096
   //   = 206,307,328 + 8,388,608 + 6,444,154,880 + 8,192 = 6,658,859,008.
@@ -395,6 +395,36 @@ TEST_CASE("validate: MAPE of a hand-made CSV, and its JSON document") {
   CHECK(json.find("\"predicted\": null, \"error_pct\": null") != std::string::npos);
   // Threads do not change the result.
   CHECK(cli::validation_json(cli::validate_measurements(t, workloads::Fidelity::kAnalytical, {}, 3)) == json);
+}
+
+TEST_CASE("validate: NeMo rows run with cp, the launcher configs' optimizer and SP, and their models' vocab") {
+  const cli::CsvTable& t = builtin_table();
+  // Row 155, LLAMA3-8B on 8 H100: tp 1 x pp 1 x cp 2 x dp 4 = 8 GPUs; gbs 128 / (mbs 1 x dp 4) = 32
+  // micro-batches. Context parallelism is a scenario field now (cp 2: 2 x cp = 4 divides seq 8192).
+  const cli::ValidationRow llama3 = cli::plan_row(t, record_of(t, "155"), workloads::Fidelity::kAnalytical);
+  REQUIRE(llama3.skipped_reason.empty());
+  CHECK(llama3.layout.find("TP1 PP1 CP2 DP4, mb 1 x 32") == 0);
+  CHECK(llama3.scenario_text.find("parallel { dp: 4 tp: 1 pp: 1 cp: 2 schedule: ONE_F_ONE_B micro_batch: 1 "
+                                  "grad_accum: 32") != std::string::npos);
+  // NeMo-Framework-Launcher's llama3_8b.yaml: distributed_fused_adam with overlap_grad_sync; tp 1, so no SP.
+  CHECK(llama3.scenario_text.find("overlap_grad_reduce: true distributed_optimizer: true") != std::string::npos);
+  CHECK(llama3.scenario_text.find("sequence_parallel") == std::string::npos);
+  CHECK(llama3.scenario_text.find("vocab: 128256") != std::string::npos);  // Llama 3's tokenizer, not 51200
+  const workloads::Scenario sc = cli::load_scenario_text(llama3.scenario_text, "row 155", false, "");
+  CHECK(sc.jobs.at(0).parallel.cp == 2);
+  CHECK(sc.jobs.at(0).parallel.dp == 4);
+  // Row 151, LLAMA2-70B, tp 4: sequence parallelism on (the launcher's configs), vocab 32,000.
+  const cli::ValidationRow llama2 = cli::plan_row(t, record_of(t, "151"), workloads::Fidelity::kAnalytical);
+  CHECK(llama2.scenario_text.find("sequence_parallel: true") != std::string::npos);
+  CHECK(llama2.scenario_text.find("vocab: 32000") != std::string::npos);
+  CHECK(llama2.layout.find(", SP,") != std::string::npos);
+  // Nemotron: Nemotron-4's 256,000-token vocabulary.
+  const cli::ValidationRow nemotron = cli::plan_row(t, record_of(t, "152"), workloads::Fidelity::kAnalytical);
+  CHECK(nemotron.scenario_text.find("vocab: 256000") != std::string::npos);
+  // A Megatron-LM row states its own settings: no NeMo defaults (row 2306, vTrain, Megatron-DeepSpeed).
+  const cli::ValidationRow vtrain = cli::plan_row(t, record_of(t, "2306"), workloads::Fidelity::kAnalytical);
+  CHECK(vtrain.scenario_text.find("distributed_optimizer") == std::string::npos);
+  CHECK(vtrain.scenario_text.find("overlap_grad_reduce") == std::string::npos);
 }
 
 TEST_CASE("validate: an FP8 row on H100 runs as precision FP8, faster than the same row in BF16") {

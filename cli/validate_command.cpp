@@ -770,6 +770,13 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
     assume("sequence parallelism not stated: on (" + std::string(kNemoLauncherConfigs) + ")");
   }
   if (tp < 2) sequence_parallel = false;
+  // Megatron-LM refuses --overlap-param-gather without --use-distributed-optimizer (arguments.py), so a run that
+  // names the first used the second.
+  if (!distributed_optimizer && contains(framework, "overlap-param-gather") && std::uint64_t{dp} * cp >= 2) {
+    distributed_optimizer = true;
+    assume("distributed optimizer not stated: on (--overlap-param-gather needs --use-distributed-optimizer); the "
+           "parameter all-gather's overlap with the next forward is not modelled");
+  }
   if (nemo && sharding.empty() && std::uint64_t{dp} * cp >= 2) {
     distributed_optimizer = true;
     assume("optimizer not stated: distributed_fused_adam, i.e. the distributed optimizer, with overlap_grad_sync (" +

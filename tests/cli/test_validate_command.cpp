@@ -397,7 +397,7 @@ TEST_CASE("validate: MAPE of a hand-made CSV, and its JSON document") {
   CHECK(cli::validation_json(cli::validate_measurements(t, workloads::Fidelity::kAnalytical, {}, 3)) == json);
 }
 
-TEST_CASE("validate: NeMo rows run with cp, the launcher configs' optimizer and SP, and their models' vocab") {
+TEST_CASE("validate: NeMo rows: cp, the launcher configs' optimizer, SP and vocab; Megatron-Core's distopt") {
   const cli::CsvTable& t = builtin_table();
   // Row 155, LLAMA3-8B on 8 H100: tp 1 x pp 1 x cp 2 x dp 4 = 8 GPUs; gbs 128 / (mbs 1 x dp 4) = 32
   // micro-batches. Context parallelism is a scenario field now (cp 2: 2 x cp = 4 divides seq 8192).
@@ -421,6 +421,11 @@ TEST_CASE("validate: NeMo rows run with cp, the launcher configs' optimizer and 
   // Nemotron: Nemotron-4's 256,000-token vocabulary.
   const cli::ValidationRow nemotron = cli::plan_row(t, record_of(t, "152"), workloads::Fidelity::kAnalytical);
   CHECK(nemotron.scenario_text.find("vocab: 256000") != std::string::npos);
+  // Megatron-Core r0.8.0 rows name --overlap-param-gather, which Megatron-LM only accepts with the distributed
+  // optimizer (row 39: tp 8 x dp 48 on 384 GPUs).
+  const cli::ValidationRow mcore = cli::plan_row(t, record_of(t, "39"), workloads::Fidelity::kAnalytical);
+  CHECK(mcore.scenario_text.find("overlap_grad_reduce: true distributed_optimizer: true") != std::string::npos);
+  CHECK(has_text(mcore.assumptions, "--overlap-param-gather needs --use-distributed-optimizer"));
   // A Megatron-LM row states its own settings: no NeMo defaults (row 2306, vTrain, Megatron-DeepSpeed).
   const cli::ValidationRow vtrain = cli::plan_row(t, record_of(t, "2306"), workloads::Fidelity::kAnalytical);
   CHECK(vtrain.scenario_text.find("distributed_optimizer") == std::string::npos);

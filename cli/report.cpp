@@ -75,7 +75,8 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
       << " samples; " << to_string(t.precision) << attention_text(p)
       << (p.distributed_optimizer ? "; distributed optimizer" : "")
       << (p.overlap_grad_reduce ? "; gradient reduction overlapped" : "; gradient reduction after backward")
-      << (p.pp_scatter_gather ? "; scatter/gather sends" : "") << "\n\n";
+      << (p.pp_scatter_gather ? "; scatter/gather sends" : "")
+      << (p.tp_comm_overlap ? "; TP collectives overlapped with GEMMs" : "") << "\n\n";
   } else if (p.effective_framework() != workloads::Framework::kPytorchDdp) {
     const workloads::Framework fw = p.effective_framework();
     o << "  parallel   " << workloads::to_string(fw) << ": DP " << p.dp << " x micro-batch " << p.micro_batch

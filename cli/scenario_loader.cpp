@@ -253,6 +253,10 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
             "shards the optimizer over data-parallel ranks: needs dp >= 2 (or dp x cp >= 2)");
   out.pp_scatter_gather = p.pp_scatter_gather();
   out.overlap_grad_reduce = p.overlap_grad_reduce();
+  out.tp_comm_overlap = p.tp_comm_overlap();
+  if (out.tp_comm_overlap && !out.sequence_parallel)
+    in.fail(pre + "parallel.tp_comm_overlap",
+            "overlaps the sequence-parallel all-gathers and reduce-scatters: needs sequence_parallel (and tp >= 2)");
   if (out.pp_scatter_gather && (out.pp < 2 || out.tp < 2))
     in.fail(pre + "parallel.pp_scatter_gather", "splits pipeline sends over the tensor group: needs pp >= 2 and tp >= 2");
   if (out.pp_scatter_gather && out.sequence_parallel)
@@ -294,12 +298,13 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
       in.fail(pre + "parallel." + what, std::string(workloads::to_string(fw)) +
                                             " runs data parallelism only; model parallelism needs framework MEGATRON");
     if (out.sequence_parallel || out.distributed_optimizer || out.pp_scatter_gather || out.overlap_grad_reduce ||
+        out.tp_comm_overlap ||
         (!sharded &&  // FSDP and DeepSpeed ZeRO take activation checkpointing and FlashAttention
          (out.recompute != workloads::Recompute::kNone || out.attention != workloads::AttentionKernel::kExplicit)))
       in.fail(pre + "parallel.framework", std::string(workloads::to_string(fw)) +
                                               " does not take Megatron options (sequence_parallel, "
                                               "distributed_optimizer, pp_scatter_gather, overlap_grad_reduce, "
-                                              "recompute, flash_attention)");
+                                              "tp_comm_overlap, recompute, flash_attention)");
   }
   if (p.has_horovod_fusion_mib() || p.has_horovod_cycle_ms() || p.has_horovod_hierarchical()) {
     if (fw != workloads::Framework::kHorovod)
@@ -636,6 +641,7 @@ void write_job(const workloads::Job& job, schema::Model* mo_ptr, schema::Paralle
   p.set_distributed_optimizer(parallel.distributed_optimizer);
   p.set_pp_scatter_gather(parallel.pp_scatter_gather);
   p.set_overlap_grad_reduce(parallel.overlap_grad_reduce);
+  if (parallel.tp_comm_overlap) p.set_tp_comm_overlap(true);
   switch (parallel.framework) {
     case workloads::Framework::kAuto: break;
     case workloads::Framework::kPytorchDdp: p.set_framework(schema::Parallelism::PYTORCH_DDP); break;

@@ -235,6 +235,7 @@ std::vector<ParallelPlan> enumerate_layouts(const Scenario& sc, bool allow_tp_ac
                     p.sequence_parallel = sp == 1;
                     p.distributed_optimizer = dopt == 1;
                     p.pp_scatter_gather = base.pp_scatter_gather && tp > 1 && pp > 1 && !p.sequence_parallel;
+                    p.tp_comm_overlap = base.tp_comm_overlap && p.sequence_parallel;  // needs SP
                     out.push_back(p);
                   }
             }
@@ -248,6 +249,7 @@ std::vector<ParallelPlan> enumerate_layouts(const Scenario& sc, bool allow_tp_ac
             d.schedule = PipelineSchedule::kOneFOneB;
             d.recompute = Recompute::kNone;
             d.sequence_parallel = d.distributed_optimizer = d.pp_scatter_gather = d.overlap_grad_reduce = false;
+            d.tp_comm_overlap = false;
             if (base.attention == workloads::AttentionKernel::kExplicit) {
               ParallelPlan ddp = d;
               ddp.framework = workloads::Framework::kPytorchDdp;

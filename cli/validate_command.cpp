@@ -786,6 +786,8 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
   // Gradient reduction overlapped with the backward only where the run says so (Megatron-LM's default is
   // after the backward); the scatter/gather pipeline optimisation where the notes name it.
   const bool overlap_grad_reduce = contains(framework, "overlap-grad-reduce") || (nemo && distributed_optimizer);
+  // --tp-comm-overlap: the TP collectives beside the GEMMs (Transformer Engine userbuffers).
+  const bool tp_comm_overlap = contains(framework, "tp-comm-overlap") && sequence_parallel;
   const bool scatter_gather =
       contains(lower(row.text("notes")), "scatter/gather enabled") && tp > 1 && pp > 1 && !sequence_parallel;
   if (scatter_gather) assume("scatter/gather pipeline sends, as the notes state");
@@ -848,7 +850,8 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
   if (cp > 1) layout << " CP" << cp;
   layout << " DP" << dp << ", mb " << mbs << " x " << m << ", " << (vp > 1 ? "interleaved" : "1F1B") << ", "
          << (recompute == workloads::Recompute::kNone ? std::string("no") : lower(recompute_name(recompute)))
-         << " recompute" << (sequence_parallel ? ", SP" : "") << (flash ? ", flash" : "");
+         << " recompute" << (sequence_parallel ? ", SP" : "") << (tp_comm_overlap ? ", TP overlap" : "")
+         << (flash ? ", flash" : "");
   out.layout = layout.str();
 
   // The scenario.
@@ -869,6 +872,7 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
   if (sequence_parallel) body << " sequence_parallel: true";
   if (flash) body << " flash_attention: true";
   if (overlap_grad_reduce) body << " overlap_grad_reduce: true";
+  if (tp_comm_overlap) body << " tp_comm_overlap: true";
   if (distributed_optimizer && dp > 1) body << " distributed_optimizer: true";
   if (scatter_gather) body << " pp_scatter_gather: true";
   body << " }\n";

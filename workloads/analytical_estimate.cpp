@@ -262,6 +262,10 @@ struct AnalyticalEstimator::Impl {
       scratch.assign(end.begin(), end.end());  // the previous transfers, per edge
       for (std::size_t r = 0; r < n; ++r) end[r] = std::max(payload(r, scratch), scratch[r]) + edges[r];
     };
+    // tp_comm_overlap: a TP sync runs beside the GEMM before it (megatron_graph.cpp), which the next op waits
+    // for: the sync costs what it lasts beyond that GEMM.
+    const bool overlap = k.sp && job.parallel.tp_comm_overlap;
+    auto tp_cost = [&](double gemm) { return overlap ? std::max(0.0, sync - gemm) : sync; };
     // One run of the list: its op costs, and the parts that do not depend on the ring.
     double compute = 0, tp = 0, epc = 0;
     op_cost.clear();
@@ -272,7 +276,7 @@ struct AnalyticalEstimator::Impl {
       }
       op_cost.push_back(op_seconds(op));
       compute += op_cost.back();
-      if (k.tp > 1 && tp_sync_after(op.name)) tp += sync;
+      if (k.tp > 1 && tp_sync_after(op.name)) tp += tp_cost(op_cost.back());
       if (a2a > 0 && ep_sync_after(op.name)) epc += a2a;
     }
     constexpr std::uint32_t kMaxRingRuns = 8;
@@ -317,7 +321,7 @@ struct AnalyticalEstimator::Impl {
           if (is_expert_op(op)) s.expert_params += op.grad_parameters;
         }
         if (k.tp > 1 && tp_sync_after(op.name))
-          for (double& x : t) x += sync;
+          for (double& x : t) x += tp_cost(c);
         if (a2a > 0 && ep_sync_after(op.name))
           for (double& x : t) x += a2a;
       }

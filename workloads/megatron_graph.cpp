@@ -330,6 +330,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
   std::vector<std::array<sim::StreamId, 4>> pp_streams(ranks);  // send-fwd, recv-fwd, send-bwd, recv-bwd
   std::vector<std::array<sim::StreamId, 4>> cp_streams(ranks);  // K/V send, K/V recv, dK/dV send, dK/dV recv
   std::vector<sim::StreamId> ep_stream(ranks, 0);
+  std::vector<sim::StreamId> tp_stream(ranks, 0);  // tp_comm_overlap: the TP collectives beside the GEMMs
   for (std::uint32_t r = 0; r < ranks; ++r) {
     if (!simulated[r]) continue;
     const std::uint32_t gpu = job.gpus[r];
@@ -348,6 +349,10 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
     if (ep > 1 && job.model.is_moe()) {
       ep_stream[r] = graph.add_stream(gpu, "ep-comm");
       it.other_comm_streams[r].push_back(ep_stream[r]);
+    }
+    if (par.tp_comm_overlap && t > 1) {
+      tp_stream[r] = graph.add_stream(gpu, "tp-comm");
+      it.other_comm_streams[r].push_back(tp_stream[r]);
     }
   }
 
@@ -420,6 +425,9 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
         std::vector<bool> any(n, false);
         // What each member's next kernel waits for besides its stream: input, all-to-alls, ring transfers.
         std::vector<std::vector<sim::TaskId>> pending(n);
+        // tp_comm_overlap: what the member's latest kernel waited for (its stream predecessor and its pending
+        // tasks): the TP collectives that follow it start with it, beside it on the TP stream.
+        std::vector<std::vector<sim::TaskId>> started_after(n);
         // Scatter/gather: the received 1/t shards are all-gathered by the group before the step's kernels.
         const bool receives = forward ? vs > 0 : vs + 1 < virtual_stages;
         if (par.pp_scatter_gather && receives)
@@ -474,7 +482,25 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
           // (the next kernel waits for them).
           while (next_sync < so.syncs.size() && so.syncs[next_sync].after == i) {
             const StageOps::Sync& sync = so.syncs[next_sync++];
-            if (sync.comm == SyncComm::kTensor) {
+            if (sync.comm == SyncComm::kTensor && par.tp_comm_overlap) {
+              // Transformer Engine's userbuffers: the collective runs in chunks beside the GEMM that produces
+              // its input (op i − 1), on the TP stream; the next kernel waits for it.
+              for (const auto& tg : tp_groups) {
+                std::vector<sim::StreamId> lanes;
+                std::vector<sim::TaskId> deps;
+                for (std::size_t g : tg) {
+                  lanes.push_back(tp_stream[group[g]]);
+                  deps.insert(deps.end(), started_after[g].begin(), started_after[g].end());
+                }
+                const sim::TaskId collective =
+                    collectives.add(graph, std::string(to_string(sync.op)) + ".tp", kCategoryTpComm,
+                                    CollectiveRequest{sync.op, gpus_of(tg), tp_message, 0}, lanes, deps);
+                for (std::size_t g : tg) {
+                  pending[g].push_back(collective);
+                  if (host) it.host.issue(group[g], collective, kCollectiveKernels, false);
+                }
+              }
+            } else if (sync.comm == SyncComm::kTensor) {
               for (const auto& tg : tp_groups) {
                 std::vector<sim::StreamId> lanes;
                 for (std::size_t g : tg) lanes.push_back(it.compute_stream[group[g]]);
@@ -527,6 +553,10 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
             const Op& op = so_of[variant[g]][vs].ops[i];
             const sim::LabelId label = label_of(vs, forward, i, variant[g], op, step.chunk);
             const sim::StreamId lane[] = {it.compute_stream[r]};
+            if (par.tp_comm_overlap) {
+              started_after[g] = pending[g];
+              if (any[g]) started_after[g].push_back(last[g]);
+            }
             const sim::TaskId id = graph.add(
                 label, lane, op_time(op, sc.profile.gpu, prec) * sc.cluster.compute_slowdown(job.gpus[r]), pending[g]);
             pending[g].clear();

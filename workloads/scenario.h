@@ -66,6 +66,7 @@ struct ParallelPlan {
   bool distributed_optimizer = false;  // Megatron's ZeRO-1: reduce-scatter gradients, all-gather parameters
   bool pp_scatter_gather = false;      // pipeline sends split 1/tp, all-gathered by the receiving TP group
   bool overlap_grad_reduce = false;    // Megatron: DP buckets during the backward (else after it)
+  bool tp_comm_overlap = false;        // Megatron: TP collectives beside the GEMMs (TE userbuffers)
   Framework framework = Framework::kAuto;
   std::uint32_t zero_stage = 0;        // FSDP / DeepSpeed: 1, 2 or 3
   bool hybrid_shard = false;           // shard within a node, replicate across nodes

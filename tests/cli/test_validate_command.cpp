@@ -424,7 +424,9 @@ TEST_CASE("validate: NeMo rows: cp, the launcher configs' optimizer, SP and voca
   // Megatron-Core r0.8.0 rows name --overlap-param-gather, which Megatron-LM only accepts with the distributed
   // optimizer (row 39: tp 8 x dp 48 on 384 GPUs).
   const cli::ValidationRow mcore = cli::plan_row(t, record_of(t, "39"), workloads::Fidelity::kAnalytical);
-  CHECK(mcore.scenario_text.find("overlap_grad_reduce: true distributed_optimizer: true") != std::string::npos);
+  CHECK(mcore.scenario_text.find("overlap_grad_reduce: true tp_comm_overlap: true distributed_optimizer: true") !=
+        std::string::npos);  // --tp-comm-overlap, with the SP it needs
+  CHECK(mcore.layout.find(", SP, TP overlap, flash") != std::string::npos);
   CHECK(has_text(mcore.assumptions, "--overlap-param-gather needs --use-distributed-optimizer"));
   // A Megatron-LM row states its own settings: no NeMo defaults (row 2306, vTrain, Megatron-DeepSpeed).
   const cli::ValidationRow vtrain = cli::plan_row(t, record_of(t, "2306"), workloads::Fidelity::kAnalytical);

@@ -71,6 +71,10 @@ TEST_CASE("analytical estimate agrees with the event-driven simulation within 5%
       {2, "llama2-7b", "dp: 4 tp: 2 pp: 2 micro_batch: 1 grad_accum: 4 flash_attention: true"},
       {8, "gpt-7p5b", "dp: 2 tp: 8 pp: 4 micro_batch: 1 grad_accum: 16 schedule: GPIPE recompute: FULL"},
       {6, "gpt-7p5b", "dp: 1 tp: 4 pp: 12 micro_batch: 2 grad_accum: 8"},  // deep pipeline, m < p
+      // TP collectives beside the GEMMs (tp_comm_overlap): each sync costs what it outlasts its GEMM.
+      {2, "gpt-7p5b", "dp: 2 tp: 8 micro_batch: 1 grad_accum: 4 sequence_parallel: true tp_comm_overlap: true"},
+      {4, "gpt-7p5b", "dp: 2 tp: 8 pp: 2 micro_batch: 1 grad_accum: 8 sequence_parallel: true tp_comm_overlap: true "
+                      "recompute: FULL"},
   };
   check_cases(cases);
 }

@@ -6,6 +6,8 @@
 #include <string>
 
 #include "cli/scenario_loader.h"
+#include "tests/test_support.h"
+#include "workloads/compute_model.h"
 #include "sim/executor.h"
 #include "workloads/collective_engine.h"
 #include "workloads/iteration_result.h"
@@ -115,4 +117,43 @@ TEST_CASE("full recomputation adds about one forward pass to the compute, FlashA
   // 34·s·b·h + 5·a·s²·b), so the activation memory drops.
   CHECK(full.memory.peak < none.memory.peak);
   CHECK(run("flash_attention: true").memory.peak < none.memory.peak);
+}
+
+TEST_CASE("tp_comm_overlap: each TP reduce-scatter and all-gather pair runs beside the GEMM that feeds it") {
+  // tp 4 with sequence parallelism on one node, dp 1, 2 micro-batches, ANALYTICAL: without the overlap every
+  // sync point (after proj.fwd and fc2.fwd in forward, after qkv.dgrad and fc1.dgrad in backward) adds the
+  // reduce-scatter and the all-gather of b·s·h·2 = 2,097,152 B to the step; with it the pair runs on the TP
+  // stream from the start of that GEMM, and the next kernel waits for both, so each point costs
+  // max(0, RS + AG − t_gemm): the step shrinks by 2 micro-batches x Σ over the 16 points of min(RS + AG, t_gemm).
+  const std::string par = "dp: 1 tp: 4 micro_batch: 1 grad_accum: 2 sequence_parallel: true";
+  Scenario plain = scenario(par, 4), over = scenario(par + " tp_comm_overlap: true", 4);
+  plain.fidelity = over.fidelity = Fidelity::kAnalytical;
+  CHECK(over.jobs[0].parallel.tp_comm_overlap);
+  const CollectiveModel model(plain.cluster, plain.profile);
+  auto t = [&](CollectiveOp op) {
+    return model.plan(CollectiveRequest{op, {0, 1, 2, 3}, bytes(2097152), 0}).time.raw();
+  };
+  const double sync = t(CollectiveOp::kReduceScatter) + t(CollectiveOp::kAllGather);
+  OpConfig c;
+  c.micro_batch = 1;
+  c.tp = 4;
+  c.sequence_parallel = true;
+  double hidden = 0;
+  int points = 0;
+  for (const auto& ops : {forward_ops(plain.jobs[0].model, c), backward_ops(plain.jobs[0].model, c)})
+    for (const Op& op : ops)
+      for (const char* end : {".proj.fwd", ".fc2.fwd", ".qkv.dgrad", ".fc1.dgrad"})
+        if (op.name.ends_with(end)) {
+          hidden += std::min(sync, op_time(op, plain.profile.gpu, Precision::kBF16).raw());
+          ++points;
+        }
+  CHECK(points == 16);  // 4 layers x 4
+  const ScenarioResult a = simulate_scenario(plain), b = simulate_scenario(over);
+  CHECK(a.jobs[0].iteration_time.raw() - b.jobs[0].iteration_time.raw() == doctest::Approx(2 * hidden).epsilon(1e-6));
+  CHECK(b.jobs[0].per_gpu[0].exposed_comm.raw() < a.jobs[0].per_gpu[0].exposed_comm.raw());
+  // It needs sequence parallelism, as Megatron-LM's --tp-comm-overlap does.
+  CHECK(clustersim::testing::input_error_of([] {
+          scenario("dp: 1 tp: 4 micro_batch: 1 tp_comm_overlap: true", 4);
+        }).find("parallel.tp_comm_overlap: overlaps the sequence-parallel all-gathers and reduce-scatters: needs "
+                "sequence_parallel") != std::string::npos);
 }

@@ -826,6 +826,12 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
       vocab = 256000;
       assume("vocab not stated: 256,000 (Nemotron-4's SentencePiece tokenizer, Nemotron-4 15B and 340B "
              "technical reports)");
+    } else if (nemo && name.rfind("gpt", 0) == 0) {
+      // Megatron pads the vocabulary to a multiple of make_vocab_size_divisible_by x tp (_vocab_size_with_padding).
+      const std::uint32_t multiple = 128 * tp;
+      vocab = (50257 + multiple - 1) / multiple * multiple;
+      assume("vocab not stated: GPT-2 BPE's 50,257 padded to a multiple of 128 x tp = " + std::to_string(vocab) +
+             " (NeMo-Framework-Launcher's gpt3 configs: GPT2BPETokenizer, make_vocab_size_divisible_by 128)");
     } else {
       vocab = 51200;
       assume("vocab not stated: 51200 (GPT-2 BPE padded, as Narayanan et al. Table 1)");

@@ -418,6 +418,10 @@ TEST_CASE("validate: NeMo rows: cp, the launcher configs' optimizer, SP and voca
   CHECK(llama2.scenario_text.find("sequence_parallel: true") != std::string::npos);
   CHECK(llama2.scenario_text.find("vocab: 32000") != std::string::npos);
   CHECK(llama2.layout.find(", SP,") != std::string::npos);
+  // NeMo's GPT-3: GPT-2 BPE's 50,257 padded to a multiple of 128 x tp; tp 4 (row 147): ceil(50,257 / 512) = 99,
+  // 99 x 512 = 50,688.
+  const cli::ValidationRow gpt3 = cli::plan_row(t, record_of(t, "147"), workloads::Fidelity::kAnalytical);
+  CHECK(gpt3.scenario_text.find("vocab: 50688") != std::string::npos);
   // Nemotron: Nemotron-4's 256,000-token vocabulary.
   const cli::ValidationRow nemotron = cli::plan_row(t, record_of(t, "152"), workloads::Fidelity::kAnalytical);
   CHECK(nemotron.scenario_text.find("vocab: 256000") != std::string::npos);

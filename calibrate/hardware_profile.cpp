@@ -288,10 +288,10 @@ HardwareProfile to_profile(const ParsedText& in, const schema::HardwareProfile& 
   auto attention_rate = [&](const char* field, bool has, const schema::AttentionKernelRate& r) {
     GpuPerformance::AttentionRate out_rate;
     if (!has) return out_rate;
-    const std::string p = std::string("gpu.") + field;
+    const std::string path = std::string("gpu.") + field;
     for (const auto& [name, v] : {std::pair<const char*, double>{"forward", r.forward()}, {"backward", r.backward()}})
       if (!std::isfinite(v) || v <= 0 || v > 1)
-        in.fail(p + "." + name, format_number(v) + " is not in (0, 1] (a fraction of the 16-bit dense peak; leave " +
+        in.fail(path + "." + name, format_number(v) + " is not in (0, 1] (a fraction of the 16-bit dense peak; leave " +
                                     "the kernel out where no rate is published)");
     out_rate.forward = r.forward();
     out_rate.backward = r.backward();

@@ -20,9 +20,10 @@
 // Megatron-LM's current `num_floating_point_operations` counts half (kCausalHalf); model_flops()
 // takes the convention so a report can state which one it used (~3 % apart for GPT-3 at s = 2048,
 // dominant at 128k). The time of an explicit-attention op is that of the full square (the kernels
-// compute it); a flash kernel that skips masked tiles is not modelled yet, except in ring attention
-// (context parallelism, below), whose steps leave the masked half-blocks out (see the memory-model
-// header for what flash changes).
+// compute it). A flash kernel of a named implementation (OpConfig::flash_kernel FA2, FA3, TRITON) skips
+// the masked tiles: compute_model.h times it over half the square; the unnamed one (kGeneric) is timed
+// over the full square. Ring attention (context parallelism, below) leaves the masked half-blocks out of
+// its steps' FLOPs (see the memory-model header for what flash changes).
 //
 // Activation recomputation (Korthikanti et al. 2022 §5): kSelective re-runs the attention core
 // (scores, softmax+dropout, ·V — or the fused flash kernel) of a layer right before its backward;

@@ -374,9 +374,8 @@ void check_precision(const ParsedText& in, const std::string& pre, const workloa
                                               workloads::to_string(pr) + " has none (use BF16, FP16 or FP8)");
   const calibrate::GpuPerformance::AttentionRate* rate = workloads::attention_rate(profile.gpu, parallel.flash_kernel);
   if (!rate || !rate->present()) {
-    std::string field = parallel.flash_kernel == workloads::FlashKernel::kFa2   ? "fa2"
-                        : parallel.flash_kernel == workloads::FlashKernel::kFa3 ? "fa3"
-                                                                                : "triton";
+    std::string field = kernel;  // the profile field's suffix is the kernel's name in lower case
+    for (char& ch : field) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     const bool fa3 = parallel.flash_kernel == workloads::FlashKernel::kFa3;
     in.fail(pre + "parallel.flash_kernel",
             kernel + ": profile \"" + profile_ref + "\" (" + profile.gpu.gpu + ") has no published rate for it " +

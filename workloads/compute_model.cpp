@@ -108,8 +108,12 @@ Seconds op_time(const Op& op, const calibrate::GpuPerformance& gpu, Precision pr
   if (op.kind == OpKind::kGemm && op.fused_attention) {
     const calibrate::GpuPerformance::AttentionRate* r = attention_rate(gpu, op.flash_kernel);
     if (r && r->present()) {
-      const double executed =
-          op.flops.raw() * (op.attention_backward ? 1.25 : 1.0) * (op.causal_skipped ? 1.0 : 0.5);
+      // The backward kernel executes 2.5x the forward's FLOPs (five matmuls against two); its op counts 2x.
+      constexpr double kBackwardExecutedPerModelFlop = 2.5 / 2.0;
+      // A causal mask leaves about half the square to compute (a ring step's FLOPs already exclude it).
+      constexpr double kCausalExecutedFraction = 0.5;
+      const double executed = op.flops.raw() * (op.attention_backward ? kBackwardExecutedPerModelFlop : 1.0) *
+                              (op.causal_skipped ? 1.0 : kCausalExecutedFraction);
       const Seconds math = flops(executed) / (gpu.peak_bf16 * (op.attention_backward ? r->backward : r->forward));
       return std::max(math, op.bytes / hbm_bandwidth(gpu, op.bytes)) + gpu.kernel_launch;
     }

@@ -73,7 +73,10 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
       << workloads::to_string(p.schedule) << ", rank order " << p.rank_order << "; micro-batch " << p.micro_batch
       << " x " << p.grad_accum << " micro-batches x DP " << p.dp << " = global batch " << t.global_batch
       << " samples; " << to_string(t.precision) << attention_text(p)
-      << (p.distributed_optimizer ? "; distributed optimizer" : "")
+      << (p.distributed_optimizer
+              ? (p.overlap_param_gather ? "; distributed optimizer (parameter all-gathers beside the next forward)"
+                                        : "; distributed optimizer")
+              : "")
       << (p.overlap_grad_reduce ? "; gradient reduction overlapped" : "; gradient reduction after backward")
       << (p.pp_scatter_gather ? "; scatter/gather sends" : "")
       << (p.tp_comm_overlap ? "; TP collectives overlapped with GEMMs" : "") << "\n\n";

@@ -257,6 +257,11 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
   if (out.tp_comm_overlap && !out.sequence_parallel)
     in.fail(pre + "parallel.tp_comm_overlap",
             "overlaps the sequence-parallel all-gathers and reduce-scatters: needs sequence_parallel (and tp >= 2)");
+  out.overlap_param_gather = p.overlap_param_gather();
+  if (out.overlap_param_gather && !out.distributed_optimizer)
+    in.fail(pre + "parallel.overlap_param_gather",
+            "overlaps the distributed optimizer's parameter all-gathers with the next forward: needs "
+            "distributed_optimizer");
   if (out.pp_scatter_gather && (out.pp < 2 || out.tp < 2))
     in.fail(pre + "parallel.pp_scatter_gather", "splits pipeline sends over the tensor group: needs pp >= 2 and tp >= 2");
   if (out.pp_scatter_gather && out.sequence_parallel)
@@ -298,13 +303,13 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
       in.fail(pre + "parallel." + what, std::string(workloads::to_string(fw)) +
                                             " runs data parallelism only; model parallelism needs framework MEGATRON");
     if (out.sequence_parallel || out.distributed_optimizer || out.pp_scatter_gather || out.overlap_grad_reduce ||
-        out.tp_comm_overlap ||
+        out.tp_comm_overlap || out.overlap_param_gather ||
         (!sharded &&  // FSDP and DeepSpeed ZeRO take activation checkpointing and FlashAttention
          (out.recompute != workloads::Recompute::kNone || out.attention != workloads::AttentionKernel::kExplicit)))
       in.fail(pre + "parallel.framework", std::string(workloads::to_string(fw)) +
                                               " does not take Megatron options (sequence_parallel, "
                                               "distributed_optimizer, pp_scatter_gather, overlap_grad_reduce, "
-                                              "tp_comm_overlap, recompute, flash_attention)");
+                                              "tp_comm_overlap, overlap_param_gather, recompute, flash_attention)");
   }
   if (p.has_horovod_fusion_mib() || p.has_horovod_cycle_ms() || p.has_horovod_hierarchical()) {
     if (fw != workloads::Framework::kHorovod)
@@ -641,6 +646,7 @@ void write_job(const workloads::Job& job, schema::Model* mo_ptr, schema::Paralle
   p.set_pp_scatter_gather(parallel.pp_scatter_gather);
   p.set_overlap_grad_reduce(parallel.overlap_grad_reduce);
   if (parallel.tp_comm_overlap) p.set_tp_comm_overlap(true);
+  if (parallel.overlap_param_gather) p.set_overlap_param_gather(true);
   switch (parallel.framework) {
     case workloads::Framework::kAuto: break;
     case workloads::Framework::kPytorchDdp: p.set_framework(schema::Parallelism::PYTORCH_DDP); break;

@@ -236,6 +236,7 @@ std::vector<ParallelPlan> enumerate_layouts(const Scenario& sc, bool allow_tp_ac
                     p.distributed_optimizer = dopt == 1;
                     p.pp_scatter_gather = base.pp_scatter_gather && tp > 1 && pp > 1 && !p.sequence_parallel;
                     p.tp_comm_overlap = base.tp_comm_overlap && p.sequence_parallel;  // needs SP
+                    p.overlap_param_gather = base.overlap_param_gather && p.distributed_optimizer;
                     out.push_back(p);
                   }
             }
@@ -249,7 +250,7 @@ std::vector<ParallelPlan> enumerate_layouts(const Scenario& sc, bool allow_tp_ac
             d.schedule = PipelineSchedule::kOneFOneB;
             d.recompute = Recompute::kNone;
             d.sequence_parallel = d.distributed_optimizer = d.pp_scatter_gather = d.overlap_grad_reduce = false;
-            d.tp_comm_overlap = false;
+            d.tp_comm_overlap = d.overlap_param_gather = false;
             if (base.attention == workloads::AttentionKernel::kExplicit) {
               ParallelPlan ddp = d;
               ddp.framework = workloads::Framework::kPytorchDdp;

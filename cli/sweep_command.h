@@ -27,7 +27,8 @@
 // scenario's attention kernel; none of them takes Megatron's other options (SP, distributed optimizer,
 // overlap_grad_reduce, pp_scatter_gather).
 // FlashAttention, the rank order, DDP bucket size, overlap_grad_reduce, the MoE capacity factor and token skew
-// and (where it stays valid) pp_scatter_gather stay as the scenario sets them.
+// and (where they stay valid) pp_scatter_gather, tp_comm_overlap (with SP) and overlap_param_gather (with the
+// distributed optimizer) stay as the scenario sets them.
 //
 // Ranking: the top K by analytical time (ties by layout name) are re-simulated — each with the scenario's
 // fidelity on a copy of the scenario holding just that job — and ranked by simulated time, ties by name.

@@ -774,15 +774,16 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
   // names the first used the second.
   if (!distributed_optimizer && contains(framework, "overlap-param-gather") && std::uint64_t{dp} * cp >= 2) {
     distributed_optimizer = true;
-    assume("distributed optimizer not stated: on (--overlap-param-gather needs --use-distributed-optimizer); the "
-           "parameter all-gather's overlap with the next forward is not modelled");
+    assume("distributed optimizer not stated: on (--overlap-param-gather needs --use-distributed-optimizer)");
   }
   if (nemo && sharding.empty() && std::uint64_t{dp} * cp >= 2) {
     distributed_optimizer = true;
-    assume("optimizer not stated: distributed_fused_adam, i.e. the distributed optimizer, with overlap_grad_sync (" +
-           std::string(kNemoLauncherConfigs) + "); its overlap_param_sync is not modelled: the all-gather runs "
-           "after the step");
+    assume("optimizer not stated: distributed_fused_adam, i.e. the distributed optimizer, with overlap_grad_sync "
+           "and overlap_param_sync (" + std::string(kNemoLauncherConfigs) + ")");
   }
+  // --overlap-param-gather / overlap_param_sync: the parameter all-gathers beside the next step's first forward.
+  const bool overlap_param_gather =
+      distributed_optimizer && std::uint64_t{dp} * cp >= 2 && (contains(framework, "overlap-param-gather") || nemo);
   // Gradient reduction overlapped with the backward only where the run says so (Megatron-LM's default is
   // after the backward); the scatter/gather pipeline optimisation where the notes name it.
   const bool overlap_grad_reduce = contains(framework, "overlap-grad-reduce") || (nemo && distributed_optimizer);
@@ -880,6 +881,7 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
   if (overlap_grad_reduce) body << " overlap_grad_reduce: true";
   if (tp_comm_overlap) body << " tp_comm_overlap: true";
   if (distributed_optimizer && dp > 1) body << " distributed_optimizer: true";
+  if (overlap_param_gather && dp > 1) body << " overlap_param_gather: true";
   if (scatter_gather) body << " pp_scatter_gather: true";
   body << " }\n";
   body << "training { samples: " << gbs << " global_batch: " << gbs << " precision: " << precision_name

@@ -540,6 +540,63 @@ struct AnalyticalEstimator::Impl {
     return free;
   }
 
+  // overlap_param_gather (megatron_graph.cpp): the chunk's parameter all-gathers, one per gradient bucket,
+  // run back to back on the DP stream from `free` (where the chunk's previous all-gathers ended; updated) in
+  // forward order, while the chunk's first forward starts at `forward_start`; each bucket's first reader waits
+  // for its all-gather. Returns how long the forward waits in all, max over buckets of
+  //     (end of its all-gather) − (forward_start + the chunk's forward time before its first reader),
+  // the reader taken at the start of its segment. Buckets as overlapped_buckets forms them (the backward
+  // fills them; a bucket's first reader in the forward is the op that completed it); `element` bytes per
+  // gathered parameter.
+  double param_gather_wait(const ChunkView& cv, const Segments& segs, double forward_start, double& free,
+                           double grad_bytes, double first_cap, double cap, const ParallelPlan& p, bool split) {
+    std::vector<const Segment*> walk;  // the backward's order: head, layers last to first, embedding
+    if (cv.head) walk.push_back(cv.head);
+    for (std::uint32_t l = cv.first_layer + cv.layers; l-- > cv.first_layer;)
+      walk.push_back(job.model.is_moe_layer(l) ? &segs.moe : &segs.dense);
+    if (cv.embedding) walk.push_back(cv.embedding);
+    std::vector<double> before(walk.size());  // forward time before each segment
+    double f = 0;
+    for (std::size_t k = walk.size(); k-- > 0;) {
+      before[k] = f;
+      f += walk[k]->fwd();
+    }
+    struct Bucket {
+      std::size_t segment;
+      double size;  // gradient bytes
+      bool experts;
+    };
+    std::vector<Bucket> buckets;
+    struct Acc {
+      double size = 0;
+      std::size_t segment = 0;
+      bool first = true;
+    } acc[2];
+    for (std::size_t k = 0; k < walk.size(); ++k)
+      for (std::size_t i = 0; i < walk[k]->grad_params.size(); ++i) {
+        const bool experts = split && walk[k]->grad_expert[i];
+        Acc& a = acc[experts ? 1 : 0];
+        a.size += grad_bytes * walk[k]->grad_params[i];
+        a.segment = k;
+        if (a.size >= (a.first ? first_cap : cap)) {
+          buckets.push_back({k, a.size, experts});
+          a.size = 0;
+          a.first = false;
+        }
+      }
+    for (int kind = 0; kind < 2; ++kind)
+      if (acc[kind].size > 0) buckets.push_back({acc[kind].segment, acc[kind].size, kind == 1});
+    std::stable_sort(buckets.begin(), buckets.end(),
+                     [](const Bucket& a, const Bucket& b) { return a.segment > b.segment; });  // forward order
+    double wait = 0;
+    for (const Bucket& b : buckets) {
+      free += comm_time(p, b.experts ? Group::kExpertData : Group::kData, CollectiveOp::kAllGather,
+                        b.size / grad_bytes * element);
+      wait = std::max(wait, free - (forward_start + before[b.segment]));
+    }
+    return wait;
+  }
+
   MemoryEstimate memory_of(const ParallelPlan& p, std::uint32_t stage) const {
     const MemoryConfig mc = megatron_memory_config(p, job.training, stage);
     return estimate_memory(job.model, mc, sc.profile.gpu.memory_capacity);
@@ -764,6 +821,30 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
                         comm_time(plan, Group::kEmbedding, CollectiveOp::kAllReduce, size);
     opt_start[0] = opt_start[p - 1] = done;
   }
+  // overlap_param_gather: no all-gathers after the step; instead the first micro-batch's forward waits for
+  // them. Without a pipeline they start with it; with one (aligned) every stage starts them with the step,
+  // and stage s's first forward starts once the pipeline has filled to it, s · (forward + send) later
+  // (chunk c of an interleaved stage after the warm-up's c·p forwards of the chunks before it). A wait
+  // delays everything after it; the step takes the largest wait of any stage longer.
+  const bool gather_overlap = distributed && plan.overlap_param_gather;
+  double gather_wait = 0;
+  if (gather_overlap && (dense_ranks > 1 || (split && expert_ranks > 1))) {
+    double fill = 0;
+    for (std::uint32_t s = 0; s < p; ++s) {
+      double free = 0;
+      for (std::uint32_t c = 0; c < v; ++c) {
+        const std::uint32_t vs = c * p + s;
+        ChunkView cv;
+        cv.first_layer = vs * lpc;
+        cv.layers = lpc;
+        if (vs + 1 == pv) cv.head = vs == 0 ? &segs.head_with_embedding : &segs.head;
+        if (vs == 0) cv.embedding = &segs.embedding;
+        gather_wait = std::max(gather_wait, param_gather_wait(cv, segs, fill + c * p * chunk[vs].f, free, grad_bytes,
+                                                              kFirstBucketCap.raw(), plan.ddp_bucket.raw(), plan, split));
+      }
+      fill += chunk[s].f + send;
+    }
+  }
   double iteration = 0, opt_last = 0, dp_last = 0;
   std::uint32_t last_stage = 0;
   for (std::uint32_t s = 0; s < p; ++s) {
@@ -775,8 +856,8 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
     } else {
       opt = op_seconds(optimizer_op(job.model.parameter_count(), job.training.optimizer, grad_bytes, false));
     }
-    double step_end = opt_start[s] + opt;
-    if (distributed)
+    double step_end = opt_start[s] + opt + gather_wait;
+    if (distributed && !gather_overlap)
       for (std::uint32_t c = 0; c < v; ++c) step_end += reduce_whole(chunk[c * p + s], CollectiveOp::kAllGather, element);
     if (step_end > iteration) {
       iteration = step_end;

@@ -104,6 +104,22 @@ std::vector<GradientBucket> gradient_buckets(const std::vector<Op>& ops, bool ex
   return {};
 }
 
+// The forward op that first reads the parameters whose gradients backward op `name` completes ("X.wgrad" or
+// "X.bwd" ↔ "X.fwd"). With tied embeddings the output layer's weight is the embedding's, read first by the
+// embedding's forward where the chunk has it. The chunk's first op where no forward op matches.
+std::size_t forward_reader(const std::vector<Op>& forward, const std::string& name, bool tied) {
+  const std::string base = name.substr(0, name.rfind('.'));
+  auto find = [&](const std::string& b) {
+    for (std::size_t i = 0; i < forward.size(); ++i)
+      if (forward[i].name == b + ".fwd") return i;
+    return forward.size();
+  };
+  if (tied && base == "lm_head")
+    if (const std::size_t e = find("embed"); e < forward.size()) return e;
+  const std::size_t f = find(base);
+  return f < forward.size() ? f : 0;
+}
+
 // The message sizes of a job's communicators and the op configuration they derive from.
 struct Messages {
   OpConfig config;
@@ -378,6 +394,9 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
   std::map<std::tuple<bool, std::uint32_t, std::uint32_t, std::uint32_t>, sim::TaskId> first_task, last_task;
   // Last backward op of each chunk per rank, and where each DP bucket of that chunk becomes ready.
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<sim::TaskId>> chunk_backward;  // (rank, vs)
+  // overlap_param_gather: micro-batch 0's forward tasks of each chunk per rank, by op index.
+  const bool gather_params = par.distributed_optimizer && par.overlap_param_gather;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<sim::TaskId>> first_forward;  // (rank, vs)
   // The all-gather of a scatter/gather pipeline receive, per (direction, micro-batch, vs, replica, context rank).
   std::map<std::tuple<bool, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t>, sim::TaskId> gather_task;
   std::vector<sim::TaskId> last_compute(ranks, 0);  // each rank's last backward kernel of the step
@@ -565,6 +584,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
             any[g] = true;
             last[g] = id;
             if (!forward && step.micro_batch + 1 == m && op.grad_parameters > 0) chunk_backward[{r, vs}].push_back(id);
+            if (forward && step.micro_batch == 0 && gather_params) first_forward[{r, vs}].push_back(id);
           }
           // After the last backward ring step the accumulated dK/dV go one hop further, back to the rank that
           // owns K and V; its QKV backward waits for them.
@@ -620,7 +640,8 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
   // the backward; without it (Megatron-LM's default) each chunk's whole gradient buffer is reduced in one
   // call after the rank's backward ends (finalize_model_grads). The distributed optimizer reduce-scatters
   // instead of all-reducing; each rank then steps its shard and the updated 16-bit parameters are
-  // all-gathered, one call per chunk, before the step ends. Dense gradients are reduced over the dp·cp
+  // all-gathered, one call per chunk, before the step ends (with overlap_param_gather: per bucket, beside
+  // the next step's first forward, below). Dense gradients are reduced over the dp·cp
   // ranks of the data-and-context group (the CP ranks saw other tokens of the same sequences); with expert
   // parallelism the routed experts' gradients have their own buckets, reduced over the (dp/ep)·cp ranks
   // that hold the same experts (rank_layout.h), in the order the buckets become ready.
@@ -639,6 +660,73 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
     }
     return out;
   };
+  // overlap_param_gather (Megatron-Core --overlap-param-gather, NeMo's overlap_param_sync): the distributed
+  // optimizer all-gathers the updated parameters bucket by bucket (the gradient buckets, chunk by chunk in
+  // forward order) while the next step's first micro-batch runs its forward; the forward pre-hook of the
+  // first layer of bucket i makes the compute stream wait for all-gather i (_ParamAndGradBucketGroup.
+  // finish_param_sync). Who issues them: without a pipeline the pre-hooks do, lazily — the first forward
+  // pre-hook issues all-gather 0 and waits for it, the wait for all-gather i issues all-gather i + 1, so
+  // bucket i's all-gather runs beside the forward of bucket i − 1. With a pipeline Megatron-LM aligns them
+  // (align_param_gather, on unless --no-align-param-gather): the schedule issues every bucket's all-gather of
+  // every chunk when the step starts, on all stages at once, so a later stage's all-gathers also run while it
+  // waits for the pipeline to fill. In steady state one step runs from the first all-gather to the end of
+  // the optimizer: they are added here, at the head of the DP stream, before the gradient reductions, and
+  // the step-end all-gathers below are left out.
+  if (gather_params) {
+    struct Gather {
+      std::uint32_t chunk;
+      std::size_t reader;  // the forward op (index in the chunk) that first reads the bucket's parameters
+      double parameters;
+      bool experts;
+    };
+    for (std::uint32_t s = 0; s < p; ++s)
+      for (std::uint32_t tr = 0; tr < t; ++tr) {
+        std::vector<Gather> gathers;
+        for (std::uint32_t c = 0; c < v; ++c) {
+          const std::uint32_t vs = c * p + s;
+          for (bool experts : {false, true}) {
+            if (experts && !split_experts) continue;
+            for (const GradientBucket& b :
+                 gradient_buckets(bwd[0][vs].ops, experts, split_experts, true, gradient_bytes, par.ddp_bucket))
+              gathers.push_back({c, forward_reader(fwd[0][vs].ops, b.last_op, job.model.tied_embeddings),
+                               b.parameters, experts});
+          }
+        }
+        std::stable_sort(gathers.begin(), gathers.end(), [](const Gather& a, const Gather& b) {
+          return a.chunk != b.chunk ? a.chunk < b.chunk : a.reader < b.reader;
+        });
+        std::map<std::uint32_t, sim::TaskId> waits_previous;  // per rank: where the last all-gather was waited for
+        for (const Gather& g : gathers) {
+          const std::uint32_t vs = g.chunk * p + s;
+          for (const std::vector<std::uint32_t>& members : reduction_groups(s, tr, g.experts)) {
+            if (members.size() < 2) continue;
+            std::vector<std::uint32_t> gpus;
+            std::vector<sim::StreamId> lanes;
+            for (std::uint32_t r : members) {
+              gpus.push_back(job.gpus[r]);
+              if (simulated[r]) lanes.push_back(it.comm_stream[r]);
+            }
+            const sim::TaskId gather = collectives.add(
+                graph, "allgather.dp.params.chunk" + std::to_string(vs) + (g.experts ? ".experts" : ""),
+                kCategoryDpComm,
+                CollectiveRequest{CollectiveOp::kAllGather, gpus, bytes(g.parameters * element_bytes(prec)), 0},
+                lanes, {});
+            for (std::uint32_t r : members) {
+              if (!simulated[r]) continue;
+              const sim::TaskId reader = first_forward.at({r, vs}).at(g.reader);
+              graph.add_dependency(reader, gather);
+              if (host) {
+                const auto w = waits_previous.find(r);
+                it.host.issue_before(r, p == 1 && w != waits_previous.end() ? w->second
+                                                                           : first_forward.at({r, s}).front(),
+                                     gather, kCollectiveKernels);
+              }
+              waits_previous[r] = reader;
+            }
+          }
+        }
+      }
+  }
   for (std::uint32_t s = 0; s < p; ++s)
     for (std::uint32_t tr = 0; tr < t; ++tr)
       for (std::uint32_t c = v; c-- > 0;) {  // the last chunk's backward ends first
@@ -751,9 +839,9 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
     if (host) it.host.issue(r, optimizer_of[r], opt.kernels);
     it.optimizer_task.push_back(optimizer_of[r]);
   }
-  // Distributed optimizer: all-gather the updated 16-bit (or fp32) parameters of each chunk over the
-  // groups that reduced them; the step ends when they are back.
-  if (par.distributed_optimizer) {
+  // Distributed optimizer without overlap_param_gather: all-gather the updated 16-bit (or fp32) parameters of
+  // each chunk over the groups that reduced them; the step ends when they are back.
+  if (par.distributed_optimizer && !gather_params) {
     for (std::uint32_t s = 0; s < p; ++s)
       for (std::uint32_t tr = 0; tr < t; ++tr)
         for (std::uint32_t c = 0; c < v; ++c)

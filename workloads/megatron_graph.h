@@ -39,7 +39,9 @@
 // Data parallelism: after the last backward of a model chunk its gradients (fp32 main gradients, 4 bytes
 // per parameter, the rank's 1/t share) are reduced over the DP group on the "dp-comm" stream, after the
 // backward or (overlap_grad_reduce) in DDP-sized buckets overlapping it; then the distributed optimizer's
-// shard step and parameter all-gather, or each rank's optimizer step; tied embeddings all-reduce between
+// shard step and parameter all-gather (with overlap_param_gather: per bucket at the head of the step, each
+// gating the first micro-batch's forward of its layers), or each rank's optimizer step; tied embeddings
+// all-reduce between
 // the first and the last stage; scatter/gather pipeline sends on request.
 // Not modelled: the TP all-gather of MoE tokens with tp > 1 (each TP rank exchanges its own copy over
 // EP here), the dK/dV reduction kernel, overlap of the all-to-alls with shared experts.

@@ -67,6 +67,7 @@ struct ParallelPlan {
   bool pp_scatter_gather = false;      // pipeline sends split 1/tp, all-gathered by the receiving TP group
   bool overlap_grad_reduce = false;    // Megatron: DP buckets during the backward (else after it)
   bool tp_comm_overlap = false;        // Megatron: TP collectives beside the GEMMs (TE userbuffers)
+  bool overlap_param_gather = false;   // Megatron: parameter all-gathers beside the next step's first forward
   Framework framework = Framework::kAuto;
   std::uint32_t zero_stage = 0;        // FSDP / DeepSpeed: 1, 2 or 3
   bool hybrid_shard = false;           // shard within a node, replicate across nodes

@@ -157,3 +157,75 @@ TEST_CASE("tp_comm_overlap: each TP reduce-scatter and all-gather pair runs besi
         }).find("parallel.tp_comm_overlap: overlaps the sequence-parallel all-gathers and reduce-scatters: needs "
                 "sequence_parallel") != std::string::npos);
 }
+
+TEST_CASE("overlap_param_gather: the parameter all-gathers run per bucket at the head of the step") {
+  // dp 2 over 2 nodes of one A100 (NIC 100 Gbit/s, so the all-gathers outlast the forward they hide behind),
+  // 4 layers of h 1024, micro-batch 1 x 2, distributed optimizer, gradients reduced after the backward,
+  // ANALYTICAL, no host dispatch. Without the overlap the step ends with one all-gather of every parameter
+  // (2 B each, BF16). With it the all-gathers of the gradient buckets (fp32 gradients, 4 B: the first bucket
+  // 1 MiB, the others 25 MiB, filled in backward order) run back to back on the DP stream from t = 0 in
+  // forward order, and micro-batch 0's forward waits at the first reader of bucket i (the forward op of the
+  // gradient that completed it; the tied embedding's, read first by embed.fwd) until all-gather i ends:
+  //     a_i = AG time of bucket i,  F_i = forward time before its first reader,
+  //     W = max_i (a_0 + … + a_i − F_i),
+  // and everything after the forward shifts by W, so T_plain − T_overlap = AG(all parameters) − W.
+  const std::string text =
+      "cluster { nodes: 2 gpus_per_node: 1 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 300 "
+      "nic_gbits_per_s_per_direction: 100 }\nprofile: \"a100-sxm4-80gb\"\n"
+      "model { layers: 4 hidden: 1024 heads: 16 vocab: 32000 seq_len: 1024 }\ntraining { samples: 1000 }\n";
+  const std::string par = "parallel { dp: 2 micro_batch: 1 grad_accum: 2 distributed_optimizer: true";
+  Scenario plain = cli::load_scenario_text(text + par + " }\n", "plain.textproto", false, "");
+  Scenario over = cli::load_scenario_text(text + par + " overlap_param_gather: true }\n", "over.textproto", false, "");
+  plain.fidelity = over.fidelity = Fidelity::kAnalytical;
+  REQUIRE(over.jobs[0].parallel.overlap_param_gather);
+  const CollectiveModel model(plain.cluster, plain.profile);
+  auto all_gather = [&](double parameters) {
+    return model.plan(CollectiveRequest{CollectiveOp::kAllGather, {0, 1}, bytes(2 * parameters), 0}).time.raw();
+  };
+  OpConfig c;
+  const std::vector<Op> fwd = forward_ops(plain.jobs[0].model, c), bwd = backward_ops(plain.jobs[0].model, c);
+  const std::vector<GradientBucket> buckets = ddp_buckets(bwd, bytes(4), kFirstBucketCap, MiB(25));
+  std::vector<std::pair<std::size_t, double>> order;  // (first reader, parameters)
+  double parameters = 0;
+  for (const GradientBucket& b : buckets) {
+    const std::string base = b.last_op.substr(0, b.last_op.rfind('.'));
+    std::size_t reader = 0;
+    while (reader < fwd.size() && fwd[reader].name != base + ".fwd") ++reader;
+    REQUIRE(reader < fwd.size());
+    order.emplace_back(reader, b.parameters);
+    parameters += b.parameters;
+  }
+  std::sort(order.begin(), order.end());
+  CHECK(order.front().first == 0);  // embed.fwd reads the first bucket (the tied embedding and the LM head)
+  double ag_end = 0, wait = 0;
+  for (const auto& [reader, params] : order) {
+    double before = 0;
+    for (std::size_t k = 0; k < reader; ++k) before += op_time(fwd[k], plain.profile.gpu, Precision::kBF16).raw();
+    ag_end += all_gather(params);
+    wait = std::max(wait, ag_end - before);
+  }
+  CHECK(buckets.size() >= 3);
+  CHECK(wait > all_gather(order.front().second));  // later buckets wait too: the NIC is slower than the forward
+  const ScenarioResult a = simulate_scenario(plain), b = simulate_scenario(over);
+  MESSAGE("buckets " << buckets.size() << ", AG(all) " << all_gather(parameters) * 1e3 << " ms, W " << wait * 1e3
+                     << " ms, step " << a.jobs[0].iteration_time.raw() * 1e3 << " -> "
+                     << b.jobs[0].iteration_time.raw() * 1e3 << " ms");
+  CHECK(a.jobs[0].iteration_time.raw() - b.jobs[0].iteration_time.raw() ==
+        doctest::Approx(all_gather(parameters) - wait).epsilon(1e-6));
+  // One all-gather per bucket instead of one per chunk.
+  std::size_t gathers = 0;
+  {
+    sim::Simulation s;
+    CollectiveEngine engine(s, over, nullptr);
+    sim::TaskGraph g;
+    build_megatron_job(over, over.jobs[0], g, engine);
+    for (sim::TaskId t = 0; t < g.size(); ++t) gathers += g.label(t).name.starts_with("allgather.dp.params");
+  }
+  CHECK(gathers == buckets.size());
+  // It needs the distributed optimizer, as Megatron-LM's --overlap-param-gather does.
+  CHECK(clustersim::testing::input_error_of([&] {
+          cli::load_scenario_text(text + "parallel { dp: 2 micro_batch: 1 overlap_param_gather: true }\n", "x", false,
+                                  "");
+        }).find("parallel.overlap_param_gather: overlaps the distributed optimizer's parameter all-gathers with the "
+                "next forward: needs distributed_optimizer") != std::string::npos);
+}

@@ -507,11 +507,34 @@ TEST_CASE("validate: the command writes the JSON, and bad input exits with statu
   fs::remove_all(dir);
 }
 
+// Issue 7's validation target: the MosaicML llm-foundry FSDP rows (H100-80GB, A100-80GB, A100-40GB; 111 rows,
+// a few seconds) predicted with the built-in profiles, MAPE per GPU type at most 10 %. The H100 profile's
+// gemm_efficiency is fitted to the NeMo 24.07 rows, not to these (calibrate/profiles/h100-sxm5-80gb.textproto).
+TEST_CASE("validate: the MosaicML FSDP rows, MAPE per GPU type at most 10 %") {
+  std::vector<std::string> ids;
+  const cli::CsvTable& t = builtin_table();
+  const int group = t.column_index("source_group"), id = t.column_index("row_id");
+  for (const cli::CsvRecord& r : t.records)
+    if (r.fields[static_cast<std::size_t>(group)].text.find("MosaicML") != std::string::npos)
+      ids.push_back(r.fields[static_cast<std::size_t>(id)].text);
+  const cli::ValidationReport report = cli::validate_measurements(t, workloads::Fidelity::kAnalytical, ids, 2);
+  MESSAGE(cli::validation_text(report));
+  REQUIRE(report.groups.size() == 3);
+  std::size_t rows = 0;
+  for (const cli::GroupSummary& g : report.groups) {
+    CAPTURE(g.group);
+    REQUIRE(g.mape_pct.has_value());
+    CHECK(*g.mape_pct <= 10.0);
+    rows += g.rows;
+  }
+  CHECK(rows == 111);  // 34 H100-80GB, 31 A100-80GB, 46 A100-40GB: every MosaicML row is usable
+}
+
 // Minutes, not seconds: rows 9 and 10 simulate 2,520 and 3,072 GPUs with 280 and 512 micro-batches per
 // step (about 6 minutes in all on one core; row 10 alone needs about 20 GB of memory, so one thread). Run with
 //   build/tests/clustersim_tests -tc="validate: all usable Narayanan*" --no-skip
 // It prints the group's table and checks that every usable row ran; the MAPE itself is reported, not bounded
-// (the issue's target of 10 % is not met yet; see `clustersim validate`).
+// (4.9 % when this was written; see `clustersim validate`).
 TEST_CASE("validate: all usable Narayanan et al. rows run" * doctest::skip(true)) {
   std::vector<std::string> ids;
   const cli::CsvTable& t = builtin_table();

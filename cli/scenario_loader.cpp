@@ -325,6 +325,7 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
     out.moe_capacity_factor = positive(in, pre + "parallel.moe_capacity_factor", true, p.moe_capacity_factor(), "x");
   if (p.has_moe_token_skew())
     out.moe_token_skew = non_negative(in, pre + "parallel.moe_token_skew", true, p.moe_token_skew(), "x");
+  out.ddp_bucket_set = p.has_ddp_bucket_mib();
   out.ddp_bucket = MiB(p.has_ddp_bucket_mib()
                            ? positive(in, pre + "parallel.ddp_bucket_mib", true, p.ddp_bucket_mib(), "MiB")
                            : kDefaultDdpBucketMiB);
@@ -622,8 +623,11 @@ void write_job(const workloads::Job& job, schema::Model* mo_ptr, schema::Paralle
   p.set_dp(parallel.dp);
   p.set_micro_batch(parallel.micro_batch);
   p.set_grad_accum(parallel.grad_accum);
-  const double bucket = parallel.ddp_bucket.raw();
-  p.set_ddp_bucket_mib(invert(bucket, bucket / 1048576.0, [](double v) { return MiB(v).raw(); }));
+  // Megatron without a bucket size of the scenario's uses its own rule (megatron_graph.h): left unset.
+  if (parallel.ddp_bucket_set || parallel.effective_framework() != workloads::Framework::kMegatron) {
+    const double bucket = parallel.ddp_bucket.raw();
+    p.set_ddp_bucket_mib(invert(bucket, bucket / 1048576.0, [](double v) { return MiB(v).raw(); }));
+  }
   p.set_tp(parallel.tp);
   p.set_pp(parallel.pp);
   p.set_vp(parallel.vp);

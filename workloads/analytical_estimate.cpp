@@ -10,6 +10,7 @@
 #include "workloads/compute_model.h"
 #include "workloads/ddp_graph.h"
 #include "workloads/host_dispatch.h"
+#include "workloads/megatron_graph.h"
 #include "workloads/rank_layout.h"
 #include "workloads/transformer_ops.h"
 #include "workloads/zero_graph.h"
@@ -782,6 +783,9 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
   const bool overlap = !megatron || plan.overlap_grad_reduce;
   const bool split = megatron && ep > 1 && moe;
   const double dense_ranks = double(d) * cp, expert_ranks = double(d) / ep * cp;
+  // Bucket caps: Megatron's own rule (megatron_graph.h), PyTorch DDP's 1 MiB first bucket and bucket_cap_mb.
+  const double bucket = megatron ? megatron_bucket_bytes(plan, grad_bytes).raw() : plan.ddp_bucket.raw();
+  const double first_bucket = megatron ? bucket : kFirstBucketCap.raw();
   // The gradient reductions of one chunk done in one call per kind (without overlap).
   auto reduce_whole = [&](const Chunk& ch, CollectiveOp op, double per_param) {
     if (!split) return comm_time(plan, Group::kData, op, ch.params * per_param);
@@ -803,8 +807,8 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
           if (vs == 0) cv.embedding = &segs.embedding;
           // Chunk c's last backward runs c groups of p backward steps before chunk 0's (interleaved cooldown).
           const double chunk_end = end[s] - c * p * chunk[vs].b;
-          free = overlapped_buckets(cv, segs, chunk_end - chunk[vs].b, free, grad_bytes, kFirstBucketCap.raw(),
-                                    plan.ddp_bucket.raw(), plan, grad_op, split);
+          free = overlapped_buckets(cv, segs, chunk_end - chunk[vs].b, free, grad_bytes, first_bucket, bucket, plan,
+                                    grad_op, split);
         }
         free = std::max(free, end[s]);
       } else {
@@ -840,7 +844,7 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
         if (vs + 1 == pv) cv.head = vs == 0 ? &segs.head_with_embedding : &segs.head;
         if (vs == 0) cv.embedding = &segs.embedding;
         gather_wait = std::max(gather_wait, param_gather_wait(cv, segs, fill + c * p * chunk[vs].f, free, grad_bytes,
-                                                              kFirstBucketCap.raw(), plan.ddp_bucket.raw(), plan, split));
+                                                              first_bucket, bucket, plan, split));
       }
       fill += chunk[s].f + send;
     }

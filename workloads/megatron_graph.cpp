@@ -90,7 +90,7 @@ std::vector<GradientBucket> gradient_buckets(const std::vector<Op>& ops, bool ex
   if (split)
     for (Op& op : mine)
       if (is_expert_op(op) != experts) op.grad_parameters = 0;
-  if (overlap) return ddp_buckets(mine, bytes(gradient_bytes), kFirstBucketCap, bucket_cap);
+  if (overlap) return ddp_buckets(mine, bytes(gradient_bytes), bucket_cap, bucket_cap);
   GradientBucket whole;
   for (std::size_t i = 0; i < mine.size(); ++i)
     if (mine[i].grad_parameters > 0) {
@@ -103,6 +103,16 @@ std::vector<GradientBucket> gradient_buckets(const std::vector<Op>& ops, bool ex
   if (whole.parameters > 0) return {whole};
   return {};
 }
+
+}  // namespace
+
+Bytes megatron_bucket_bytes(const ParallelPlan& plan, double gradient_bytes) {
+  if (plan.ddp_bucket_set) return plan.ddp_bucket;
+  const double parameters = std::max(40e6, 1e6 * plan.dp * plan.cp);
+  return bytes(parameters * gradient_bytes);
+}
+
+namespace {
 
 // The forward op that first reads the parameters whose gradients backward op `name` completes ("X.wgrad" or
 // "X.bwd" ↔ "X.fwd"). With tied embeddings the output layer's weight is the embedding's, read first by the
@@ -312,6 +322,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
   const Bytes tp_message = activation;  // AllReduce, or RS/AG with SP: the total buffer is b·s·h either way
   const Bytes pp_message = msg.pp;
   const double gradient_bytes = msg.gradient_bytes;
+  const Bytes bucket_cap = megatron_bucket_bytes(par, gradient_bytes);
   const ExpertLoad load = msg.load;
 
   // Per virtual stage and load variant: ops and syncs, forward and backward.
@@ -687,7 +698,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
           for (bool experts : {false, true}) {
             if (experts && !split_experts) continue;
             for (const GradientBucket& b :
-                 gradient_buckets(bwd[0][vs].ops, experts, split_experts, true, gradient_bytes, par.ddp_bucket))
+                 gradient_buckets(bwd[0][vs].ops, experts, split_experts, true, gradient_bytes, bucket_cap))
               gathers.push_back({c, forward_reader(fwd[0][vs].ops, b.last_op, job.model.tied_embeddings),
                                b.parameters, experts});
           }
@@ -740,7 +751,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
         for (bool experts : {false, true}) {
           if (experts && !split_experts) continue;
           for (GradientBucket& b : gradient_buckets(ops, experts, split_experts, par.overlap_grad_reduce,
-                                                    gradient_bytes, par.ddp_bucket))
+                                                    gradient_bytes, bucket_cap))
             all.push_back({std::move(b), experts});
         }
         std::stable_sort(all.begin(), all.end(), [](const Pending& a, const Pending& b) {

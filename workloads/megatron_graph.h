@@ -65,6 +65,13 @@ inline constexpr const char* kCategoryPpComm = "pp_comm";
 inline constexpr const char* kCategoryCpComm = "cp_comm";  // ring-attention K/V and dK/dV exchanges
 inline constexpr const char* kCategoryEpComm = "ep_comm";  // MoE dispatch and combine all-to-alls
 
+// Megatron's gradient bucket: parameters' gradients fill a bucket (in backward order) until it holds at least
+// this many bytes. The scenario's ddp_bucket_mib where it gives one; otherwise Megatron-Core's default bucket
+// size, max(40,000,000, 1,000,000 x dp·cp) parameters (DistributedDataParallel.__init__,
+// megatron/core/distributed/distributed_data_parallel.py), of `gradient_bytes` each. Megatron has no small
+// first bucket (PyTorch DDP's 1 MiB): every bucket, the first too, has this cap.
+Bytes megatron_bucket_bytes(const ParallelPlan& plan, double gradient_bytes);
+
 // Symmetry reduction (DESIGN.md §4, level 3). The dp data-parallel replicas of a job run the same steps;
 // when every communicator a replica uses on its own (TP groups, pipeline Send/Recv pairs, CP ring edges,
 // EP groups, tied-embedding pairs, scatter/gather all-gathers) is timed exactly like its counterpart's in

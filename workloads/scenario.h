@@ -54,6 +54,7 @@ struct ParallelPlan {
   std::uint32_t micro_batch = 1;       // samples per micro-batch per GPU
   std::uint32_t grad_accum = 1;        // micro-batches per optimizer step (the pipeline's m)
   Bytes ddp_bucket = MiB(25);          // PyTorch DDP bucket_cap_mb = 25 (MiB)
+  bool ddp_bucket_set = false;         // the scenario gave ddp_bucket_mib (else Megatron uses its own rule)
   std::uint32_t tp = 1;                // tensor parallel
   std::uint32_t pp = 1;                // pipeline stages
   std::uint32_t vp = 1;                // model chunks per stage

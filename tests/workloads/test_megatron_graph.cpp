@@ -162,9 +162,9 @@ TEST_CASE("overlap_param_gather: the parameter all-gathers run per bucket at the
   // dp 2 over 2 nodes of one A100 (NIC 100 Gbit/s, so the all-gathers outlast the forward they hide behind),
   // 4 layers of h 1024, micro-batch 1 x 2, distributed optimizer, gradients reduced after the backward,
   // ANALYTICAL, no host dispatch. Without the overlap the step ends with one all-gather of every parameter
-  // (2 B each, BF16). With it the all-gathers of the gradient buckets (fp32 gradients, 4 B: the first bucket
-  // 1 MiB, the others 25 MiB, filled in backward order) run back to back on the DP stream from t = 0 in
-  // forward order, and micro-batch 0's forward waits at the first reader of bucket i (the forward op of the
+  // (2 B each, BF16). With it the all-gathers of the gradient buckets (Megatron's rule, max(40M, 1M x dp)
+  // = 40M parameters of fp32 gradients, 4 B: 160 MB each, filled in backward order: the four layers' 50.4M
+  // parameters pass the cap, the embeddings make the second) run back to back on the DP stream from t = 0 in forward order, and micro-batch 0's forward waits at the first reader of bucket i (the forward op of the
   // gradient that completed it; the tied embedding's, read first by embed.fwd) until all-gather i ends:
   //     a_i = AG time of bucket i,  F_i = forward time before its first reader,
   //     W = max_i (a_0 + … + a_i − F_i),
@@ -184,7 +184,9 @@ TEST_CASE("overlap_param_gather: the parameter all-gathers run per bucket at the
   };
   OpConfig c;
   const std::vector<Op> fwd = forward_ops(plain.jobs[0].model, c), bwd = backward_ops(plain.jobs[0].model, c);
-  const std::vector<GradientBucket> buckets = ddp_buckets(bwd, bytes(4), kFirstBucketCap, MiB(25));
+  const Bytes cap = megatron_bucket_bytes(plain.jobs[0].parallel, 4);
+  CHECK(cap.raw() == 160e6);
+  const std::vector<GradientBucket> buckets = ddp_buckets(bwd, bytes(4), cap, cap);
   std::vector<std::pair<std::size_t, double>> order;  // (first reader, parameters)
   double parameters = 0;
   for (const GradientBucket& b : buckets) {
@@ -204,7 +206,7 @@ TEST_CASE("overlap_param_gather: the parameter all-gathers run per bucket at the
     ag_end += all_gather(params);
     wait = std::max(wait, ag_end - before);
   }
-  CHECK(buckets.size() >= 3);
+  CHECK(buckets.size() == 2);
   CHECK(wait > all_gather(order.front().second));  // later buckets wait too: the NIC is slower than the forward
   const ScenarioResult a = simulate_scenario(plain), b = simulate_scenario(over);
   MESSAGE("buckets " << buckets.size() << ", AG(all) " << all_gather(parameters) * 1e3 << " ms, W " << wait * 1e3

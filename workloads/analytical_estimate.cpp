@@ -783,6 +783,15 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
   const bool overlap = !megatron || plan.overlap_grad_reduce;
   const bool split = megatron && ep > 1 && moe;
   const double dense_ranks = double(d) * cp, expert_ranks = double(d) / ep * cp;
+  // A virtual stage's layers, head and embedding, as overlapped_buckets and param_gather_wait walk them.
+  auto chunk_view = [&](std::uint32_t vs) {
+    ChunkView cv;
+    cv.first_layer = vs * lpc;
+    cv.layers = lpc;
+    if (vs + 1 == pv) cv.head = vs == 0 ? &segs.head_with_embedding : &segs.head;
+    if (vs == 0) cv.embedding = &segs.embedding;
+    return cv;
+  };
   // Bucket caps: Megatron's own rule (megatron_graph.h), PyTorch DDP's 1 MiB first bucket and bucket_cap_mb.
   const double bucket = megatron ? megatron_bucket_bytes(plan, grad_bytes).raw() : plan.ddp_bucket.raw();
   const double first_bucket = megatron ? bucket : kFirstBucketCap.raw();
@@ -800,11 +809,7 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
         free = 0;
         for (std::uint32_t c = v; c-- > 0;) {
           const std::uint32_t vs = c * p + s;
-          ChunkView cv;
-          cv.first_layer = vs * lpc;
-          cv.layers = lpc;
-          if (vs + 1 == pv) cv.head = vs == 0 ? &segs.head_with_embedding : &segs.head;
-          if (vs == 0) cv.embedding = &segs.embedding;
+          const ChunkView cv = chunk_view(vs);
           // Chunk c's last backward runs c groups of p backward steps before chunk 0's (interleaved cooldown).
           const double chunk_end = end[s] - c * p * chunk[vs].b;
           free = overlapped_buckets(cv, segs, chunk_end - chunk[vs].b, free, grad_bytes, first_bucket, bucket, plan,
@@ -838,13 +843,8 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
       double free = 0;
       for (std::uint32_t c = 0; c < v; ++c) {
         const std::uint32_t vs = c * p + s;
-        ChunkView cv;
-        cv.first_layer = vs * lpc;
-        cv.layers = lpc;
-        if (vs + 1 == pv) cv.head = vs == 0 ? &segs.head_with_embedding : &segs.head;
-        if (vs == 0) cv.embedding = &segs.embedding;
-        gather_wait = std::max(gather_wait, param_gather_wait(cv, segs, fill + c * p * chunk[vs].f, free, grad_bytes,
-                                                              first_bucket, bucket, plan, split));
+        gather_wait = std::max(gather_wait, param_gather_wait(chunk_view(vs), segs, fill + c * p * chunk[vs].f, free,
+                                                              grad_bytes, first_bucket, bucket, plan, split));
       }
       fill += chunk[s].f + send;
     }

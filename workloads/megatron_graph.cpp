@@ -671,6 +671,15 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
     }
     return out;
   };
+  // The GPUs of a reduction group, and the DP streams of its simulated members.
+  auto group_lanes = [&](const std::vector<std::uint32_t>& members) {
+    std::pair<std::vector<std::uint32_t>, std::vector<sim::StreamId>> out;
+    for (std::uint32_t r : members) {
+      out.first.push_back(job.gpus[r]);
+      if (simulated[r]) out.second.push_back(it.comm_stream[r]);
+    }
+    return out;
+  };
   // overlap_param_gather (Megatron-Core --overlap-param-gather, NeMo's overlap_param_sync): the distributed
   // optimizer all-gathers the updated parameters bucket by bucket (the gradient buckets, chunk by chunk in
   // forward order) while the next step's first micro-batch runs its forward; the forward pre-hook of the
@@ -711,12 +720,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
           const std::uint32_t vs = g.chunk * p + s;
           for (const std::vector<std::uint32_t>& members : reduction_groups(s, tr, g.experts)) {
             if (members.size() < 2) continue;
-            std::vector<std::uint32_t> gpus;
-            std::vector<sim::StreamId> lanes;
-            for (std::uint32_t r : members) {
-              gpus.push_back(job.gpus[r]);
-              if (simulated[r]) lanes.push_back(it.comm_stream[r]);
-            }
+            const auto [gpus, lanes] = group_lanes(members);
             const sim::TaskId gather = collectives.add(
                 graph, "allgather.dp.params.chunk" + std::to_string(vs) + (g.experts ? ".experts" : ""),
                 kCategoryDpComm,
@@ -762,12 +766,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
           bool added = false;
           for (const std::vector<std::uint32_t>& members : reduction_groups(s, tr, pb.experts)) {
             if (members.size() < 2) continue;
-            std::vector<std::uint32_t> gpus;
-            std::vector<sim::StreamId> lanes;
-            for (std::uint32_t r : members) {
-              gpus.push_back(job.gpus[r]);
-              if (simulated[r]) lanes.push_back(it.comm_stream[r]);
-            }
+            const auto [gpus, lanes] = group_lanes(members);
             std::vector<sim::TaskId> deps;
             if (par.overlap_grad_reduce) {
               // The op that completes the bucket, on every member: the k-th gradient-producing op of the chunk.

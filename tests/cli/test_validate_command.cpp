@@ -510,14 +510,24 @@ TEST_CASE("validate: the command writes the JSON, and bad input exits with statu
 // Issue 7's validation target: the MosaicML llm-foundry FSDP rows (H100-80GB, A100-80GB, A100-40GB; 111 rows,
 // a few seconds) predicted with the built-in profiles, MAPE per GPU type at most 10 %. The H100 profile's
 // gemm_efficiency is fitted to the NeMo 24.07 rows, not to these (calibrate/profiles/h100-sxm5-80gb.textproto).
-TEST_CASE("validate: the MosaicML FSDP rows, MAPE per GPU type at most 10 %") {
+namespace {
+
+// The row ids of the built-in table whose source group names `source`.
+std::vector<std::string> rows_of(const std::string& source) {
   std::vector<std::string> ids;
   const cli::CsvTable& t = builtin_table();
   const int group = t.column_index("source_group"), id = t.column_index("row_id");
   for (const cli::CsvRecord& r : t.records)
-    if (r.fields[static_cast<std::size_t>(group)].text.find("MosaicML") != std::string::npos)
+    if (r.fields[static_cast<std::size_t>(group)].text.find(source) != std::string::npos)
       ids.push_back(r.fields[static_cast<std::size_t>(id)].text);
-  const cli::ValidationReport report = cli::validate_measurements(t, workloads::Fidelity::kAnalytical, ids, 2);
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("validate: the MosaicML FSDP rows, MAPE per GPU type at most 10 %") {
+  const cli::ValidationReport report =
+      cli::validate_measurements(builtin_table(), workloads::Fidelity::kAnalytical, rows_of("MosaicML"), 2);
   MESSAGE(cli::validation_text(report));
   REQUIRE(report.groups.size() == 3);
   std::size_t rows = 0;
@@ -536,13 +546,8 @@ TEST_CASE("validate: the MosaicML FSDP rows, MAPE per GPU type at most 10 %") {
 // It prints the group's table and checks that every usable row ran; the MAPE itself is reported, not bounded
 // (4.9 % when this was written; see `clustersim validate`).
 TEST_CASE("validate: all usable Narayanan et al. rows run" * doctest::skip(true)) {
-  std::vector<std::string> ids;
-  const cli::CsvTable& t = builtin_table();
-  const int group = t.column_index("source_group"), id = t.column_index("row_id");
-  for (const cli::CsvRecord& r : t.records)
-    if (r.fields[static_cast<std::size_t>(group)].text.find("Narayanan") != std::string::npos)
-      ids.push_back(r.fields[static_cast<std::size_t>(id)].text);
-  const cli::ValidationReport report = cli::validate_measurements(t, workloads::Fidelity::kAnalytical, ids, 1);
+  const cli::ValidationReport report =
+      cli::validate_measurements(builtin_table(), workloads::Fidelity::kAnalytical, rows_of("Narayanan"), 1);
   MESSAGE(cli::validation_text(report));
   REQUIRE(report.groups.size() == 1);
   CHECK(report.groups[0].rows == 16);  // rows 1-10 and 17-22; ZeRO-3 (11-16), trust B/C estimates skipped

@@ -495,102 +495,93 @@ struct AnalyticalEstimator::Impl {
     const Segment* embedding = nullptr;
   };
   struct Flush {
-    std::size_t op;  // the gradient-producing op that completes the bucket, counted through the chunk
-    double ready, size;
+    std::size_t op;       // the gradient-producing op that completes the bucket, counted through the chunk
+    std::size_t segment;  // its segment, counted in the backward's order (chunk_segments)
+    double ready, size;   // when it is complete (from the backward's start + `start`); gradient bytes
     bool experts;
   };
   std::vector<Flush> flushes;  // scratch
 
-  // Runs the DDP-sized buckets of a chunk's last backward (starting at `start`) on a comm stream free at
-  // `free`; returns when the stream is free again. With `split` (expert parallelism) the dense and the
-  // expert gradients fill their own buckets (megatron_graph.cpp gradient_buckets), issued in the order they
-  // become ready.
-  double overlapped_buckets(const ChunkView& cv, const Segments& segs, double start, double free, double grad_bytes,
-                            double first_cap, double cap, const ParallelPlan& p, CollectiveOp op, bool split) {
+  std::vector<const Segment*> walk_;  // scratch of chunk_segments
+
+  // The chunk's segments in the backward's order: head, layers last to first, embedding (valid until the
+  // next call).
+  const std::vector<const Segment*>& chunk_segments(const ChunkView& cv, const Segments& segs) {
+    walk_.clear();
+    if (cv.head) walk_.push_back(cv.head);
+    for (std::uint32_t l = cv.first_layer + cv.layers; l-- > cv.first_layer;)
+      walk_.push_back(job.model.is_moe_layer(l) ? &segs.moe : &segs.dense);
+    if (cv.embedding) walk_.push_back(cv.embedding);
+    return walk_;
+  }
+
+  // Fills `flushes` with the DDP-sized buckets of a chunk's last backward (starting at `start`), in the order
+  // they become ready: gradients fill a bucket until it holds `cap` bytes (`first_cap` the first). With
+  // `split` (expert parallelism) the dense and the expert gradients fill their own buckets
+  // (megatron_graph.cpp gradient_buckets).
+  void form_buckets(const std::vector<const Segment*>& walk, double start, double grad_bytes, double first_cap,
+                    double cap, bool split) {
     struct Acc {
       double size = 0, ready = 0;
-      std::size_t op = 0;
+      std::size_t op = 0, segment = 0;
       bool first = true;
     } acc[2];
     flushes.clear();
     double offset = start;
     std::size_t index = 0;
-    auto walk = [&](const Segment& s) {
+    for (std::size_t k = 0; k < walk.size(); ++k) {
+      const Segment& s = *walk[k];
       for (std::size_t i = 0; i < s.grad_end.size(); ++i, ++index) {
         Acc& a = acc[split && s.grad_expert[i] ? 1 : 0];
         a.size += grad_bytes * s.grad_params[i];
         a.ready = offset + s.grad_end[i];
         a.op = index;
+        a.segment = k;
         if (a.size >= (a.first ? first_cap : cap)) {
-          flushes.push_back({index, a.ready, a.size, &a == &acc[1]});
+          flushes.push_back({index, k, a.ready, a.size, &a == &acc[1]});
           a.size = 0;
           a.first = false;
         }
       }
       offset += s.bwd();
-    };
-    if (cv.head) walk(*cv.head);
-    for (std::uint32_t l = cv.first_layer + cv.layers; l-- > cv.first_layer;)
-      walk(job.model.is_moe_layer(l) ? segs.moe : segs.dense);
-    if (cv.embedding) walk(*cv.embedding);
+    }
     for (int kind = 0; kind < 2; ++kind)
-      if (acc[kind].size > 0) flushes.push_back({acc[kind].op, acc[kind].ready, acc[kind].size, kind == 1});
+      if (acc[kind].size > 0)
+        flushes.push_back({acc[kind].op, acc[kind].segment, acc[kind].ready, acc[kind].size, kind == 1});
     std::stable_sort(flushes.begin(), flushes.end(), [](const Flush& a, const Flush& b) { return a.op < b.op; });
+  }
+
+  // Runs the buckets of a chunk's last backward (starting at `start`, form_buckets) on a comm stream free at
+  // `free`, in the order they become ready; returns when the stream is free again.
+  double overlapped_buckets(const ChunkView& cv, const Segments& segs, double start, double free, double grad_bytes,
+                            double first_cap, double cap, const ParallelPlan& p, CollectiveOp op, bool split) {
+    form_buckets(chunk_segments(cv, segs), start, grad_bytes, first_cap, cap, split);
     for (const Flush& f : flushes)
       free = std::max(free, f.ready) + comm_time(p, f.experts ? Group::kExpertData : Group::kData, op, f.size);
     return free;
   }
 
-  // overlap_param_gather (megatron_graph.cpp): the chunk's parameter all-gathers, one per gradient bucket,
-  // run back to back on the DP stream from `free` (where the chunk's previous all-gathers ended; updated) in
-  // forward order, while the chunk's first forward starts at `forward_start`; each bucket's first reader waits
-  // for its all-gather. Returns how long the forward waits in all, max over buckets of
+  // overlap_param_gather (megatron_graph.cpp): the chunk's parameter all-gathers, one per gradient bucket
+  // (form_buckets; `element` bytes per gathered parameter), run back to back on the DP stream from `free`
+  // (where the chunk's previous all-gathers ended; updated) in forward order, while the chunk's first forward
+  // starts at `forward_start`; each bucket's first reader — the forward op of the gradient that completed it —
+  // waits for its all-gather. Returns how long the forward waits in all, max over buckets of
   //     (end of its all-gather) − (forward_start + the chunk's forward time before its first reader),
-  // the reader taken at the start of its segment. Buckets as overlapped_buckets forms them (the backward
-  // fills them; a bucket's first reader in the forward is the op that completed it); `element` bytes per
-  // gathered parameter.
+  // the reader taken at the start of its segment.
   double param_gather_wait(const ChunkView& cv, const Segments& segs, double forward_start, double& free,
                            double grad_bytes, double first_cap, double cap, const ParallelPlan& p, bool split) {
-    std::vector<const Segment*> walk;  // the backward's order: head, layers last to first, embedding
-    if (cv.head) walk.push_back(cv.head);
-    for (std::uint32_t l = cv.first_layer + cv.layers; l-- > cv.first_layer;)
-      walk.push_back(job.model.is_moe_layer(l) ? &segs.moe : &segs.dense);
-    if (cv.embedding) walk.push_back(cv.embedding);
-    std::vector<double> before(walk.size());  // forward time before each segment
+    const std::vector<const Segment*>& walk = chunk_segments(cv, segs);
+    std::vector<double> before(walk.size());  // forward time before each segment (the forward runs them reversed)
     double f = 0;
     for (std::size_t k = walk.size(); k-- > 0;) {
       before[k] = f;
       f += walk[k]->fwd();
     }
-    struct Bucket {
-      std::size_t segment;
-      double size;  // gradient bytes
-      bool experts;
-    };
-    std::vector<Bucket> buckets;
-    struct Acc {
-      double size = 0;
-      std::size_t segment = 0;
-      bool first = true;
-    } acc[2];
-    for (std::size_t k = 0; k < walk.size(); ++k)
-      for (std::size_t i = 0; i < walk[k]->grad_params.size(); ++i) {
-        const bool experts = split && walk[k]->grad_expert[i];
-        Acc& a = acc[experts ? 1 : 0];
-        a.size += grad_bytes * walk[k]->grad_params[i];
-        a.segment = k;
-        if (a.size >= (a.first ? first_cap : cap)) {
-          buckets.push_back({k, a.size, experts});
-          a.size = 0;
-          a.first = false;
-        }
-      }
-    for (int kind = 0; kind < 2; ++kind)
-      if (acc[kind].size > 0) buckets.push_back({acc[kind].segment, acc[kind].size, kind == 1});
-    std::stable_sort(buckets.begin(), buckets.end(),
-                     [](const Bucket& a, const Bucket& b) { return a.segment > b.segment; });  // forward order
+    form_buckets(walk, 0, grad_bytes, first_cap, cap, split);
+    std::stable_sort(flushes.begin(), flushes.end(),
+                     [](const Flush& a, const Flush& b) { return a.segment > b.segment; });  // forward order
     double wait = 0;
-    for (const Bucket& b : buckets) {
+    for (const Flush& b : flushes) {
       free += comm_time(p, b.experts ? Group::kExpertData : Group::kData, CollectiveOp::kAllGather,
                         b.size / grad_bytes * element);
       wait = std::max(wait, free - (forward_start + before[b.segment]));

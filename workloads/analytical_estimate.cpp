@@ -784,8 +784,8 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
     return cv;
   };
   // Bucket caps: Megatron's own rule (megatron_graph.h), PyTorch DDP's 1 MiB first bucket and bucket_cap_mb.
-  const double bucket = megatron ? megatron_bucket_bytes(plan, grad_bytes).raw() : plan.ddp_bucket.raw();
-  const double first_bucket = megatron ? bucket : kFirstBucketCap.raw();
+  const double bucket_bytes = megatron ? megatron_bucket_bytes(plan, grad_bytes).raw() : plan.ddp_bucket.raw();
+  const double first_bucket_bytes = megatron ? bucket_bytes : kFirstBucketCap.raw();
   // The gradient reductions of one chunk done in one call per kind (without overlap).
   auto reduce_whole = [&](const Chunk& ch, CollectiveOp op, double per_param) {
     if (!split) return comm_time(plan, Group::kData, op, ch.params * per_param);
@@ -803,8 +803,8 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
           const ChunkView cv = chunk_view(vs);
           // Chunk c's last backward runs c groups of p backward steps before chunk 0's (interleaved cooldown).
           const double chunk_end = end[s] - c * p * chunk[vs].b;
-          free = overlapped_buckets(cv, segs, chunk_end - chunk[vs].b, free, grad_bytes, first_bucket, bucket, plan,
-                                    grad_op, split);
+          free = overlapped_buckets(cv, segs, chunk_end - chunk[vs].b, free, grad_bytes, first_bucket_bytes,
+                                    bucket_bytes, plan, grad_op, split);
         }
         free = std::max(free, end[s]);
       } else {
@@ -834,8 +834,9 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
       double free = 0;
       for (std::uint32_t c = 0; c < v; ++c) {
         const std::uint32_t vs = c * p + s;
-        gather_wait = std::max(gather_wait, param_gather_wait(chunk_view(vs), segs, fill + c * p * chunk[vs].f, free,
-                                                              grad_bytes, first_bucket, bucket, plan, split));
+        const double wait = param_gather_wait(chunk_view(vs), segs, fill + c * p * chunk[vs].f, free, grad_bytes,
+                                              first_bucket_bytes, bucket_bytes, plan, split);
+        gather_wait = std::max(gather_wait, wait);
       }
       fill += chunk[s].f + send;
     }

@@ -680,6 +680,10 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
     }
     return out;
   };
+  // The label of a chunk's parameter all-gather (dense or routed-expert parameters).
+  auto params_gather_name = [](std::uint32_t vs, bool experts) {
+    return "allgather.dp.params.chunk" + std::to_string(vs) + (experts ? ".experts" : "");
+  };
   // overlap_param_gather (Megatron-Core --overlap-param-gather, NeMo's overlap_param_sync): the distributed
   // optimizer all-gathers the updated parameters bucket by bucket (the gradient buckets, chunk by chunk in
   // forward order) while the next step's first micro-batch runs its forward; the forward pre-hook of the
@@ -722,8 +726,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
             if (members.size() < 2) continue;
             const auto [gpus, lanes] = group_lanes(members);
             const sim::TaskId gather = collectives.add(
-                graph, "allgather.dp.params.chunk" + std::to_string(vs) + (g.experts ? ".experts" : ""),
-                kCategoryDpComm,
+                graph, params_gather_name(vs, g.experts), kCategoryDpComm,
                 CollectiveRequest{CollectiveOp::kAllGather, gpus, bytes(g.parameters * element_bytes(prec)), 0},
                 lanes, {});
             for (std::uint32_t r : members) {
@@ -863,18 +866,12 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
                                                                             : so.parameters - so.expert_parameters;
             for (const std::vector<std::uint32_t>& members : reduction_groups(s, tr, experts)) {
               if (members.size() < 2) continue;
-              std::vector<std::uint32_t> gpus;
-              std::vector<sim::StreamId> lanes;
+              const auto [gpus, lanes] = group_lanes(members);
               std::vector<sim::TaskId> deps;
-              for (std::uint32_t r : members) {
-                gpus.push_back(job.gpus[r]);
-                if (!simulated[r]) continue;
-                lanes.push_back(it.comm_stream[r]);
-                deps.push_back(optimizer_of[r]);
-              }
+              for (std::uint32_t r : members)
+                if (simulated[r]) deps.push_back(optimizer_of[r]);
               it.step_end_task.push_back(collectives.add(
-                  graph, "allgather.dp.params.chunk" + std::to_string(vs) + (experts ? ".experts" : ""),
-                  kCategoryDpComm,
+                  graph, params_gather_name(vs, experts), kCategoryDpComm,
                   CollectiveRequest{CollectiveOp::kAllGather, gpus, bytes(params * element_bytes(prec)), 0}, lanes,
                   deps));
               if (host)

@@ -63,7 +63,7 @@ bool glob_match(std::string_view pattern, std::string_view text) {
 }
 
 std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) {
-  return (a + b - 1) / b;
+  return static_cast<std::uint32_t>((std::uint64_t{a} + b - 1) / b);  // no wrap-around for a near 2^32
 }
 
 std::string str(std::uint32_t v) {
@@ -72,6 +72,52 @@ std::string str(std::uint32_t v) {
 
 [[noreturn]] void input_error(const std::string& path, const std::string& message) {
   throw InputError("", 0, 0, path, message);
+}
+
+// How many leaf switches (and, in a three-level Clos, pods) a generated fabric needs for the cluster's NICs,
+// checked against the switches' ports. Arithmetic only, so that a node count that no fabric of this radix holds
+// fails before the nodes are built (a mistyped `nodes: 99999999` is an error at once, not hours of building).
+struct FabricShape {
+  FabricPorts ports;
+  std::uint32_t leaves_per_rail = 0;  // kRailOptimizedFatTree: leaves of each rail
+  std::uint32_t nodes_per_leaf = 0;   // otherwise: whole nodes under one leaf
+  std::uint32_t leaves = 0;
+  std::uint32_t leaves_per_pod = 0;  // kClosThreeLevel only
+  std::uint32_t pods = 0;            // kClosThreeLevel only
+};
+
+FabricShape fabric_shape(const ClusterSpec& spec) {
+  const FabricSpec& f = spec.fabric;
+  const std::uint32_t k = f.switch_radix;
+  const std::uint32_t N = spec.node.nics_per_node;
+  FabricShape s;
+  s.ports = fabric_ports(spec);
+  if (s.ports.downlinks == 0) input_error("fabric.switch_radix", str(k) + " ports leave no downlink port on a leaf");
+  if (f.kind == FabricKind::kRailOptimizedFatTree) {
+    s.leaves_per_rail = ceil_div(spec.nodes, s.ports.downlinks);
+    s.leaves = static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(std::uint64_t{N} * s.leaves_per_rail, std::numeric_limits<std::uint32_t>::max()));
+  } else {
+    s.nodes_per_leaf = s.ports.downlinks / N;
+    if (s.nodes_per_leaf == 0) {
+      input_error("fabric.switch_radix", "a leaf has " + str(s.ports.downlinks) + " downlink ports, fewer than the " +
+                                             str(N) + " NICs of a node");
+    }
+    s.leaves = ceil_div(spec.nodes, s.nodes_per_leaf);
+  }
+  if (s.leaves <= 1) return s;
+  if (f.kind != FabricKind::kClosThreeLevel) {
+    if (s.leaves > k) {
+      input_error("fabric.kind", str(s.leaves) + " leaves exceed the " + str(k) +
+                                     " ports of a spine; a two-level tree of radix " + str(k) + " holds at most " +
+                                     str(k) + " leaves (use CLOS_THREE_LEVEL)");
+    }
+    return s;
+  }
+  s.leaves_per_pod = std::min(std::max<std::uint32_t>(k / 2, 1), s.leaves);
+  s.pods = ceil_div(s.leaves, s.leaves_per_pod);
+  if (s.pods > k) input_error("fabric.kind", str(s.pods) + " pods exceed the " + str(k) + " ports of a core switch");
+  return s;
 }
 
 }  // namespace
@@ -193,6 +239,8 @@ void Topology::build_generated() {
   const NodeLayout& layout = spec_.node;
   const std::uint32_t per_domain = layout.scale_up == ScaleUp::kTorus ? spec_.nodes : layout.nvlink_domain_nodes;
   const std::uint32_t domains = ceil_div(spec_.nodes, std::max<std::uint32_t>(per_domain, 1));
+  const bool fabric = domains > 1 && layout.nics_per_node > 0;
+  if (fabric) fabric_shape(spec_);  // before anything is built: a fabric too small fails at once
   own_nic_.assign(spec_.gpu_count(), kNone);
   for (std::uint32_t d = 0; d < domains; ++d) {
     const std::uint32_t first = d * per_domain;
@@ -215,7 +263,7 @@ void Topology::build_generated() {
     for (std::uint32_t g = first * spec_.gpus_per_node; g < last * spec_.gpus_per_node; ++g) group_.push_back(d);
   }
   if (layout.scale_up == ScaleUp::kTorus) build_torus();
-  if (domains > 1 && layout.nics_per_node > 0) build_fabric();
+  if (fabric) build_fabric();
 }
 
 void Topology::build_node(std::uint32_t n) {
@@ -314,22 +362,19 @@ FabricPorts fabric_ports(const ClusterSpec& spec) {
 
 void Topology::build_fabric() {
   const FabricSpec& f = spec_.fabric;
-  const FabricPorts ports = fabric_ports(spec_);
-  const std::uint32_t k = f.switch_radix;
+  const FabricShape shape = fabric_shape(spec_);
+  const FabricPorts& ports = shape.ports;
   const std::uint32_t N = spec_.node.nics_per_node;
   const BytesPerSecond b = spec_.nic_port_per_direction();
   const BytesPerSecond B = f.link_per_direction.raw() > 0 ? f.link_per_direction : b;
   const Seconds sw = f.switch_latency;
   const Seconds nic_up = spec_.network_hop_latency + sw;
-  if (ports.downlinks == 0) {
-    input_error("fabric.switch_radix", str(k) + " ports leave no downlink port on a leaf");
-  }
   const auto nic_of = [&](std::uint32_t node, std::uint32_t j) {
     return find_vertex("n" + str(node) + "/nic" + str(j));
   };
   std::vector<VertexIndex> leaves;
   if (f.kind == FabricKind::kRailOptimizedFatTree) {
-    const std::uint32_t per_rail = ceil_div(spec_.nodes, ports.downlinks);
+    const std::uint32_t per_rail = shape.leaves_per_rail;
     for (std::uint32_t r = 0; r < N; ++r) {
       for (std::uint32_t i = 0; i < per_rail; ++i) {
         leaves.push_back(add_vertex("rail" + str(r) + "/leaf" + str(i), VertexKind::kLeaf, kNone, kNone));
@@ -339,17 +384,11 @@ void Topology::build_fabric() {
       }
     }
   } else {
-    const std::uint32_t per_leaf = ports.downlinks / N;
-    if (per_leaf == 0) {
-      input_error("fabric.switch_radix", "a leaf has " + str(ports.downlinks) + " downlink ports, fewer than the " +
-                                             str(N) + " NICs of a node");
-    }
-    const std::uint32_t count = ceil_div(spec_.nodes, per_leaf);
-    for (std::uint32_t i = 0; i < count; ++i)
+    for (std::uint32_t i = 0; i < shape.leaves; ++i)
       leaves.push_back(add_vertex("leaf" + str(i), VertexKind::kLeaf, kNone, kNone));
     for (std::uint32_t n = 0; n < spec_.nodes; ++n) {
       for (std::uint32_t j = 0; j < N; ++j) {
-        add_duplex(nic_of(n, j), leaves[n / per_leaf], LinkKind::kNetwork, b, nic_up, seconds(0));
+        add_duplex(nic_of(n, j), leaves[n / shape.nodes_per_leaf], LinkKind::kNetwork, b, nic_up, seconds(0));
       }
     }
   }
@@ -357,11 +396,6 @@ void Topology::build_fabric() {
   const auto L = static_cast<std::uint32_t>(leaves.size());
   if (L <= 1) return;
   if (f.kind != FabricKind::kClosThreeLevel) {
-    if (L > k) {
-      input_error("fabric.kind", str(L) + " leaves exceed the " + str(k) +
-                                     " ports of a spine; a two-level tree of radix " + str(k) + " holds at most " +
-                                     str(k) + " leaves (use CLOS_THREE_LEVEL)");
-    }
     std::vector<VertexIndex> spines;
     for (std::uint32_t j = 0; j < ports.uplinks; ++j)
       spines.push_back(add_vertex("spine" + str(j), VertexKind::kSpine, kNone, kNone));
@@ -371,11 +405,8 @@ void Topology::build_fabric() {
     tiers_.push_back("spine");
     return;
   }
-  const std::uint32_t c = std::min(std::max<std::uint32_t>(k / 2, 1), L);  // leaves per pod
-  const std::uint32_t pods = ceil_div(L, c);
-  if (pods > k) {
-    input_error("fabric.kind", str(pods) + " pods exceed the " + str(k) + " ports of a core switch");
-  }
+  const std::uint32_t c = shape.leaves_per_pod;
+  const std::uint32_t pods = shape.pods;
   std::vector<std::vector<VertexIndex>> spines(pods);
   for (std::uint32_t p = 0; p < pods; ++p) {
     for (std::uint32_t j = 0; j < ports.uplinks; ++j) {

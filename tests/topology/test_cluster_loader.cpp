@@ -194,6 +194,15 @@ TEST_CASE("topology loader: bad clusters name file, line:col and field") {
   CHECK(text_error("node_preset: \"dgx-a100\" nodes: 300") ==
         "c.textproto:1:32: nodes: 80 leaves exceed the 64 ports of a spine; a two-level tree of radix 64 holds at "
         "most 64 leaves (use CLOS_THREE_LEVEL)");
+  // A mistyped node count fails before any node is built: 99,999,999 DGX A100 nodes would be 800 M GPU vertices
+  // (hours and terabytes), and the fabric arithmetic alone rejects them: 8 rails x ceil(99,999,999 / 32 downlinks
+  // of a radix-64 leaf at 1:1) = 8 x 3,125,000 = 25,000,000 leaves; a three-level Clos of radix 64 holds
+  // 32 leaves per pod, so ceil(25,000,000 / 32) = 781,250 pods for a 64-port core.
+  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 99999999") ==
+        "c.textproto:1:32: nodes: 25000000 leaves exceed the 64 ports of a spine; a two-level tree of radix 64 "
+        "holds at most 64 leaves (use CLOS_THREE_LEVEL)");
+  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 99999999 fabric { kind: CLOS_THREE_LEVEL }") ==
+        "c.textproto:1:56: fabric.kind: 781250 pods exceed the 64 ports of a core switch");
   CHECK(text_error("nodes: 1 gpus_per_node: 2 gpu: \"X\" nvlink_gbytes_per_s_per_direction: 1 "
                    "nic_gbits_per_s_per_direction: 1 node_preset: \"dgx-a100\" vertices { name: \"a\" kind: GPU }") ==
         "c.textproto:1:119: node_preset: an explicit cluster (vertices and links) cannot also name a node_preset");

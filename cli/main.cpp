@@ -1,6 +1,7 @@
 // The `clustersim` command. Input errors print one line, `error: FILE:LINE:COL: field.path: what`,
 // and exit with status 2; a deadlocked simulation names its stuck tasks, also with status 2.
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,11 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const clustersim::sim::DeadlockError& e) {
     std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::bad_alloc&) {
+    // Not a bug report: the scenario asked for more than this machine's memory holds (e.g. a huge grad_accum).
+    std::cerr << "error: out of memory: the simulation of this scenario does not fit in this machine's memory "
+                 "(fewer layers, micro-batches or GPUs, or ANALYTICAL fidelity, need less)\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "internal error: " << e.what() << "\n";

@@ -333,6 +333,27 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
 }
 
 // The parallel layout must fit the model: TP splits attention heads, the pipeline splits layers.
+// The most tasks a simulation builds. Each is about 170 bytes with its share of streams and labels (a 16-GPU DDP job
+// of 32 layers and 2,000 micro-batches: 2,048,000 of the bound below, about 20 million tasks, 3.5 GB), so 2^26 by
+// the bound is over 100 GB: beyond any real job's needs (a 1,024-GPU DDP job of 96 layers and 64 micro-batches is
+// 12.6 million), and a mistyped count (grad_accum 99999999) fails here instead of exhausting memory.
+constexpr std::uint64_t kMaxSimulatedTaskBound = std::uint64_t{1} << 26;
+
+// A lower bound of the tasks any fidelity builds: every GPU of one data-parallel replica runs a forward and a
+// backward task per layer it holds and micro-batch.
+void check_simulation_size(const ParsedText& in, const std::string& pre, const workloads::ModelSpec& m,
+                           const workloads::ParallelPlan& p, std::size_t job_gpus) {
+  const std::uint64_t replica_gpus = std::max<std::uint64_t>(1, job_gpus / p.dp);
+  const std::uint64_t stage_layers = (std::uint64_t{m.layers} + p.pp - 1) / p.pp;
+  const double bound = double(replica_gpus) * double(p.grad_accum) * double(stage_layers) * 2.0;
+  if (bound <= double(kMaxSimulatedTaskBound)) return;
+  in.fail(pre + (p.grad_accum > stage_layers ? "parallel.grad_accum" : "model.layers"),
+          std::to_string(p.grad_accum) + " micro-batches x " + plural(stage_layers, "layer") + " per pipeline stage x " +
+              plural(replica_gpus, "GPU") + " of a data-parallel replica x forward and backward need at least " +
+              format_number(bound) + " tasks, more than the " + std::to_string(kMaxSimulatedTaskBound) +
+              " clustersim builds");
+}
+
 void check_layout(const ParsedText& in, const std::string& pre, const workloads::ModelSpec& m,
                   const workloads::ParallelPlan& p) {
   if (m.heads % p.tp != 0)
@@ -540,6 +561,7 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
                                    " x " + plural(out.cluster.gpus_per_node, "GPU") + " per node)",
                                total_gpus);
     check_layout(in, "", job.model, job.parallel);
+    check_simulation_size(in, "", job.model, job.parallel, job.gpus.size());
     check_single_node(in, "", job, out.cluster);
     job.training = to_training(in, message, "", job.model, job.parallel, out.cluster);
     check_precision(in, "", job.training, job.parallel, out.profile, out.profile_ref);
@@ -568,6 +590,7 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
       job.parallel = to_parallel(in, m, pre, "job's " + plural(job.gpus.size(), "GPU") + " (" + pre + "gpus)",
                                  static_cast<std::uint32_t>(job.gpus.size()));
       check_layout(in, pre, job.model, job.parallel);
+      check_simulation_size(in, pre, job.model, job.parallel, job.gpus.size());
       check_single_node(in, pre, job, out.cluster);
       job.training = to_training(in, m, pre, job.model, job.parallel, out.cluster);
       check_precision(in, pre, job.training, job.parallel, out.profile, out.profile_ref);

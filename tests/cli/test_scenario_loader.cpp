@@ -311,6 +311,22 @@ TEST_CASE("bad inline scenarios") {
     CHECK(text_error(kMinimal + "training { samples: 1000 global_batch: 12 }\n") ==
           "inline.textproto:6:40: training.global_batch: 12 is not micro_batch 5 x grad_accum 2 x dp 1 = 10");
   }
+  SUBCASE("a count too large to simulate fails before anything is built") {
+    // The bound: 1 GPU per replica x grad_accum x 2 layers x (forward, backward) = 4 x grad_accum tasks at least;
+    // 4 x 16,777,216 = 2^26 is the most, so 16,777,217 micro-batches (bound 67,108,868) are refused.
+    const std::string cluster = kMinimal.substr(0, kMinimal.find("model {"));
+    CHECK(text_error(cluster + "model { layers: 2 hidden: 64 heads: 4 vocab: 100 seq_len: 16 }\n"
+                               "parallel { dp: 1 micro_batch: 5 grad_accum: 16777217 }\n" + good_training) ==
+          "inline.textproto:5:45: parallel.grad_accum: 16777217 micro-batches x 2 layers per pipeline stage x 1 GPU "
+          "of a data-parallel replica x forward and backward need at least 67108868 tasks, more than the 67108864 "
+          "clustersim builds");
+    // 99,999,999 layers x 2 micro-batches x 2 = 399,999,996: the layers are the larger factor and are named.
+    CHECK(text_error(cluster + "model { layers: 99999999 hidden: 64 heads: 4 vocab: 100 seq_len: 16 }\n"
+                               "parallel { dp: 1 micro_batch: 5 grad_accum: 2 }\n" + good_training) ==
+          "inline.textproto:4:17: model.layers: 2 micro-batches x 99999999 layers per pipeline stage x 1 GPU of a "
+          "data-parallel replica x forward and backward need at least 399999996 tasks, more than the 67108864 "
+          "clustersim builds");
+  }
   SUBCASE("non-finite and non-positive numbers") {
     CHECK(text_error(kMinimal + "training { samples: 1000 epochs: nan }\n") ==
           "inline.textproto:6:34: training.epochs: nan is not a finite number");

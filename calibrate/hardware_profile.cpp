@@ -22,16 +22,28 @@ namespace {
 
 // Profile fields are plain proto3 scalars, so an absent number reads as 0: a quantity that must be
 // positive cannot tell "missing" from "zero", and the message says both.
+// No hardware quantity in these units (TFLOP/s, GB/s, GiB, microseconds) comes near 1e12; a larger value is a typo
+// whose conversion to base units (x 1e12 or x 2^30) and products with it would leave the finite doubles.
+constexpr double kMaxProfileValue = 1e12;
+
+void not_huge(const ParsedText& in, const std::string& path, double value, const std::string& unit) {
+  if (value > kMaxProfileValue)
+    in.fail(path, format_number(value) + " is too large (at most " + format_number(kMaxProfileValue) + " " +
+                      unit.substr(0, unit.find(';')) + ")");
+}
+
 double positive(const ParsedText& in, const std::string& path, double value, const char* unit) {
   if (!std::isfinite(value)) in.fail(path, format_number(value) + " is not a finite number");
   if (value == 0) in.fail(path, std::string("missing or zero; must be > 0 (") + unit + ")");
   if (value < 0) in.fail(path, format_number(value) + " must be > 0 (" + unit + ")");
+  not_huge(in, path, value, unit);
   return value;
 }
 
 double non_negative(const ParsedText& in, const std::string& path, double value, const char* unit = "microseconds") {
   if (!std::isfinite(value)) in.fail(path, format_number(value) + " is not a finite number");
   if (value < 0) in.fail(path, format_number(value) + " must be >= 0 (" + unit + ")");
+  not_huge(in, path, value, unit);
   return value;
 }
 
@@ -305,6 +317,7 @@ HardwareProfile to_profile(const ParsedText& in, const schema::HardwareProfile& 
   if (!std::isfinite(slow) || (slow != 0 && slow < 1))
     in.fail("gpu.compute_slowdown_during_comm",
             format_number(slow) + " must be >= 1 (1 = no slowdown; 0 = absent = 1)");
+  not_huge(in, "gpu.compute_slowdown_during_comm", slow, "x");
   out.gpu.compute_slowdown_during_comm = slow == 0 ? 1.0 : slow;
   out.gpu.sm_count = g.sm_count();
   out.gpu.gemm_tile_m = g.gemm_tile_m();
@@ -331,6 +344,7 @@ HardwareProfile to_profile(const ParsedText& in, const schema::HardwareProfile& 
   k.network_bus_efficiency = efficiency(in, "collectives.network_bus_efficiency", c.network_bus_efficiency());
   if (!std::isfinite(c.nvls_gbytes_per_s()) || c.nvls_gbytes_per_s() < 0)
     in.fail("collectives.nvls_gbytes_per_s", format_number(c.nvls_gbytes_per_s()) + " must be >= 0 (decimal GB/s)");
+  not_huge(in, "collectives.nvls_gbytes_per_s", c.nvls_gbytes_per_s(), "decimal GB/s");
   k.nvls_bandwidth = GBps(c.nvls_gbytes_per_s());
   if (c.has_nccl()) k.nccl = to_nccl_tuning(in, c.nccl());
   k.bands = to_bands(in, c.bands());

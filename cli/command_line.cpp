@@ -57,7 +57,8 @@ std::vector<std::uint32_t> parse_gpu_ranges(const std::string& text, std::uint32
   const std::string malformed = "\"" + text + "\" is not a list of GPU ranges such as \"0-63,128-191\"";
   std::vector<bool> seen(total, false);
   std::size_t pos = 0;
-  auto number = [&]() -> std::uint64_t {
+  // A number and its digits as written (messages quote the digits: the value saturates past `total`).
+  auto number = [&](std::string& digits) -> std::uint64_t {
     while (pos < text.size() && text[pos] == ' ') ++pos;
     const std::size_t begin = pos;
     std::uint64_t v = 0;
@@ -67,20 +68,23 @@ std::vector<std::uint32_t> parse_gpu_ranges(const std::string& text, std::uint32
       ++pos;
     }
     if (pos == begin) fail(malformed);
+    digits = text.substr(begin, pos - begin);
     while (pos < text.size() && text[pos] == ' ') ++pos;
     return v;
   };
   while (true) {
-    const std::uint64_t first = number();
+    std::string first_digits, last_digits;
+    const std::uint64_t first = number(first_digits);
     std::uint64_t last = first;
+    last_digits = first_digits;
     if (pos < text.size() && text[pos] == '-') {
       ++pos;
-      last = number();
+      last = number(last_digits);
     }
-    if (last < first) fail("range " + std::to_string(first) + "-" + std::to_string(last) + " is backwards");
     if (last >= total)
-      fail("GPU " + std::to_string(last) + " does not exist (the cluster has " + std::to_string(total) +
+      fail("GPU " + last_digits + " does not exist (the cluster has " + std::to_string(total) +
            (total == 1 ? " GPU)" : " GPUs)"));
+    if (last < first) fail("range " + first_digits + "-" + last_digits + " is backwards");
     for (std::uint64_t g = first; g <= last; ++g) {
       if (seen[g]) fail("GPU " + std::to_string(g) + " is listed twice");
       seen[g] = true;

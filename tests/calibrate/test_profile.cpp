@@ -128,6 +128,11 @@ TEST_CASE("bad inline profiles") {
         "p.textproto:18:28: collectives.network_step_latency_us: -1 must be >= 0 (microseconds)");
   CHECK(profile_error(replaced("peak_fp32_tflops: 10", "peak_fp32_tflops: inf")) ==
         "p.textproto:8:21: gpu.peak_fp32_tflops: inf is not a finite number");
+  // Finite but past any hardware: 1e308 GiB is inf bytes once multiplied by 2^30.
+  CHECK(profile_error(replaced("memory_capacity_gib: 40", "memory_capacity_gib: 1e308")) ==
+        "p.textproto:10:24: gpu.memory_capacity_gib: 1e+308 is too large (at most 1e+12 GiB)");
+  CHECK(profile_error(replaced("network_step_latency_us: 1", "network_step_latency_us: 2e12")) ==
+        "p.textproto:18:28: collectives.network_step_latency_us: 2e+12 is too large (at most 1e+12 microseconds)");
   CHECK(profile_error(replaced("provenance { source: \"made up for a test\" }\n", "")) ==
         "p.textproto: provenance.source: missing; a profile must say where its numbers come from");
   CHECK(profile_error("name: \"x\" provenance { source: \"s\" }") ==

@@ -203,6 +203,10 @@ TEST_CASE("collective: bad options are input errors naming the option; the binar
   CHECK(error_of([] {
           run_api({kRingScenario, "--op", "allreduce", "--ranks", "0-8"});
         }) == "command line: --ranks: GPU 8 does not exist (the cluster has 8 GPUs)");
+  // The message quotes the number as written, although the parser stops accumulating digits past the GPU count.
+  CHECK(error_of([] {
+          run_api({kRingScenario, "--op", "allreduce", "--ranks", "0-999"});
+        }) == "command line: --ranks: GPU 999 does not exist (the cluster has 8 GPUs)");
   CHECK(error_of([] {
           run_api({kRingScenario, "--op", "allreduce", "--ranks", "0-3,2"});
         }) == "command line: --ranks: GPU 2 is listed twice");

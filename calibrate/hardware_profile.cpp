@@ -341,6 +341,9 @@ HardwareProfile to_profile(const ParsedText& in, const schema::HardwareProfile& 
   k.network_step_latency =
       microseconds(non_negative(in, "collectives.network_step_latency_us", c.network_step_latency_us()));
   k.nvlink_bus_efficiency = efficiency(in, "collectives.nvlink_bus_efficiency", c.nvlink_bus_efficiency());
+  if (c.nvlink_allgather_bus_efficiency() != 0)
+    k.nvlink_allgather_bus_efficiency =
+        efficiency(in, "collectives.nvlink_allgather_bus_efficiency", c.nvlink_allgather_bus_efficiency());
   k.network_bus_efficiency = efficiency(in, "collectives.network_bus_efficiency", c.network_bus_efficiency());
   if (!std::isfinite(c.nvls_gbytes_per_s()) || c.nvls_gbytes_per_s() < 0)
     in.fail("collectives.nvls_gbytes_per_s", format_number(c.nvls_gbytes_per_s()) + " must be >= 0 (decimal GB/s)");

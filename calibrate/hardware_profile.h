@@ -116,6 +116,7 @@ struct CollectiveConstants {
   NcclTuning nccl;
   BytesPerSecond nvls_bandwidth;         // per GPU, NVLS AllReduce; 0 = none
   std::vector<AlphaBetaBand> bands{};  // fitted; empty in the built-in profiles
+  double nvlink_allgather_bus_efficiency = 0;  // nvlink_bus_efficiency for AllGather, (0, 1]; 0 = the same
 };
 
 // The band that times a collective, or null. The rule:

@@ -285,6 +285,8 @@ std::string profile_tables(const calibrate::HardwareProfile& p) {
   o += line("  %-30s %s us\n", "NVLink step latency", number(to_us(c.nvlink_step_latency)).c_str());
   o += line("  %-30s %s us\n", "network step latency", number(to_us(c.network_step_latency)).c_str());
   o += line("  %-30s %s\n", "NVLink bus efficiency", number(c.nvlink_bus_efficiency).c_str());
+  if (c.nvlink_allgather_bus_efficiency > 0)
+    o += line("  %-30s %s\n", "NVLink bus efficiency, AllGather", number(c.nvlink_allgather_bus_efficiency).c_str());
   o += line("  %-30s %s\n", "network bus efficiency", number(c.network_bus_efficiency).c_str());
   o += line("  %-30s %s GB/s\n", "NVLS per GPU", number(c.nvls_bandwidth.raw() / 1e9).c_str());
 

@@ -381,7 +381,13 @@ struct Evaluator {
   double physical_algbw(Algorithm a, Protocol p, double bytes, bool raw = false) const {
     const auto& k = t();
     const double n = sh.n, ppn = sh.ppn, N = std::max<std::uint32_t>(1, sh.domains);
-    const double ring_bus = std::min(sh.b_intra, sh.egress);
+    // AllGather's own NVLink efficiency, where the profile has one, scales the intra-domain rate like a protocol
+    // efficiency (not in `raw`: FLOW's links are derated by nvlink_bus_efficiency, and the wire factor adds this).
+    const double ag_efficiency = profile.collectives.nvlink_allgather_bus_efficiency;
+    const double b_intra = !raw && req.op == CollectiveOp::kAllGather && ag_efficiency > 0
+                               ? sh.b_intra * ag_efficiency / profile.collectives.nvlink_bus_efficiency
+                               : sh.b_intra;
+    const double ring_bus = std::min(b_intra, sh.egress);
     auto protocol_cap = [&](double bus_Bps) {  // ring protocols: wire efficiency and NCCL's per-channel caps
       if (!k.present || raw) return bus_Bps;
       if (p == Protocol::kLL) return std::min(k.ll_max_bus_GBps[sh.idx] * 1e9, bus_Bps * 0.5);
@@ -397,8 +403,8 @@ struct Evaluator {
         // the busiest domain sends tree_max_sends half-buffers over its rails (S with 2 domains, 2S
         // from 3 on: an interior node feeds two children).
         const double tree_bytes = N > 1 ? tree_max_sends(static_cast<std::uint32_t>(N)) / 2.0 : 0;
-        double alg = std::min(ppn > 1 ? sh.b_intra / 2 : kInf, N > 1 ? sh.egress / tree_bytes : kInf);
-        if (!std::isfinite(alg)) alg = sh.b_intra;
+        double alg = std::min(ppn > 1 ? b_intra / 2 : kInf, N > 1 ? sh.egress / tree_bytes : kInf);
+        if (!std::isfinite(alg)) alg = b_intra;
         if (raw) return alg;
         // Wire efficiency: Simple moves payload only; LL and LL128 as NCCL's tree factors (1/3.8; 7/9 in a
         // node, 120/128 across). The size-dependent tree correction is NCCL's measured shortfall.
@@ -414,9 +420,9 @@ struct Evaluator {
       case Algorithm::kCollNet:
         // The switches reduce: a domain sends its data once and receives the result once over its rails;
         // inside the domain a reduce-scatter and an all-gather over NVLink.
-        return std::min(sh.egress, ppn > 1 ? sh.b_intra * ppn / (2 * (ppn - 1)) : kInf);
+        return std::min(sh.egress, ppn > 1 ? b_intra * ppn / (2 * (ppn - 1)) : kInf);
       case Algorithm::kHierarchical: {
-        const double intra_time = ppn > 1 ? 2 * (ppn - 1) / ppn / sh.b_intra : 0;  // per byte of S
+        const double intra_time = ppn > 1 ? 2 * (ppn - 1) / ppn / b_intra : 0;  // per byte of S
         const double inter_time = N > 1 ? 2 * (N - 1) / N / ppn / sh.b_nic : 0;
         const double per_byte = intra_time + inter_time;
         return per_byte > 0 ? protocol_cap(1 / per_byte) : kInf;
@@ -424,11 +430,11 @@ struct Evaluator {
       case Algorithm::kPointToPoint: {
         if (req.op == CollectiveOp::kSendRecv) {
           const bool same = sh.domains <= 1;
-          return same ? sh.b_intra : sh.b_nic;
+          return same ? b_intra : sh.b_nic;
         }
         // AlltoAll: each GPU sends (n − ppn)/n of S across domains through its NIC and (ppn − 1)/n inside.
         const double inter = N > 1 ? (n - ppn) / n / sh.b_nic : 0;
-        const double local = ppn > 1 ? (ppn - 1) / n / sh.b_intra : 0;
+        const double local = ppn > 1 ? (ppn - 1) / n / b_intra : 0;
         const double per_byte = std::max(inter, local);
         return per_byte > 0 ? 1 / per_byte : kInf;
       }

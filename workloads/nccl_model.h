@@ -12,7 +12,7 @@
 //    launch overhead per call, and a bandwidth from the links the algorithm actually loads — NVLink per
 //    GPU and the NIC rails per NVLink domain, derated by the profile's measured bus efficiencies — with the
 //    protocol's wire efficiency (LL: 8 of 16 bytes are data; LL128: 120 of 128) and the NVLS rate measured
-//    on H100 (§1.12). At ANALYTICAL fidelity this is the time; at FLOW fidelity the same algorithm runs as
+//    on H100 (§1.12); AllGather takes the profile's own NVLink efficiency for it where there is one. At ANALYTICAL fidelity this is the time; at FLOW fidelity the same algorithm runs as
 //    flows on the topology (network_model.h) and the bandwidth comes from max-min sharing instead.
 //
 // On a torus (ScaleUp::kTorus: TPU chips joined by ICI links, no NCCL) a communicator that is a box of the torus

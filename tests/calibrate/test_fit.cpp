@@ -248,28 +248,28 @@ TEST_CASE("profile: band, table and curve errors name the field") {
   CHECK(with("",
              "  bands { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" link: NVLINK min_bytes: 0 "
              "alpha_us: 1 busbw_gbytes_per_s: -5 }\n") ==
-        "p.textproto:44:123: collectives.bands[0].busbw_gbytes_per_s: -5 must be > 0 (decimal GB/s)");
+        "p.textproto:45:123: collectives.bands[0].busbw_gbytes_per_s: -5 must be > 0 (decimal GB/s)");
   CHECK(with("",
              "  bands { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" min_bytes: 0 "
              "alpha_us: 1 busbw_gbytes_per_s: 5 }\n") ==
-        "p.textproto:44:3: collectives.bands[0].link: missing; NVLINK (inside one NVLink domain) or NET (across "
+        "p.textproto:45:3: collectives.bands[0].link: missing; NVLINK (inside one NVLink domain) or NET (across "
         "domains)");
   CHECK(with("",
              "  bands { op: \"allreduce\" algorithm: \"ring\" protocol: \"Simple\" link: NET min_bytes: 0 "
              "alpha_us: 1 busbw_gbytes_per_s: 5 }\n") ==
-        "p.textproto:44:15: collectives.bands[0].op: \"allreduce\" is not a collective; one of all_reduce, "
+        "p.textproto:45:15: collectives.bands[0].op: \"allreduce\" is not a collective; one of all_reduce, "
         "reduce_scatter, all_gather, broadcast, reduce, alltoall, sendrecv");
   CHECK(with("",
              "  bands { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" link: NET min_bytes: 0 "
              "alpha_us: 1 busbw_gbytes_per_s: 5 }\n"
              "  bands { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" link: NET min_bytes: 64 "
              "alpha_us: 1 busbw_gbytes_per_s: 5 }\n") ==
-        "p.textproto:45:86: collectives.bands[1].min_bytes: overlaps collectives.bands[0] of the same op, algorithm, "
+        "p.textproto:46:86: collectives.bands[1].min_bytes: overlaps collectives.bands[0] of the same op, algorithm, "
         "protocol, link and ranks; bands of one kind must not overlap");
   CHECK(with("",
              "  bands { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" link: NET min_bytes: 0 "
              "alpha_us: 1 busbw_gbytes_per_s: 5 ranks: 1 }\n") ==
-        "p.textproto:44:129: collectives.bands[0].ranks: 1 is not a communicator size; 0 (any size) or the GPU "
+        "p.textproto:45:129: collectives.bands[0].ranks: 1 is not a communicator size; 0 (any size) or the GPU "
         "count measured, >= 2");
   // The same size ranges measured on different communicator sizes are two kinds: no overlap.
   CHECK(with("",

@@ -71,6 +71,33 @@ TEST_CASE("ring and tree latencies: step counts times NCCL's per-step latencies"
         doctest::Approx(92.4));
 }
 
+TEST_CASE("AllGather takes the profile's own NVLink efficiency; ReduceScatter and AllReduce keep the shared one") {
+  // H100 profile: nvlink_bus_efficiency 0.82, nvlink_allgather_bus_efficiency 0.80; 8 GPUs, 450 GB/s NVLink, ring
+  // Simple forced, 1 GiB. Latency 8.4 + 7·3.4 = 32.2 µs for both halves. Bytes per link: 2^30·7/8 = 939,524,096.
+  //   AllGather:     busbw 450·0.80 = 360 GB/s → 939,524,096 / 360e9 = 2,609.789 µs + 32.2 = 2,641.989 µs
+  //   ReduceScatter: busbw 450·0.82 = 369 GB/s → 939,524,096 / 369e9 = 2,546.136 µs + 32.2 = 2,578.336 µs
+  const calibrate::HardwareProfile h100 = calibrate::load_profile("h100-sxm5-80gb");
+  REQUIRE(h100.collectives.nvlink_allgather_bus_efficiency == doctest::Approx(0.80));
+  const auto node = cluster(1, 8, 450, 400);
+  NcclSettings ring_simple;
+  ring_simple.algorithm = Algorithm::kRing;
+  ring_simple.protocol = Protocol::kSimple;
+  const Bytes gib = bytes(1024.0 * 1024 * 1024);
+  const CollectivePlan ag = plan(node, h100, CollectiveOp::kAllGather, gib, ring_simple);
+  const CollectivePlan rs = plan(node, h100, CollectiveOp::kReduceScatter, gib, ring_simple);
+  CHECK(to_us(ag.time) == doctest::Approx(2641.989).epsilon(1e-6));
+  CHECK(to_us(rs.time) == doctest::Approx(2578.336).epsilon(1e-6));
+  CHECK(ag.bus_bandwidth.raw() == doctest::Approx(360e9));
+  // FLOW's links carry the shared 0.82; the plan's wire factor adds AllGather's 0.82 / 0.80 on top of them.
+  CHECK(ag.wire_factor == doctest::Approx(0.82 / 0.80));
+  CHECK(rs.wire_factor == doctest::Approx(1.0));
+  // Without the field (0), AllGather is timed as ReduceScatter.
+  calibrate::HardwareProfile shared = h100;
+  shared.collectives.nvlink_allgather_bus_efficiency = 0;
+  CHECK(to_us(plan(node, shared, CollectiveOp::kAllGather, gib, ring_simple).time) ==
+        doctest::Approx(2578.336).epsilon(1e-6));
+}
+
 TEST_CASE("NCCL's choice on an 8-GPU A100 node: LL, then LL128, then Simple at the crossovers its model predicts") {
   // A100 (no NVLS): bus bandwidth 300 GB/s · 0.77 = 231 GB/s; ring algbw = busBw · 8/14.
   //   LL:    15.0 µs + S / (min(llMax 87.7, 231·0.5) · 8/14 = 50.114 GB/s)

@@ -8,6 +8,7 @@
 
 #include "cli/command_line.h"
 #include "cli/html_report.h"
+#include "calibrate/proto_text.h"
 #include "cli/report.h"
 #include "sim/input_error.h"
 #include "workloads/compute_model.h"
@@ -280,6 +281,16 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out) {
   std::optional<ReportFormat> report;
   if (vm.count("report")) report = report_format(vm["report"].as<std::string>());
   const workloads::Scenario scenario = load_scenario_argument(parsed, "plan");
+  // Steps are counted in whole numbers (workloads::kMaxTrainingSteps): 1e30 tokens would overflow the count.
+  if (!scenario.jobs.empty()) {
+    const workloads::Job& job = scenario.jobs[0];
+    const double tokens_per_step = double(job.training.global_batch) * job.model.seq_len;
+    if (o.tokens / tokens_per_step > workloads::kMaxTrainingSteps)
+      fail("--tokens", calibrate::format_number(o.tokens) + " tokens are " +
+                           calibrate::format_number(o.tokens / tokens_per_step) + " optimizer steps of " +
+                           calibrate::format_number(tokens_per_step) + " tokens, more than the " +
+                           calibrate::format_number(workloads::kMaxTrainingSteps) + " clustersim counts");
+  }
   const PlanResult result = run_plan(scenario, o);
   if (report) write_file_atomically(vm["report"].as<std::string>(), plan_report(scenario, o, result, *report));
   out << plan_text(scenario, o, result);

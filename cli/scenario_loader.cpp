@@ -444,6 +444,17 @@ workloads::TrainingJob to_training(const ParsedText& in, const M& s, const std::
                                          std::to_string(parallel.grad_accum) + " x dp " + std::to_string(parallel.dp) +
                                          " = " + std::to_string(expected));
   }
+  // Steps are counted in whole numbers: more micro-batch steps than 2^53 (a double's exact integers; at 1 ms each,
+  // 285,000 years) is a typo such as epochs: 1e300, which would otherwise overflow the count to nonsense.
+  const double micro_steps = out.epochs * out.samples_per_epoch / double(expected) * parallel.grad_accum;
+  if (micro_steps > workloads::kMaxTrainingSteps) {
+    const bool epochs = t.has_epochs() && t.epochs() > 1;
+    in.fail(pre + (epochs                                                ? "training.epochs"
+                   : t.dataset_case() == schema::Training::kTokens ? "training.tokens"
+                                                                       : "training.samples"),
+            "training would take " + format_number(micro_steps) + " micro-batch steps, more than the " +
+                format_number(workloads::kMaxTrainingSteps) + " clustersim counts");
+  }
   switch (t.precision()) {
     case schema::PRECISION_UNSPECIFIED:
     case schema::BF16: out.precision = workloads::Precision::kBF16; break;

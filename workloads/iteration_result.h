@@ -16,6 +16,8 @@
 // Training-time identity: global_batch = micro_batch · grad_accum · DP;
 //   optimizer_steps = ⌈epochs · samples / global_batch⌉; micro_batch_steps = optimizer_steps · grad_accum;
 //   time_to_train = optimizer_steps · iteration_time; GPU-hours = time_to_train · GPUs / 3600 s.
+// Step counts are whole numbers up to kMaxTrainingSteps (scenario.h); inputs that need more are refused where
+// they are read.
 #pragma once
 
 #include <cstdint>

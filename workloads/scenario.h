@@ -92,6 +92,10 @@ struct ParallelPlan {
   bool megatron() const { return effective_framework() == Framework::kMegatron; }
 };
 
+// The most micro-batch steps a training run may count: 2^53, the range in which a double holds every integer
+// (at 1 ms a step, 285,000 years). More is a typo (epochs: 1e300) and is refused where it is read.
+inline constexpr double kMaxTrainingSteps = 9007199254740992.0;
+
 struct TrainingJob {
   double samples_per_epoch = 0;        // sequences
   double epochs = 1;

@@ -327,6 +327,12 @@ TEST_CASE("bad inline scenarios") {
           "data-parallel replica x forward and backward need at least 399999996 tasks, more than the 67108864 "
           "clustersim builds");
   }
+  SUBCASE("more training steps than clustersim counts") {
+    // 1e300 epochs x 1000 samples / global batch 10 x grad_accum 2 = 2e302 micro-batch steps > 2^53.
+    CHECK(text_error(kMinimal + "training { samples: 1000 epochs: 1e300 }\n") ==
+          "inline.textproto:6:34: training.epochs: training would take 2e+302 micro-batch steps, more than the "
+          "9007199254740992 clustersim counts");
+  }
   SUBCASE("non-finite and non-positive numbers") {
     CHECK(text_error(kMinimal + "training { samples: 1000 epochs: nan }\n") ==
           "inline.textproto:6:34: training.epochs: nan is not a finite number");

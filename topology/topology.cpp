@@ -8,6 +8,7 @@
 #include <deque>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <ostream>
 #include <set>
 
@@ -74,51 +75,6 @@ std::string str(std::uint32_t v) {
   throw InputError("", 0, 0, path, message);
 }
 
-// How many leaf switches (and, in a three-level Clos, pods) a generated fabric needs for the cluster's NICs,
-// checked against the switches' ports. Arithmetic only, so that a node count that no fabric of this radix holds
-// fails before the nodes are built (a mistyped `nodes: 99999999` is an error at once, not hours of building).
-struct FabricShape {
-  FabricPorts ports;
-  std::uint32_t leaves_per_rail = 0;  // kRailOptimizedFatTree: leaves of each rail
-  std::uint32_t nodes_per_leaf = 0;   // otherwise: whole nodes under one leaf
-  std::uint32_t leaves = 0;
-  std::uint32_t leaves_per_pod = 0;  // kClosThreeLevel only
-  std::uint32_t pods = 0;            // kClosThreeLevel only
-};
-
-FabricShape fabric_shape(const ClusterSpec& spec) {
-  const FabricSpec& f = spec.fabric;
-  const std::uint32_t k = f.switch_radix;
-  const std::uint32_t N = spec.node.nics_per_node;
-  FabricShape s;
-  s.ports = fabric_ports(spec);
-  if (s.ports.downlinks == 0) input_error("fabric.switch_radix", str(k) + " ports leave no downlink port on a leaf");
-  if (f.kind == FabricKind::kRailOptimizedFatTree) {
-    s.leaves_per_rail = ceil_div(spec.nodes, s.ports.downlinks);
-    s.leaves = static_cast<std::uint32_t>(
-        std::min<std::uint64_t>(std::uint64_t{N} * s.leaves_per_rail, std::numeric_limits<std::uint32_t>::max()));
-  } else {
-    s.nodes_per_leaf = s.ports.downlinks / N;
-    if (s.nodes_per_leaf == 0) {
-      input_error("fabric.switch_radix", "a leaf has " + str(s.ports.downlinks) + " downlink ports, fewer than the " +
-                                             str(N) + " NICs of a node");
-    }
-    s.leaves = ceil_div(spec.nodes, s.nodes_per_leaf);
-  }
-  if (s.leaves <= 1) return s;
-  if (f.kind != FabricKind::kClosThreeLevel) {
-    if (s.leaves > k) {
-      input_error("fabric.kind", str(s.leaves) + " leaves exceed the " + str(k) +
-                                     " ports of a spine; a two-level tree of radix " + str(k) + " holds at most " +
-                                     str(k) + " leaves (use CLOS_THREE_LEVEL)");
-    }
-    return s;
-  }
-  s.leaves_per_pod = std::min(std::max<std::uint32_t>(k / 2, 1), s.leaves);
-  s.pods = ceil_div(s.leaves, s.leaves_per_pod);
-  if (s.pods > k) input_error("fabric.kind", str(s.pods) + " pods exceed the " + str(k) + " ports of a core switch");
-  return s;
-}
 
 }  // namespace
 
@@ -239,8 +195,9 @@ void Topology::build_generated() {
   const NodeLayout& layout = spec_.node;
   const std::uint32_t per_domain = layout.scale_up == ScaleUp::kTorus ? spec_.nodes : layout.nvlink_domain_nodes;
   const std::uint32_t domains = ceil_div(spec_.nodes, std::max<std::uint32_t>(per_domain, 1));
-  const bool fabric = domains > 1 && layout.nics_per_node > 0;
-  if (fabric) fabric_shape(spec_);  // before anything is built: a fabric too small fails at once
+  // The fabric's sizing is checked before anything is built: a fabric too small for the nodes fails at once.
+  std::optional<FabricShape> fabric;
+  if (domains > 1 && layout.nics_per_node > 0) fabric = fabric_shape(spec_);
   own_nic_.assign(spec_.gpu_count(), kNone);
   for (std::uint32_t d = 0; d < domains; ++d) {
     const std::uint32_t first = d * per_domain;
@@ -263,7 +220,7 @@ void Topology::build_generated() {
     for (std::uint32_t g = first * spec_.gpus_per_node; g < last * spec_.gpus_per_node; ++g) group_.push_back(d);
   }
   if (layout.scale_up == ScaleUp::kTorus) build_torus();
-  if (fabric) build_fabric();
+  if (fabric) build_fabric(*fabric);
 }
 
 void Topology::build_node(std::uint32_t n) {
@@ -360,9 +317,42 @@ FabricPorts fabric_ports(const ClusterSpec& spec) {
   return p;
 }
 
-void Topology::build_fabric() {
+FabricShape fabric_shape(const ClusterSpec& spec) {
+  const FabricSpec& f = spec.fabric;
+  const std::uint32_t k = f.switch_radix;
+  const std::uint32_t N = spec.node.nics_per_node;
+  FabricShape s;
+  s.ports = fabric_ports(spec);
+  if (s.ports.downlinks == 0) input_error("fabric.switch_radix", str(k) + " ports leave no downlink port on a leaf");
+  if (f.kind == FabricKind::kRailOptimizedFatTree) {
+    s.leaves_per_rail = ceil_div(spec.nodes, s.ports.downlinks);
+    s.leaves = static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(std::uint64_t{N} * s.leaves_per_rail, std::numeric_limits<std::uint32_t>::max()));
+  } else {
+    s.nodes_per_leaf = s.ports.downlinks / N;
+    if (s.nodes_per_leaf == 0) {
+      input_error("fabric.switch_radix", "a leaf has " + str(s.ports.downlinks) + " downlink ports, fewer than the " +
+                                             str(N) + " NICs of a node");
+    }
+    s.leaves = ceil_div(spec.nodes, s.nodes_per_leaf);
+  }
+  if (s.leaves <= 1) return s;
+  if (f.kind != FabricKind::kClosThreeLevel) {
+    if (s.leaves > k) {
+      input_error("fabric.kind", str(s.leaves) + " leaves exceed the " + str(k) +
+                                     " ports of a spine; a two-level tree of radix " + str(k) + " holds at most " +
+                                     str(k) + " leaves (use CLOS_THREE_LEVEL)");
+    }
+    return s;
+  }
+  s.leaves_per_pod = std::min(std::max<std::uint32_t>(k / 2, 1), s.leaves);
+  s.pods = ceil_div(s.leaves, s.leaves_per_pod);
+  if (s.pods > k) input_error("fabric.kind", str(s.pods) + " pods exceed the " + str(k) + " ports of a core switch");
+  return s;
+}
+
+void Topology::build_fabric(const FabricShape& shape) {
   const FabricSpec& f = spec_.fabric;
-  const FabricShape shape = fabric_shape(spec_);
   const FabricPorts& ports = shape.ports;
   const std::uint32_t N = spec_.node.nics_per_node;
   const BytesPerSecond b = spec_.nic_port_per_direction();

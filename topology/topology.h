@@ -132,6 +132,20 @@ struct FabricPorts {
 };
 FabricPorts fabric_ports(const ClusterSpec& spec);
 
+// How many leaf switches (and, in a three-level Clos, pods) a generated fabric needs for the cluster's NICs,
+// checked against the switches' ports; throws InputError (fabric.switch_radix, fabric.kind) where they do not fit.
+// Arithmetic only, so that a node count no fabric of this radix holds fails before any node is built (a mistyped
+// `nodes: 99999999` is an error at once, not hours of building).
+struct FabricShape {
+  FabricPorts ports;
+  std::uint32_t leaves_per_rail = 0;  // kRailOptimizedFatTree: leaves of each rail
+  std::uint32_t nodes_per_leaf = 0;   // otherwise: whole nodes under one leaf
+  std::uint32_t leaves = 0;
+  std::uint32_t leaves_per_pod = 0;  // kClosThreeLevel only
+  std::uint32_t pods = 0;            // kClosThreeLevel only
+};
+FabricShape fabric_shape(const ClusterSpec& spec);
+
 // ICI links per chip of a torus: 2 per dimension longer than 2, 1 for a dimension of 2, 0 for 1.
 std::uint32_t torus_links_per_chip(const std::array<std::uint32_t, 3>& dims);
 
@@ -186,7 +200,7 @@ class Topology {
   void build_generated();
   void build_node(std::uint32_t node);
   void build_torus();
-  void build_fabric();
+  void build_fabric(const FabricShape& shape);
   void build_explicit();
   void apply_faults();
   void compute_domains();

@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
   } catch (const std::bad_alloc&) {
-    // Not a bug report: the scenario asked for more than this machine's memory holds (e.g. a huge grad_accum).
+    // Not a bug report: the scenario asked for more than this machine's memory holds (a large job at FLOW fidelity).
     std::cerr << "error: out of memory: the simulation of this scenario does not fit in this machine's memory "
                  "(fewer layers, micro-batches or GPUs, or ANALYTICAL fidelity, need less)\n";
     return 2;

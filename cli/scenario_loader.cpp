@@ -332,11 +332,11 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
   return out;
 }
 
-// The parallel layout must fit the model: TP splits attention heads, the pipeline splits layers.
-// The most tasks a simulation builds. Each is about 170 bytes with its share of streams and labels (a 16-GPU DDP job
-// of 32 layers and 2,000 micro-batches: 2,048,000 of the bound below, about 20 million tasks, 3.5 GB), so 2^26 by
-// the bound is over 100 GB: beyond any real job's needs (a 1,024-GPU DDP job of 96 layers and 64 micro-batches is
-// 12.6 million), and a mistyped count (grad_accum 99999999) fails here instead of exhausting memory.
+// The most tasks a simulation may need, by the lower bound below. A task costs about 120 bytes with its share of
+// streams and labels (a 16-GPU DDP job of 32 layers and 2,000 micro-batches: bound 128,000, as a replica is one GPU;
+// 29.0 million tasks, since every replica and every op is simulated; 3.5 GB peak). A bound of 2^26 is at least
+// 67 million tasks (8 GB), usually many times more: beyond any real job (a Megatron replica of 128 GPUs, 7 layers
+// per stage and 64 micro-batches is 114,688), so a mistyped count (grad_accum 99999999) fails here at once.
 constexpr std::uint64_t kMaxSimulatedTaskBound = std::uint64_t{1} << 26;
 
 // A lower bound of the tasks any fidelity builds: every GPU of one data-parallel replica runs a forward and a
@@ -354,6 +354,7 @@ void check_simulation_size(const ParsedText& in, const std::string& pre, const w
               " clustersim builds");
 }
 
+// The parallel layout must fit the model: TP splits attention heads, the pipeline splits layers.
 void check_layout(const ParsedText& in, const std::string& pre, const workloads::ModelSpec& m,
                   const workloads::ParallelPlan& p) {
   if (m.heads % p.tp != 0)

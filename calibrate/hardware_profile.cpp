@@ -20,8 +20,6 @@ std::vector<std::string_view> builtin_profile_text_names();
 
 namespace {
 
-// Profile fields are plain proto3 scalars, so an absent number reads as 0: a quantity that must be
-// positive cannot tell "missing" from "zero", and the message says both.
 // No hardware quantity in these units (TFLOP/s, GB/s, GiB, microseconds) comes near 1e12; a larger value is a typo
 // whose conversion to base units (x 1e12 or x 2^30) and products with it would leave the finite doubles.
 constexpr double kMaxProfileValue = 1e12;
@@ -32,6 +30,8 @@ void not_huge(const ParsedText& in, const std::string& path, double value, const
                       unit.substr(0, unit.find(';')) + ")");
 }
 
+// Profile fields are plain proto3 scalars, so an absent number reads as 0: a quantity that must be
+// positive cannot tell "missing" from "zero", and the message says both.
 double positive(const ParsedText& in, const std::string& path, double value, const char* unit) {
   if (!std::isfinite(value)) in.fail(path, format_number(value) + " is not a finite number");
   if (value == 0) in.fail(path, std::string("missing or zero; must be > 0 (") + unit + ")");

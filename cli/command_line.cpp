@@ -73,10 +73,10 @@ std::vector<std::uint32_t> parse_gpu_ranges(const std::string& text, std::uint32
     return v;
   };
   while (true) {
-    std::string first_digits, last_digits;
+    std::string first_digits;
     const std::uint64_t first = number(first_digits);
     std::uint64_t last = first;
-    last_digits = first_digits;
+    std::string last_digits = first_digits;
     if (pos < text.size() && text[pos] == '-') {
       ++pos;
       last = number(last_digits);

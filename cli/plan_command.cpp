@@ -6,9 +6,9 @@
 #include <ostream>
 #include <sstream>
 
+#include "calibrate/proto_text.h"
 #include "cli/command_line.h"
 #include "cli/html_report.h"
-#include "calibrate/proto_text.h"
 #include "cli/report.h"
 #include "sim/input_error.h"
 #include "workloads/compute_model.h"

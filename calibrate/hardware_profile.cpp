@@ -233,6 +233,11 @@ NcclTuning to_nccl_tuning(const ParsedText& in, const schema::NcclTuning& t) {
   k.present = true;
   if (t.source().empty()) in.fail(p + "source", "missing; say which NCCL version the constants come from");
   k.source = t.source();
+  // A release number, as nccl-tests logs print it ("2.26.2"): digits and dots.
+  if (!t.nccl_version().empty() && (t.nccl_version().find_first_not_of("0123456789.") != std::string::npos ||
+                                    t.nccl_version().front() == '.' || t.nccl_version().back() == '.'))
+    in.fail(p + "nccl_version", "\"" + t.nccl_version() + "\" is not an NCCL release number such as \"2.30.7\"");
+  k.nccl_version = t.nccl_version();
   k.ring_base_us = per_protocol(in, p + "ring_base_latency_us", t.ring_base_latency_us());
   k.tree_base_us = per_protocol(in, p + "tree_base_latency_us", t.tree_base_latency_us());
   k.nvls_base_us = per_protocol(in, p + "nvls_base_latency_us", t.nvls_base_latency_us());

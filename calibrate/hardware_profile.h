@@ -76,6 +76,7 @@ FlopsPerSecond dense_peak(const GpuPerformance& gpu, GemmDtype d);
 struct NcclTuning {
   bool present = false;                  // false: only ring/Simple is modelled
   std::string source;
+  std::string nccl_version;              // "2.30.7"; empty = not stated
   using PerProtocol = std::array<double, 3>;
   PerProtocol ring_base_us{}, tree_base_us{}, nvls_base_us{}, collnet_base_us{};
   PerProtocol ring_nvlink_us{}, tree_nvlink_us{}, nvls_nvlink_us{}, collnet_nvlink_us{};

@@ -298,6 +298,7 @@ std::string profile_tables(const calibrate::HardwareProfile& p) {
   }
   o += " (LL / LL128 / Simple; per node count 1 / 2 / >2)\n";
   o += line("  %-30s %s\n", "source", t.source.c_str());
+  if (!t.nccl_version.empty()) o += line("  %-30s %s\n", "NCCL version", t.nccl_version.c_str());
   o += line("  %-30s %u\n", "channels", t.channels);
   o += line("  %-30s %s us\n", "ring base latency", per_protocol(t.ring_base_us).c_str());
   o += line("  %-30s %s us\n", "tree base latency", per_protocol(t.tree_base_us).c_str());

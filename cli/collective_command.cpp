@@ -300,7 +300,16 @@ std::string comparison_text(const Comparison& c, const calibrate::MeasuredRun& m
   if (measured.nccl_version) out += ", NCCL " + *measured.nccl_version;
   if (measured.gpus) out += ", " + std::to_string(*measured.gpus) + " GPUs";
   if (measured.nodes) out += " on " + std::to_string(*measured.nodes) + (*measured.nodes == 1 ? " node" : " nodes");
-  out += "\n#\n";
+  out += "\n";
+  // Releases differ in their tuning (nccl.md 1.5: the NVLS model was rewritten twice in two years), so the
+  // algorithm and protocol the run used may not be the ones the profile's constants choose.
+  if (!c.model_nccl_version.empty() && (!measured.nccl_version || *measured.nccl_version != c.model_nccl_version))
+    out += (measured.nccl_version ? "# the run used NCCL " + *measured.nccl_version
+                                  : std::string("# the file does not say which NCCL the run used")) +
+           ", the profile's tuning constants are NCCL " + c.model_nccl_version +
+           "'s: where the releases tune\n# differently, the run may have used another algorithm or protocol than "
+           "the one shown\n";
+  out += "#\n";
   char line[256];
   std::snprintf(line, sizeof line, "# %10s  %9s  %9s  %9s  %9s  %9s  %9s  %12s  %8s\n", "size", "meas time",
                 "pred time", "meas busbw", "pred busbw", "busbw err", "time ratio", "algorithm", "protocol");
@@ -414,6 +423,7 @@ Comparison compare_collective(const workloads::Scenario& scenario, CollectiveOp 
   }
   const double factor = workloads::busbw_factor(op, static_cast<std::uint32_t>(gpus.size()));
   Comparison c;
+  c.model_nccl_version = scenario.profile.collectives.nccl.nccl_version;
   std::vector<double> err_1mib, err_64mib;
   for (const calibrate::MeasuredRow& m : measured.rows) {
     if (m.size_bytes == 0) continue;  // nccl-tests prints 0 for AG/RS sizes below n·16 B: nothing ran

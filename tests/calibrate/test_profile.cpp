@@ -128,6 +128,15 @@ TEST_CASE("bad inline profiles") {
         "p.textproto:18:28: collectives.network_step_latency_us: -1 must be >= 0 (microseconds)");
   CHECK(profile_error(replaced("peak_fp32_tflops: 10", "peak_fp32_tflops: inf")) ==
         "p.textproto:8:21: gpu.peak_fp32_tflops: inf is not a finite number");
+  // The tuning constants' NCCL release is digits and dots.
+  {
+    std::string t = *calibrate::builtin_profile_source("h100-sxm5-80gb");
+    const std::string good = "nccl_version: \"2.30.7\"";
+    REQUIRE(t.find(good) != std::string::npos);
+    t.replace(t.find(good), good.size(), "nccl_version: \"2.30.x\"");
+    CHECK(error_of([&] { calibrate::parse_profile(t, "p.textproto"); })
+              .find("collectives.nccl.nccl_version: \"2.30.x\" is not an NCCL release number") != std::string::npos);
+  }
   // Finite but past any hardware: 1e308 GiB is inf bytes once multiplied by 2^30.
   CHECK(profile_error(replaced("memory_capacity_gib: 40", "memory_capacity_gib: 1e308")) ==
         "p.textproto:10:24: gpu.memory_capacity_gib: 1e+308 is too large (at most 1e+12 GiB)");

@@ -273,6 +273,27 @@ TEST_CASE("collective: bad options are input errors naming the option; the binar
 //  * 10 nodes x 8 H100: 32-128 MiB predicted far too fast (+35..+152 %); 256 MiB up within 10 %.
 // The H100 all_gather ring file meets all three with the profile's AllGather NVLink efficiency (0.80, from the
 // file's 8 GiB row as 0.82 comes from the all_reduce file's): 64 MiB up at most +8.5 %, 1 MiB up +13.4 %.
+TEST_CASE("collective --compare says when the run's NCCL is not the release of the profile's tuning constants") {
+  // h100-sxm5-80gb: nccl_version "2.30.7". The all_reduce ring file ran NCCL 2.26.2 (its header); the A100 file
+  // does not say; a run of 2.30.7 itself gets no remark.
+  const std::string stem = "h100_8gpu_nvswitch_allreduce_ring";
+  const workloads::Scenario scenario = cli::load_scenario_file(kSource + "/scenarios/nccl/" + stem + ".textproto");
+  REQUIRE(scenario.profile.collectives.nccl.nccl_version == "2.30.7");
+  calibrate::MeasuredRun measured = calibrate::read_measured_run(kSource + "/validation/nccl/" + stem + ".csv");
+  REQUIRE(measured.nccl_version == std::optional<std::string>("2.26.2"));
+  const std::vector<std::uint32_t> gpus = {0, 1, 2, 3, 4, 5, 6, 7};
+  const std::string remark = "the profile's tuning constants are NCCL 2.30.7's";
+  auto text = [&] {
+    return cli::comparison_text(
+        cli::compare_collective(scenario, workloads::CollectiveOp::kAllReduce, gpus, measured), measured);
+  };
+  CHECK(text().find("# the run used NCCL 2.26.2, " + remark) != std::string::npos);
+  measured.nccl_version.reset();
+  CHECK(text().find("# the file does not say which NCCL the run used, " + remark) != std::string::npos);
+  measured.nccl_version = "2.30.7";
+  CHECK(text().find(remark) == std::string::npos);
+}
+
 TEST_CASE("the AllGather efficiency: FLOW and ANALYTICAL agree on the H100 all_gather ring run") {
   // The AllGather-only NVLink efficiency enters FLOW through the plan's wire factor (its links carry the shared
   // efficiency), so a contention-free AllGather takes the same time at both fidelities (issue 4 point 4: 5%).

@@ -271,6 +271,9 @@ std::string comparison_json(const workloads::Scenario& scenario, CollectiveOp op
   out += "  \"ranks\": \"" + gpu_ranges_text(gpus) + "\",\n";
   out += "  \"fidelity\": \"" + fidelity_name(scenario.fidelity) + "\",\n";
   out += "  \"measured_file\": \"" + sim::json_escape(measured.source_file) + "\",\n";
+  // The NCCL releases of the run and of the profile's tuning constants ("" where not stated).
+  out += "  \"measured_nccl_version\": \"" + sim::json_escape(measured.nccl_version.value_or("")) + "\",\n";
+  out += "  \"profile_nccl_version\": \"" + sim::json_escape(c.model_nccl_version) + "\",\n";
   out += "  \"rows\": [";
   for (std::size_t i = 0; i < c.rows.size(); ++i) {
     const ComparisonRow& r = c.rows[i];

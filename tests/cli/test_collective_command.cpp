@@ -181,6 +181,9 @@ TEST_CASE("collective: --csv and --json carry the same rows; busbw = algbw · fa
         "\"busbw_error_max_pct_ge_1MiB\"", "\"busbw_error_mean_pct_ge_64MiB\"", "\"busbw_error_max_pct_ge_64MiB\"",
         "\"small_time_ratio_max\""})
     CHECK_MESSAGE(cj.find(key) != std::string::npos, "comparison JSON lacks " << key);
+  // The two NCCL releases: the run's (its header) and that of the profile's tuning constants.
+  CHECK(cj.find("\"measured_nccl_version\": \"2.26.2\"") != std::string::npos);
+  CHECK(cj.find("\"profile_nccl_version\": \"2.30.7\"") != std::string::npos);
   fs::remove_all(dir);
 }
 

@@ -273,7 +273,7 @@ std::string comparison_json(const workloads::Scenario& scenario, CollectiveOp op
   out += "  \"measured_file\": \"" + sim::json_escape(measured.source_file) + "\",\n";
   // The NCCL releases of the run and of the profile's tuning constants ("" where not stated).
   out += "  \"measured_nccl_version\": \"" + sim::json_escape(measured.nccl_version.value_or("")) + "\",\n";
-  out += "  \"profile_nccl_version\": \"" + sim::json_escape(c.model_nccl_version) + "\",\n";
+  out += "  \"profile_nccl_version\": \"" + sim::json_escape(c.profile_nccl_version) + "\",\n";
   out += "  \"rows\": [";
   for (std::size_t i = 0; i < c.rows.size(); ++i) {
     const ComparisonRow& r = c.rows[i];
@@ -306,10 +306,10 @@ std::string comparison_text(const Comparison& c, const calibrate::MeasuredRun& m
   out += "\n";
   // Releases differ in their tuning (nccl.md 1.5: the NVLS model was rewritten twice in two years), so the
   // algorithm and protocol the run used may not be the ones the profile's constants choose.
-  if (!c.model_nccl_version.empty() && (!measured.nccl_version || *measured.nccl_version != c.model_nccl_version))
+  if (!c.profile_nccl_version.empty() && (!measured.nccl_version || *measured.nccl_version != c.profile_nccl_version))
     out += (measured.nccl_version ? "# the run used NCCL " + *measured.nccl_version
                                   : std::string("# the file does not say which NCCL the run used")) +
-           ", the profile's tuning constants are NCCL " + c.model_nccl_version +
+           ", the profile's tuning constants are NCCL " + c.profile_nccl_version +
            "'s: where the releases tune\n# differently, the run may have used another algorithm or protocol than "
            "the one shown\n";
   out += "#\n";
@@ -426,7 +426,7 @@ Comparison compare_collective(const workloads::Scenario& scenario, CollectiveOp 
   }
   const double factor = workloads::busbw_factor(op, static_cast<std::uint32_t>(gpus.size()));
   Comparison c;
-  c.model_nccl_version = scenario.profile.collectives.nccl.nccl_version;
+  c.profile_nccl_version = scenario.profile.collectives.nccl.nccl_version;
   std::vector<double> err_1mib, err_64mib;
   for (const calibrate::MeasuredRow& m : measured.rows) {
     if (m.size_bytes == 0) continue;  // nccl-tests prints 0 for AG/RS sizes below n·16 B: nothing ran

@@ -70,7 +70,7 @@ struct ComparisonSummary {
 struct Comparison {
   std::vector<ComparisonRow> rows;
   ComparisonSummary summary;
-  std::string model_nccl_version;  // the release of the profile's NCCL tuning constants; empty = not stated
+  std::string profile_nccl_version;  // the release of the profile's NCCL tuning constants; empty = not stated
 };
 
 // nccl-tests' sizes for -b min -e max -f factor: min, min·factor, … while ≤ max.

@@ -348,8 +348,8 @@ void check_simulation_size(const ParsedText& in, const std::string& pre, const w
   const double bound = double(replica_gpus) * double(p.grad_accum) * double(stage_layers) * 2.0;
   if (bound <= double(kMaxSimulatedTaskBound)) return;
   in.fail(pre + (p.grad_accum > stage_layers ? "parallel.grad_accum" : "model.layers"),
-          std::to_string(p.grad_accum) + " micro-batches x " + plural(stage_layers, "layer") + " per pipeline stage x " +
-              plural(replica_gpus, "GPU") + " of a data-parallel replica x forward and backward need at least " +
+          std::to_string(p.grad_accum) + " micro-batches x " + plural(stage_layers, "layer") +
+              " per pipeline stage x " + plural(replica_gpus, "GPU") + " of a data-parallel replica x forward and backward need at least " +
               format_number(bound) + " tasks, more than the " + std::to_string(kMaxSimulatedTaskBound) +
               " clustersim builds");
 }

@@ -1,5 +1,6 @@
 // The `clustersim` command. Input errors print one line, `error: FILE:LINE:COL: field.path: what`,
 // and exit with status 2; a deadlocked simulation names its stuck tasks, also with status 2.
+#include <array>
 #include <iostream>
 #include <new>
 #include <string>
@@ -19,28 +20,72 @@
 
 namespace {
 
-constexpr const char* kUsage =
-    "usage: clustersim <command> [options]\n"
-    "\n"
-    "commands:\n"
-    "  run [SCENARIO]   simulate one training iteration; print time, throughput, MFU, memory, time to train\n"
-    "  topo [SCENARIO]  show the cluster: GPUs, switches, links, NVLink domains, bisection, diameter\n"
-    "  collective [SCENARIO] --op OP\n"
-    "                   nccl-tests, simulated: one collective over a sweep of sizes, NCCL's algorithm and\n"
-    "                   protocol; --compare FILE predicts a measured nccl-tests run and reports the error\n"
-    "  validate         predict the published training measurements (validation/training/) and report the\n"
-    "                   error per row and the mean absolute percentage error per source group\n"
-    "  sweep SCENARIO   every valid parallel layout of the model on the GPUs, scored analytically, OOM ones\n"
-    "                   rejected with the reason, the best re-simulated and ranked; Pareto front of time vs memory\n"
-    "  plan SCENARIO --tokens T (--deadline-days D | --gpus N)\n"
-    "                   GPUs needed for a token budget by a deadline (or days on N GPUs): cost, energy,\n"
-    "                   goodput with failures and Young/Daly checkpointing\n"
-    "  compare A B [C ...]\n"
-    "                   simulate scenarios and print them side by side with the differences to A (time,\n"
-    "                   breakdown, tokens/s, MFU, memory, time to train, GPU-hours, cost)\n"
-    "\n"
-    "run and compare take --report FILE.html (one self-contained file with charts) or FILE.md (Markdown).\n"
-    "clustersim <command> --help shows the options of a command.\n";
+using Args = std::vector<std::string>;
+
+// Every command, in the order the usage lists them: main() dispatches from this table and the usage is printed
+// from it, so a command cannot exist without being listed.
+struct Command {
+  const char* name;
+  const char* synopsis;  // the name and its arguments, as the usage shows them
+  const char* summary;   // what it does; lines of at most 100 columns, '\n' between them
+  int (*run)(const Args&);
+};
+
+const std::array<Command, 8> kCommands = {{
+    {"run", "run [SCENARIO]",
+     "simulate one training iteration; print time, throughput, MFU, memory, time to train",
+     [](const Args& a) { return clustersim::cli::run_command(a, std::cout); }},
+    {"topo", "topo [SCENARIO]", "show the cluster: GPUs, switches, links, NVLink domains, bisection, diameter",
+     [](const Args& a) { return clustersim::cli::topo_command(a, std::cout); }},
+    {"collective", "collective [SCENARIO] --op OP",
+     "nccl-tests, simulated: one collective over a sweep of sizes, NCCL's algorithm and\n"
+     "protocol; --compare FILE predicts a measured nccl-tests run and reports the error",
+     [](const Args& a) { return clustersim::cli::collective_command(a, std::cout); }},
+    {"calibrate", "calibrate import-nccl-tests | fit | show",
+     "measured runs (nccl-tests logs, clustersim-bench output) -> a fitted hardware profile\n"
+     "with its provenance and residuals; show prints a profile as tables",
+     [](const Args& a) { return clustersim::cli::calibrate_command(a, std::cout); }},
+    {"validate", "validate",
+     "predict the published training measurements (validation/training/) and report the\n"
+     "error per row and the mean absolute percentage error per source group",
+     [](const Args& a) { return clustersim::cli::validate_command(a, std::cout); }},
+    {"sweep", "sweep SCENARIO",
+     "every valid parallel layout of the model on the GPUs, scored analytically, OOM ones\n"
+     "rejected with the reason, the best re-simulated and ranked; Pareto front of time vs memory",
+     [](const Args& a) { return clustersim::cli::sweep_command(a, std::cout); }},
+    {"plan", "plan SCENARIO --tokens T (--deadline-days D | --gpus N)",
+     "GPUs needed for a token budget by a deadline (or days on N GPUs): cost, energy,\n"
+     "goodput with failures and Young/Daly checkpointing",
+     [](const Args& a) { return clustersim::cli::plan_command(a, std::cout); }},
+    {"compare", "compare A B [C ...]",
+     "simulate scenarios and print them side by side with the differences to A (time,\n"
+     "breakdown, tokens/s, MFU, memory, time to train, GPU-hours, cost)",
+     [](const Args& a) {
+       return clustersim::cli::compare_command(a, std::cout, clustersim::cli::colour_for_stdout());
+     }},
+}};
+
+// The usage: a synopsis of up to 16 columns shares its line with the summary's first line; a longer one stands
+// alone. Summary lines are indented to column 19.
+std::string usage() {
+  std::string out = "usage: clustersim <command> [options]\n\ncommands:\n";
+  const std::string indent(19, ' ');
+  for (const Command& c : kCommands) {
+    const std::string synopsis = c.synopsis;
+    std::string summary = c.summary;
+    for (std::size_t at = summary.find('\n'); at != std::string::npos; at = summary.find('\n', at + 1 + indent.size()))
+      summary.insert(at + 1, indent);
+    if (synopsis.size() <= 16)
+      out += "  " + synopsis + std::string(17 - synopsis.size(), ' ') + summary + "\n";
+    else
+      out += "  " + synopsis + "\n" + indent + summary + "\n";
+  }
+  out +=
+      "\n"
+      "run and compare take --report FILE.html (one self-contained file with charts) or FILE.md (Markdown).\n"
+      "clustersim <command> --help shows the options of a command.\n";
+  return out;
+}
 
 }  // namespace
 
@@ -48,7 +93,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
     if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-      std::cout << kUsage;
+      std::cout << usage();
       return args.empty() ? 2 : 0;
     }
     if (args[0] == "--version") {
@@ -57,15 +102,9 @@ int main(int argc, char** argv) {
     }
     const std::string command = args[0];
     args.erase(args.begin());
-    if (command == "run") return clustersim::cli::run_command(args, std::cout);
-    if (command == "topo") return clustersim::cli::topo_command(args, std::cout);
-    if (command == "collective") return clustersim::cli::collective_command(args, std::cout);
-    if (command == "calibrate") return clustersim::cli::calibrate_command(args, std::cout);
-    if (command == "validate") return clustersim::cli::validate_command(args, std::cout);
-    if (command == "sweep") return clustersim::cli::sweep_command(args, std::cout);
-    if (command == "plan") return clustersim::cli::plan_command(args, std::cout);
-    if (command == "compare") return clustersim::cli::compare_command(args, std::cout, clustersim::cli::colour_for_stdout());
-    std::cerr << "error: command line: unknown command '" << command << "'\n" << kUsage;
+    for (const Command& c : kCommands)
+      if (command == c.name) return c.run(args);
+    std::cerr << "error: command line: unknown command '" << command << "'\n" << usage();
     return 2;
   } catch (const clustersim::InputError& e) {
     std::cerr << "error: " << e.what() << "\n";

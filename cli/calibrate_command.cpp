@@ -86,6 +86,7 @@ std::vector<std::uint64_t> parse_bands(const std::string& text) {
 
 std::string output_option(const po::variables_map& vm, const std::string& what) {
   if (!vm.count("output")) fail_option("-o", "missing (required): the " + what + " file to write");
+  check_output_path(vm["output"].as<std::string>());
   return vm["output"].as<std::string>();
 }
 

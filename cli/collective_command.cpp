@@ -534,6 +534,8 @@ int collective_command(const std::vector<std::string>& args, std::ostream& out) 
     factor = f;
   }
 
+  for (const char* o : {"csv", "json"})
+    if (vm.count(o)) check_output_path(vm[o].as<std::string>());
   workloads::Scenario scenario = load_scenario_argument(parsed, "collective");
   if (vm.count("algo")) {
     const std::string text = vm["algo"].as<std::string>();

@@ -10,6 +10,29 @@ namespace po = boost::program_options;
 
 namespace clustersim::cli {
 
+namespace {
+
+// Boost parses "-8" into an unsigned option as 2^32 − 8 (a count of GPUs, layouts or threads that then exhausts
+// memory or time): a value of an unsigned option that starts with '-' is refused here.
+void refuse_negative_unsigned(const po::parsed_options& options, const po::options_description& all) {
+  for (const po::option& o : options.options) {
+    const po::option_description* d = all.find_nothrow(o.string_key, false);
+    if (d == nullptr) continue;
+    const po::value_semantic* sem = d->semantic().get();
+    const bool is_unsigned = dynamic_cast<const po::typed_value<unsigned>*>(sem) != nullptr ||
+                             dynamic_cast<const po::typed_value<unsigned long>*>(sem) != nullptr ||
+                             dynamic_cast<const po::typed_value<unsigned long long>*>(sem) != nullptr;
+    if (!is_unsigned) continue;
+    for (const std::string& v : o.value) {
+      const std::size_t first = v.find_first_not_of(" \t");
+      if (first != std::string::npos && v[first] == '-')
+        throw InputError("command line", 0, 0, "--" + o.string_key, v + " is negative: it must be a whole number >= 0");
+    }
+  }
+}
+
+}  // namespace
+
 ParsedCommand parse_command(const std::vector<std::string>& args, const po::options_description& named,
                             const std::string& command) {
   po::options_description hidden;
@@ -20,7 +43,9 @@ ParsedCommand parse_command(const std::vector<std::string>& args, const po::opti
   positional.add("scenario", -1);
   ParsedCommand parsed;
   try {
-    po::store(po::command_line_parser(args).options(all).positional(positional).run(), parsed.options);
+    const po::parsed_options options = po::command_line_parser(args).options(all).positional(positional).run();
+    refuse_negative_unsigned(options, all);
+    po::store(options, parsed.options);
     po::notify(parsed.options);
   } catch (const po::error& e) {
     throw InputError("command line", 0, 0, command, std::string(e.what()) + " (see clustersim " + command + " --help)");

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -309,8 +310,62 @@ std::string link_usage_csv(const workloads::ScenarioResult& r) {
   return o.str();
 }
 
+namespace {
+
+// Where the bytes of `path` end up: a symbolic link is followed (to its final target, which may not exist yet),
+// so that writing replaces the target's content and keeps the link.
+std::filesystem::path output_target(const std::string& path) {
+  namespace fs = std::filesystem;
+  fs::path p = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    std::error_code ec;
+    if (!fs::is_symlink(fs::symlink_status(p, ec))) return p;
+    const fs::path to = fs::read_symlink(p, ec);
+    if (ec) return p;
+    p = to.is_absolute() ? to : p.parent_path() / to;
+  }
+  throw InputError(path, 0, 0, "", "cannot write output file: too many levels of symbolic links");
+}
+
+}  // namespace
+
+void check_output_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.empty()) throw InputError("command line", 0, 0, "", "an output file name is empty");
+  const fs::path target = output_target(path);
+  std::error_code ec;
+  const fs::file_status st = fs::status(target, ec);
+  if (fs::is_directory(st)) throw InputError(path, 0, 0, "", "cannot write output file: it is a directory");
+  if (fs::exists(st)) {
+    if (::access(target.c_str(), W_OK) != 0)
+      throw InputError(path, 0, 0, "", std::string("cannot write output file: ") + std::strerror(errno));
+    return;
+  }
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec))
+    throw InputError(path, 0, 0, "", "cannot write output file: folder " + dir.string() + " does not exist");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw InputError(path, 0, 0, "", std::string("cannot write output file: ") + std::strerror(errno));
+}
+
 void write_file_atomically(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  namespace fs = std::filesystem;
+  const fs::path target = output_target(path);
+  std::error_code ec;
+  const fs::file_status st = fs::status(target, ec);
+  if (fs::is_directory(st)) throw InputError(path, 0, 0, "", "cannot write output file: it is a directory");
+  if (fs::exists(st) && !fs::is_regular_file(st)) {
+    // A device, a named pipe or a socket: write into it; a rename would replace it with a plain file.
+    std::ofstream out(target, std::ios::binary);
+    if (!out) throw InputError(path, 0, 0, "", std::string("cannot write output file: ") + std::strerror(errno));
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    out.flush();
+    if (!out) throw InputError(path, 0, 0, "", "cannot write output file (disk full?)");
+    return;
+  }
+  // A plain file (or none yet): write a temporary file beside the target and rename it over the target, so that a
+  // failed write never leaves a half-written file.
+  const std::string tmp = target.string() + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw InputError(path, 0, 0, "", std::string("cannot write output file: ") + std::strerror(errno));
@@ -321,7 +376,7 @@ void write_file_atomically(const std::string& path, const std::string& content) 
       throw InputError(path, 0, 0, "", "cannot write output file (disk full?)");
     }
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (std::rename(tmp.c_str(), target.c_str()) != 0) {
     const std::string why = std::strerror(errno);
     std::remove(tmp.c_str());
     throw InputError(path, 0, 0, "", "cannot write output file: " + why);

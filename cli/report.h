@@ -18,7 +18,13 @@ std::string link_usage_json(const workloads::ScenarioResult& result);
 std::string link_usage_csv(const workloads::ScenarioResult& result);
 
 // Writes `content` to `path` through a temporary file in the same directory and a rename, so a
-// failure never leaves a half-written file. Throws InputError naming the path on failure.
+// failure never leaves a half-written file. A symbolic link is followed (its target gets the content, the link
+// stays); a device, named pipe or socket is written into directly. Throws InputError naming the path on failure.
 void write_file_atomically(const std::string& path, const std::string& content);
+
+// Refuses (InputError naming `path`) an output path that cannot be written: a directory, a file without write
+// permission, or one in a folder that does not exist or is not writable. Commands call it for every output option
+// before they simulate, so that a bad path costs no simulation and leaves no other output behind.
+void check_output_path(const std::string& path);
 
 }  // namespace clustersim::cli

@@ -1166,6 +1166,7 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out) {
     if (threads < 1) throw InputError("command line", 0, 0, "--threads", "0 must be >= 1");
   }
 
+  if (vm.count("json")) check_output_path(vm["json"].as<std::string>());
   std::string text, name;
   if (vm.count("data")) {
     name = vm["data"].as<std::string>();

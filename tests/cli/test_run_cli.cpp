@@ -196,3 +196,33 @@ TEST_CASE("clustersim --help lists every command, and each command answers --hel
   CHECK(unknown.err.rfind("error: command line: unknown command 'simulate'\n", 0) == 0);
   fs::remove_all(dir);
 }
+
+TEST_CASE("output files: a symlink keeps pointing at its target, a device is written into, a bad folder costs no run") {
+  const fs::path dir = scratch_dir("outputs");
+  // A symbolic link: the target gets the JSON, the link stays a link (a rename over it used to replace it).
+  { std::ofstream(dir / "real.json") << "old"; }
+  fs::create_symlink("real.json", dir / "link.json");
+  Run r = run("run --json " + (dir / "link.json").string(), dir);
+  CHECK(r.status == 0);
+  CHECK(fs::is_symlink(fs::symlink_status(dir / "link.json")));
+  CHECK(slurp(dir / "real.json").rfind("{", 0) == 0);
+  // A character device: /dev/full refuses every write, which must be an error (it used to be renamed over).
+  if (fs::is_character_file("/dev/full")) {
+    r = run("run --json /dev/full", dir);
+    CHECK(r.status == 2);
+    CHECK(r.err == "error: /dev/full: cannot write output file (disk full?)\n");
+    CHECK(fs::is_character_file("/dev/full"));
+  }
+  // A folder that does not exist: refused before the simulation, so stdout stays empty.
+  r = run("run --json " + (dir / "none" / "x.json").string() + " --report " + (dir / "r.html").string(), dir);
+  CHECK(r.status == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err == "error: " + (dir / "none" / "x.json").string() + ": cannot write output file: folder " +
+                     (dir / "none").string() + " does not exist\n");
+  CHECK_FALSE(fs::exists(dir / "r.html"));
+  // A negative count for an unsigned option is refused, not wrapped to 2^32 − 1 (a sweep that never ends).
+  r = run("sweep --top -1", dir);
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: command line: --top: -1 is negative: it must be a whole number >= 0\n");
+  fs::remove_all(dir);
+}

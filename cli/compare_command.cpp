@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <algorithm>
 #include <optional>
 #include <ostream>
 #include <sstream>
@@ -43,6 +44,7 @@ struct Row {
   bool numeric = true;             // text rows have no delta
   std::vector<double> values;      // numeric rows
   std::vector<std::string> texts;  // as shown
+  std::vector<bool> runnable;      // per scenario: the job fits in memory (an OOM layout is never "best")
 };
 
 // "A".."Z", "AA".., as spreadsheet columns.
@@ -70,18 +72,23 @@ ReportCell::Tone delta_tone(std::optional<double> d, Better better) {
   return lower == (better == Better::kLower) ? ReportCell::Tone::kBetter : ReportCell::Tone::kWorse;
 }
 
-// Indices of the best values of a row; none when all values are equal or nothing is better.
+// Indices of the best values of a row among the scenarios whose job fits in memory (a layout that runs out of
+// memory cannot be trained, so none of its values is best); none when two or more fit and their values are equal.
 std::vector<bool> best_of(const Row& row) {
   std::vector<bool> best(row.texts.size(), false);
   if (!row.numeric || row.better == Better::kNone || row.values.empty()) return best;
-  double target = row.values[0];
+  std::optional<double> target, first;
   bool all_equal = true;
-  for (const double v : row.values) {
-    all_equal = all_equal && v == row.values[0];
-    target = row.better == Better::kLower ? std::min(target, v) : std::max(target, v);
+  for (std::size_t i = 0; i < row.values.size(); ++i) {
+    if (!row.runnable[i]) continue;
+    const double v = row.values[i];
+    if (!first) first = v;
+    all_equal = all_equal && v == *first;
+    target = !target ? v : row.better == Better::kLower ? std::min(*target, v) : std::max(*target, v);
   }
-  if (all_equal) return best;
-  for (std::size_t i = 0; i < row.values.size(); ++i) best[i] = row.values[i] == target;
+  const auto runnable = std::count(row.runnable.begin(), row.runnable.end(), true);
+  if (!target || (all_equal && runnable > 1)) return best;
+  for (std::size_t i = 0; i < row.values.size(); ++i) best[i] = row.runnable[i] && row.values[i] == *target;
   return best;
 }
 
@@ -98,17 +105,21 @@ std::vector<Row> rows_for_job(const std::vector<Entry>& entries, std::size_t j, 
   std::vector<Row> rows;
   auto add = [&](std::string name, std::string key, Better better, const char* format,
                  const std::function<double(const Job&, const IterationResult&)>& value) {
-    Row row{std::move(name), std::move(key), better, true, {}, {}};
+    Row row{std::move(name), std::move(key), better, true, {}, {}, {}};
     for (const Entry& e : entries) {
       const double v = value(e.scenario.jobs[j], e.result.jobs[j]);
       row.values.push_back(v);
       row.texts.push_back(fmt(format, v));
+      row.runnable.push_back(!e.result.jobs[j].memory.oom);
     }
     rows.push_back(std::move(row));
   };
   auto add_text = [&](std::string name, const std::function<std::string(const Entry&)>& text) {
-    Row row{std::move(name), "", Better::kNone, false, {}, {}};
-    for (const Entry& e : entries) row.texts.push_back(text(e));
+    Row row{std::move(name), "", Better::kNone, false, {}, {}, {}};
+    for (const Entry& e : entries) {
+      row.texts.push_back(text(e));
+      row.runnable.push_back(!e.result.jobs[j].memory.oom);
+    }
     rows.push_back(std::move(row));
   };
   auto gpus = [](const Job& job) { return static_cast<double>(job.gpus.size()); };
@@ -122,6 +133,11 @@ std::vector<Row> rows_for_job(const std::vector<Entry>& entries, std::size_t j, 
       [](const Job&, const IterationResult& r) { return r.breakdown.exposed_comm.raw(); });
   add("  input stall [s]", "input_stall_s", Better::kLower, "%.6f",
       [](const Job&, const IterationResult& r) { return r.breakdown.exposed_input.raw(); });
+  bool any_host = false;
+  for (const Entry& e : entries) any_host = any_host || e.result.jobs[j].breakdown.exposed_host.raw() > 0;
+  if (any_host)
+    add("  host dispatch [s]", "host_dispatch_s", Better::kLower, "%.6f",
+        [](const Job&, const IterationResult& r) { return r.breakdown.exposed_host.raw(); });
   add("  idle [s]", "idle_s", Better::kLower, "%.6f",
       [](const Job&, const IterationResult& r) { return r.breakdown.idle.raw(); });
   add("tokens/s", "tokens_per_s", Better::kHigher, "%.0f",
@@ -197,11 +213,9 @@ std::string legend_text(const std::vector<Entry>& entries) {
 }
 
 constexpr const char* kNotes =
-    "vs A: 100 % x (value - A) / A. * marks the best value of a row: lower time, memory, GPU-hours and cost, "
-    "higher tokens/s and MFU.\nThe breakdown (compute + exposed comm + input stall + idle = "
-    "iteration "
-    "time) is of the GPU with the "
-    "most exposed communication.";
+    "vs A: 100 % x (value - A) / A. * marks the best value of a row among the scenarios that fit in memory: lower\n"
+    "time, memory, GPU-hours and cost, higher tokens/s and MFU.\nThe breakdown (compute + exposed comm + input "
+    "stall [+ host dispatch] + idle = iteration time) is of\nthe GPU with the most exposed communication.";
 
 std::string notes(std::optional<double> price) {
   // The baseline is always labelled A.
@@ -263,6 +277,7 @@ std::string compare_json(const std::vector<Entry>& entries, const std::vector<st
       o << "          \"breakdown_s\": {\"compute\": " << format_number(r.breakdown.compute.raw())
         << ", \"exposed_comm\": " << format_number(r.breakdown.exposed_comm.raw())
         << ", \"exposed_input\": " << format_number(r.breakdown.exposed_input.raw())
+        << ", \"exposed_host\": " << format_number(r.breakdown.exposed_host.raw())
         << ", \"idle\": " << format_number(r.breakdown.idle.raw()) << "},\n";
       o << "          \"tokens_per_s\": " << format_number(r.tokens_per_s) << ",\n";
       o << "          \"mfu\": " << format_number(r.mfu) << ",\n";

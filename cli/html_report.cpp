@@ -751,9 +751,15 @@ void add_scenario_sections(ReportDocument& doc, int level, const workloads::Scen
       rows.push_back(std::move(s));
     }
   }
+  // Host dispatch (host_dispatch.h) gets its columns only when some row has any, as in the text summary.
+  bool any_host = false;
+  for (const BreakdownRow& row : rows) any_host = any_host || row.b.exposed_host.raw() > 0;
   ReportTable bt;
-  bt.header = {"where",       "compute [s]",      "exposed comm [s]", "input stall [s]", "idle [s]",
-               "compute [%]", "exposed comm [%]", "input stall [%]",  "idle [%]"};
+  bt.header = {"where", "compute [s]", "exposed comm [s]", "input stall [s]"};
+  if (any_host) bt.header.push_back("host dispatch [s]");
+  for (const char* h : {"idle [s]", "compute [%]", "exposed comm [%]", "input stall [%]"}) bt.header.push_back(h);
+  if (any_host) bt.header.push_back("host dispatch [%]");
+  bt.header.push_back("idle [%]");
   bt.right_aligned.assign(bt.header.size(), true);
   bt.right_aligned[0] = false;
   double longest = 0;
@@ -764,10 +770,12 @@ void add_scenario_sections(ReportDocument& doc, int level, const workloads::Scen
     longest = std::max(longest, total);
     std::vector<ReportCell> cells = {row.label, fmt("%.6f", b.compute.raw()), fmt("%.6f", b.exposed_comm.raw())};
     cells.emplace_back(fmt("%.6f", b.exposed_input.raw()));
+    if (any_host) cells.emplace_back(fmt("%.6f", b.exposed_host.raw()));
     cells.emplace_back(fmt("%.6f", b.idle.raw()));
     cells.emplace_back(pct_text(b.compute.raw(), total));
     cells.emplace_back(pct_text(b.exposed_comm.raw(), total));
     cells.emplace_back(pct_text(b.exposed_input.raw(), total));
+    if (any_host) cells.emplace_back(pct_text(b.exposed_host.raw(), total));
     cells.emplace_back(pct_text(b.idle.raw(), total));
     bt.rows.push_back(std::move(cells));
   }

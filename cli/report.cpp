@@ -162,12 +162,14 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
 
   o << "Training time\n";
   o << "  optimizer steps   " << grouped(r.training.optimizer_steps) << "  (= " << fmt("%g", t.epochs)
-    << " epoch(s) x " << fmt("%.0f", t.samples_per_epoch) << " samples / global batch " << t.global_batch << ")\n";
+    << " epoch(s) x " << fmt("%.10g", t.samples_per_epoch) << " samples / global batch " << t.global_batch << ")\n";
   o << "  micro-batch steps " << grouped(r.training.micro_batch_steps) << "  (= optimizer steps x grad-accum "
     << p.grad_accum << ")\n";
   o << "  time to train     " << human_duration(r.training.time_to_train) << "  ("
     << fmt("%.1f", r.training.time_to_train.raw()) << " s = optimizer steps x iteration time)\n";
   o << "  GPU-hours         " << fmt("%.1f", r.training.gpu_hours) << "\n";
+  if (r.memory.oom)
+    o << "  (the job runs OUT OF MEMORY as configured: these are the times it would take if it fitted)\n";
 }
 
 std::string job_json(const workloads::Job& job, const workloads::IterationResult& r, const std::string& indent) {

@@ -238,3 +238,39 @@ TEST_CASE("compare: a slow data loader shows as input stall, the other rows unch
   CHECK(table_line(r.out, "peak memory per GPU [GiB]").find("+0.0%") != std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("compare: a layout that runs out of memory is never marked best; host dispatch has its row") {
+  const fs::path dir = scratch_dir("compare-oom");
+  // ep4 needs 86.16 GiB per GPU of 79.65 (OUT OF MEMORY) and is 6.7 % faster than ep8 (fits): ep8 gets the *.
+  BinaryRun r = run("compare scenarios/mixtral-8x7b-ep/ep4.textproto scenarios/mixtral-8x7b-ep/ep8.textproto", dir);
+  REQUIRE(r.status == 0);
+  const auto line_of = [](const std::string& text, const std::string& start) {
+    const std::size_t at = text.find("\n  " + start);
+    REQUIRE(at != std::string::npos);
+    return text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+  };
+  const std::string it = line_of(r.out, "iteration time [s]");
+  CHECK(std::regex_search(it, std::regex("2\\.032461 +2\\.177509 \\* ")));
+  CHECK(std::regex_search(line_of(r.out, "tokens/s "), std::regex("64489 +60194 \\* ")));
+  // Host dispatch (400 us per kernel on one GPU): its own breakdown row, so that the parts add up.
+  std::string text = slurp(fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios/grad-accum-example/mb1-accum10.textproto");
+  text.replace(text.find("training {"), 10, "training {\n  host_dispatch_us_per_kernel: 400");
+  { std::ofstream(dir / "host.textproto") << text; }
+  r = run("compare scenarios/grad-accum-example/mb1-accum10.textproto " + (dir / "host.textproto").string() +
+              " --json " + (dir / "c.json").string(), dir);
+  REQUIRE(r.status == 0);
+  const std::string host = line_of(r.out, "  host dispatch [s]");
+  CHECK(std::regex_search(host, std::regex("0\\.000000 \\* +[1-9][0-9]*\\.[0-9]{6} ")));
+  const std::string json = slurp(dir / "c.json");
+  const std::regex parts("\"iteration_time_s\": ([0-9.e+-]+),\\s*\"breakdown_gpu\": [0-9]+,\\s*\"breakdown_s\": "
+                         "\\{\"compute\": ([0-9.e+-]+), \"exposed_comm\": ([0-9.e+-]+), \"exposed_input\": "
+                         "([0-9.e+-]+), \"exposed_host\": ([0-9.e+-]+), \"idle\": ([0-9.e+-]+)\\}");
+  int seen = 0;
+  for (auto m = std::sregex_iterator(json.begin(), json.end(), parts); m != std::sregex_iterator(); ++m, ++seen) {
+    double sum = 0;
+    for (int k = 2; k <= 6; ++k) sum += std::stod((*m)[k]);
+    CHECK(sum == doctest::Approx(std::stod((*m)[1])).epsilon(1e-9));
+  }
+  CHECK(seen == 2);
+  fs::remove_all(dir);
+}

@@ -78,7 +78,11 @@ std::optional<PlanPoint> plan_for_gpus(const workloads::Scenario& scenario, std:
   const std::optional<double> power =
       options.gpu_power_w ? options.gpu_power_w : default_gpu_power_w(scenario.profile.gpu.gpu);
   if (power) pt.energy_kwh = *power * gpus * pt.train_time.raw() / 3.6e6;  // W·s → kWh
-  if (options.price_per_gpu_hour) pt.cost = pt.gpu_hours * *options.price_per_gpu_hour;
+  pt.held_gpu_hours = pt.wall_time.raw() * gpus / 3600.0;
+  if (options.price_per_gpu_hour) {
+    pt.cost = pt.gpu_hours * *options.price_per_gpu_hour;
+    pt.held_cost = pt.held_gpu_hours * *options.price_per_gpu_hour;
+  }
   return pt;
 }
 
@@ -123,7 +127,8 @@ std::string plan_text(const workloads::Scenario& sc, const PlanOptions& options,
   o << "\n";
   if (!r.point) {
     if (options.gpus)
-      o << "No layout fits in memory on " << *options.gpus << " GPUs.\n";
+      o << "No layout runs on " << *options.gpus << " GPUs (every one is out of memory or does not divide the model "
+        << "and batch; clustersim sweep SCENARIO --gpus " << *options.gpus << " lists why).\n";
     else
       o << "No GPU count up to " << options.max_gpus << " meets the deadline.\n";
     return o.str();
@@ -135,12 +140,17 @@ std::string plan_text(const workloads::Scenario& sc, const PlanOptions& options,
     << " %\n";
   o << "optimizer steps      " << p.optimizer_steps << "\n";
   o << "time to train        " << fmt("%.2f", p.train_time.raw() / 86400) << " days without failures\n";
-  o << "GPU-hours            " << fmt("%.0f", p.gpu_hours) << "\n";
-  if (p.cost)
-    o << "cost                 " << fmt("%.0f", *p.cost) << " at " << fmt("%g", *options.price_per_gpu_hour)
-      << " per GPU-hour\n";
+  const bool finishes = std::isfinite(p.wall_time.raw());
+  o << "GPU-hours            " << fmt("%.0f", p.gpu_hours) << " without failures";
+  if (finishes) o << "; " << fmt("%.0f", p.held_gpu_hours) << " held for the wall time with failures";
+  o << "\n";
+  if (p.cost) {
+    o << "cost                 " << fmt("%.0f", *p.cost) << " without failures";
+    if (finishes) o << ", " << fmt("%.0f", *p.held_cost) << " with failures";
+    o << ", at " << fmt("%g", *options.price_per_gpu_hour) << " per GPU-hour\n";
+  }
   if (p.energy_kwh)
-    o << "energy (GPUs)        " << fmt("%.1f", *p.energy_kwh / 1000) << " MWh at "
+    o << "energy (GPUs)        " << fmt("%.1f", *p.energy_kwh / 1000) << " MWh of training without failures at "
       << fmt("%g", options.gpu_power_w ? *options.gpu_power_w : *default_gpu_power_w(sc.profile.gpu.gpu))
       << " W per GPU\n";
   else
@@ -153,6 +163,12 @@ std::string plan_text(const workloads::Scenario& sc, const PlanOptions& options,
     << " min\n";
   o << "  waste              " << fmt("%.2f", 100 * p.goodput.waste_fraction) << " %, effective training time ratio "
     << fmt("%.4f", p.goodput.effective_ratio) << "\n";
+  if (!finishes) {
+    o << "  wall time          never: failures come faster (MTBF " << fmt("%.2f", p.goodput.mtbf_h)
+      << " h) than checkpoints and restarts\n                     let work progress; this first-order model needs "
+         "checkpoint and restart times well below the MTBF\n";
+    return o.str();
+  }
   o << "  wall time          " << fmt("%.2f", p.wall_time.raw() / 86400) << " days with failures";
   if (options.deadline_days) o << " (deadline " << fmt("%g", *options.deadline_days) << " days: met)";
   o << "\n";
@@ -172,7 +188,8 @@ std::string plan_report(const workloads::Scenario& sc, const PlanOptions& option
   if (options.gpus) config.push_back({"GPUs given", std::to_string(*options.gpus)});
   doc.key_values(config);
   if (!r.point) {
-    doc.paragraph(options.gpus ? "No layout fits in memory on " + std::to_string(*options.gpus) + " GPUs."
+    doc.paragraph(options.gpus ? "No layout runs on " + std::to_string(*options.gpus) +
+                                     " GPUs (every one is out of memory or does not divide the model and batch)."
                                : "No GPU count up to " + std::to_string(options.max_gpus) + " meets the deadline.");
     return format == ReportFormat::kHtml ? doc.html() : doc.markdown();
   }
@@ -188,10 +205,16 @@ std::string plan_report(const workloads::Scenario& sc, const PlanOptions& option
   plan.rows.push_back({"MFU [%]", fmt("%.1f", 100 * p.mfu)});
   plan.rows.push_back({"optimizer steps", std::to_string(p.optimizer_steps)});
   plan.rows.push_back({"time to train without failures [days]", fmt("%.2f", p.train_time.raw() / 86400)});
-  plan.rows.push_back({"wall time with failures [days]", fmt("%.2f", p.wall_time.raw() / 86400)});
-  plan.rows.push_back({"GPU-hours", fmt("%.0f", p.gpu_hours)});
-  if (p.cost) plan.rows.push_back({"cost", fmt("%.0f", *p.cost)});
-  if (p.energy_kwh) plan.rows.push_back({"energy (GPUs) [MWh]", fmt("%.1f", *p.energy_kwh / 1000)});
+  plan.rows.push_back({"wall time with failures [days]",
+                       std::isfinite(p.wall_time.raw()) ? fmt("%.2f", p.wall_time.raw() / 86400) : "never"});
+  plan.rows.push_back({"GPU-hours without failures", fmt("%.0f", p.gpu_hours)});
+  if (std::isfinite(p.wall_time.raw()))
+    plan.rows.push_back({"GPU-hours held for the wall time with failures", fmt("%.0f", p.held_gpu_hours)});
+  if (p.cost) plan.rows.push_back({"cost without failures", fmt("%.0f", *p.cost)});
+  if (p.held_cost && std::isfinite(*p.held_cost))
+    plan.rows.push_back({"cost with failures", fmt("%.0f", *p.held_cost)});
+  if (p.energy_kwh)
+    plan.rows.push_back({"energy (GPUs) of training without failures [MWh]", fmt("%.1f", *p.energy_kwh / 1000)});
   doc.table(plan);
   doc.heading(2, "Failures and checkpoints");
   ReportTable failures;
@@ -205,6 +228,12 @@ std::string plan_report(const workloads::Scenario& sc, const PlanOptions& option
   failures.rows.push_back({"waste [%]", fmt("%.2f", 100 * p.goodput.waste_fraction)});
   failures.rows.push_back({"effective training time ratio", fmt("%.4f", p.goodput.effective_ratio)});
   doc.table(failures);
+  if (!std::isfinite(p.wall_time.raw())) {
+    doc.paragraph("The job never finishes: failures come faster (MTBF " + fmt("%.2f", p.goodput.mtbf_h) +
+                  " h) than checkpoints and restarts let work progress; this first-order model needs checkpoint and "
+                  "restart times well below the MTBF.");
+    return format == ReportFormat::kHtml ? doc.html() : doc.markdown();
+  }
   // Wall time split: useful training and what failures cost (checkpoints, lost work, restarts).
   const double train_days = p.train_time.raw() / 86400, wall_days = p.wall_time.raw() / 86400;
   StackedBar bar;

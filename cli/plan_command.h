@@ -71,11 +71,13 @@ struct PlanPoint {
   double mfu = 0;
   std::uint64_t optimizer_steps = 0;
   Seconds train_time;           // without failures
-  double gpu_hours = 0;
+  double gpu_hours = 0;         // GPUs x training time without failures
   Goodput goodput;
-  Seconds wall_time;            // with failures
-  std::optional<double> energy_kwh;
-  std::optional<double> cost;
+  Seconds wall_time;            // with failures (infinite when the waste is 100 % or more)
+  double held_gpu_hours = 0;    // GPUs x wall time: what a reservation of the GPUs for the whole run costs
+  std::optional<double> energy_kwh;  // the GPUs' board power over the training time without failures
+  std::optional<double> cost;        // gpu_hours x price
+  std::optional<double> held_cost;   // held_gpu_hours x price
 };
 
 // The best layout on `gpus` GPUs and the training time, or nullopt when no layout fits.

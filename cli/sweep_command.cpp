@@ -325,20 +325,27 @@ SweepResult run_sweep(const Scenario& input, const SweepOptions& options) {
       fit.push_back(i);
   }
   r.valid = fit.size();
+  // Fastest first; among equal times the one with more memory headroom (it dominates the others), then by name.
   auto by_estimate = [&](std::size_t a, std::size_t b) {
     const double ta = r.layouts[a].estimate.iteration_time.raw(), tb = r.layouts[b].estimate.iteration_time.raw();
-    return ta != tb ? ta < tb : r.layouts[a].name < r.layouts[b].name;
+    if (ta != tb) return ta < tb;
+    const double ha = headroom_gib(r.layouts[a].estimate), hb = headroom_gib(r.layouts[b].estimate);
+    return ha != hb ? ha > hb : r.layouts[a].name < r.layouts[b].name;
   };
   std::sort(fit.begin(), fit.end(), by_estimate);
 
-  // Pareto front: fastest first; keep a layout when it has more headroom than every faster one.
+  // Pareto front: fastest first; keep a layout when it has more headroom than every faster one. Times within a
+  // relative 1e-6 count as equal (the analytical model gives a ZeRO-1 and a DDP layout on one GPU the same time up
+  // to rounding): a layout with more headroom at an equal time replaces those of the front it then dominates.
   double best_headroom = -1e300;
   for (std::size_t i : fit) {
     const double h = headroom_gib(r.layouts[i].estimate);
-    if (h > best_headroom) {
-      r.pareto.push_back(i);
-      best_headroom = h;
-    }
+    if (h <= best_headroom) continue;
+    const double t = r.layouts[i].estimate.iteration_time.raw();
+    while (!r.pareto.empty() && t <= r.layouts[r.pareto.back()].estimate.iteration_time.raw() * (1 + 1e-6))
+      r.pareto.pop_back();
+    r.pareto.push_back(i);
+    best_headroom = h;
   }
 
   // Re-simulate the top K with the event-driven model.
@@ -411,7 +418,15 @@ std::string sweep_text(const SweepResult& r) {
       << pad(fixed("%.2f", to_GiB(s.memory.capacity - s.memory.peak)), 10, true)
       << pad(fixed("%.1f", 100 * sim_bubble(s)), 10, true) << pad(fixed("%.1f", 100 * sim_comm(s)), 8, true) << "\n";
   }
-  if (r.ranked.empty()) o << "  no layout fits in memory\n";
+  if (r.ranked.empty()) {
+    if (r.valid > 0)
+      o << "  none re-simulated (--top 0); " << r.valid << " layouts fit\n";
+    else if (std::any_of(r.rejected.begin(), r.rejected.end(),
+                         [](const auto& kv) { return kv.first.rfind("out of memory", 0) == 0; }))
+      o << "  no layout fits in memory\n";
+    else
+      o << "  no layout: every one was rejected for the reasons above\n";
+  }
   o << "  (bubble % = idle share, comm % = exposed communication share of the GPU with the most exposed "
        "communication)\n\n";
 

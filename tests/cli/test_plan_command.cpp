@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <string>
 
@@ -98,6 +99,24 @@ TEST_CASE("plan: the deadline search returns the smallest whole-node count that 
   const cli::PlanResult none = cli::run_plan(sc, o);
   CHECK(!none.point.has_value());
   CHECK(cli::plan_text(sc, o, none).find("No GPU count up to 16 meets the deadline") != std::string::npos);
+  // What holding the GPUs for the whole run costs: GPUs x wall time with failures (16 GPUs: wall_time · 16 / 3600 s),
+  // at 2 per GPU-hour; the cost without failures is GPUs x training time (the failure-free part).
+  o.price_per_gpu_hour = 2;
+  const auto priced = cli::plan_for_gpus(sc, 16, o);
+  REQUIRE(priced.has_value());
+  CHECK(priced->held_gpu_hours == doctest::Approx(priced->wall_time.raw() * 16 / 3600).epsilon(1e-12));
+  CHECK(*priced->held_cost == doctest::Approx(2 * priced->held_gpu_hours).epsilon(1e-12));
+  CHECK(*priced->cost == doctest::Approx(2 * priced->train_time.raw() * 16 / 3600).epsilon(1e-12));
+  CHECK(*priced->held_cost > *priced->cost);
+  // A failure rate whose MTBF (1 / (16 x 1) h = 225 s) is below the 600 s restart: waste > 100 %, never finishes.
+  o.failures_per_gpu_hour = 1;
+  const auto hopeless = cli::plan_for_gpus(sc, 16, o);
+  REQUIRE(hopeless.has_value());
+  CHECK(std::isinf(hopeless->wall_time.raw()));
+  cli::PlanResult shown;
+  shown.point = hopeless;
+  CHECK(cli::plan_text(sc, o, shown).find("wall time          never: failures come faster (MTBF 0.06 h)") !=
+        std::string::npos);
 }
 
 TEST_CASE("plan command: output and one-line errors with exit status 2") {

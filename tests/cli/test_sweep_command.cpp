@@ -239,3 +239,26 @@ TEST_CASE("sweep: a mixture-of-experts model adds expert parallelism, and an ep 
   const std::string csv = cli::sweep_csv(r);
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 1318 + 1);
 }
+
+TEST_CASE("sweep: the Pareto front has no dominated point when two layouts take the same time") {
+  // One GPU: ZeRO-1 shards nothing, so "mb10 zero1" and "mb10 ddp" take the same analytical time (equal to 6
+  // digits) while ddp leaves more memory free (65.48 against 64.17 GiB): only ddp is on the front, likewise mb2.
+  const workloads::Scenario sc =
+      cli::load_scenario_file(std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/grad-accum-example/one-gpu.textproto");
+  cli::SweepOptions options;
+  options.top = 0;
+  const cli::SweepResult r = cli::run_sweep(sc, options);
+  std::vector<std::string> front;
+  for (std::size_t i : r.pareto) front.push_back(r.layouts[i].name);
+  CHECK(front == std::vector<std::string>{"tp1 pp1 dp1 mb10 ddp", "tp1 pp1 dp1 mb2 ddp", "tp1 pp1 dp1 mb1 ddp"});
+  // Every point of the front: no other fitting layout is at least as fast (within 1e-6) with more headroom.
+  for (std::size_t i : r.pareto)
+    for (std::size_t j = 0; j < r.layouts.size(); ++j) {
+      const auto &a = r.layouts[i].estimate, &b = r.layouts[j].estimate;
+      if (j == i || b.oom) continue;
+      const bool dominated = b.iteration_time.raw() <= a.iteration_time.raw() * (1 + 1e-6) &&
+                             b.memory_capacity - b.peak_memory > a.memory_capacity - a.peak_memory;
+      CHECK_MESSAGE(!dominated, r.layouts[i].name << " is dominated by " << r.layouts[j].name);
+    }
+  CHECK(cli::sweep_text(r).find("none re-simulated (--top 0)") != std::string::npos);
+}

@@ -121,6 +121,9 @@ class Reader {
     const auto [end, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
     if (ec != std::errc() || end != t.text.data() + t.text.size() || t.text.empty())
       fail(line, t.column, std::string(what) + ": \"" + std::string(t.text) + "\" is not a number or N/A");
+    // Times, bandwidths and error counts: a negative, infinite or NaN value is no measurement.
+    if (!std::isfinite(v) || v < 0)
+      fail(line, t.column, std::string(what) + ": \"" + std::string(t.text) + "\" must be a finite number >= 0 or N/A");
     return v;
   }
 

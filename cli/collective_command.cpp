@@ -65,7 +65,8 @@ CollectiveOp parse_op_option(const std::string& text) {
 
 // "8", "64K", "8G": bytes with binary suffixes, as nccl-tests' -b/-e take them (1K = 1024).
 std::uint64_t parse_size(const std::string& text, const std::string& whole) {
-  const std::string bad = "\"" + whole + "\" is not MIN:MAX with sizes such as 8, 64K, 1M, 8G (binary: 1K = 1024 B)";
+  const std::string bad =
+      "\"" + whole + "\" is not MIN:MAX with sizes such as 8, 64K, 1M, 8G, 1T (binary: 1K = 1024 B)";
   if (text.empty()) fail_option("--sizes", bad);
   std::uint64_t value = 0;
   std::size_t i = 0;
@@ -100,8 +101,10 @@ std::uint64_t parse_size(const std::string& text, const std::string& whole) {
     ++i;
   }
   if (i != text.size()) fail_option("--sizes", bad);
-  if (value > std::numeric_limits<std::uint64_t>::max() / unit)
-    fail_option("--sizes", "\"" + whole + "\" is too large");
+  // 1 PiB: far beyond any GPU's memory, and below the sizes (2^59 B and more) whose times overflow the
+  // simulator's clock.
+  constexpr std::uint64_t kMaxBytes = 1ull << 50;
+  if (value > kMaxBytes / unit) fail_option("--sizes", "\"" + whole + "\" is too large: at most 1024T (2^50 bytes)");
   return value * unit;
 }
 
@@ -433,8 +436,9 @@ Comparison compare_collective(const workloads::Scenario& scenario, CollectiveOp 
     ComparisonRow r;
     r.size_bytes = m.size_bytes;
     r.measured_time_us = m.time_us_oop;
-    r.measured_busbw_GBps =
-        std::isfinite(m.busbw_oop) ? m.busbw_oop : static_cast<double>(m.size_bytes) / 1e3 / m.time_us_oop * factor;
+    // From the measured time, as nccl-tests computes it: its busbw column has two decimals, which at small sizes
+    // (0.01 GB/s for 128 B in 39.53 us, computed 0.00567) would make the error's sign and size meaningless.
+    r.measured_busbw_GBps = static_cast<double>(m.size_bytes) / 1e3 / m.time_us_oop * factor;
     const Prediction pred = predict_time(scenario, op, gpus, m.size_bytes);
     r.predicted_time_us = pred.time_us;
     r.predicted_busbw_GBps = static_cast<double>(m.size_bytes) / 1e3 / pred.time_us * factor;
@@ -483,7 +487,7 @@ int collective_command(const std::vector<std::string>& args, std::ostream& out) 
       "ranks", po::value<std::string>()->value_name("RANGES"),
       "the communicator's GPUs, e.g. 0-7 or 0-3,8-11 (default: every GPU of the cluster)")(
       "sizes", po::value<std::string>()->value_name("MIN:MAX"),
-      "sizes in bytes, K/M/G = 2^10/2^20/2^30, like nccl-tests -b/-e (default 8:8G; one size: 1M)")(
+      "sizes in bytes, K/M/G/T = 2^10/2^20/2^30/2^40, like nccl-tests -b/-e (default 8:8G; one size: 1M)")(
       "factor", po::value<std::string>()->value_name("F"),
       "multiply the size by F each step, like nccl-tests -f (default 2)")(
       "algo", po::value<std::string>()->value_name("ALGO"),

@@ -337,6 +337,18 @@ TEST_CASE("measured runs: cut-off and foreign input are InputErrors with file:li
   CHECK(error_of([&] { calibrate::parse_measured_run(header + row1 + cut, "cut.log"); }) ==
         "cut.log:6:62: the row ends after 6 of its 13 fields (columns of the header at line 3): the log is cut off or "
         "this is not nccl-tests output");
+  // A negative or NaN time is no measurement: the field "-3.00" starts at column 57 (52 characters before it and
+  // 4 spaces), "nan" at 59.
+  const std::string negative =
+      "          16             4     float     sum      -1    -3.00    0.00    0.00       0    35.10    0.00    0.00  "
+      "     0\n";
+  CHECK(error_of([&] { calibrate::parse_measured_run(header + row1 + negative, "neg.log"); }) ==
+        "neg.log:6:57: out-of-place time: \"-3.00\" must be a finite number >= 0 or N/A");
+  const std::string nan_time =
+      "          16             4     float     sum      -1      nan    0.00    0.00       0    35.10    0.00    0.00  "
+      "     0\n";
+  CHECK(error_of([&] { calibrate::parse_measured_run(header + row1 + nan_time, "nan.log"); }) ==
+        "nan.log:6:59: out-of-place time: \"nan\" must be a finite number >= 0 or N/A");
   // The header and nothing else: cut off before the first row.
   CHECK(error_of([&] { calibrate::parse_measured_run(header, "empty.log"); }) ==
         "empty.log:3:1: the result table has no rows: the log is cut off before the first size");

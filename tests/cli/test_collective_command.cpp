@@ -196,7 +196,15 @@ TEST_CASE("collective: bad options are input errors naming the option; the binar
   CHECK(error_of([] { run_api({kRingScenario}); }).rfind("command line: --op: missing (required)", 0) == 0);
   CHECK(error_of([] {
           run_api({kRingScenario, "--op", "allreduce", "--sizes", "8:4X"});
-        }) == "command line: --sizes: \"8:4X\" is not MIN:MAX with sizes such as 8, 64K, 1M, 8G (binary: 1K = 1024 B)");
+        }) == "command line: --sizes: \"8:4X\" is not MIN:MAX with sizes such as 8, 64K, 1M, 8G, 1T (binary: 1K = 1024 "
+              "B)");
+  // 2^59 B and more used to overflow the clock and report a deadlock; the limit is 2^50 = 1024T.
+  CHECK(error_of([] {
+          run_api({kRingScenario, "--op", "allreduce", "--sizes", "9223372036854775807"});
+        }) == "command line: --sizes: \"9223372036854775807\" is too large: at most 1024T (2^50 bytes)");
+  CHECK(error_of([] {
+          run_api({kRingScenario, "--op", "allreduce", "--sizes", "1025T"});
+        }) == "command line: --sizes: \"1025T\" is too large: at most 1024T (2^50 bytes)");
   CHECK(error_of([] {
           run_api({kRingScenario, "--op", "allreduce", "--sizes", "1G:1M"});
         }) == "command line: --sizes: \"1G:1M\": MIN is larger than MAX");

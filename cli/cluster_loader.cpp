@@ -493,6 +493,7 @@ topology::ClusterSpec to_cluster(const ParsedText& in, const schema::Cluster& c,
     in.fail(join(path, "gpus_per_node"), plural(out.nodes, "node") + " x " + plural(out.gpus_per_node, "GPU") +
                                              " per node is more GPUs than 2^32 - 1");
   }
+  if (c.has_nvls()) out.node.nvls = c.nvls();
   out.nvlink_hop_latency = microseconds(non_negative(in, join(path, "nvlink_hop_latency_us"),
                                                      c.has_nvlink_hop_latency_us(), c.nvlink_hop_latency_us(), "us"));
   out.network_hop_latency = microseconds(non_negative(
@@ -524,6 +525,7 @@ void write_cluster(const topology::ClusterSpec& cluster, schema::Cluster& c) {
   if (cluster.nic_per_direction.raw() > 0) c.set_nic_gbits_per_s_per_direction(gbits(cluster.nic_per_direction));
   c.set_nvlink_hop_latency_us(us(cluster.nvlink_hop_latency));
   c.set_network_hop_latency_us(us(cluster.network_hop_latency));
+  if (!cluster.node.nvls) c.set_nvls(false);
   if (cluster.is_explicit()) {
     for (const topology::VertexSpec& v : cluster.vertices) {
       schema::Vertex& m = *c.add_vertices();

@@ -473,6 +473,15 @@ Comparison compare_collective(const workloads::Scenario& scenario, CollectiveOp 
   return c;
 }
 
+namespace {
+
+// The table (or comparison) of one communicator, printed to `out` and written to --csv/--json.
+int run_collective(const workloads::Scenario& scenario, CollectiveOp op, const std::vector<std::uint32_t>& gpus,
+                   const po::variables_map& vm, std::ostream& out, std::uint64_t min_bytes, std::uint64_t max_bytes,
+                   std::uint64_t factor);
+
+}  // namespace
+
 int collective_command(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description named(
       "clustersim collective [SCENARIO] --op OP [options]\n\n"
@@ -548,7 +557,7 @@ int collective_command(const std::vector<std::string>& args, std::ostream& out) 
       std::string valid;
       for (Algorithm x :
            {Algorithm::kRing, Algorithm::kTree, Algorithm::kNvls, Algorithm::kCollNet, Algorithm::kHierarchical,
-            Algorithm::kTorus})
+            Algorithm::kTorus, Algorithm::kPointToPoint})
         valid += std::string(valid.empty() ? "" : ", ") + workloads::to_string(x);
       fail_option("--algo", "\"" + text + "\" is not an algorithm; valid: " + valid);
     }
@@ -575,6 +584,26 @@ int collective_command(const std::vector<std::string>& args, std::ostream& out) 
   if (gpus.size() < 2)
     fail_option("--ranks", "a collective needs at least 2 GPUs; the communicator has " + std::to_string(gpus.size()));
 
+  // The model refuses a forced algorithm or protocol that cannot run here without knowing where it was forced:
+  // name the option, or the scenario file that set it.
+  const bool algo_option = vm.count("algo") > 0, proto_option = vm.count("proto") > 0;
+  const std::string scenario_file = scenario.source_file;
+  try {
+    return run_collective(scenario, op, gpus, vm, out, min_bytes, max_bytes, factor);
+  } catch (const InputError& e) {
+    if (!e.file().empty() || (e.field_path() != "nccl.algorithm" && e.field_path() != "nccl.protocol")) throw;
+    const bool from_option = e.field_path() == "nccl.algorithm" ? algo_option : proto_option;
+    if (from_option)
+      throw InputError("command line", 0, 0, e.field_path() == "nccl.algorithm" ? "--algo" : "--proto", e.message());
+    throw InputError(scenario_file, 0, 0, e.field_path(), e.message());
+  }
+}
+
+namespace {
+
+int run_collective(const workloads::Scenario& scenario, CollectiveOp op, const std::vector<std::uint32_t>& gpus,
+                   const po::variables_map& vm, std::ostream& out, std::uint64_t min_bytes, std::uint64_t max_bytes,
+                   std::uint64_t factor) {
   std::string text = preamble(scenario, op, gpus);
   std::string csv, json;
   if (vm.count("compare")) {
@@ -596,5 +625,7 @@ int collective_command(const std::vector<std::string>& args, std::ostream& out) 
   if (vm.count("json")) write_file_atomically(vm["json"].as<std::string>(), json);
   return 0;
 }
+
+}  // namespace
 
 }  // namespace clustersim::cli

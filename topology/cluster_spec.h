@@ -54,6 +54,7 @@ struct NodeLayout {
   BytesPerSecond cpu_interconnect_per_direction = bytes_per_second(0);  // between the CPUs; 0 = none
   BytesPerSecond c2c_per_direction = bytes_per_second(0);               // GPU-CPU NVLink-C2C per GPU; 0 = PCIe
   std::array<std::uint32_t, 3> torus{0, 0, 0};                          // x, y, z chips (ScaleUp::kTorus only)
+  bool nvls = true;  // the NVSwitch supports NVLink SHARP (NCCL's NVLS); false: multicast not available
 
   bool operator==(const NodeLayout&) const = default;
 };

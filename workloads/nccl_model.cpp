@@ -498,8 +498,8 @@ struct Evaluator {
     const bool ar = req.op == CollectiveOp::kAllReduce;
     if (!k.present) return out;
     if (ar) out.push_back(Algorithm::kTree);
-    const bool nvswitch = cluster.node.scale_up == topology::ScaleUp::kNvSwitch;
-    if (k.nvls_efficiency > 0 && c.nvls_bandwidth.raw() > 0 && nvswitch && sh.domains == 1 && sh.n > 2)
+    const bool nvls_switch = cluster.node.scale_up == topology::ScaleUp::kNvSwitch && cluster.node.nvls;
+    if (k.nvls_efficiency > 0 && c.nvls_bandwidth.raw() > 0 && nvls_switch && sh.domains == 1 && sh.n > 2)
       out.push_back(Algorithm::kNvls);
     if (cluster.fabric.in_network_reduction && sh.domains > 1) out.push_back(Algorithm::kCollNet);
     if (forced && ar) out.push_back(Algorithm::kHierarchical);
@@ -712,7 +712,12 @@ std::vector<CollectivePlan> CollectiveModel::candidates(const CollectiveRequest&
 }
 
 CollectivePlan CollectiveModel::plan(const CollectiveRequest& request) const {
-  const bool forced = settings_.algorithm.has_value();
+  // NCCL_ALGO selects among collective algorithms only: AlltoAll and Send/Recv are point-to-point operations
+  // whatever it says (nccl-tests' alltoall_perf runs under NCCL_ALGO=RING), so a forced algorithm other than p2p
+  // does not apply to them.
+  const bool p2p_op = request.op == CollectiveOp::kAllToAll || request.op == CollectiveOp::kSendRecv;
+  const bool forced = settings_.algorithm.has_value() &&
+                      !(p2p_op && *settings_.algorithm != Algorithm::kPointToPoint);
   // A torus box runs the per-dimension ICI decomposition unless another algorithm is forced (NCCL's ring, over
   // one ICI link per edge, stays available for comparison).
   if ((!forced || *settings_.algorithm == Algorithm::kTorus) && torus_applies(cluster_, request))

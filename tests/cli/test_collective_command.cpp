@@ -230,7 +230,8 @@ TEST_CASE("collective: bad options are input errors naming the option; the binar
   CHECK(error_of([] {
           run_api({kRingScenario, "--op", "allreduce", "--algo", "butterfly"});
         }) ==
-        "command line: --algo: \"butterfly\" is not an algorithm; valid: ring, tree, nvls, collnet, hierarchical, torus");
+        "command line: --algo: \"butterfly\" is not an algorithm; valid: ring, tree, nvls, collnet, hierarchical, torus, "
+        "p2p");
   CHECK(error_of([] {
           run_api({kRingScenario, "--op", "allreduce", "--proto", "fast"});
         }) == "command line: --proto: \"fast\" is not a protocol; valid: LL, LL128, Simple");
@@ -392,4 +393,21 @@ TEST_CASE("validation: collective predictions against the five nccl-tests runs i
       }
     }
   }
+}
+
+TEST_CASE("collective: where a forced algorithm cannot run, the option or the scenario is named; NVLS needs nvls") {
+  const std::string hdr = kSource + "/scenarios/nccl/h100x4_2node_ib_hdr_allreduce.textproto";
+  // The HDR nodes have NVLink but no NVSwitch SHARP (cluster.nvls: false): one node's 4 GPUs never run NVLS.
+  const std::string table = run_api({hdr, "--op", "allreduce", "--ranks", "0-3", "--sizes", "8:1G", "--factor", "64"});
+  CHECK(table.find("nvls") == std::string::npos);
+  CHECK(error_of([&] { run_api({hdr, "--op", "allreduce", "--ranks", "0-3", "--algo", "nvls", "--sizes", "1G"}); }) ==
+        "command line: --algo: nvls cannot run allreduce on these 4 GPUs (candidates: ring tree hierarchical)");
+  // The same 4 GPUs of an H100 NVSwitch node (nvls by default) do run it.
+  CHECK(run_api({kRingScenario, "--op", "allreduce", "--ranks", "0-3", "--algo", "nvls", "--sizes", "1G"})
+            .find(" nvls ") != std::string::npos);
+  // NCCL_ALGO (the scenario's nccl.algorithm: RING) does not apply to the point-to-point AlltoAll: it runs p2p.
+  CHECK(run_api({kRingScenario, "--op", "alltoall", "--sizes", "1M"}).find(" p2p ") != std::string::npos);
+  // A forced protocol that an algorithm lacks names the option.
+  CHECK(error_of([&] { run_api({kRingScenario, "--op", "allreduce", "--algo", "nvls", "--proto", "LL"}); }) ==
+        "command line: --proto: LL is not available for nvls here");
 }

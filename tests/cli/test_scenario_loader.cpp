@@ -226,7 +226,7 @@ TEST_CASE("bad scenario files name file, line:col and field") {
   const std::string cluster_fields =
       "nodes, gpus_per_node, gpu, nvlink_gbytes_per_s_per_direction, nic_gbits_per_s_per_direction, "
       "nvlink_hop_latency_us, network_hop_latency_us, node_preset, nics_per_node, fabric, torus, vertices, links, "
-      "link_faults, slow_gpus";
+      "link_faults, slow_gpus, nvls";
   CHECK(file_error("syntax_error.textproto") ==
         kBad + "syntax_error.textproto:12:10: model.layers: Expected \":\", found \"32\".");
   CHECK(file_error("unknown_field.textproto") == kBad + "unknown_field.textproto:7:3: cluster.nvlink_gbps: " +

@@ -586,7 +586,17 @@ std::vector<std::uint32_t> timeline_gpus(const workloads::Scenario& sc) {
     if (ranks == 0) continue;
     std::vector<std::uint32_t> picked;
     const workloads::ParallelPlan& p = job.parallel;
-    if (p.megatron() && p.pp > 1 && p.gpus() == ranks) {
+    // Where the simulation may stand one data-parallel replica for all (workloads::simulate_scenario's conditions),
+    // the GPUs come from replica 0, which is always simulated.
+    const bool may_reduce = sc.fidelity == workloads::Fidelity::kAnalytical && sc.jobs.size() == 1 &&
+                            sc.cluster.slow_gpus.empty() && sc.cluster.link_faults.empty() && p.megatron() &&
+                            p.gpus() == ranks;
+    if (may_reduce && p.pp == 1) {
+      const workloads::RankLayout layout(p.tp, p.dp, p.pp, p.rank_order, p.cp, p.ep);
+      const std::uint32_t n = std::min<std::uint32_t>(p.tp, kPerJob);
+      for (std::uint32_t i = 0; i < n; ++i)
+        picked.push_back(job.gpus[layout.rank({n == 1 ? 0 : i * (p.tp - 1) / (n - 1), 0, 0})]);
+    } else if (p.megatron() && p.pp > 1 && p.gpus() == ranks) {
       const workloads::RankLayout layout(p.tp, p.dp, p.pp, p.rank_order, p.cp, p.ep);
       const std::uint32_t n = std::min<std::uint32_t>(p.pp, kPerJob);
       for (std::uint32_t i = 0; i < n; ++i) {

@@ -26,7 +26,8 @@ int run_command(const std::vector<std::string>& args, std::ostream& out) {
   named.add_options()("help,h", "show this help")("json", po::value<std::string>()->value_name("FILE"),
                                                   "write the results as JSON")(
       "trace", po::value<std::string>()->value_name("FILE"),
-      "write the timeline as Chrome trace-event JSON (open in https://ui.perfetto.dev)")(
+      "write the timeline as Chrome trace-event JSON (open in https://ui.perfetto.dev); with the symmetry "
+      "reduction, the simulated replica's GPUs (--no-symmetry: all)")(
       "links", po::value<std::string>()->value_name("FILE"),
       "write per-link utilisation as JSON (FLOW fidelity): bytes, busy fraction, peak concurrent flows")(
       "links-csv", po::value<std::string>()->value_name("FILE"), "the same as CSV")(

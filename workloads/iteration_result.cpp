@@ -74,7 +74,9 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
   // the cluster and every GPU and link is as its counterparts.
   std::vector<std::uint32_t> replicas;
   for (const Job& job : sc.jobs) replicas.push_back(job.parallel.dp);
-  if (symmetry == Symmetry::kAuto && sc.fidelity == Fidelity::kAnalytical && sc.jobs.size() == 1 && sinks.empty() &&
+  // Trace sinks see the simulated replicas' tasks only (a trace or report timeline of the other replicas would
+  // repeat them); Symmetry::kOff simulates, and so traces, every GPU.
+  if (symmetry == Symmetry::kAuto && sc.fidelity == Fidelity::kAnalytical && sc.jobs.size() == 1 &&
       sc.cluster.slow_gpus.empty() && sc.cluster.link_faults.empty() && sc.jobs[0].parallel.megatron())
     replicas[0] = megatron_simulated_replicas(sc, sc.jobs[0], collectives.model());
   for (std::size_t j = 0; j < sc.jobs.size(); ++j) {

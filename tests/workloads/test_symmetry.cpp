@@ -5,6 +5,8 @@
 // for many layouts; the reduction stays off wherever it is not provably exact. Nothing here measures time.
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include <string>
 
 #include "cli/report.h"
@@ -164,9 +166,17 @@ TEST_CASE("symmetry: the reduction is off where it is not provably exact") {
     CHECK_FALSE(r.symmetry_reduced);
     CHECK(r.simulated_gpus == 16);
   }
-  SUBCASE("a trace sink sees every GPU") {
-    sim::ChromeTraceWriter trace({});
-    CHECK_FALSE(simulate_scenario(base, {&trace}).symmetry_reduced);
+  SUBCASE("a trace sink sees the simulated replicas' GPUs, and every GPU with Symmetry::kOff") {
+    struct Gpus : sim::TraceSink {
+      std::set<std::uint32_t> seen;
+      void on_task(const sim::TaskRecord& r) override { seen.insert(r.gpu); }
+    };
+    Gpus reduced, all;
+    const ScenarioResult r = simulate_scenario(base, {&reduced});
+    CHECK(r.symmetry_reduced);
+    CHECK(reduced.seen.size() == r.simulated_gpus);
+    CHECK(simulate_scenario(base, {&all}, nullptr, 8, Symmetry::kOff).simulated_gpus == base.cluster.gpu_count());
+    CHECK(all.seen.size() == base.cluster.gpu_count());
   }
   SUBCASE("Symmetry::kOff") { CHECK_FALSE(full(base).symmetry_reduced); }
   SUBCASE("a TP group that straddles two nodes while replica 0's does not") {

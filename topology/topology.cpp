@@ -809,53 +809,60 @@ TopologyStats Topology::stats() const {
   s.nvlink_domains = static_cast<std::uint32_t>(domain_sizes.size());
   for (const auto& [d, n] : domain_sizes) s.nvlink_domain_size = std::max(s.nvlink_domain_size, n);
   s.bisection = bisection_bandwidth();
+  // Per tier, the worst switch's downlink bandwidth (links arriving from the tier below) over its uplink bandwidth
+  // (links going to the tier above), as the graph is built: with the NICs actually attached.
+  const auto level = [](VertexKind k) {
+    switch (k) {
+      case VertexKind::kNic:
+        return 0;
+      case VertexKind::kLeaf:
+        return 1;
+      case VertexKind::kSpine:
+        return 2;
+      case VertexKind::kCore:
+        return 3;
+      default:
+        return -1;
+    }
+  };
+  std::vector<TierOversubscription> built;
+  for (VertexKind tier : {VertexKind::kLeaf, VertexKind::kSpine}) {
+    double worst = 0;
+    bool any = false;
+    for (VertexIndex v = 0; v < vertex_count(); ++v) {
+      if (graph_[v].kind != tier) continue;
+      double down = 0, up = 0;
+      for (auto [e, end] = boost::in_edges(v, graph_); e != end; ++e) {
+        if (level(graph_[boost::source(*e, graph_)].kind) == level(tier) - 1) down += graph_[*e].bandwidth.raw();
+      }
+      for (auto [e, end] = boost::out_edges(v, graph_); e != end; ++e) {
+        if (level(graph_[boost::target(*e, graph_)].kind) == level(tier) + 1) up += graph_[*e].bandwidth.raw();
+      }
+      if (up > 0) {
+        worst = std::max(worst, down / up);
+        any = true;
+      }
+    }
+    if (any) built.push_back({to_string(tier), worst});
+  }
   if (!spec_.is_explicit()) {
-    // Generated fabrics: the ratio as provisioned (a partially filled leaf carries less than its ports allow).
+    // Generated fabrics: the ratio as provisioned (the ports of a full leaf), then as built where it differs (a
+    // partially filled leaf, or a small cluster's leaf with fewer uplinks, carries another ratio).
     if (!tiers_.empty()) {
       const FabricPorts ports = fabric_ports(spec_);
       const double b = spec_.nic_port_per_direction().raw();
       const double B = spec_.fabric.link_per_direction.raw() > 0 ? spec_.fabric.link_per_direction.raw() : b;
-      s.oversubscription.push_back({"leaf", ports.downlinks * b / (ports.uplinks * B)});
+      const double provisioned = ports.downlinks * b / (ports.uplinks * B);
+      s.oversubscription.push_back({"leaf", provisioned});
+      for (const auto& o : built)
+        if (o.tier == "leaf" && std::fabs(o.ratio - provisioned) > 1e-9 * provisioned)
+          s.oversubscription.push_back({"leaf as built (worst leaf, NICs attached)", o.ratio});
       if (tiers_.size() > 1 && spec_.fabric.kind == FabricKind::kClosThreeLevel) {
         s.oversubscription.push_back({"spine", 1.0});  // as many core uplinks as leaves below, same speed
       }
     }
   } else {
-    // Explicit graphs: per tier, the worst switch's downlink bandwidth (links arriving from the tier below)
-    // over its uplink bandwidth (links going to the tier above).
-    const auto level = [](VertexKind k) {
-      switch (k) {
-        case VertexKind::kNic:
-          return 0;
-        case VertexKind::kLeaf:
-          return 1;
-        case VertexKind::kSpine:
-          return 2;
-        case VertexKind::kCore:
-          return 3;
-        default:
-          return -1;
-      }
-    };
-    for (VertexKind tier : {VertexKind::kLeaf, VertexKind::kSpine}) {
-      double worst = 0;
-      bool any = false;
-      for (VertexIndex v = 0; v < vertex_count(); ++v) {
-        if (graph_[v].kind != tier) continue;
-        double down = 0, up = 0;
-        for (auto [e, end] = boost::in_edges(v, graph_); e != end; ++e) {
-          if (level(graph_[boost::source(*e, graph_)].kind) == level(tier) - 1) down += graph_[*e].bandwidth.raw();
-        }
-        for (auto [e, end] = boost::out_edges(v, graph_); e != end; ++e) {
-          if (level(graph_[boost::target(*e, graph_)].kind) == level(tier) + 1) up += graph_[*e].bandwidth.raw();
-        }
-        if (up > 0) {
-          worst = std::max(worst, down / up);
-          any = true;
-        }
-      }
-      if (any) s.oversubscription.push_back({to_string(tier), worst});
-    }
+    s.oversubscription = built;
   }
   s.diameter_hops = diameter_hops();
   return s;

@@ -265,10 +265,14 @@ TEST_CASE("topology: three-level Clos in pods, partial leaves, any node count") 
   REQUIRE(s.oversubscription.size() == 2);
   CHECK(s.oversubscription[1].tier == "spine");
   CHECK(s.oversubscription[1].ratio == doctest::Approx(1));
-  // Provisioned, not as filled: 2 DGX on 32-port rail leaves still report the design ratio 32 x 25 / (32 x 25).
+  // Provisioned first: 2 DGX on 32-port rail leaves report the design ratio 32 x 25 / (32 x 25); then as built,
+  // since it differs: each rail leaf holds 2 NICs (one per node) under 32 uplinks, 2 x 25 / (32 x 25) = 0.0625.
   const TopologyStats two = Topology(load(dgx_a100(2))).stats();
-  REQUIRE(two.oversubscription.size() == 1);
+  REQUIRE(two.oversubscription.size() == 2);
+  CHECK(two.oversubscription[0].tier == "leaf");
   CHECK(two.oversubscription[0].ratio == doctest::Approx(1));
+  CHECK(two.oversubscription[1].tier == "leaf as built (worst leaf, NICs attached)");
+  CHECK(two.oversubscription[1].ratio == doctest::Approx(0.0625));
 
   // A partial last leaf: 5 one-GPU nodes, radix 8 (d = 4): rail0/leaf0 holds nodes 0-3, rail0/leaf1 node 4.
   // Vertices 5 x 2 + 2 leaves + 4 spines = 16; links 5 x 2 + 10 + 2 x 4 x 2 = 36.

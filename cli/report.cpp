@@ -229,9 +229,19 @@ std::string summary_text(const workloads::Scenario& sc, const workloads::Scenari
   o << "clustersim run: " << sc.name << "\n";
   o << "  scenario   " << sc.source_file << "\n";
   o << "  profile    " << sc.profile.name << " (" << sc.profile.origin << ")\n";
+  // The scale-up link by its kind (a TPU's ICI is no NVLink; a PCIe-only node has none), the NIC where there is one.
+  const bool torus = c.node.scale_up == topology::ScaleUp::kTorus;
+  const bool accelerators = torus;  // TPU chips: "chips", not "GPUs"
+  const std::string unit = accelerators ? " chip" : " GPU";
+  std::vector<std::string> links;
+  if (c.node.scale_up != topology::ScaleUp::kPcieOnly)
+    links.push_back(std::string(torus ? "ICI " : "NVLink ") + fmt("%g", to_GBps(c.nvlink_per_direction)) + " GB/s");
+  if (c.nic_per_direction.raw() > 0) links.push_back("NIC " + fmt("%g", c.nic_per_direction.raw() * 8 / 1e9) + " Gbit/s");
   o << "  cluster    " << c.nodes << (c.nodes == 1 ? " node x " : " nodes x ") << c.gpus_per_node << " " << c.gpu
-    << " = " << c.gpu_count() << (c.gpu_count() == 1 ? " GPU" : " GPUs") << "; NVLink " << fmt("%g", to_GBps(c.nvlink_per_direction)) << " GB/s and NIC "
-    << fmt("%g", c.nic_per_direction.raw() * 8 / 1e9) << " Gbit/s per GPU per direction\n";
+    << " = " << c.gpu_count() << unit << (c.gpu_count() == 1 ? "" : "s");
+  if (!links.empty())
+    o << "; " << links[0] << (links.size() > 1 ? " and " + links[1] : "") << " per" << unit << " per direction";
+  o << "\n";
   o << "  fidelity   " << workloads::to_string(sc.fidelity)
     << (sc.fidelity == workloads::Fidelity::kFlow ? " (collectives as flows sharing the links max-min)"
                                                   : " (closed-form collectives, no contention)")

@@ -338,6 +338,19 @@ Base choose_base(const std::vector<RawInput>& raws, const FitOptions& options) {
     b.name = options.base;
     b.reason = "--base";
     if (std::optional<std::string> text = builtin_profile_source(options.base)) {
+      // Measurements of one GPU on another GPU's built-in base would mix two machines' figures (an H100's
+      // bands on a TPU's peaks): refused when the measured GPU has a built-in profile of its own.
+      for (const RawInput& r : raws) {
+        const std::string& gpu = r.raw->provenance().gpu();
+        const std::optional<std::string> own = gpu.empty() ? std::nullopt : builtin_profile_for_gpu(gpu);
+        if (!own || *own == options.base) continue;
+        const std::optional<HardwareProfile> mine = load_builtin_profile(*own);
+        const std::optional<HardwareProfile> base = load_builtin_profile(options.base);
+        if (mine && base && mine->gpu.gpu != base->gpu.gpu)
+          throw InputError("command line", 0, 0, "--base",
+                           options.base + " is a profile of " + base->gpu.gpu + ", but " + r.path +
+                               " measured \"" + gpu + "\" (built-in profile " + *own + ")");
+      }
       b.text = *text;
       b.file = "<built-in profile " + options.base + ">";
       return b;

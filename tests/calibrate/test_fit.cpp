@@ -125,6 +125,25 @@ TEST_CASE("fit: deterministic; binary raw input fits the same as text") {
   CHECK(c.raw_sha256 == calibrate::sha256_hex(binary));
 }
 
+TEST_CASE("fit: a built-in base of another GPU than the measured one is refused") {
+  // two_points.textproto measured "NVIDIA H100 80GB HBM3" (built-in h100-sxm5-80gb): its bands on the TPU v4's
+  // peaks would describe no machine.
+  calibrate::FitOptions options;
+  options.base = "tpu-v4";
+  std::vector<calibrate::RawInput> raws;
+  raws.push_back(calibrate::read_raw(kData + "two_points.textproto"));
+  std::string error;
+  try {
+    calibrate::fit_profile(raws, options);
+  } catch (const clustersim::InputError& e) {
+    error = e.what();
+  }
+  CHECK(error == "command line: --base: tpu-v4 is a profile of TPUv4, but " + kData +
+                     "two_points.textproto measured \"NVIDIA H100 80GB HBM3\" (built-in profile h100-sxm5-80gb)");
+  options.base = "h100-sxm5-80gb";
+  CHECK(calibrate::fit_profile(raws, options).base_name == "h100-sxm5-80gb");
+}
+
 TEST_CASE("fit: the recorded nccl-tests import fits four bands of ring all_reduce on NVLink") {
   const calibrate::FitResult r = fit_files({"h100_8gpu_allreduce_ring.raw.textproto"});
   REQUIRE(r.bands.size() == 4);

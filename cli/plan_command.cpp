@@ -100,11 +100,13 @@ PlanResult run_plan(const workloads::Scenario& scenario, const PlanOptions& opti
   const double flops = workloads::model_flops(job.model, 1).raw() * options.tokens / job.model.seq_len;
   const double peak = workloads::tensor_peak(scenario.profile.gpu, job.training.precision).raw();
   const double bound = flops / (peak * *options.deadline_days * 86400.0);
+  // The search runs in whole NVLink domains: the limit too (plan_command refuses one below a domain).
+  const std::uint32_t max_gpus = options.max_gpus / step * step;
   std::uint32_t n = step;
-  if (bound > step) n = static_cast<std::uint32_t>(std::min<double>(options.max_gpus, std::ceil(bound / step) * step));
+  if (bound > step) n = static_cast<std::uint32_t>(std::min<double>(max_gpus, std::ceil(bound / step) * step));
   r.search_from = n;
   const double deadline_s = *options.deadline_days * 86400.0;
-  for (; n <= options.max_gpus; n += step) {
+  for (; n <= max_gpus && n >= step; n += step) {
     ++r.searched;
     std::optional<PlanPoint> pt = plan_for_gpus(scenario, n, options);
     if (pt && pt->wall_time.raw() <= deadline_s) {
@@ -298,7 +300,7 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out) {
   if (vm.count("price-per-gpu-hour")) o.price_per_gpu_hour = non_negative("price-per-gpu-hour");
   if (vm.count("gpu-power-w")) {
     o.gpu_power_w = non_negative("gpu-power-w");
-    if (*o.gpu_power_w == 0) fail("--gpu-power-w", "0 must be > 0");
+    if (*o.gpu_power_w == 0) fail("--gpu-power-w", "0 must be > 0 (a GPU draws power)");
   }
   if (vm.count("failure-rate-per-gpu-hour")) o.failures_per_gpu_hour = non_negative("failure-rate-per-gpu-hour");
   o.checkpoint_write = seconds(non_negative("checkpoint-write-s"));
@@ -320,6 +322,13 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out) {
                            calibrate::format_number(o.tokens / tokens_per_step) + " optimizer steps of " +
                            calibrate::format_number(tokens_per_step) + " tokens, more than the " +
                            calibrate::format_number(workloads::kMaxTrainingSteps) + " clustersim counts");
+  }
+  if (o.deadline_days) {
+    const std::uint32_t step =
+        scenario.cluster.gpus_per_node * std::max<std::uint32_t>(1, scenario.cluster.node.nvlink_domain_nodes);
+    if (o.max_gpus < step)
+      fail("--max-gpus", std::to_string(o.max_gpus) + " is less than the search step, one NVLink domain of " +
+                             std::to_string(step) + " GPUs");
   }
   const PlanResult result = run_plan(scenario, o);
   if (report) write_file_atomically(vm["report"].as<std::string>(), plan_report(scenario, o, result, *report));

@@ -144,6 +144,11 @@ TEST_CASE("plan command: output and one-line errors with exit status 2") {
   // More optimizer steps than the 2^53 clustersim counts (1e30 tokens at any batch here): refused, not wrapped to 0.
   one_line_error("plan " + sc + " --tokens 1e30 --deadline-days 1", "more than the 9007199254740992 clustersim counts");
   one_line_error("plan " + sc + " --tokens 1e9 --gpus 8 --restart-s -1", "--restart-s");
+  // The deadline search steps by whole nodes (8 GPUs here): a limit below one node is refused, not tried as 7 GPUs;
+  // a negative count is refused, not wrapped to 2^32 - 1.
+  one_line_error("plan " + sc + " --tokens 1e9 --deadline-days 3 --max-gpus 7",
+                 "--max-gpus: 7 is less than the search step, one NVLink domain of 8 GPUs");
+  one_line_error("plan " + sc + " --tokens 1e9 --gpus -8", "--gpus: -8 is negative");
   // --report: a self-contained HTML file with the plan's numbers and the wall-time chart, or Markdown with the
   // same tables; a bad extension is an error before anything runs, and leaves no file.
   const auto html = testing::run_clustersim(

@@ -365,6 +365,7 @@ MeasuredRun parse_log(const std::vector<Line>& lines, const std::string& file) {
   MeasuredRun run;
   run.source_file = file;
   run.format = MeasuredFormat::kNcclTestsLog;
+  run.complete = false;  // until the closing "# Avg bus bandwidth" line follows the rows
   std::optional<Columns> header;
   int header_line = 0;
   std::optional<Columns> inferred;  // without a header: from the first row's field count
@@ -384,6 +385,7 @@ MeasuredRun parse_log(const std::vector<Line>& lines, const std::string& file) {
       run.header_lines.emplace_back(l.text);
       const std::size_t hash = static_cast<std::size_t>(text.data() - l.text.data());
       const std::string_view body = text.substr(1);
+      if (!run.rows.empty() && body.find("Avg bus bandwidth") != std::string_view::npos) run.complete = true;
       facts.comment_line(body, l.number);
       const std::vector<Token> names = split_whitespace(body, l.offset + static_cast<int>(hash) + 2);
       if (const auto c = columns_from_header(names)) {
@@ -443,6 +445,17 @@ MeasuredRun parse_log(const std::vector<Line>& lines, const std::string& file) {
   facts.fill(run);
   return run;
 }
+
+}  // namespace
+
+std::string cut_off_note(const MeasuredRun& run) {
+  if (run.complete || run.rows.empty()) return "";
+  return "# note: " + run.source_file + " ends without nccl-tests' closing \"# Avg bus bandwidth\" line after its " +
+         std::to_string(run.rows.size()) + " rows (the last of " + std::to_string(run.rows.back().size_bytes) +
+         " B): the run may be cut off\n";
+}
+
+namespace {
 
 MeasuredRun parse_csv(const std::vector<Line>& lines, std::size_t header_index, const std::string& file) {
   const Reader r(file);

@@ -61,7 +61,13 @@ struct MeasuredRun {
   std::optional<std::uint32_t> gpus_per_process;  // nccl-tests nThread × nGpus
   std::optional<std::string> nccl_version;        // "2.26.2"
   std::vector<MeasuredRow> rows;                  // in file order
+  // nccl-tests ends each test with "# Avg bus bandwidth : …" after the rows; a text log without it may have been
+  // cut off between two rows (a CSV has no such line: always true).
+  bool complete = true;
 };
+
+// "" for a complete run; else a `#` line saying that the log may be cut off after its last row.
+std::string cut_off_note(const MeasuredRun& run);
 
 // Parses `text` (read from `file`, which is used only in errors and as source_file).
 MeasuredRun parse_measured_run(std::string_view text, const std::string& file);

@@ -128,6 +128,7 @@ int import_command(const std::vector<std::string>& args, std::ostream& out) {
              (raw.provenance().hosts() ? std::to_string(raw.provenance().hosts()) : std::string("?")) +
              " hosts, NCCL " +
              (raw.provenance().nccl_version().empty() ? std::string("?") : raw.provenance().nccl_version()) + "\n";
+  for (const calibrate::MeasuredRun& run : runs) summary += calibrate::cut_off_note(run);
   write_file_atomically(output, calibrate::message_text(raw,
                                                         "Raw measurements imported by `clustersim calibrate "
                                                         "import-nccl-tests` (schema: calibrate/raw.proto)."));

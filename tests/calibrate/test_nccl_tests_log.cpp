@@ -349,6 +349,16 @@ TEST_CASE("measured runs: cut-off and foreign input are InputErrors with file:li
       "     0\n";
   CHECK(error_of([&] { calibrate::parse_measured_run(header + row1 + nan_time, "nan.log"); }) ==
         "nan.log:6:59: out-of-place time: \"nan\" must be a finite number >= 0 or N/A");
+  // Cut off between two rows: it reads, and says that it may be cut off; with nccl-tests' closing line it is whole.
+  const calibrate::MeasuredRun open_ended = calibrate::parse_measured_run(header + row1, "open.log");
+  CHECK_FALSE(open_ended.complete);
+  CHECK(calibrate::cut_off_note(open_ended) ==
+        "# note: open.log ends without nccl-tests' closing \"# Avg bus bandwidth\" line after its 1 rows (the last of 8 "
+        "B): the run may be cut off\n");
+  const calibrate::MeasuredRun whole = calibrate::parse_measured_run(
+      header + row1 + "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 0.00\n", "whole.log");
+  CHECK(whole.complete);
+  CHECK(calibrate::cut_off_note(whole).empty());
   // The header and nothing else: cut off before the first row.
   CHECK(error_of([&] { calibrate::parse_measured_run(header, "empty.log"); }) ==
         "empty.log:3:1: the result table has no rows: the log is cut off before the first size");

@@ -144,7 +144,14 @@ std::vector<Row> rows_for_job(const std::vector<Entry>& entries, std::size_t j, 
       [](const Job&, const IterationResult& r) { return r.tokens_per_s; });
   add("tokens/s per GPU", "tokens_per_s_per_gpu", Better::kHigher, "%.0f",
       [&](const Job& job, const IterationResult& r) { return r.tokens_per_s / gpus(job); });
-  add("MFU [%]", "mfu_pct", Better::kHigher, "%.1f", [](const Job&, const IterationResult& r) { return 100 * r.mfu; });
+  // MFU is of each scenario's own peak (FP8 runs: the FP8 peak, twice BF16's); the model TFLOP/s per GPU compare
+  // across precisions.
+  add("model TFLOP/s per GPU", "model_TFLOPps_per_gpu", Better::kHigher, "%.1f",
+      [&](const Job& job, const IterationResult& r) {
+        return r.model_flops_per_step.raw() / r.iteration_time.raw() / gpus(job) / 1e12;
+      });
+  add("MFU [%]", "mfu_pct", Better::kHigher, "%.1f",
+      [](const Job&, const IterationResult& r) { return 100 * r.mfu; });
   add("peak memory per GPU [GiB]", "peak_memory_GiB", Better::kLower, "%.2f",
       [](const Job&, const IterationResult& r) { return to_GiB(r.memory.peak); });
   add("memory capacity [GiB]", "memory_capacity_GiB", Better::kNone, "%.2f",
@@ -215,7 +222,8 @@ std::string legend_text(const std::vector<Entry>& entries) {
 constexpr const char* kNotes =
     "vs A: 100 % x (value - A) / A. * marks the best value of a row among the scenarios that fit in memory: lower\n"
     "time, memory, GPU-hours and cost, higher tokens/s and MFU.\nThe breakdown (compute + exposed comm + input "
-    "stall [+ host dispatch] + idle = iteration time) is of\nthe GPU with the most exposed communication.";
+    "stall [+ host dispatch] + idle = iteration time) is of\nthe GPU with the most exposed communication. MFU is "
+    "of each scenario's own precision peak (FP8: the FP8 peak);\nmodel TFLOP/s per GPU compare across precisions.";
 
 std::string notes(std::optional<double> price) {
   // The baseline is always labelled A.

@@ -172,7 +172,8 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
     o << "  (the job runs OUT OF MEMORY as configured: these are the times it would take if it fitted)\n";
 }
 
-std::string job_json(const workloads::Job& job, const workloads::IterationResult& r, const std::string& indent) {
+std::string job_json(const workloads::Job& job, const workloads::IterationResult& r, const std::string& indent,
+                     const calibrate::GpuPerformance& gpu) {
   using sim::format_number;
   using sim::json_escape;
   std::ostringstream o;
@@ -193,6 +194,8 @@ std::string job_json(const workloads::Job& job, const workloads::IterationResult
   o << in << "\"model_flops_per_step\": " << num(r.model_flops_per_step.raw()) << ",\n";
   o << in << "\"mfu\": " << num(r.mfu) << ",\n";
   o << in << "\"mfu_convention\": \"" << json_escape(kMfuConvention) << "\",\n";
+  o << in << "\"mfu_peak_TFLOPps\": " << num(to_TFLOPps(workloads::tensor_peak(gpu, job.training.precision)))
+    << ",\n";
   o << in << "\"mfu_causal\": " << num(r.mfu_causal) << ",\n";
   o << in << "\"hfu\": " << num(r.hfu) << ",\n";
   o << in << "\"hardware_flops_per_step\": " << num(r.hardware_flops_per_step.raw()) << ",\n";
@@ -276,10 +279,10 @@ std::string result_json(const workloads::Scenario& sc, const workloads::Scenario
   o << "  \"fidelity\": \"" << workloads::to_string(sc.fidelity) << "\",\n";
   o << "  \"gpus\": " << sc.cluster.gpu_count() << ",\n";
   // With one job its results are also the top-level keys; with several, read "jobs".
-  if (sc.jobs.size() == 1) o << job_json(sc.jobs[0], result.jobs[0], "  ") << ",\n";
+  if (sc.jobs.size() == 1) o << job_json(sc.jobs[0], result.jobs[0], "  ", sc.profile.gpu) << ",\n";
   o << "  \"jobs\": [";
   for (std::size_t j = 0; j < sc.jobs.size(); ++j)
-    o << (j ? ",\n" : "\n") << "    {\n" << job_json(sc.jobs[j], result.jobs[j], "      ") << "\n    }";
+    o << (j ? ",\n" : "\n") << "    {\n" << job_json(sc.jobs[j], result.jobs[j], "      ", sc.profile.gpu) << "\n    }";
   o << "\n  ],\n";
   o << "  \"simulator\": {\"tasks\": " << result.tasks << ", \"events\": " << result.events
     << ", \"symmetry_reduced\": " << (result.symmetry_reduced ? "true" : "false")

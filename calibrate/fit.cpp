@@ -378,7 +378,8 @@ Base choose_base(const std::vector<RawInput>& raws, const FitOptions& options) {
   if (!name)
     throw InputError("command line", 0, 0, "--base",
                      "no built-in profile matches the measured GPU \"" + gpu +
-                         "\"; choose the base profile with --base: " + builtin_choices() + ", or a profile file");
+                         "\"; choose the base profile with --base: " + builtin_choices() +
+                         ", or a profile file (or name the GPU when importing: import-nccl-tests --gpu NAME)");
   b.name = *name;
   b.reason = "the measured GPU \"" + gpu + "\"";
   b.text = *builtin_profile_source(*name);

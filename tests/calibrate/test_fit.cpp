@@ -170,7 +170,8 @@ TEST_CASE("fit: bad input is an InputError naming the file and field") {
             "band; GEMM, memory and launch samples need values > 0)");
   CHECK(input_error_of([] { fit_files({"unknown_gpu.textproto"}); }) ==
         "command line: --base: no built-in profile matches the measured GPU \"NVIDIA B200\"; choose the base profile "
-        "with --base: a100-sxm4-80gb, h100-sxm5-80gb, tpu-v4, a100-sxm4-40gb, h200-sxm-141gb, gb200, vtrain-a100, or a profile file");
+        "with --base: a100-sxm4-80gb, h100-sxm5-80gb, tpu-v4, a100-sxm4-40gb, h200-sxm-141gb, gb200, vtrain-a100, "
+        "or a profile file (or name the GPU when importing: import-nccl-tests --gpu NAME)");
   calibrate::FitOptions options;
   options.base = "no-such-profile";
   CHECK(input_error_of([&] { fit_files({"two_points.textproto"}, options); }) ==

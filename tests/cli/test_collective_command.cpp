@@ -284,7 +284,7 @@ TEST_CASE("collective: bad options are input errors naming the option; the binar
 //    Simple's plateau within 5 %.
 //  * 10 nodes x 8 H100: 32-128 MiB predicted far too fast (+35..+152 %); 256 MiB up within 10 %.
 // The H100 all_gather ring file meets all three with the profile's AllGather NVLink efficiency (0.80, from the
-// file's 8 GiB row as 0.82 comes from the all_reduce file's): 64 MiB up at most +8.5 %, 1 MiB up +13.4 %.
+// file's 8 GiB row as 0.82 comes from the all_reduce file's): 64 MiB up at most +8.5 %, 1 MiB up +13.5 %.
 TEST_CASE("collective --compare says when the run's NCCL is not the release of the profile's tuning constants") {
   // h100-sxm5-80gb: nccl_version "2.30.7". The all_reduce ring file ran NCCL 2.26.2 (its header); the A100 file
   // does not say; a run of 2.30.7 itself gets no remark.

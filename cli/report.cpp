@@ -234,12 +234,12 @@ std::string summary_text(const workloads::Scenario& sc, const workloads::Scenari
   o << "  profile    " << sc.profile.name << " (" << sc.profile.origin << ")\n";
   // The scale-up link by its kind (a TPU's ICI is no NVLink; a PCIe-only node has none), the NIC where there is one.
   const bool torus = c.node.scale_up == topology::ScaleUp::kTorus;
-  const bool accelerators = torus;  // TPU chips: "chips", not "GPUs"
-  const std::string unit = accelerators ? " chip" : " GPU";
+  const std::string unit = torus ? " chip" : " GPU";  // a torus of TPU chips
   std::vector<std::string> links;
   if (c.node.scale_up != topology::ScaleUp::kPcieOnly)
     links.push_back(std::string(torus ? "ICI " : "NVLink ") + fmt("%g", to_GBps(c.nvlink_per_direction)) + " GB/s");
-  if (c.nic_per_direction.raw() > 0) links.push_back("NIC " + fmt("%g", c.nic_per_direction.raw() * 8 / 1e9) + " Gbit/s");
+  if (c.nic_per_direction.raw() > 0)
+    links.push_back("NIC " + fmt("%g", c.nic_per_direction.raw() * 8 / 1e9) + " Gbit/s");
   o << "  cluster    " << c.nodes << (c.nodes == 1 ? " node x " : " nodes x ") << c.gpus_per_node << " " << c.gpu
     << " = " << c.gpu_count() << unit << (c.gpu_count() == 1 ? "" : "s");
   if (!links.empty())

@@ -264,7 +264,8 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const MemoryConfig& c, Bytes 
     parts.push_back({"output layer and loss (fp32 logits)",
                      bytes(last * (2 * e * T * m.hidden / sp + 4 * T * m.vocab / c.tp))});
   }
-  parts.push_back({"framework overhead (runtime context, library workspaces, collective buffers, fragmentation)", c.framework_overhead});
+  parts.push_back({"framework overhead (runtime context, library workspaces, collective buffers, fragmentation)",
+                   c.framework_overhead});
   return memory_verdict(std::move(parts), capacity);
 }
 

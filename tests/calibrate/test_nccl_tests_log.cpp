@@ -353,8 +353,8 @@ TEST_CASE("measured runs: cut-off and foreign input are InputErrors with file:li
   const calibrate::MeasuredRun open_ended = calibrate::parse_measured_run(header + row1, "open.log");
   CHECK_FALSE(open_ended.complete);
   CHECK(calibrate::cut_off_note(open_ended) ==
-        "# note: open.log ends without nccl-tests' closing \"# Avg bus bandwidth\" line after its 1 rows (the last of 8 "
-        "B): the run may be cut off\n");
+        "# note: open.log ends without nccl-tests' closing \"# Avg bus bandwidth\" line after its 1 rows "
+        "(the last of 8 B): the run may be cut off\n");
   const calibrate::MeasuredRun whole = calibrate::parse_measured_run(
       header + row1 + "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 0.00\n", "whole.log");
   CHECK(whole.complete);

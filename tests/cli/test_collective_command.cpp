@@ -230,8 +230,8 @@ TEST_CASE("collective: bad options are input errors naming the option; the binar
   CHECK(error_of([] {
           run_api({kRingScenario, "--op", "allreduce", "--algo", "butterfly"});
         }) ==
-        "command line: --algo: \"butterfly\" is not an algorithm; valid: ring, tree, nvls, collnet, hierarchical, torus, "
-        "p2p");
+        "command line: --algo: \"butterfly\" is not an algorithm; valid: ring, tree, nvls, collnet, hierarchical, "
+        "torus, p2p");
   CHECK(error_of([] {
           run_api({kRingScenario, "--op", "allreduce", "--proto", "fast"});
         }) == "command line: --proto: \"fast\" is not a protocol; valid: LL, LL128, Simple");

@@ -586,11 +586,9 @@ std::vector<std::uint32_t> timeline_gpus(const workloads::Scenario& sc) {
     if (ranks == 0) continue;
     std::vector<std::uint32_t> picked;
     const workloads::ParallelPlan& p = job.parallel;
-    // Where the simulation may stand one data-parallel replica for all (workloads::simulate_scenario's conditions),
-    // the GPUs come from replica 0, which is always simulated.
-    const bool may_reduce = sc.fidelity == workloads::Fidelity::kAnalytical && sc.jobs.size() == 1 &&
-                            sc.cluster.slow_gpus.empty() && sc.cluster.link_faults.empty() && p.megatron() &&
-                            p.gpus() == ranks;
+    // Where the simulation may stand one data-parallel replica for all, the GPUs come from replica 0, which is
+    // always simulated.
+    const bool may_reduce = workloads::symmetry_may_apply(sc) && p.gpus() == ranks;
     if (may_reduce && p.pp == 1) {
       const workloads::RankLayout layout(p.tp, p.dp, p.pp, p.rank_order, p.cp, p.ep);
       const std::uint32_t n = std::min<std::uint32_t>(p.tp, kPerJob);

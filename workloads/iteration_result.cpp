@@ -57,6 +57,11 @@ TrainingTime training_time(const TrainingJob& job, std::uint32_t grad_accum, std
   return t;
 }
 
+bool symmetry_may_apply(const Scenario& sc) {
+  return sc.fidelity == Fidelity::kAnalytical && sc.jobs.size() == 1 && sc.cluster.slow_gpus.empty() &&
+         sc.cluster.link_faults.empty() && sc.jobs[0].parallel.megatron();
+}
+
 ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::TraceSink*>& sinks,
                                  sim::ChromeTraceWriter* link_counters, std::size_t counter_links,
                                  Symmetry symmetry) {
@@ -76,8 +81,7 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
   for (const Job& job : sc.jobs) replicas.push_back(job.parallel.dp);
   // Trace sinks see the simulated replicas' tasks only (a trace or report timeline of the other replicas would
   // repeat them); Symmetry::kOff simulates, and so traces, every GPU.
-  if (symmetry == Symmetry::kAuto && sc.fidelity == Fidelity::kAnalytical && sc.jobs.size() == 1 &&
-      sc.cluster.slow_gpus.empty() && sc.cluster.link_faults.empty() && sc.jobs[0].parallel.megatron())
+  if (symmetry == Symmetry::kAuto && symmetry_may_apply(sc))
     replicas[0] = megatron_simulated_replicas(sc, sc.jobs[0], collectives.model());
   for (std::size_t j = 0; j < sc.jobs.size(); ++j) {
     const Job& job = sc.jobs[j];

@@ -82,12 +82,16 @@ struct ScenarioResult {
 };
 
 // Symmetry reduction (DESIGN.md §4; megatron_graph.h). kAuto applies it where it is exact: ANALYTICAL
-// fidelity, one job, a Megatron layout, no slow GPUs, no link faults, no trace sinks (a trace shows every
-// GPU), and megatron_simulated_replicas() proves the replicas identical. Then only the first data-parallel
-// replica (the first EP group of replicas with ep > 1) is simulated; every other rank's breakdown is copied
-// from the rank of equal tensor, context and pipeline coordinate there; memory, throughput and MFU are the
-// whole job's. The DDP, ZeRO/FSDP, DataParallel and Horovod graphs are always simulated whole.
+// fidelity, one job, a Megatron layout, no slow GPUs, no link faults (symmetry_may_apply), and
+// megatron_simulated_replicas() proves the replicas identical. Then only the first data-parallel replica (the
+// first EP group of replicas with ep > 1) is simulated, and trace sinks see its tasks only; every other rank's
+// breakdown is copied from the rank of equal tensor, context and pipeline coordinate there; memory, throughput
+// and MFU are the whole job's. The DDP, ZeRO/FSDP, DataParallel and Horovod graphs are always simulated whole.
 enum class Symmetry { kAuto, kOff };
+
+// The scenario-wide conditions of the reduction (everything but the proof per job): where they hold, data-parallel
+// replica 0 is the one simulated, so a caller choosing GPUs to show takes them from it.
+bool symmetry_may_apply(const Scenario& scenario);
 
 // Exposed time of `busy` intervals not covered by `cover` intervals; both sorted by start and
 // internally non-overlapping (as the tasks of one stream are).
@@ -97,7 +101,8 @@ Seconds exposed_time(const std::vector<std::pair<sim::SimTime, sim::SimTime>>& b
 TrainingTime training_time(const TrainingJob& job, std::uint32_t grad_accum, std::uint32_t gpus,
                            Seconds iteration_time);
 
-// Runs one iteration of every job at once. Sinks (e.g. a Chrome trace writer) receive every task record.
+// Runs one iteration of every job at once. Sinks (e.g. a Chrome trace writer) receive every simulated task's
+// record (with the symmetry reduction, those of the simulated replicas).
 // With `link_counters` (FLOW fidelity), the throughput of the `counter_links` busiest links over time
 // is added to that trace as counter tracks.
 ScenarioResult simulate_scenario(const Scenario& scenario, const std::vector<sim::TraceSink*>& sinks = {},

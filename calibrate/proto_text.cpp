@@ -14,6 +14,7 @@
 #include <cstring>
 #include <vector>
 
+#include "calibrate/json_text.h"
 #include "sim/input_error.h"
 
 namespace clustersim::calibrate {
@@ -260,16 +261,94 @@ const pb::FieldDescriptor* field_at_path(const pb::Descriptor* root, std::string
   return field;
 }
 
-// Rewrites a JSON path ("cluster.nvlinkGbytesPerSPerDirection") with the schema's field names.
+// Rewrites a JSON path ("cluster.nvlinkGbytesPerSPerDirection", "jobs[1].model") with the schema's
+// field names.
 std::string canonical_path(const pb::Descriptor* root, std::string_view path) {
   std::string out;
   const pb::Descriptor* d = root;
   for (const std::string& segment : split_path(path)) {
-    const pb::FieldDescriptor* f = find_field(d, segment);
-    out += (out.empty() ? "" : ".") + (f != nullptr ? f->name() : segment);
+    const std::size_t open = segment.find('[');
+    const std::string name = segment.substr(0, open);
+    const pb::FieldDescriptor* f = find_field(d, name);
+    out += (out.empty() ? "" : ".") + (f != nullptr ? f->name() : name);
+    if (open != std::string::npos) out += segment.substr(open);
     d = f != nullptr ? f->message_type() : nullptr;
   }
   return out;
+}
+
+// The member of a JSON object that sets field `f`, found by the field's proto name or its JSON name
+// (protobuf accepts both), or by `name` when f is null (a key the schema lacks). Of two such keys, the
+// last: the one whose value protobuf keeps.
+const JsonMember* json_member(const JsonValue& object, const pb::FieldDescriptor* f, const std::string& name) {
+  const JsonMember* found = nullptr;
+  for (const JsonMember& m : object.members) {
+    const bool match = f != nullptr ? (m.key == f->name() || m.key == f->json_name()) : m.key == name;
+    if (match) found = &m;
+  }
+  return found;
+}
+
+TextLocation at(JsonPosition p) { return {p.line, p.column}; }
+
+// ParsedText::location for JSON text: the start of a scalar's value (or of a repeated field's element
+// when the path indexes it), the start of a message field's key (or of its indexed element), the key of
+// a field the schema lacks; the nearest enclosing field written when the path's own field is absent.
+TextLocation json_location(const JsonValue& doc, const pb::Descriptor* root, std::string_view field_path) {
+  TextLocation best;
+  const JsonValue* node = &doc;
+  const pb::Descriptor* d = root;
+  for (const std::string& segment : split_path(field_path)) {
+    if (node->kind != JsonValue::Kind::kObject) break;
+    const auto [name, index] = split_index(segment);
+    const pb::FieldDescriptor* f = find_field(d, name);
+    const JsonMember* member = json_member(*node, f, name);
+    if (member == nullptr) break;
+    best = at(member->key_at);
+    if (f == nullptr) break;
+    const JsonValue* value = &member->value;
+    if (index >= 0) {
+      if (value->kind != JsonValue::Kind::kArray || static_cast<std::size_t>(index) >= value->elements.size()) break;
+      value = &value->elements[static_cast<std::size_t>(index)];
+      best = at(value->at);
+    }
+    if (f->message_type() == nullptr) {
+      if (!f->is_repeated() || index >= 0) best = at(value->at);
+      break;
+    }
+    node = value;
+    d = f->message_type();
+  }
+  return best;
+}
+
+// protobuf's JSON parser keeps the last of two keys that set one field (or fails with a message about
+// oneofs); text format refuses the second. Refuse it here too, at the second key.
+void check_json_duplicates(const std::string& file, const JsonValue& object, const pb::Descriptor* d,
+                           const std::string& path) {
+  if (object.kind != JsonValue::Kind::kObject || d == nullptr) return;
+  for (std::size_t i = 0; i < object.members.size(); ++i) {
+    const JsonMember& m = object.members[i];
+    const pb::FieldDescriptor* f = find_field(d, m.key);
+    if (f == nullptr) continue;
+    const std::string field_path = path + (path.empty() ? "" : ".") + f->name();
+    for (std::size_t j = 0; j < i; ++j) {
+      if (find_field(d, object.members[j].key) != f) continue;
+      const JsonPosition first = object.members[j].key_at;
+      throw InputError(file, m.key_at.line, m.key_at.column, field_path,
+                       "given twice (first at " + std::to_string(first.line) + ":" +
+                           std::to_string(first.column) + ")");
+    }
+    if (f->message_type() == nullptr) continue;
+    if (m.value.kind == JsonValue::Kind::kArray) {
+      for (std::size_t k = 0; k < m.value.elements.size(); ++k) {
+        check_json_duplicates(file, m.value.elements[k], f->message_type(),
+                              field_path + "[" + std::to_string(k) + "]");
+      }
+    } else {
+      check_json_duplicates(file, m.value, f->message_type(), field_path);
+    }
+  }
 }
 
 std::string field_names(const pb::Descriptor* d) {
@@ -356,9 +435,17 @@ std::string quoted(std::string_view message, std::size_t after = 0) {
   throw InputError(file, line + 1, column + 1, context.path, message);
 }
 
-// JsonStringToMessage reports "(a.b) name: Cannot find field." or "(a.b): what"; positions are
-// not reported. Syntax errors come with a multi-line caret display: keep the first line.
-[[noreturn]] void throw_json_error(const std::string& file, const pb::Descriptor* root, std::string status) {
+// JsonStringToMessage reports "(a.b) name: Cannot find field." or "(a.b): what", without positions,
+// and syntax errors with a multi-line caret display. Reading the text again gives the positions: a
+// syntax error where the reader finds it, any other error at the field it names.
+[[noreturn]] void throw_json_error(const std::string& file, const pb::Descriptor* root, std::string_view text,
+                                   std::string status) {
+  JsonValue doc;
+  if (const std::optional<JsonSyntaxError> syntax = read_json(text, doc)) {
+    throw InputError(file, syntax->at.line, syntax->at.column, canonical_path(root, syntax->path),
+                     "not valid JSON: " + syntax->message);
+  }
+  check_json_duplicates(file, doc, root, "");
   status = status.substr(0, status.find('\n'));
   while (!status.empty() && std::isspace(static_cast<unsigned char>(status.back()))) status.pop_back();
   std::string path;
@@ -373,6 +460,9 @@ std::string quoted(std::string_view message, std::size_t after = 0) {
       message = rest;
     }
   }
+  if (doc.kind != JsonValue::Kind::kObject) {
+    throw InputError(file, doc.at.line, doc.at.column, "", "the JSON value must be an object (a " + root->name() + ")");
+  }
   constexpr std::string_view kUnknown = ": Cannot find field.";
   if (message.size() > kUnknown.size() && message.ends_with(kUnknown)) {
     const std::string name = message.substr(0, message.size() - kUnknown.size());
@@ -382,9 +472,12 @@ std::string quoted(std::string_view message, std::size_t after = 0) {
       parent = f != nullptr ? f->message_type() : nullptr;
     }
     path = canonical_path(root, path.empty() ? name : path + "." + name);
-    throw InputError(file, 0, 0, path, unknown_field_message(parent, name));
+    const TextLocation where = json_location(doc, root, path);
+    throw InputError(file, where.line, where.column, path, unknown_field_message(parent, name));
   }
-  throw InputError(file, 0, 0, canonical_path(root, path), message);
+  path = canonical_path(root, path);
+  const TextLocation where = json_location(doc, root, path);
+  throw InputError(file, where.line, where.column, path, message);
 }
 
 }  // namespace
@@ -405,6 +498,10 @@ ParsedText::ParsedText(const pb::Message& message, std::string file, InputSyntax
 
 TextLocation ParsedText::location(std::string_view field_path) const {
   TextLocation best;
+  if (syntax_ == InputSyntax::kJson) {
+    JsonValue doc;
+    return read_json(text_, doc) ? best : json_location(doc, message_->GetDescriptor(), field_path);
+  }
   if (tree_ == nullptr) return best;
   const pb::Descriptor* d = message_->GetDescriptor();
   const pb::TextFormat::ParseInfoTree* tree = tree_.get();
@@ -449,7 +546,9 @@ ParsedText parse_message(std::string_view text, const std::string& file, InputSy
     pb::util::JsonParseOptions options;
     options.ignore_unknown_fields = false;
     const auto status = pb::util::JsonStringToMessage(pb::StringPiece(text.data(), text.size()), &message, options);
-    if (!status.ok()) throw_json_error(file, root, status.message().ToString());
+    if (!status.ok()) throw_json_error(file, root, text, status.message().ToString());
+    JsonValue doc;
+    if (!read_json(text, doc)) check_json_duplicates(file, doc, root, "");
     return ParsedText(message, file, syntax, std::string(text), nullptr);
   }
   auto tree = std::make_unique<pb::TextFormat::ParseInfoTree>();

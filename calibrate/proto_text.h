@@ -8,8 +8,9 @@
 // advancing to the next multiple of 8 columns; the column reported here is protobuf's.
 // The parser also records a ParseInfoTree, so validation that runs after parsing can place its
 // errors at the line:col of the offending field (ParsedText::location / ParsedText::fail).
-// JSON goes through google::protobuf::util::JsonStringToMessage with unknown fields rejected;
-// JSON carries no positions, so its errors and field locations are 0:0 (unknown).
+// JSON goes through google::protobuf::util::JsonStringToMessage with unknown fields rejected and a
+// key given twice refused. That parser reports no positions: its errors, and field locations, come
+// from reading the text again (calibrate/json_text.h), with columns counted in characters.
 #pragma once
 
 #include <google/protobuf/message.h>
@@ -46,8 +47,8 @@ class ParsedText {
   // Where the field with this dotted path ("parallel.dp"; "a.b[2].c" for repeated fields) was
   // written: the start of its value for a scalar field (the "8" of "dp: 8", which is what value
   // errors talk about), the start of its name for a message field. A field that is absent gives
-  // the location of its nearest present enclosing message field; 0:0 when none is present or the
-  // input was JSON.
+  // the location of its nearest present enclosing message field; 0:0 when none is present. In JSON, an
+  // indexed element ("jobs[1]") is located at its value.
   TextLocation location(std::string_view field_path) const;
 
   // Throws InputError(file, location(field_path), field_path, message).

@@ -190,8 +190,11 @@ TEST_CASE("ParsedText locates fields for later validation errors") {
   const calibrate::ParsedText json = calibrate::parse_message(R"({"gpu": {"gpu": "X"}})", "p.json",
                                                               calibrate::InputSyntax::kJson, from_json);
   CHECK(from_json.gpu().gpu() == "X");
-  CHECK(json.location("gpu.gpu").line == 0);     // JSON carries no positions
-  CHECK(error_of([&] { json.fail("gpu.gpu", "bad"); }) == "p.json: gpu.gpu: bad");
+  // {"gpu": {"gpu": "X"}}: the inner key starts at column 10, its value "X" at 17.
+  CHECK(json.location("gpu").line == 1);
+  CHECK(json.location("gpu").column == 2);       // a message: where its key starts
+  CHECK(json.location("gpu.gpu").column == 17);  // a scalar: where its value starts
+  CHECK(error_of([&] { json.fail("gpu.gpu", "bad"); }) == "p.json:1:17: gpu.gpu: bad");
 
   CHECK(calibrate::syntax_for_path("a/b.JSON") == calibrate::InputSyntax::kJson);
   CHECK(calibrate::syntax_for_path("a/b.textproto") == calibrate::InputSyntax::kTextFormat);

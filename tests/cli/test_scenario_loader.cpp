@@ -389,11 +389,12 @@ TEST_CASE("bad inline scenarios") {
   }
   SUBCASE("JSON errors") {
     CHECK(text_error(R"({"parallel": {"dp": -1}})", true) ==
-          "inline.textproto: parallel.dp: invalid value -1 for type TYPE_UINT32");
+          "inline.textproto:1:21: parallel.dp: invalid value -1 for type TYPE_UINT32");
     CHECK(text_error(R"({"seed": 1})", true) ==
-          "inline.textproto: seed: unknown field \"seed\" (Scenario has: name, cluster, profile, model, parallel, "
+          "inline.textproto:1:2: seed: unknown field \"seed\" (Scenario has: name, cluster, profile, model, parallel, "
           "training, fidelity, jobs, nccl)");
-    CHECK(text_error(R"({"cluster": {"nodes": 1},)", true).starts_with("inline.textproto: "));
+    CHECK(text_error(R"({"cluster": {"nodes": 1},)", true) ==
+          "inline.textproto:1:26: not valid JSON: expected a key or '}' (the file ends here)");
   }
 }
 

@@ -32,6 +32,7 @@ struct Shape {
   std::uint32_t domains = 0;  // NVLink domains spanned ("nodes" in NCCL's formulas)
   std::uint32_t ppn = 0;      // ranks per domain (NCCL: nRanks / nNodes)
   std::uint32_t rails = 0;    // ranks of the least populated domain: rings/trees leave through that many NICs
+  std::uint32_t max_ppn = 0;  // ranks of the most populated domain
   int idx = 0;                // NCCL's node-count index: 1 node, 2 nodes, more
   bool nvlink = true;         // intra-domain links are NVLink (else PCIe)
   double b_intra = 0;         // bytes/s per GPU inside a domain, after efficiency
@@ -164,6 +165,20 @@ std::uint32_t tree_max_sends(std::uint32_t domains) {
   return domains ? *std::max_element(sends.begin(), sends.end()) : 0;
 }
 
+double tree_chain_sends(std::uint32_t m, std::uint32_t k) {
+  if (m < 2 || k == 0) return 0;
+  std::uint32_t most = 0;
+  for (std::uint32_t g = 0; g < m; ++g) {
+    std::uint32_t sends = 0;
+    for (std::uint32_t c = 0; c < k; ++c) {
+      const std::uint32_t position = (g + m - c % m) % m;  // chain c starts at GPU c mod m
+      sends += position == 0 || position == m - 1 ? 1 : 2;
+    }
+    most = std::max(most, sends);
+  }
+  return double(most) / k;
+}
+
 double busbw_factor(CollectiveOp op, std::uint32_t ranks) {
   const double n = ranks;
   switch (op) {
@@ -247,6 +262,7 @@ struct Evaluator {
     sh.domains = span.nodes;
     sh.ppn = std::max<std::uint32_t>(1, sh.n / std::max<std::uint32_t>(1, sh.domains));
     sh.rails = span.min_ranks_per_node;
+    sh.max_ppn = span.max_ranks_per_node;
     sh.idx = sh.domains <= 1 ? 0 : sh.domains == 2 ? 1 : 2;
     sh.nvlink = cluster.node.scale_up != topology::ScaleUp::kPcieOnly;
     // On a torus an edge of a ring crosses one ICI link, not all of a chip's links (nvlink_per_direction).
@@ -367,13 +383,21 @@ struct Evaluator {
     return alg;
   }
 
-  double tree_correction(Protocol p, double bytes) const {
+  // NCCL's treeCorrectionFactor at log2(bytes/64), a step function (tuning.cc): what NCCL's choice sees.
+  // With smooth = true, the physical model's reading of the same measurements: the table holds one value
+  // per power of two, joined linearly in log2(size) (1.0 past the table's end), so that a tree's time
+  // grows with the size instead of dropping by up to 13 % just after each power of two where the factor
+  // steps up. At powers of two both readings are the table's value.
+  double tree_correction(Protocol p, double bytes, bool smooth = false) const {
     if (!t().present) return 1.0;
     const auto& table = t().tree_correction[proto_index(p)];
     const auto chunks = static_cast<std::uint64_t>(bytes) >> 6;
     if (chunks == 0) return 1.0;
     const std::uint32_t log_size = log2i(static_cast<std::uint32_t>(std::min<std::uint64_t>(chunks, 1u << 31)));
-    return log_size < table.size() ? table[log_size] : 1.0;
+    auto at = [&](std::size_t i) { return i < table.size() ? table[i] : 1.0; };
+    if (!smooth || bytes >= 64.0 * double(1u << 31)) return at(log_size);
+    const double fraction = std::log2(bytes / 64.0) - log_size;  // in [0, 1)
+    return at(log_size) + (at(log_size + 1) - at(log_size)) * std::clamp(fraction, 0.0, 1.0);
   }
 
   // Physical algorithm bandwidth in bytes/s: payload bytes (nccl-tests size) per second.
@@ -399,11 +423,15 @@ struct Evaluator {
       case Algorithm::kRing:
         return protocol_cap(ring_bus) / busbw_factor(req.op, sh.n);
       case Algorithm::kTree: {
-        // Chain inside a domain (each GPU sends S up and S down), a double binary tree across domains:
-        // the busiest domain sends tree_max_sends half-buffers over its rails (S with 2 domains, 2S
-        // from 3 on: an interior node feeds two children).
+        // Chains inside the domains (the busiest GPU sends tree_chain_sends · S: 2S in one chain of 3 or
+        // more), a double binary tree across domains: the busiest domain sends tree_max_sends half-buffers
+        // over its rails (S with 2 domains, 2S from 3 on: an interior node feeds two children).
+        const std::uint32_t channels = N > 1 ? std::max(1u, sh.rails) : 1;
+        double chain = 0;
+        for (std::uint32_t m = std::max(1u, sh.rails); m <= sh.max_ppn; ++m)
+          chain = std::max(chain, tree_chain_sends(m, channels));
         const double tree_bytes = N > 1 ? tree_max_sends(static_cast<std::uint32_t>(N)) / 2.0 : 0;
-        double alg = std::min(ppn > 1 ? b_intra / 2 : kInf, N > 1 ? sh.egress / tree_bytes : kInf);
+        double alg = std::min(chain > 0 ? b_intra / chain : kInf, N > 1 ? sh.egress / tree_bytes : kInf);
         if (!std::isfinite(alg)) alg = b_intra;
         if (raw) return alg;
         // Wire efficiency: Simple moves payload only; LL and LL128 as NCCL's tree factors (1/3.8; 7/9 in a
@@ -411,7 +439,7 @@ struct Evaluator {
         const double eff = p == Protocol::kSimple ? 1.0
                            : p == Protocol::kLL   ? 1 / 3.8
                                                   : (N == 1 ? 7.0 / 9 : 120.0 / 128);
-        return alg * eff * tree_correction(p, bytes);
+        return alg * eff * tree_correction(p, bytes, true);
       }
       case Algorithm::kNvls:
         if (req.op == CollectiveOp::kAllReduce && profile.collectives.nvls_bandwidth.raw() > 0)
@@ -432,9 +460,11 @@ struct Evaluator {
           const bool same = sh.domains <= 1;
           return same ? b_intra : sh.b_nic;
         }
-        // AlltoAll: each GPU sends (n − ppn)/n of S across domains through its NIC and (ppn − 1)/n inside.
-        const double inter = N > 1 ? (n - ppn) / n / sh.b_nic : 0;
-        const double local = ppn > 1 ? (ppn - 1) / n / b_intra : 0;
+        // AlltoAll: a GPU in a domain of m sends (n − m)/n of S across domains through its NIC and (m − 1)/n
+        // inside: the least populated domain's GPUs carry the most through their NICs, the most populated
+        // domain's the most inside.
+        const double inter = N > 1 ? (n - sh.rails) / n / sh.b_nic : 0;
+        const double local = sh.max_ppn > 1 ? (sh.max_ppn - 1.0) / n / b_intra : 0;
         const double per_byte = std::max(inter, local);
         return per_byte > 0 ? 1 / per_byte : kInf;
       }

@@ -73,6 +73,13 @@ std::uint32_t tree_parent(int tree, std::uint32_t i, std::uint32_t domains);
 // over both trees; each tree carries half the data, so that domain moves max_sends / 2 · S.
 std::uint32_t tree_max_sends(std::uint32_t domains);
 
+// The most any GPU of a domain with m GPUs sends over its links inside the domain during a tree AllReduce,
+// in units of the buffer S: the tree runs k channels, each a chain through the domain that starts at GPU
+// c mod m (the one on rail c), and each chain edge carries S/k up (reduce) and S/k down (broadcast), so an
+// interior GPU of a chain sends 2S/k and its two ends S/k. One chain (k = 1) of m ≥ 3 GPUs: 2; of 2: 1;
+// m = k = 8: (6·2 + 2·1)/8 = 1.75. NetworkModel lays out its tree flows this way.
+double tree_chain_sends(std::uint32_t m, std::uint32_t k);
+
 // Scenario settings that act like NCCL environment variables.
 struct NcclSettings {
   std::optional<Algorithm> algorithm;  // NCCL_ALGO

@@ -25,8 +25,9 @@ Scenario cluster_only(const std::string& cluster_text, const std::string& profil
   return probe;
 }
 
-// Duration of one AllReduce of `size` over all GPUs of the cluster at the given fidelity.
-double allreduce_seconds(Scenario sc, Fidelity fidelity, Bytes size) {
+// Duration of one collective of `size` over `gpus` (all GPUs of the cluster when empty) at the given fidelity.
+double collective_seconds(Scenario sc, Fidelity fidelity, Bytes size, CollectiveOp op,
+                          std::vector<std::uint32_t> gpus = {}) {
   sc.fidelity = fidelity;
   sim::Simulation s;
   std::unique_ptr<NetworkModel> net;
@@ -34,15 +35,21 @@ double allreduce_seconds(Scenario sc, Fidelity fidelity, Bytes size) {
   CollectiveEngine engine(s, sc, net.get());
   sim::TaskGraph g;
   std::vector<sim::StreamId> lanes;
-  std::vector<std::uint32_t> gpus(sc.cluster.gpu_count());
-  std::iota(gpus.begin(), gpus.end(), 0u);
+  if (gpus.empty()) {
+    gpus.resize(sc.cluster.gpu_count());
+    std::iota(gpus.begin(), gpus.end(), 0u);
+  }
   for (std::uint32_t gpu : gpus) lanes.push_back(g.add_stream(gpu, "comm"));
-  engine.add(g, "ar", "comm", CollectiveRequest{CollectiveOp::kAllReduce, gpus, size, 0}, lanes, {});
+  engine.add(g, "c", "comm", CollectiveRequest{op, gpus, size, 0}, lanes, {});
   sim::Executor ex(s, g, &engine);
   ex.start();
   s.run();
   ex.finish();
   return sim::to_seconds(ex.makespan()).raw();
+}
+
+double allreduce_seconds(const Scenario& sc, Fidelity fidelity, Bytes size) {
+  return collective_seconds(sc, fidelity, size, CollectiveOp::kAllReduce);
 }
 
 }  // namespace
@@ -74,6 +81,71 @@ TEST_CASE("contention-free ring AllReduce: FLOW agrees with ANALYTICAL within 1%
       CHECK(flow == doctest::Approx(analytical).epsilon(0.01));
     }
   }
+}
+
+TEST_CASE("contention-free, every algorithm and protocol: FLOW agrees with ANALYTICAL within 5% from 1 MiB") {
+  // The tree's chains: an interior GPU of a chain sends S up and S down, the two ends S. On one node the
+  // tree is one chain (2 GPUs: each sends S, the ring's time; 8: interior GPUs send 2S); across nodes it
+  // runs one chain per rail, each starting at its rail's GPU, so with 8 rails a GPU is an end of 2 of the
+  // 8 chains and sends (6·2 + 2)/8 S = 1.75 S (tree_chain_sends). FLOW lays out these flows; ANALYTICAL
+  // must charge the same busiest GPU. AlltoAll across unevenly filled nodes: the GPUs of the emptier node
+  // send the most through their NICs, (n − m_min)/n of S (7 + 1 GPUs: 7/8 S, against 1/2 S for 4 + 4).
+  struct Case {
+    const char* cluster;
+    const char* profile;
+    std::vector<std::uint32_t> gpus;  // empty: all
+  };
+  const Case cases[] = {
+      {"node_preset: \"hgx-h100\" nodes: 1", "h100-sxm5-80gb", {0, 1}},
+      {"node_preset: \"hgx-h100\" nodes: 1", "h100-sxm5-80gb", {0, 1, 2}},
+      {"node_preset: \"hgx-h100\" nodes: 1", "h100-sxm5-80gb", {}},
+      {"node_preset: \"hgx-h100\" nodes: 2", "h100-sxm5-80gb", {}},
+      {"node_preset: \"hgx-h100\" nodes: 3", "h100-sxm5-80gb", {}},
+      {"node_preset: \"hgx-h100\" nodes: 2", "h100-sxm5-80gb", {0, 1, 2, 3, 8, 9, 10, 11}},
+      {"node_preset: \"dgx-a100\" nodes: 2", "a100-sxm4-80gb", {}},
+      {"nodes: 8 gpus_per_node: 1 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: 450 "
+       "nic_gbits_per_s_per_direction: 400",
+       "h100-sxm5-80gb", {}},
+  };
+  const std::pair<Algorithm, std::vector<CollectiveOp>> algorithms[] = {
+      {Algorithm::kRing, {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kReduceScatter}},
+      {Algorithm::kTree, {CollectiveOp::kAllReduce}},
+  };
+  for (const Case& c : cases) {
+    Scenario sc = cluster_only(c.cluster, c.profile);
+    for (const auto& [algorithm, ops] : algorithms) {
+      for (Protocol protocol : {Protocol::kLL, Protocol::kLL128, Protocol::kSimple}) {
+        sc.nccl.algorithm = algorithm;
+        sc.nccl.protocol = protocol;
+        for (CollectiveOp op : ops) {
+          for (double mib : {1.0, 3.0, 64.0, 1024.0}) {
+            CAPTURE(std::string(c.cluster));
+            CAPTURE(c.gpus.size());
+            CAPTURE(to_string(algorithm));
+            CAPTURE(to_string(protocol));
+            CAPTURE(to_string(op));
+            CAPTURE(mib);
+            const double flow = collective_seconds(sc, Fidelity::kFlow, MiB(mib), op, c.gpus);
+            const double analytical = collective_seconds(sc, Fidelity::kAnalytical, MiB(mib), op, c.gpus);
+            CHECK(flow == doctest::Approx(analytical).epsilon(0.05));
+          }
+        }
+      }
+    }
+  }
+  // AlltoAll (NCCL's grouped sends, no algorithm choice), even and uneven layouts of 2 HGX H100 nodes.
+  const Scenario two = cluster_only("node_preset: \"hgx-h100\" nodes: 2", "h100-sxm5-80gb");
+  const std::vector<std::uint32_t> layouts[] = {{0, 1, 2, 3, 8, 9, 10, 11}, {0, 1, 2, 3, 4, 5, 6, 8}, {0, 8, 9, 10}};
+  for (const auto& gpus : layouts) {
+    CAPTURE(gpus.size());
+    const double flow = collective_seconds(two, Fidelity::kFlow, MiB(256), CollectiveOp::kAllToAll, gpus);
+    const double analytical = collective_seconds(two, Fidelity::kAnalytical, MiB(256), CollectiveOp::kAllToAll, gpus);
+    CHECK(flow == doctest::Approx(analytical).epsilon(0.05));
+  }
+  // 7 + 1 against 4 + 4: the bandwidth part grows by (7/8) / (4/8) = 1.75.
+  const double even = collective_seconds(two, Fidelity::kAnalytical, GiB(1), CollectiveOp::kAllToAll, layouts[0]);
+  const double uneven = collective_seconds(two, Fidelity::kAnalytical, GiB(1), CollectiveOp::kAllToAll, layouts[1]);
+  CHECK(uneven / even == doctest::Approx(1.75).epsilon(0.01));
 }
 
 TEST_CASE("two jobs sharing a leaf uplink slow each other by the max-min share") {

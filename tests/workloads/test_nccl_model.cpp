@@ -2,6 +2,7 @@
 // NCCL v2.30.7-1's constants (../shared/reference/nccl.md §1.3–1.5) as stored in the built-in profiles.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <numeric>
 
 #include "calibrate/hardware_profile.h"
@@ -184,4 +185,37 @@ TEST_CASE("a forced algorithm that cannot run is an input error naming nccl.algo
   s.algorithm = Algorithm::kNvls;  // A100 has no NVLS
   CHECK_THROWS_WITH(plan(cluster(1, 8, 300, 200), a100, CollectiveOp::kAllReduce, MB(8), s),
                     doctest::Contains("nccl.algorithm: nvls cannot run allreduce on these 8 GPUs"));
+}
+
+TEST_CASE("a forced tree's time grows with the size: NCCL's correction factors are joined between powers of two") {
+  // NCCL's treeCorrectionFactor is a step per power of two (for LL it steps from .4 below 1 MiB up to .5 at
+  // 1 MiB, for Simple from .5 below 2 MiB to .6 at 2 MiB). Read as steps, the physical time of a tree
+  // dropped just after a power of two (2 HGX H100 nodes, tree LL: 79.19 µs at 1 MiB − 4 B, 68.39 µs at
+  // 1 MiB). Joined linearly in log2(size) it grows: no factor doubles within an octave (the steepest rise,
+  // LL128's .6 → .8, is ×1.33), so size / factor still grows. At the powers of two the table's value stands.
+  const calibrate::HardwareProfile h100 = calibrate::load_profile("h100-sxm5-80gb");
+  const auto two_nodes = cluster(2, 8, 450, 400);
+  for (Protocol p : {Protocol::kLL, Protocol::kLL128, Protocol::kSimple}) {
+    NcclSettings s;
+    s.algorithm = Algorithm::kTree;
+    s.protocol = p;
+    double previous = 0;
+    for (double size = 4096; size <= 2.0 * 1024 * 1024 * 1024; size *= std::pow(2.0, 0.125)) {
+      for (double at : {std::floor(size / 4) * 4 - 4, std::floor(size / 4) * 4}) {
+        CAPTURE(to_string(p));
+        CAPTURE(at);
+        const double t = to_us(plan(two_nodes, h100, CollectiveOp::kAllReduce, bytes(at), s).time);
+        CHECK(t >= previous);
+        previous = t;
+      }
+    }
+  }
+  // At a power of two, the table's own value: tree Simple at 64 MiB on one 8-GPU node is NCCL's latency
+  // plus S over b_intra/2 (an interior GPU of the chain sends 2S) times the factor at log2(64 MiB/64) = 20,
+  // which is .8: 450e9 · 0.82 / 2 · 0.8 = 147.6e9 B/s of payload.
+  NcclSettings s;
+  s.algorithm = Algorithm::kTree;
+  s.protocol = Protocol::kSimple;
+  const CollectivePlan at_64 = plan(cluster(1, 8, 450, 400), h100, CollectiveOp::kAllReduce, MiB(64), s);
+  CHECK(at_64.time.raw() - at_64.latency.raw() == doctest::Approx(64.0 * 1048576 / 147.6e9).epsilon(1e-9));
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <cstdio>
 
 namespace clustersim::workloads {
@@ -117,6 +118,28 @@ double in_flight_micro_batches(PipelineSchedule schedule, std::uint32_t pp, std:
       return std::min(p - i, m);
   }
   return m;
+}
+
+double chunk_in_flight_micro_batches(PipelineSchedule schedule, std::uint32_t pp, std::uint32_t stage,
+                                     std::uint32_t micro_batches, std::uint32_t virtual_stages, std::uint32_t chunk) {
+  if (schedule != PipelineSchedule::kInterleaved || virtual_stages < 2)
+    return in_flight_micro_batches(schedule, pp, stage, micro_batches, virtual_stages);
+  assert(chunk < virtual_stages && "chunk index within the stage's chunks");
+  const std::uint64_t p = pp, v = virtual_stages, passes = std::uint64_t(micro_batches) * v;
+  const auto in_flight = static_cast<std::uint64_t>(
+      std::llround(in_flight_micro_batches(schedule, pp, stage, micro_batches, virtual_stages) * double(v)));
+  const std::uint64_t warmup = std::min(passes, in_flight > 0 ? in_flight - 1 : 0);
+  auto forward_chunk = [&](std::uint64_t k) { return (k % (p * v)) / p; };
+  auto backward_chunk = [&](std::uint64_t k) { return v - 1 - (k % (p * v)) / p; };
+  std::uint64_t held = 0, most = 0;
+  for (std::uint64_t k = 0; k < warmup; ++k) held += forward_chunk(k) == chunk ? 1 : 0;
+  most = held;
+  for (std::uint64_t k = 0; k + warmup < passes; ++k) {
+    held += forward_chunk(k + warmup) == chunk ? 1 : 0;
+    most = std::max(most, held);
+    held -= backward_chunk(k) == chunk ? 1 : 0;
+  }
+  return double(most);
 }
 
 std::vector<std::uint32_t> stage_layers(const ModelSpec& model, std::uint32_t pp, std::uint32_t stage,
@@ -257,9 +280,14 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const MemoryConfig& c, Bytes 
     parts.push_back({"activations of the layer being recomputed", worst});
   }
   const double T = double(c.micro_batch) * m.seq_len / cp, sp = c.sequence_parallel ? double(c.tp) : 1.0;
-  if (c.stage == 0 && c.dropout) parts.push_back({"embedding dropout masks", bytes(in_flight * T * m.hidden / sp)});
+  const std::uint32_t chunks = std::max(c.virtual_stages, 1u);
+  if (c.stage == 0 && c.dropout) {
+    const double first = chunk_in_flight_micro_batches(c.schedule, c.pp, c.stage, c.micro_batches, chunks, 0);
+    parts.push_back({"embedding dropout masks", bytes(first * T * m.hidden / sp)});
+  }
   if (c.stage + 1 == c.pp) {
-    const double last = in_flight_micro_batches(c.schedule, c.pp, c.stage, c.micro_batches, c.virtual_stages);
+    const double last =
+        chunk_in_flight_micro_batches(c.schedule, c.pp, c.stage, c.micro_batches, chunks, chunks - 1);
     const double e = element_bytes(c.precision);
     parts.push_back({"output layer and loss (fp32 logits)",
                      bytes(last * (2 * e * T * m.hidden / sp + 4 * T * m.vocab / c.tp))});

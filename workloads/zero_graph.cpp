@@ -341,22 +341,19 @@ MemoryEstimate estimate_zero_memory(const Scenario& sc, const Job& job) {
                                       : Sharding::kAll;
   MemoryEstimate base = estimate_memory(job.model, mc, sc.profile.gpu.memory_capacity);
   std::vector<MemoryPart> parts = base.parts;
-  if (par.zero_stage == 3 || (par.effective_framework() == Framework::kFsdp && par.zero_stage == 2)) {
-    // Whole 16-bit parameters while gathered: the root unit for the whole step and two blocks in flight
-    // (stage 3), or every unit from its forward to its backward (FSDP SHARD_GRAD_OP: the whole model).
+  if (par.zero_stage == 3) {
+    // Whole 16-bit parameters while gathered: the root unit for the whole step and two blocks in flight.
+    // (Stage 2 needs no such row: its "weights (16-bit)" are the whole model, which DeepSpeed keeps and
+    // FSDP SHARD_GRAD_OP gathers in its forward and keeps until the backward; counting both would hold
+    // the 16-bit model twice.)
     const std::vector<Op> bwd = backward_ops(job.model, zero_op_config(job));
     std::vector<double> unit(job.model.layers + 1, 0.0);
     for (const Op& op : bwd) unit[zero_unit_of(op.name)] += op.grad_parameters;
     double gathered = unit[0];
-    if (par.zero_stage == 3) {
-      std::vector<double> blocks(unit.begin() + 1, unit.end());
-      std::sort(blocks.rbegin(), blocks.rend());
-      for (std::size_t i = 0; i < 2 && i < blocks.size(); ++i) gathered += blocks[i];
-    } else {
-      for (std::size_t i = 1; i < unit.size(); ++i) gathered += unit[i];
-    }
-    parts.push_back({par.zero_stage == 3 ? "gathered parameters (root unit + 2 blocks in flight)"
-                                         : "gathered parameters (whole model between forward and backward)",
+    std::vector<double> blocks(unit.begin() + 1, unit.end());
+    std::sort(blocks.rbegin(), blocks.rend());
+    for (std::size_t i = 0; i < 2 && i < blocks.size(); ++i) gathered += blocks[i];
+    parts.push_back({"gathered parameters (root unit + 2 blocks in flight)",
                      bytes(gathered * element_bytes(job.training.precision))});
   }
   return memory_verdict(std::move(parts), sc.profile.gpu.memory_capacity);

@@ -3,6 +3,9 @@
 // parameters of a stage (checked against the per-op gradients), the report and its OOM verdict.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <tuple>
+
 #include "workloads/memory_model.h"
 #include "workloads/pipeline_schedule.h"
 #include "workloads/transformer_ops.h"
@@ -102,6 +105,50 @@ TEST_CASE("in-flight micro-batches: GPipe m, 1F1B p − i, interleaved p·(1 + (
     CHECK(double(max_in_flight(pipeline_order(PipelineSchedule::kOneFOneB, 8, 96)[i])) ==
           in_flight_micro_batches(PipelineSchedule::kOneFOneB, 8, i, 96, 1));
   }
+}
+
+TEST_CASE("interleaved: the embedding and the output layer are held for their own chunk's micro-batches") {
+  // p = 4, v = 2, m = 8. Stage 0 warms up with 2·3 + 4 = 10 forward micro-steps: chunk 0 for micro-steps
+  // 0–3 and 8–9, chunk 1 for 4–7; then forward 10, 11 (chunk 0) come before its first backwards (chunk 1),
+  // so all 8 micro-batches of chunk 0 are held at once, against (10 + 1)/2 = 5.5 passes on average per
+  // chunk. Stage 3 warms up with 4 forwards of chunk 0; each later forward of chunk 1 is followed by that
+  // micro-batch's backward: 1.
+  CHECK(chunk_in_flight_micro_batches(PipelineSchedule::kInterleaved, 4, 0, 8, 2, 0) == 8);
+  CHECK(chunk_in_flight_micro_batches(PipelineSchedule::kInterleaved, 4, 3, 8, 2, 1) == 1);
+  CHECK(in_flight_micro_batches(PipelineSchedule::kInterleaved, 4, 0, 8, 2) == 5.5);
+  // Without interleaving the chunk is the stage: 1F1B p − i, GPipe m.
+  CHECK(chunk_in_flight_micro_batches(PipelineSchedule::kOneFOneB, 8, 7, 96, 1, 0) == 1);
+  CHECK(chunk_in_flight_micro_batches(PipelineSchedule::kGPipe, 8, 7, 96, 1, 0) == 96);
+  // Cross-check with the schedule module's per-stage order, chunk by chunk.
+  for (const auto& [p, m, v] : {std::tuple{4u, 8u, 2u}, {4u, 16u, 4u}, {8u, 64u, 3u}, {2u, 2u, 2u}}) {
+    const auto order = pipeline_order(PipelineSchedule::kInterleaved, p, m, v);
+    for (std::uint32_t i = 0; i < p; ++i) {
+      for (std::uint32_t chunk = 0; chunk < v; ++chunk) {
+        std::uint32_t held = 0, most = 0;
+        for (const PipelineStep& step : order[i]) {
+          if (step.chunk != chunk) continue;
+          held = step.kind == PipelineStep::Kind::kForward ? held + 1 : held - 1;
+          most = std::max(most, held);
+        }
+        CAPTURE(p);
+        CAPTURE(m);
+        CAPTURE(v);
+        CAPTURE(i);
+        CAPTURE(chunk);
+        CHECK(chunk_in_flight_micro_batches(PipelineSchedule::kInterleaved, p, i, m, v, chunk) == most);
+      }
+    }
+  }
+  // The last stage's output layer: logits of one micro-batch, 2·e·T·h/t + 4·T·V/t with T = s·b, not
+  // in_flight (2.5 on stage 3 of p = 4, v = 2) times that. GPT-3 175B, t = 8, SP: 2·2·2048·12288/8 +
+  // 4·2048·51200/8 = 12,582,912 + 52,428,800 = 65,011,712 B.
+  MemoryConfig c = plan(8, true, Recompute::kSelective);
+  c.pp = 4;
+  c.stage = 3;
+  c.micro_batches = 8;
+  c.schedule = PipelineSchedule::kInterleaved;
+  c.virtual_stages = 2;
+  CHECK(part(estimate_memory(gpt3_175b(), c, GiB(80)), "output layer").size.raw() == 65011712.0);
 }
 
 TEST_CASE("model-state bytes per parameter: ZeRO's 16, Megatron's 18 / 20 and 6 + 12/d") {

@@ -149,6 +149,13 @@ TEST_CASE("ZeRO memory per GPU follows Rajbhandari et al.'s bytes per parameter"
         states += p.size.raw();
     CHECK(states / sc.jobs[0].model.parameter_count() == doctest::Approx(expected));
   }
+  // FSDP SHARD_GRAD_OP holds what DeepSpeed ZeRO-2 holds: the whole 16-bit model (gathered in the forward,
+  // kept until the backward) once, 2 + 14/64 bytes per parameter, and no second "gathered" copy.
+  const Scenario fsdp2 = scenario("dp: 64 micro_batch: 1 framework: FSDP zero_stage: 2", 8, 8);
+  const Scenario ds2 = scenario("dp: 64 micro_batch: 1 framework: DEEPSPEED zero_stage: 2", 8, 8);
+  const MemoryEstimate f2 = estimate_zero_memory(fsdp2, fsdp2.jobs[0]);
+  CHECK(f2.peak.raw() == estimate_zero_memory(ds2, ds2.jobs[0]).peak.raw());
+  for (const MemoryPart& p : f2.parts) CHECK(p.name.find("gathered") == std::string::npos);
   // Hybrid sharding shards within the node only: 16/8 bytes per parameter.
   const Scenario hy = scenario("dp: 64 micro_batch: 1 framework: FSDP hybrid_shard: true", 8, 8);
   CHECK(zero_shard_ranks(hy, hy.jobs[0]) == 8);

@@ -17,6 +17,7 @@
 #include "cli/report.h"
 #include "sim/input_error.h"
 #include "sim/trace.h"
+#include "topology/topology.h"
 
 namespace po = boost::program_options;
 
@@ -151,6 +152,13 @@ Scenario sweep_scenario(const Scenario& in, std::optional<std::uint32_t> gpus) {
       nodes = (nodes + domain - 1) / domain * domain;  // whole NVLink domains
       sc.cluster.nodes = nodes;
       std::erase_if(sc.cluster.slow_gpus, [&](const topology::SlowGpu& s) { return s.gpu >= n; });
+      try {
+        topology::fabric_shape(sc.cluster);  // the scenario's fabric must hold the new node count
+      } catch (const InputError& e) {
+        throw InputError("command line", 0, 0, "--gpus",
+                         std::to_string(n) + " GPUs take " + std::to_string(nodes) + " nodes, more than the fabric of " +
+                             in.source_file + " holds: " + e.field_path() + ": " + e.message());
+      }
     }
     job.gpus.clear();
     for (std::uint32_t g = 0; g < n; ++g) job.gpus.push_back(g);

@@ -27,7 +27,7 @@ TaskId TaskGraph::add(LabelId label, std::span<const StreamId> lanes, Seconds du
     (void)d;
   }
   tasks_.push_back(Task{label, static_cast<std::uint32_t>(lanes.size()), static_cast<std::uint32_t>(deps.size()),
-                        lanes_.size(), deps_.size(), duration, false});
+                        false, lanes_.size(), deps_.size(), duration});
   for (StreamId s : lanes) {
     assert(s < streams_.size() && "unknown stream");
     assert((stream_tasks_[s].empty() || stream_tasks_[s].back() != id) && "duplicate lane");

@@ -80,15 +80,16 @@ class TaskGraph {
   const std::vector<std::pair<TaskId, TaskId>>& extra_dependencies() const { return extra_deps_; }
 
  private:
-  struct Task {
+  struct Task {  // 40 bytes: the flag packed beside the 32-bit fields (graphs hold up to 2^26 tasks)
     LabelId label;
     std::uint32_t lane_count;
     std::uint32_t dep_count;
+    bool dynamic;
     std::size_t lane_begin;
     std::size_t dep_begin;
     Seconds duration;
-    bool dynamic;
   };
+  static_assert(sizeof(Task) <= 40);
   std::vector<Task> tasks_;
   std::vector<StreamId> lanes_;
   std::vector<TaskId> deps_;

@@ -179,6 +179,10 @@ TEST_CASE("sweep command: files written, bad input is one line and exit status 2
   one_line_error("sweep", "takes one scenario");
   one_line_error("sweep " + scenario + " --jobs 0", "--jobs");
   one_line_error("sweep " + scenario + " --gpus 12", "--gpus: 12 is not a whole number of 8-GPU nodes");
+  // 65,536 GPUs = 8,192 nodes of 8: more leaves than the default radix-64 two-level fabric holds;
+  // the error names the option and the scenario, not an unnamed input.
+  one_line_error("sweep " + scenario + " --gpus 65536",
+                 "--gpus: 65536 GPUs take 8192 nodes, more than the fabric of " + scenario + " holds: fabric.kind: ");
   one_line_error("sweep " + scenario + " --top many", "sweep");
   one_line_error("sweep " + scenario + " --report " + (dir / "r.txt").string(), "--report");
   one_line_error("sweep " + scenario + " --csv " + (dir / "missing" / "s.csv").string(), "cannot write output file");

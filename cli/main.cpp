@@ -115,6 +115,9 @@ int main(int argc, char** argv) {
   } catch (const clustersim::sim::DeadlockError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
+  } catch (const clustersim::sim::TimeRangeError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
   } catch (const std::bad_alloc&) {
     // Not a bug report: the scenario asked for more than this machine's memory holds (a large job at FLOW fidelity).
     std::cerr << "error: out of memory: the simulation of this scenario does not fit in this machine's memory "

@@ -105,6 +105,13 @@ workloads::ModelSpec to_model(const ParsedText& in, const M& s, const std::strin
   out.seq_len = at_least_one(in, field("seq_len"), m.has_seq_len(), m.seq_len());
   if (m.has_head_dim()) {
     out.head_dim = at_least_one(in, field("head_dim"), true, m.head_dim());
+    // The query width a·d sizes every attention GEMM; beyond 2^20 its products leave 32-bit counts.
+    constexpr std::uint64_t kMaxQueryWidth = std::uint64_t{1} << 20;
+    if (std::uint64_t{out.heads} * out.head_dim > kMaxQueryWidth) {
+      in.fail(field("head_dim"), std::to_string(out.head_dim) + " x heads " + std::to_string(out.heads) + " = " +
+                                     std::to_string(std::uint64_t{out.heads} * out.head_dim) +
+                                     " is more than the 1048576 (2^20) query width clustersim models");
+    }
   } else {
     if (out.hidden % out.heads != 0) {
       in.fail(field("heads"), std::to_string(out.heads) + " does not divide hidden " + std::to_string(out.hidden) +

@@ -7,7 +7,9 @@
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <iostream>
+#include <mutex>
 #include <ostream>
 #include <sstream>
 #include <thread>
@@ -75,28 +77,43 @@ class Progress {
 };
 
 // Runs fn(worker, i) for i in [0, n) on `jobs` worker threads (worker in [0, jobs)) — on this thread alone
-// when jobs is 1 — calling tick(done) from this thread meanwhile.
+// when jobs is 1 — calling tick(done) from this thread meanwhile. The first exception a call throws stops
+// the workers and is rethrown here, after they have joined.
 template <class Fn, class Tick>
 void parallel_for(std::size_t n, std::uint32_t jobs, Fn fn, Tick tick) {
   std::atomic<std::size_t> next{0}, done{0};
+  std::mutex error_mutex;
+  std::exception_ptr error;
   auto worker = [&](std::uint32_t w) {
     for (std::size_t i; (i = next.fetch_add(1)) < n;) {
-      fn(w, i);
+      try {
+        fn(w, i);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+        next.store(n);
+      }
       done.fetch_add(1);
     }
   };
-  std::vector<std::thread> threads;
-  if (jobs > 1)
-    for (std::uint32_t w = 0; w < jobs; ++w) threads.emplace_back(worker, w);
-  if (threads.empty()) {
+  if (jobs <= 1) {
     worker(0);
   } else {
-    while (done.load() < n) {
+    std::atomic<std::uint32_t> running{jobs};
+    std::vector<std::thread> threads;
+    for (std::uint32_t w = 0; w < jobs; ++w) {
+      threads.emplace_back([&, w] {
+        worker(w);
+        running.fetch_sub(1);
+      });
+    }
+    while (running.load() > 0) {
       tick(done.load());
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     for (std::thread& t : threads) t.join();
   }
+  if (error) std::rethrow_exception(error);
   tick(n);
 }
 

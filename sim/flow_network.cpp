@@ -299,7 +299,8 @@ SimTime FlowNetwork::predict_completion(const Flow& fl) const {
   // Round up to the picosecond, but a value within 8 ulp above an integer is that integer (the
   // division's rounding must not turn an exact 100 ms into 100 ms + 1 ps).
   const double up = std::ceil(ps - ps * (8 * DBL_EPSILON));
-  if (!(up < 4.0e18)) return kNever;  // beyond ~46 days of simulated time: as good as never
+  // A flow that moves, but would end beyond the engine's range: the inputs are far outside what hardware does.
+  if (!(up < double(kMaxSimTime - fl.anchor))) throw TimeRangeError(ps * 1e-12);
   return fl.anchor + std::max<SimTime>(1, static_cast<SimTime>(up));
 }
 

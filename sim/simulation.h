@@ -13,9 +13,12 @@ namespace clustersim::sim {
 class Simulation {
  public:
   SimTime now() const { return queue_.now(); }
-  EventId schedule_at(SimTime t, std::function<void()> fn) { return queue_.schedule_at(t, std::move(fn)); }
+  EventId schedule_at(SimTime t, std::function<void()> fn) {
+    if (t >= kMaxSimTime) throw TimeRangeError(to_seconds(t).raw());
+    return queue_.schedule_at(t, std::move(fn));
+  }
   EventId schedule_after(SimTime delay, std::function<void()> fn) {
-    return queue_.schedule_at(queue_.now() + delay, std::move(fn));
+    return schedule_at(queue_.now() + delay, std::move(fn));  // both below 2^62: the sum fits
   }
   bool cancel(EventId id) { return queue_.cancel(id); }
   // Runs events until none is left; returns the number of events executed.

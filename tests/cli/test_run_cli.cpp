@@ -103,6 +103,35 @@ TEST_CASE("bad input: one error line, exit status 2, no output file left behind"
   fs::remove_all(dir);
 }
 
+TEST_CASE("inputs far outside what hardware does: out of the simulator's time range is an error, not a number") {
+  // Simulated time is int64 picoseconds; the engine takes ±2^62 ps (53.4 days). The default scenario's
+  // GPU 0 at 10^8 times its compute time needs ~9e7 s (over 1,000 days): it used to wrap around and print
+  // 133,196 s with exit status 0. A NIC of 1e-9 Gbit/s (0.125 B/s) makes a flow end after 10^8 s: that was
+  // reported as a deadlock. Both are now one error line, exit status 2.
+  const fs::path dir = scratch_dir("range");
+  const std::string base = slurp(fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios" / "default.textproto");
+  auto variant = [&](const std::string& name, const std::string& from, const std::string& to) {
+    std::string text = base;
+    const std::size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, from.size(), to);
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  };
+  const std::string slow = variant("slow.textproto", "cluster {", "cluster {\n  slow_gpus { gpu: 0 compute_slowdown: 1e8 }");
+  const std::string nic = variant("nic.textproto", "nic_gbits_per_s_per_direction: 200",
+                                  "nic_gbits_per_s_per_direction: 1e-9");
+  for (const std::string& scenario : {slow, nic}) {
+    CAPTURE(scenario);
+    const Run r = run("run " + scenario + " --json " + (dir / "out.json").string(), dir);
+    CHECK(r.status == 2);
+    CHECK(r.err.rfind("error: simulated time out of range: ", 0) == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK_FALSE(fs::exists(dir / "out.json"));
+  }
+  fs::remove_all(dir);
+}
+
 TEST_CASE("bad command lines exit with status 2") {
   const fs::path dir = scratch_dir("cli");
   CHECK(run("frobnicate", dir).status == 2);

@@ -323,6 +323,12 @@ TEST_CASE("bad inline scenarios") {
     CHECK(text_error("cluster {\n\tnodes: x }\n") ==
           "inline.textproto:2:16: cluster.nodes: Expected integer, got: x");
   }
+  SUBCASE("a query width beyond 2^20: 4 heads x 4294967295 would overflow the GEMM counts") {
+    std::string text = kMinimal + good_training;
+    text.replace(text.find("heads: 4 "), 9, "heads: 4 head_dim: 4294967295 ");
+    CHECK(text_error(text) == "inline.textproto:4:49: model.head_dim: 4294967295 x heads 4 = 17179869180 is more "
+                              "than the 1048576 (2^20) query width clustersim models");
+  }
   SUBCASE("negative number for an unsigned field") {
     CHECK(text_error("model {\n  layers: -2\n}\n") == "inline.textproto:2:11: model.layers: Expected integer, got: -");
   }

@@ -72,6 +72,13 @@ TEST_CASE("trace: json_escape") {
   CHECK(json_escape("\x01") == "\\u0001");
   CHECK(json_escape("\x1f") == "\\u001f");
   CHECK(json_escape("\b\f") == "\\u0008\\u000c");
+  // UTF-8: well-formed sequences pass (é 2 bytes, € 3, 😀 4); a stray byte, an overlong form (C0 AF for '/'),
+  // a surrogate (ED A0 80) or a cut sequence becomes \ufffd, one per byte that starts nothing.
+  CHECK(json_escape("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80") == "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+  CHECK(json_escape("bad\xff name") == "bad\\ufffd name");
+  CHECK(json_escape("\xc0\xaf") == "\\ufffd\\ufffd");
+  CHECK(json_escape("\xed\xa0\x80") == "\\ufffd\\ufffd\\ufffd");
+  CHECK(json_escape("cut \xe2\x82") == "cut \\ufffd\\ufffd");
   CHECK(json_escape(std::string_view("a\0b", 3)) == "a\\u0000b");  // an embedded NUL
   // DEL and UTF-8 bytes are valid inside JSON strings and pass through unchanged.
   CHECK(json_escape("\x7f") == "\x7f");

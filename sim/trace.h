@@ -76,7 +76,7 @@ class ChromeTraceWriter : public TraceSink {
 
 // Formats picoseconds as microseconds with exactly six decimals ("12.345678"), no rounding.
 std::string format_us(SimTime t);
-// JSON string escaping; a byte that starts no well-formed UTF-8 sequence becomes \\ufffd (U+FFFD).
+// JSON string escaping; a byte that starts no well-formed UTF-8 sequence becomes \ufffd (U+FFFD).
 std::string json_escape(std::string_view s);
 // Shortest round-trip decimal for a double, locale-independent ("%.17g"-free, via to_chars).
 std::string format_number(double v);

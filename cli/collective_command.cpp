@@ -584,18 +584,17 @@ int collective_command(const std::vector<std::string>& args, std::ostream& out) 
   if (gpus.size() < 2)
     fail_option("--ranks", "a collective needs at least 2 GPUs; the communicator has " + std::to_string(gpus.size()));
 
-  // The model refuses a forced algorithm or protocol that cannot run here without knowing where it was forced:
-  // name the option, or the scenario file that set it.
+  // The model names the scenario's nccl field when a forced algorithm or protocol cannot run here; one that
+  // --algo or --proto forced is named as that option.
   const bool algo_option = vm.count("algo") > 0, proto_option = vm.count("proto") > 0;
-  const std::string scenario_file = scenario.source_file;
   try {
     return run_collective(scenario, op, gpus, vm, out, min_bytes, max_bytes, factor);
   } catch (const InputError& e) {
-    if (!e.file().empty() || (e.field_path() != "nccl.algorithm" && e.field_path() != "nccl.protocol")) throw;
+    if (e.field_path() != "nccl.algorithm" && e.field_path() != "nccl.protocol") throw;
     const bool from_option = e.field_path() == "nccl.algorithm" ? algo_option : proto_option;
     if (from_option)
       throw InputError("command line", 0, 0, e.field_path() == "nccl.algorithm" ? "--algo" : "--proto", e.message());
-    throw InputError(scenario_file, 0, 0, e.field_path(), e.message());
+    throw;
   }
 }
 

@@ -567,6 +567,13 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
     }
     out.nccl.launch_overhead = microseconds(
         non_negative(in, "nccl.launch_overhead_us", n.has_launch_overhead_us(), n.launch_overhead_us(), "us"));
+    out.nccl.source_file = in.file();
+    const calibrate::TextLocation algorithm_at = in.location("nccl.algorithm");
+    const calibrate::TextLocation protocol_at = in.location("nccl.protocol");
+    out.nccl.algorithm_line = algorithm_at.line;
+    out.nccl.algorithm_column = algorithm_at.column;
+    out.nccl.protocol_line = protocol_at.line;
+    out.nccl.protocol_column = protocol_at.column;
   }
   const std::uint32_t total_gpus = out.cluster.gpu_count();
   if (message.jobs_size() == 0) {

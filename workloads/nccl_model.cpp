@@ -706,7 +706,7 @@ namespace {
 CollectivePlan torus_plan(const topology::ClusterSpec& cluster, const calibrate::HardwareProfile& profile,
                           const NcclSettings& settings, const CollectiveRequest& req) {
   if (settings.protocol && *settings.protocol != Protocol::kSimple)
-    throw InputError("", 0, 0, "nccl.protocol",
+    throw InputError(settings.source_file, settings.protocol_line, settings.protocol_column, "nccl.protocol",
                      std::string(to_string(*settings.protocol)) + " is not available for torus here (ICI collectives "
                                                                   "have no NCCL protocols; Simple only)");
   CollectivePlan plan;
@@ -760,7 +760,8 @@ CollectivePlan CollectiveModel::plan(const CollectiveRequest& request) const {
       std::string why = std::string(to_string(want)) + " cannot run " + to_string(request.op) + " on these " +
                         std::to_string(request.gpus.size()) + " GPUs (candidates:";
       for (Algorithm a : algos) why += std::string(" ") + to_string(a);
-      throw InputError("", 0, 0, "nccl.algorithm", why + ")");
+      throw InputError(settings_.source_file, settings_.algorithm_line, settings_.algorithm_column, "nccl.algorithm",
+                       why + ")");
     }
     algos = {want};
   }
@@ -771,7 +772,7 @@ CollectivePlan CollectiveModel::plan(const CollectiveRequest& request) const {
       if (std::find(protos.begin(), protos.end(), *settings_.protocol) == protos.end()) {
         if (forced || algos.size() == 1)
           throw InputError(
-              "", 0, 0, "nccl.protocol",
+              settings_.source_file, settings_.protocol_line, settings_.protocol_column, "nccl.protocol",
               std::string(to_string(*settings_.protocol)) + " is not available for " + to_string(a) + " here");
         continue;
       }
@@ -782,7 +783,10 @@ CollectivePlan CollectiveModel::plan(const CollectiveRequest& request) const {
       if (!best || c.nccl_model_time < best->nccl_model_time) best = c;
     }
   }
-  if (!best) throw InputError("", 0, 0, "nccl.protocol", "no algorithm offers the forced protocol here");
+  if (!best) {
+    throw InputError(settings_.source_file, settings_.protocol_line, settings_.protocol_column, "nccl.protocol",
+                     "no algorithm offers the forced protocol here");
+  }
   return *best;
 }
 

@@ -85,6 +85,11 @@ struct NcclSettings {
   std::optional<Algorithm> algorithm;  // NCCL_ALGO
   std::optional<Protocol> protocol;    // NCCL_PROTO
   Seconds launch_overhead;             // host launch cost per call; overlaps the previous call's GPU work
+  // Where the forced algorithm and protocol were written (file; 1-based line:col, 0 = unknown), so that the
+  // error for one that cannot run on a communicator names it.
+  std::string source_file;
+  int algorithm_line = 0, algorithm_column = 0;
+  int protocol_line = 0, protocol_column = 0;
 };
 
 struct CollectiveRequest {

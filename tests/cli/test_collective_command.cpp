@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -410,4 +411,15 @@ TEST_CASE("collective: where a forced algorithm cannot run, the option or the sc
   // A forced protocol that an algorithm lacks names the option.
   CHECK(error_of([&] { run_api({kRingScenario, "--op", "allreduce", "--algo", "nvls", "--proto", "LL"}); }) ==
         "command line: --proto: LL is not available for nvls here");
+  // Forced by the scenario: its file, and the line:col of the value ("nccl { algorithm: " is 18 characters).
+  const fs::path dir = scratch_dir("forced");
+  std::string text = slurp(hdr);
+  const auto line = std::count(text.begin(), text.end(), '\n') + 1;
+  text += "nccl { algorithm: NVLS }\n";
+  std::ofstream(dir / "nvls.textproto") << text;
+  const std::string file = (dir / "nvls.textproto").string();
+  CHECK(error_of([&] { run_api({file, "--op", "allreduce", "--sizes", "1G"}); }) ==
+        file + ":" + std::to_string(line) + ":19: nccl.algorithm: nvls cannot run allreduce on these 8 GPUs "
+               "(candidates: ring tree hierarchical)");
+  fs::remove_all(dir);
 }

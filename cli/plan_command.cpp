@@ -93,6 +93,17 @@ PlanResult run_plan(const workloads::Scenario& scenario, const PlanOptions& opti
     r.searched = 1;
     return r;
   }
+  const double deadline_s = *options.deadline_days * 86400.0;
+  if (scenario.cluster.is_explicit() || scenario.cluster.node.scale_up == topology::ScaleUp::kTorus) {
+    // The deadline search resizes the cluster in whole nodes, which a torus or explicit cluster cannot be:
+    // its own GPU count meets the deadline or not.
+    r.fixed_size = true;
+    r.searched = 1;
+    r.search_from = scenario.cluster.gpu_count();
+    std::optional<PlanPoint> pt = plan_for_gpus(scenario, scenario.cluster.gpu_count(), options);
+    if (pt && pt->wall_time.raw() <= deadline_s) r.point = std::move(pt);
+    return r;
+  }
   const workloads::Job& job = scenario.jobs.at(0);
   const std::uint32_t step =
       scenario.cluster.gpus_per_node * std::max<std::uint32_t>(1, scenario.cluster.node.nvlink_domain_nodes);
@@ -105,7 +116,6 @@ PlanResult run_plan(const workloads::Scenario& scenario, const PlanOptions& opti
   std::uint32_t n = step;
   if (bound > step) n = static_cast<std::uint32_t>(std::min<double>(max_gpus, std::ceil(bound / step) * step));
   r.search_from = n;
-  const double deadline_s = *options.deadline_days * 86400.0;
   for (; n <= max_gpus && n >= step; n += step) {
     ++r.searched;
     std::optional<PlanPoint> pt = plan_for_gpus(scenario, n, options);
@@ -117,13 +127,30 @@ PlanResult run_plan(const workloads::Scenario& scenario, const PlanOptions& opti
   return r;
 }
 
+namespace {
+
+// Why a deadline search found no plan.
+std::string no_plan_sentence(const PlanOptions& options, const PlanResult& r) {
+  if (r.fixed_size) {
+    return "The cluster's " + std::to_string(r.search_from) +
+           " GPUs do not meet the deadline (or no layout runs on them), and a torus or explicit cluster is not "
+           "resized: give a larger cluster in the scenario.";
+  }
+  return "No GPU count up to " + std::to_string(options.max_gpus) + " meets the deadline.";
+}
+
+}  // namespace
+
 std::string plan_text(const workloads::Scenario& sc, const PlanOptions& options, const PlanResult& r) {
   const workloads::Job& job = sc.jobs.at(0);
   std::ostringstream o;
   o << "Plan: " << sc.name << "\n";
   o << "  model " << job.model.name << ", " << fmt("%.4g", options.tokens) << " tokens, global batch "
     << job.training.global_batch << " x sequence " << job.model.seq_len << ", " << sc.cluster.gpu << "\n";
-  if (options.deadline_days)
+  if (options.deadline_days && r.fixed_size)
+    o << "  deadline " << fmt("%g", *options.deadline_days) << " days: the cluster's own " << r.search_from
+      << " GPUs (a torus or explicit cluster is not resized)\n";
+  else if (options.deadline_days)
     o << "  deadline " << fmt("%g", *options.deadline_days) << " days: searched " << r.searched
       << " GPU counts from the compute bound " << r.search_from << " in whole nodes\n";
   o << "\n";
@@ -132,7 +159,7 @@ std::string plan_text(const workloads::Scenario& sc, const PlanOptions& options,
       o << "No layout runs on " << *options.gpus << " GPUs (every one is out of memory or does not divide the model "
         << "and batch; clustersim sweep SCENARIO --gpus " << *options.gpus << " lists why).\n";
     else
-      o << "No GPU count up to " << options.max_gpus << " meets the deadline.\n";
+      o << no_plan_sentence(options, r) << "\n";
     return o.str();
   }
   const PlanPoint& p = *r.point;
@@ -192,7 +219,7 @@ std::string plan_report(const workloads::Scenario& sc, const PlanOptions& option
   if (!r.point) {
     doc.paragraph(options.gpus ? "No layout runs on " + std::to_string(*options.gpus) +
                                      " GPUs (every one is out of memory or does not divide the model and batch)."
-                               : "No GPU count up to " + std::to_string(options.max_gpus) + " meets the deadline.");
+                               : no_plan_sentence(options, r));
     return format == ReportFormat::kHtml ? doc.html() : doc.markdown();
   }
   const PlanPoint& p = *r.point;
@@ -309,6 +336,11 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out) {
   o.jobs = vm["jobs"].as<std::uint32_t>();
   if (o.jobs == 0 || o.jobs > 256) fail("--jobs", std::to_string(o.jobs) + " must be in 1..256");
   o.max_gpus = vm["max-gpus"].as<std::uint32_t>();
+  for (const auto& [option, value] : {std::pair{"--gpus", o.gpus.value_or(0)}, {"--max-gpus", o.max_gpus}}) {
+    if (value > kMaxPlannedGpus)
+      fail(option, std::to_string(value) + " is more than the " + std::to_string(kMaxPlannedGpus) +
+                       " GPUs clustersim plans for");
+  }
   std::optional<ReportFormat> report;
   if (vm.count("report")) report = report_format(vm["report"].as<std::string>());
   if (vm.count("report")) check_output_path(vm["report"].as<std::string>());

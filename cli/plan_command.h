@@ -88,6 +88,7 @@ struct PlanResult {
   std::optional<PlanPoint> point;   // the answer (the smallest meeting the deadline, or the given N)
   std::uint32_t searched = 0;       // GPU counts tried
   std::uint32_t search_from = 0;    // the compute bound the search started at
+  bool fixed_size = false;          // a torus or explicit cluster: only its own GPU count was tried
 };
 PlanResult run_plan(const workloads::Scenario& scenario, const PlanOptions& options);
 std::string plan_text(const workloads::Scenario& scenario, const PlanOptions& options, const PlanResult& result);

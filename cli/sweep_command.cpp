@@ -625,6 +625,10 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out) {
                      "takes one scenario, got " + std::to_string(parsed.scenarios.size()));
   SweepOptions options;
   if (vm.count("gpus")) options.gpus = vm["gpus"].as<std::uint32_t>();
+  if (options.gpus && *options.gpus > kMaxPlannedGpus)
+    throw InputError("command line", 0, 0, "--gpus",
+                     std::to_string(*options.gpus) + " is more than the " + std::to_string(kMaxPlannedGpus) +
+                         " GPUs clustersim sweeps");
   options.top = vm["top"].as<std::uint32_t>();
   options.jobs = vm["jobs"].as<std::uint32_t>();
   if (options.jobs == 0 || options.jobs > 256)

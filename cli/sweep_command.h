@@ -76,6 +76,10 @@ struct SweepResult {
 };
 
 // The scenario the sweep runs on: its first job alone on `gpus` GPUs (the cluster resized to whole nodes).
+// The most GPUs sweep --gpus and plan (--gpus, --max-gpus) take: 2^20, 64 times the largest clusters built
+// today; a layout search beyond it would run for hours without saying why.
+inline constexpr std::uint32_t kMaxPlannedGpus = std::uint32_t{1} << 20;
+
 workloads::Scenario sweep_scenario(const workloads::Scenario& scenario, std::optional<std::uint32_t> gpus);
 
 // Every valid layout of the scenario's first job (see the header); structural rejections are counted

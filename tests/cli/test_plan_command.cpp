@@ -119,6 +119,27 @@ TEST_CASE("plan: the deadline search returns the smallest whole-node count that 
         std::string::npos);
 }
 
+TEST_CASE("plan: a torus cluster is not resized; the deadline is judged on its own chips") {
+  // The TPU v4 4x4x4 slice of 64 chips: the search resizes clusters in whole nodes, which a torus cannot
+  // be, so its only count is 64 (the run used to fail with an error about --gpus, which was not given).
+  const workloads::Scenario tpu = cli::load_scenario_file(std::string(CLUSTERSIM_SOURCE_DIR) +
+                                                          "/scenarios/tpu-vs-gpu/tpu-v4-4x4x4.textproto");
+  cli::PlanOptions o;
+  o.tokens = 1e9;
+  const auto own = cli::plan_for_gpus(tpu, 64, o);
+  REQUIRE(own.has_value());
+  o.deadline_days = own->wall_time.raw() * 2 / 86400;  // twice its wall time: met
+  const cli::PlanResult met = cli::run_plan(tpu, o);
+  CHECK(met.fixed_size);
+  CHECK(met.searched == 1);
+  REQUIRE(met.point.has_value());
+  CHECK(met.point->gpus == 64);
+  o.deadline_days = own->wall_time.raw() * 0.5 / 86400;  // half of it: not met, and said why
+  const cli::PlanResult missed = cli::run_plan(tpu, o);
+  CHECK(!missed.point.has_value());
+  CHECK(cli::plan_text(tpu, o, missed).find("a torus or explicit cluster is not resized") != std::string::npos);
+}
+
 TEST_CASE("plan command: output and one-line errors with exit status 2") {
   const auto dir = testing::scratch_dir("plan");
   {
@@ -149,6 +170,9 @@ TEST_CASE("plan command: output and one-line errors with exit status 2") {
   one_line_error("plan " + sc + " --tokens 1e9 --deadline-days 3 --max-gpus 7",
                  "--max-gpus: 7 is less than the search step, one NVLink domain of 8 GPUs");
   one_line_error("plan " + sc + " --tokens 1e9 --gpus -8", "--gpus: -8 is negative");
+  one_line_error("plan " + sc + " --tokens 1e9 --gpus 4294967288",
+                 "--gpus: 4294967288 is more than the 1048576 GPUs clustersim plans for");
+  one_line_error("plan " + sc + " --tokens 1e9 --deadline-days 3 --max-gpus 2000000", "--max-gpus: 2000000 is more");
   // --report: a self-contained HTML file with the plan's numbers and the wall-time chart, or Markdown with the
   // same tables; a bad extension is an error before anything runs, and leaves no file.
   const auto html = testing::run_clustersim(

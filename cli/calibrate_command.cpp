@@ -84,9 +84,10 @@ std::vector<std::uint64_t> parse_bands(const std::string& text) {
   return out;
 }
 
-std::string output_option(const po::variables_map& vm, const std::string& what) {
+std::string output_option(const ParsedCommand& parsed, const std::string& what) {
+  const po::variables_map& vm = parsed.options;
   if (!vm.count("output")) fail_option("-o", "missing (required): the " + what + " file to write");
-  check_output_path(vm["output"].as<std::string>());
+  check_output_options(parsed, {"output"});  // not one of the inputs
   return vm["output"].as<std::string>();
 }
 
@@ -110,7 +111,7 @@ int import_command(const std::vector<std::string>& args, std::ostream& out) {
     return 0;
   }
   if (parsed.scenarios.empty()) fail_option("LOG", "missing: give one or more nccl-tests logs or CSVs");
-  const std::string output = output_option(vm, "raw measurements");
+  const std::string output = output_option(parsed, "raw measurements");
   calibrate::ImportOptions options;
   if (vm.count("algo")) options.algorithm = vm["algo"].as<std::string>();
   if (vm.count("proto")) options.protocol = vm["proto"].as<std::string>();
@@ -156,7 +157,7 @@ int fit_command(const std::vector<std::string>& args, std::ostream& out) {
     return 0;
   }
   if (parsed.scenarios.empty()) fail_option("RAW", "missing: give one or more raw measurement files");
-  const std::string output = output_option(vm, "profile");
+  const std::string output = output_option(parsed, "profile");
   calibrate::FitOptions options;
   if (vm.count("base")) options.base = vm["base"].as<std::string>();
   if (vm.count("bands")) options.band_edges = parse_bands(vm["bands"].as<std::string>());

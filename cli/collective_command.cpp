@@ -547,8 +547,9 @@ int collective_command(const std::vector<std::string>& args, std::ostream& out) 
     factor = f;
   }
 
-  for (const char* o : {"csv", "json"})
-    if (vm.count(o)) check_output_path(vm[o].as<std::string>());
+  check_output_options(parsed, {"csv", "json"},
+                       vm.count("compare") ? std::vector<std::string>{vm["compare"].as<std::string>()}
+                                           : std::vector<std::string>{});
   workloads::Scenario scenario = load_scenario_argument(parsed, "collective");
   if (vm.count("algo")) {
     const std::string text = vm["algo"].as<std::string>();

@@ -1,8 +1,11 @@
 #include "cli/command_line.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <string>
+#include <system_error>
 
+#include "cli/report.h"
 #include "cli/scenario_loader.h"
 #include "sim/input_error.h"
 
@@ -133,6 +136,40 @@ std::string gpu_ranges_text(const std::vector<std::uint32_t>& gpus) {
     i = j + 1;
   }
   return out;
+}
+
+void check_output_options(const ParsedCommand& parsed, std::initializer_list<const char*> options,
+                          const std::vector<std::string>& inputs) {
+  namespace fs = std::filesystem;
+  // The file a path ends up naming (links followed), or empty for what is no plain file: a device, a pipe.
+  auto file_of = [](const std::string& path) -> fs::path {
+    std::error_code ec;
+    const fs::file_status st = fs::status(path, ec);
+    if (fs::exists(st) && !fs::is_regular_file(st)) return {};
+    const fs::path canonical = fs::weakly_canonical(fs::absolute(path, ec), ec);
+    return ec ? fs::path(path).lexically_normal() : canonical;
+  };
+  std::vector<std::pair<std::string, fs::path>> seen;  // option, file
+  for (const char* option : options) {
+    if (!parsed.options.count(option)) continue;
+    const std::string path = parsed.options[option].as<std::string>();
+    const std::string name = "--" + std::string(option);
+    if (path.empty()) throw InputError("command line", 0, 0, name, "the file name is empty");
+    check_output_path(path);
+    const fs::path file = file_of(path);
+    if (file.empty()) continue;
+    for (const auto& [other, other_file] : seen) {
+      if (other_file == file)
+        throw InputError("command line", 0, 0, name, path + " is also the output of " + other + ": give each its own file");
+    }
+    std::vector<std::string> all_inputs = parsed.scenarios;
+    all_inputs.insert(all_inputs.end(), inputs.begin(), inputs.end());
+    for (const std::string& input : all_inputs) {
+      if (file_of(input) == file)
+        throw InputError("command line", 0, 0, name, path + " is an input of this command; writing it would overwrite it");
+    }
+    seen.emplace_back(name, file);
+  }
 }
 
 }  // namespace clustersim::cli

@@ -6,6 +6,7 @@
 #include <boost/program_options.hpp>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,13 @@ struct ParsedCommand {
 // paths. Throws InputError("command line", ..., command, ...) on unknown or malformed options.
 ParsedCommand parse_command(const std::vector<std::string>& args,
                             const boost::program_options::options_description& named, const std::string& command);
+
+// Checks every given output option (check_output_path), then that no two of them name the same file and that
+// none names an input (the positional scenarios and `inputs`): `run S.textproto --json S.textproto` would
+// overwrite the scenario. Devices and pipes (/dev/null) may be given to several options.
+// Throws InputError("command line", ..., "--OPTION", ...).
+void check_output_options(const ParsedCommand& parsed, std::initializer_list<const char*> options,
+                          const std::vector<std::string>& inputs = {});
 
 // The one optional scenario argument: the built-in default when absent; more than one is an error.
 workloads::Scenario load_scenario_argument(const ParsedCommand& parsed, const std::string& command);

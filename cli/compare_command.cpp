@@ -427,8 +427,7 @@ int compare_command(const std::vector<std::string>& args, std::ostream& out, boo
   }
   std::optional<ReportFormat> format;
   if (vm.count("report")) format = report_format(vm["report"].as<std::string>());
-  for (const char* o : {"json", "report"})
-    if (vm.count(o)) check_output_path(vm[o].as<std::string>());
+  check_output_options(parsed, {"json", "report"});
 
   // Load every scenario before simulating any, so a bad file fails at once.
   std::vector<Entry> entries;

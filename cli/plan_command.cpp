@@ -343,7 +343,7 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out) {
   }
   std::optional<ReportFormat> report;
   if (vm.count("report")) report = report_format(vm["report"].as<std::string>());
-  if (vm.count("report")) check_output_path(vm["report"].as<std::string>());
+  check_output_options(parsed, {"report"});
   const workloads::Scenario scenario = load_scenario_argument(parsed, "plan");
   // Steps are counted in whole numbers (workloads::kMaxTrainingSteps): 1e30 tokens would overflow the count.
   if (!scenario.jobs.empty()) {

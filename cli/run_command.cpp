@@ -46,8 +46,7 @@ int run_command(const std::vector<std::string>& args, std::ostream& out) {
   }
   std::optional<ReportFormat> report;
   if (vm.count("report")) report = report_format(vm["report"].as<std::string>());
-  for (const char* o : {"json", "trace", "links", "links-csv", "report", "resolved"})
-    if (vm.count(o)) check_output_path(vm[o].as<std::string>());
+  check_output_options(parsed, {"json", "trace", "links", "links-csv", "report", "resolved"});
   const workloads::Scenario scenario = load_scenario_argument(parsed, "run");
 
   if ((vm.count("links") || vm.count("links-csv")) && scenario.fidelity != workloads::Fidelity::kFlow)

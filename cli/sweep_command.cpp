@@ -637,8 +637,7 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out) {
   options.progress = ::isatty(STDERR_FILENO) == 1;
   std::optional<ReportFormat> report;
   if (vm.count("report")) report = report_format(vm["report"].as<std::string>());
-  for (const char* o : {"csv", "json", "report"})
-    if (vm.count(o)) check_output_path(vm[o].as<std::string>());
+  check_output_options(parsed, {"csv", "json", "report"});
   const Scenario scenario = load_scenario_argument(parsed, "sweep");
   const SweepResult result = run_sweep(scenario, options);
   const std::string text = sweep_text(result);

@@ -37,6 +37,7 @@ int topo_command(const std::vector<std::string>& args, std::ostream& out) {
     out << named << "\n";
     return 0;
   }
+  check_output_options(parsed, {"dot"});
   const workloads::Scenario sc = load_scenario_argument(parsed, "topo");
 
   const topology::Topology topo(sc.cluster);

@@ -1166,7 +1166,8 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out) {
     if (threads < 1) throw InputError("command line", 0, 0, "--threads", "0 must be >= 1");
   }
 
-  if (vm.count("json")) check_output_path(vm["json"].as<std::string>());
+  check_output_options(parsed, {"json"},
+                       vm.count("data") ? std::vector<std::string>{vm["data"].as<std::string>()} : std::vector<std::string>{});
   std::string text, name;
   if (vm.count("data")) {
     name = vm["data"].as<std::string>();

@@ -253,5 +253,27 @@ TEST_CASE("output files: a symlink keeps pointing at its target, a device is wri
   r = run("sweep --top -1", dir);
   CHECK(r.status == 2);
   CHECK(r.err == "error: command line: --top: -1 is negative: it must be a whole number >= 0\n");
+  // An output that is an input (also through a link), or two outputs on one file: refused before anything runs,
+  // and the scenario is left as it was (run S --json S used to overwrite the scenario with JSON).
+  const std::string scenario_text = slurp(fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios" / "default.textproto");
+  { std::ofstream(dir / "s.textproto") << scenario_text; }
+  fs::create_symlink("s.textproto", dir / "s-link.textproto");
+  const std::string s = (dir / "s.textproto").string();
+  r = run("run " + s + " --json " + s, dir);
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: command line: --json: " + s + " is an input of this command; writing it would overwrite it\n");
+  r = run("run " + (dir / "s-link.textproto").string() + " --resolved " + s, dir);
+  CHECK(r.status == 2);
+  CHECK(r.err.find("--resolved: " + s + " is an input of this command") != std::string::npos);
+  CHECK(slurp(dir / "s.textproto") == scenario_text);
+  const std::string a = (dir / "a.json").string();
+  r = run("run " + s + " --json " + a + " --trace " + a, dir);
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: command line: --trace: " + a + " is also the output of --json: give each its own file\n");
+  CHECK(r.out.empty());
+  // Devices may take several outputs; an empty name names its option.
+  CHECK(run("run " + s + " --json /dev/null --trace /dev/null", dir).status == 0);
+  r = run("topo --dot \"\"", dir);
+  CHECK(r.err == "error: command line: --dot: the file name is empty\n");
   fs::remove_all(dir);
 }

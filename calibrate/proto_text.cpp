@@ -536,7 +536,16 @@ void ParsedText::fail(const std::string& field_path, const std::string& message)
   throw InputError(file_, at.line, at.column, field_path, message);
 }
 
-ParsedText parse_message(std::string_view text, const std::string& file, InputSyntax syntax, pb::Message& message) {
+ParsedText parse_message(std::string_view raw, const std::string& file, InputSyntax syntax, pb::Message& message) {
+  // Old Mac line ends (a CR alone) end lines too: text format would read a file of them as one line, whose
+  // first '#' comment hides the rest. CRLF needs nothing (the CR is white space).
+  std::string with_newlines;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] != '\r' || (i + 1 < raw.size() && raw[i + 1] == '\n')) continue;
+    if (with_newlines.empty()) with_newlines.assign(raw);
+    with_newlines[i] = '\n';
+  }
+  const std::string_view text = with_newlines.empty() ? raw : std::string_view(with_newlines);
   message.Clear();
   const pb::Descriptor* root = message.GetDescriptor();
   if (text.size() > static_cast<std::size_t>(INT_MAX)) {

@@ -319,7 +319,10 @@ std::string profile_tables(const calibrate::HardwareProfile& p) {
 }
 
 int calibrate_command(const std::vector<std::string>& args, std::ostream& out) {
-  if (args.empty()) throw InputError("command line", 0, 0, "calibrate", "missing subcommand\n" + std::string(kUsage));
+  if (args.empty()) {
+    throw InputError("command line", 0, 0, "calibrate",
+                     "missing subcommand: one of fit, import-nccl-tests, show (clustersim calibrate --help)");
+  }
   const std::string sub = args[0];
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   if (sub == "-h" || sub == "--help" || sub == "help") {

@@ -87,14 +87,26 @@ std::string usage() {
   return out;
 }
 
+// "one of run, topo, ...; clustersim --help describes them", for the one-line errors.
+std::string command_names() {
+  std::string out = "one of";
+  for (std::size_t i = 0; i < kCommands.size(); ++i) out += (i == 0 ? " " : ", ") + std::string(kCommands[i].name);
+  return out + "; clustersim --help describes them";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
-    if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+    if (args.empty()) {  // the usage for the reader, one error line for scripts
       std::cout << usage();
-      return args.empty() ? 2 : 0;
+      std::cerr << "error: command line: no command given (" << command_names() << ")\n";
+      return 2;
+    }
+    if (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+      std::cout << usage();
+      return 0;
     }
     if (args[0] == "--version") {
       std::cout << "clustersim 0.1.0\n";
@@ -104,7 +116,7 @@ int main(int argc, char** argv) {
     args.erase(args.begin());
     for (const Command& c : kCommands)
       if (command == c.name) return c.run(args);
-    std::cerr << "error: command line: unknown command '" << command << "'\n" << usage();
+    std::cerr << "error: command line: unknown command '" << command << "' (" << command_names() << ")\n";
     return 2;
   } catch (const clustersim::InputError& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -35,6 +35,29 @@ class InputError : public std::runtime_error {
     out += ": ";
     if (!path.empty()) out += path + ": ";
     out += message;
+    return one_line(out);
+  }
+  // The error is one line of text: control characters (a NUL would end what() early, a newline would split
+  // the line) are written as \xNN, and a line longer than 2,000 characters (a huge value echoed back) keeps
+  // its start and end.
+  static std::string one_line(const std::string& text) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(text.size());
+    for (const char c : text) {
+      const auto u = static_cast<unsigned char>(c);
+      if (u < 0x20 || u == 0x7f) {
+        out += "\\x";
+        out += kHex[u >> 4];
+        out += kHex[u & 15];
+      } else {
+        out += c;
+      }
+    }
+    constexpr std::size_t kMax = 2000, kHead = 1600, kTail = 300;
+    if (out.size() > kMax)
+      out = out.substr(0, kHead) + " ... (" + std::to_string(out.size() - kHead - kTail) + " characters left out) ... " +
+            out.substr(out.size() - kTail);
     return out;
   }
   std::string file_;

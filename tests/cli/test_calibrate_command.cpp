@@ -243,6 +243,8 @@ TEST_CASE("calibrate: bad input exits 2 with file and field") {
   CHECK(err("calibrate import-nccl-tests validation/nccl/h100_8gpu_nvswitch_allreduce_ring.csv --algo spiral" + out) ==
         "error: command line: --algo: \"spiral\" is not an algorithm; one of ring, tree, nvls, collnet, hierarchical, "
         "p2p, default\n");
+  CHECK(err("calibrate") == "error: command line: calibrate: missing subcommand: one of fit, import-nccl-tests, show "
+                            "(clustersim calibrate --help)\n");
   CHECK(err("calibrate frobnicate") ==
         "error: command line: calibrate: unknown subcommand 'frobnicate'; one of fit, import-nccl-tests, show\n");
   CHECK_FALSE(std::filesystem::exists(dir / "x.textproto"));

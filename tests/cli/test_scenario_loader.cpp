@@ -7,6 +7,7 @@
 
 #include "tests/test_support.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -271,6 +272,37 @@ TEST_CASE("bad scenario files name file, line:col and field") {
                                                    "\"nvlinkGbps\" (Cluster has: " + cluster_fields + ")");
   CHECK(file_error("no_such_file.textproto") ==
         kBad + "no_such_file.textproto: cannot read file: No such file or directory");
+}
+
+TEST_CASE("line ends: CRLF and a lone CR (old Mac files) read as LF") {
+  // A file of CR line ends used to be one line whose first '#' comment hid the rest: "cluster: missing".
+  const std::string text = "# a comment\n" + kMinimal + "training { samples: 1000 }\n";
+  std::string crlf, cr;
+  for (const char c : text) {
+    crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+    cr += c == '\n' ? '\r' : c;
+  }
+  const Scenario lf_scenario = cli::load_scenario_text(text, "s.textproto", false, "");
+  check_same(lf_scenario, cli::load_scenario_text(crlf, "s.textproto", false, ""));
+  check_same(lf_scenario, cli::load_scenario_text(cr, "s.textproto", false, ""));
+  // Errors count the lines the same way: `layers: 0` on line 5 of each.
+  std::string bad = text;
+  bad.replace(bad.find("layers: 2"), 9, "layers: 0");
+  std::string bad_cr = bad;
+  std::replace(bad_cr.begin(), bad_cr.end(), '\n', '\r');
+  CHECK(text_error(bad).rfind("inline.textproto:5:", 0) == 0);
+  CHECK(text_error(bad_cr).rfind("inline.textproto:5:", 0) == 0);
+}
+
+TEST_CASE("an error is one line: control characters escaped, a huge echoed value shortened") {
+  // A NUL in what() would end the message early, a newline would split it.
+  const InputError e("f.textproto", 3, 4, "model.preset", std::string("\"llama2-7b\0zzz\"\nnext", 20));
+  CHECK(std::string(e.what()) == "f.textproto:3:4: model.preset: \"llama2-7b\\x00zzz\"\\x0anext");
+  // 2,000 characters at most: the first 1,600, how many were left out, the last 300.
+  const InputError huge("f", 0, 0, "name", std::string(5000, 'A'));
+  const std::string what = huge.what();
+  CHECK(what.size() < 2000);
+  CHECK(what.find(" ... (3109 characters left out) ... ") == 1600);  // "f: name: " + 5000 = 5009; 5009 − 1900
 }
 
 TEST_CASE("bad JSON scenarios: line:col and field path") {

@@ -460,6 +460,14 @@ std::string quoted(std::string_view message, std::size_t after = 0) {
       message = rest;
     }
   }
+  // A scalar where a message belongs: "invalid value 5 for type type.googleapis.com/clustersim.schema.Training".
+  constexpr std::string_view kValue = "invalid value ", kForType = " for type type.googleapis.com/";
+  if (const std::size_t type_at = message.find(kForType); starts_with(message, kValue) && type_at != std::string::npos) {
+    const std::string value = message.substr(kValue.size(), type_at - kValue.size());
+    std::string type = message.substr(type_at + kForType.size());
+    type = type.substr(type.rfind('.') + 1);
+    message = "expected an object (a " + type + "), found " + value;
+  }
   if (doc.kind != JsonValue::Kind::kObject) {
     throw InputError(file, doc.at.line, doc.at.column, "", "the JSON value must be an object (a " + root->name() + ")");
   }

@@ -421,9 +421,9 @@ int compare_command(const std::vector<std::string>& args, std::ostream& out, boo
   std::optional<double> price;
   if (vm.count("price-per-gpu-hour")) {
     price = vm["price-per-gpu-hour"].as<double>();
-    if (!std::isfinite(*price) || *price < 0)
+    if (!(*price >= 0) || !(*price <= 1e12))  // the cost products stay finite
       throw InputError("command line", 0, 0, "--price-per-gpu-hour",
-                       fmt("%g", *price) + " is not a price (a number >= 0 in USD per GPU-hour)");
+                       fmt("%g", *price) + " is not a price (a number >= 0 and <= 1e12 in USD per GPU-hour)");
   }
   std::optional<ReportFormat> format;
   if (vm.count("report")) format = report_format(vm["report"].as<std::string>());

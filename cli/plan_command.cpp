@@ -319,9 +319,9 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out) {
       fail("--deadline-days", fmt("%g", *o.deadline_days) + " must be > 0");
   }
   if (vm.count("gpus")) o.gpus = vm["gpus"].as<std::uint32_t>();
-  auto non_negative = [&](const char* name) {
+  auto non_negative = [&](const char* name) {  // at most 1e12, as profile values: the products stay finite
     const double v = vm[name].as<double>();
-    if (!(v >= 0) || !std::isfinite(v)) fail(std::string("--") + name, fmt("%g", v) + " must be >= 0");
+    if (!(v >= 0) || !(v <= 1e12)) fail(std::string("--") + name, fmt("%g", v) + " must be >= 0 and <= 1e12");
     return v;
   };
   if (vm.count("price-per-gpu-hour")) o.price_per_gpu_hour = non_negative("price-per-gpu-hour");

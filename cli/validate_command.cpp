@@ -1171,6 +1171,7 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out) {
   std::string text, name;
   if (vm.count("data")) {
     name = vm["data"].as<std::string>();
+    if (std::filesystem::is_directory(name)) throw InputError(name, 0, 0, "", "cannot read file: it is a directory");
     std::ifstream in(name, std::ios::binary);
     if (!in) throw InputError(name, 0, 0, "", "cannot read file");
     std::ostringstream s;

@@ -170,6 +170,9 @@ TEST_CASE("plan command: output and one-line errors with exit status 2") {
   one_line_error("plan " + sc + " --tokens 1e9 --deadline-days 3 --max-gpus 7",
                  "--max-gpus: 7 is less than the search step, one NVLink domain of 8 GPUs");
   one_line_error("plan " + sc + " --tokens 1e9 --gpus -8", "--gpus: -8 is negative");
+  // Rates and prices above 1e12 would make the goodput arithmetic inf − inf (it printed "waste -nan %").
+  one_line_error("plan " + sc + " --tokens 1e9 --gpus 8 --failure-rate-per-gpu-hour 1e308",
+                 "--failure-rate-per-gpu-hour: 1e+308 must be >= 0 and <= 1e12");
   one_line_error("plan " + sc + " --tokens 1e9 --gpus 4294967288",
                  "--gpus: 4294967288 is more than the 1048576 GPUs clustersim plans for");
   one_line_error("plan " + sc + " --tokens 1e9 --deadline-days 3 --max-gpus 2000000", "--max-gpus: 2000000 is more");

@@ -336,6 +336,10 @@ TEST_CASE("bad JSON scenarios: line:col and field path") {
     CHECK(text_error("{\"jobs\": [{\"name\": \"a\"}, {\"model\": {\"layers\": -1}}]}", true) ==
           "inline.textproto:1:47: jobs[1].model.layers: invalid value -1 for type TYPE_UINT32");
   }
+  SUBCASE("a scalar where an object belongs names the message type, not protobuf's type URL") {
+    CHECK(text_error("{\"training\": 5}", true) ==
+          "inline.textproto:1:2: training: expected an object (a Training), found 5");
+  }
   SUBCASE("a key given twice (protobuf would keep the last), at the second") {
     CHECK(text_error("{\"cluster\": {\"nodes\": 2, \"nodes\": 3}}", true) ==
           "inline.textproto:1:26: cluster.nodes: given twice (first at 1:14)");

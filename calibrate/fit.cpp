@@ -225,7 +225,14 @@ schema::RawMeasurements import_measured_runs(const std::vector<MeasuredRun>& run
       prov.set_launch_mode(*run.gpus_per_process == 1
                                ? "one process per GPU"
                                : "one process, " + std::to_string(*run.gpus_per_process) + " GPUs");
-    if (prov.gpu().empty()) prov.set_gpu(options.gpu.empty() ? gpu_name_from_headers(run.header_lines) : options.gpu);
+    // One GPU type per raw file, as `fit` wants it: its provenance names one GPU.
+    const std::string gpu = options.gpu.empty() ? gpu_name_from_headers(run.header_lines) : options.gpu;
+    if (prov.gpu().empty()) {
+      prov.set_gpu(gpu);
+    } else if (!gpu.empty() && gpu != prov.gpu()) {
+      throw InputError(file, 0, 0, "", "measured on \"" + gpu + "\", an earlier file on \"" + prov.gpu() +
+                                           "\"; import one GPU type at a time");
+    }
     for (const MeasuredRow& row : run.rows) {
       if (row.size_bytes == 0) continue;  // nothing ran (AG/RS sizes below ranks·16 B)
       for (const bool in_place : {false, true}) {

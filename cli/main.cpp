@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     // Not a bug report: the scenario asked for more than this machine's memory holds (a large job at FLOW fidelity).
     std::cerr << "error: out of memory: the simulation of this scenario does not fit in this machine's memory "
-                 "(fewer layers, micro-batches or GPUs, or ANALYTICAL fidelity, need less)\n";
+                 "(fewer layers, micro-batches or GPUs need less, and so does ANALYTICAL fidelity where FLOW is set)\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "internal error: " << e.what() << "\n";

@@ -575,6 +575,10 @@ std::uint32_t Topology::slot_count(VertexIndex target, Scope scope) const {
   return 0;
 }
 
+void Topology::forget_distances(VertexIndex target, Scope scope) const {
+  distance_cache_.erase((std::uint64_t{target} << 2) | static_cast<std::uint64_t>(scope));
+}
+
 const std::vector<std::uint16_t>& Topology::distances(VertexIndex target, Scope scope) const {
   const std::uint64_t key = (std::uint64_t{target} << 2) | static_cast<std::uint64_t>(scope);
   auto& entry = distance_cache_[key];
@@ -790,6 +794,8 @@ std::uint32_t Topology::diameter_hops() const {
       if (h == kNone) throw_no_route(s, d);
       longest = std::max(longest, h);
     }
+    // Each NIC's array is read for its own GPU only; its leaf's, from which it was derived, stays cached.
+    if (fabric != nullptr) forget_distances(own_nic_[d], Scope::kFabric);
   }
   return longest;
 }

@@ -453,7 +453,10 @@ struct Evaluator {
         const double intra_time = ppn > 1 ? 2 * (ppn - 1) / ppn / b_intra : 0;  // per byte of S
         const double inter_time = N > 1 ? 2 * (N - 1) / N / ppn / sh.b_nic : 0;
         const double per_byte = intra_time + inter_time;
-        return per_byte > 0 ? protocol_cap(1 / per_byte) : kInf;
+        if (!(per_byte > 0)) return kInf;
+        // The protocol caps are on bus bandwidth, as for the ring (on one domain the two are the same ring).
+        const double factor = busbw_factor(req.op, sh.n);
+        return protocol_cap(factor / per_byte) / factor;
       }
       case Algorithm::kPointToPoint: {
         if (req.op == CollectiveOp::kSendRecv) {

@@ -219,3 +219,24 @@ TEST_CASE("a forced tree's time grows with the size: NCCL's correction factors a
   const CollectivePlan at_64 = plan(cluster(1, 8, 450, 400), h100, CollectiveOp::kAllReduce, MiB(64), s);
   CHECK(at_64.time.raw() - at_64.latency.raw() == doctest::Approx(64.0 * 1048576 / 147.6e9).epsilon(1e-9));
 }
+
+TEST_CASE("hierarchical AllReduce on one node is the ring: same time for every protocol") {
+  // With one domain there is no inter-node step: intra reduce-scatter + all-gather is the ring AllReduce,
+  // 2(n−1)/n · S over the ring's bus bandwidth, with the same protocol caps (on bus bandwidth: LL's llMaxBw
+  // bound the hierarchical algorithm's payload rate instead, 1.75x looser on 8 GPUs).
+  const calibrate::HardwareProfile h100 = calibrate::load_profile("h100-sxm5-80gb");
+  const auto node = cluster(1, 8, 450, 400);
+  for (Protocol p : {Protocol::kLL, Protocol::kLL128, Protocol::kSimple}) {
+    for (double mib : {1.0, 16.0, 256.0}) {
+      NcclSettings ring, hier;
+      ring.algorithm = Algorithm::kRing;
+      hier.algorithm = Algorithm::kHierarchical;
+      ring.protocol = hier.protocol = p;
+      CAPTURE(to_string(p));
+      CAPTURE(mib);
+      const CollectivePlan r = plan(node, h100, CollectiveOp::kAllReduce, MiB(mib), ring);
+      const CollectivePlan h = plan(node, h100, CollectiveOp::kAllReduce, MiB(mib), hier);
+      CHECK(h.time.raw() == doctest::Approx(r.time.raw()).epsilon(1e-12));
+    }
+  }
+}

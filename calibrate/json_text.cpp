@@ -214,6 +214,9 @@ class Reader {
     const std::size_t first = pos_;
     while (is_number_char(peek())) advance();
     const std::string token(text_.substr(first, pos_ - first));
+    const std::size_t digits = token[0] == '-' ? 1 : 0;
+    if (token.size() > digits + 1 && token[digits] == '0' && is_digit(token[digits + 1]))
+      return fail("\"" + token + "\" starts with 0: octal and hex numbers are not JSON", start);
     char* end = nullptr;
     std::strtod(token.c_str(), &end);
     if (end != token.c_str() + token.size()) return fail("\"" + token + "\" is not a number", start);

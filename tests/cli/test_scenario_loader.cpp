@@ -319,6 +319,9 @@ TEST_CASE("bad JSON scenarios: line:col and field path") {
     CHECK(text_error("{\"jobs\": [{}, {\"name\": \"a}]}", true) ==
           "inline.textproto:1:24: jobs[1].name: not valid JSON: string not closed");
     CHECK(text_error("", true) == "inline.textproto:1:1: not valid JSON: expected a value (the file ends here)");
+    CHECK(text_error("{\"cluster\": {\"nodes\": 012}}", true) ==
+          "inline.textproto:1:23: cluster.nodes: not valid JSON: \"012\" starts with 0: octal and hex numbers are not "
+          "JSON");
     CHECK(text_error("[1]", true) == "inline.textproto:1:1: the JSON value must be an object (a Scenario)");
   }
   SUBCASE("nesting is bounded, so no input exhausts the stack") {

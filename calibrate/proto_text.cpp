@@ -501,15 +501,13 @@ InputSyntax syntax_for_path(std::string_view path) {
 }
 
 ParsedText::ParsedText(const pb::Message& message, std::string file, InputSyntax syntax, std::string text,
-                       std::unique_ptr<pb::TextFormat::ParseInfoTree> tree)
-    : message_(&message), file_(std::move(file)), syntax_(syntax), text_(std::move(text)), tree_(std::move(tree)) {}
+                       std::unique_ptr<pb::TextFormat::ParseInfoTree> tree, std::shared_ptr<const JsonValue> json)
+    : message_(&message), file_(std::move(file)), syntax_(syntax), text_(std::move(text)), tree_(std::move(tree)),
+      json_(std::move(json)) {}
 
 TextLocation ParsedText::location(std::string_view field_path) const {
   TextLocation best;
-  if (syntax_ == InputSyntax::kJson) {
-    JsonValue doc;
-    return read_json(text_, doc) ? best : json_location(doc, message_->GetDescriptor(), field_path);
-  }
+  if (syntax_ == InputSyntax::kJson) return json_ ? json_location(*json_, message_->GetDescriptor(), field_path) : best;
   if (tree_ == nullptr) return best;
   const pb::Descriptor* d = message_->GetDescriptor();
   const pb::TextFormat::ParseInfoTree* tree = tree_.get();
@@ -564,9 +562,10 @@ ParsedText parse_message(std::string_view raw, const std::string& file, InputSyn
     options.ignore_unknown_fields = false;
     const auto status = pb::util::JsonStringToMessage(pb::StringPiece(text.data(), text.size()), &message, options);
     if (!status.ok()) throw_json_error(file, root, text, status.message().ToString());
-    JsonValue doc;
-    if (!read_json(text, doc)) check_json_duplicates(file, doc, root, "");
-    return ParsedText(message, file, syntax, std::string(text), nullptr);
+    auto doc = std::make_shared<JsonValue>();
+    if (read_json(text, *doc)) doc.reset();  // protobuf took what this reader refuses: no positions then
+    if (doc) check_json_duplicates(file, *doc, root, "");
+    return ParsedText(message, file, syntax, std::string(text), nullptr, std::move(doc));
   }
   auto tree = std::make_unique<pb::TextFormat::ParseInfoTree>();
   FirstErrorCollector errors;

@@ -10,7 +10,8 @@
 // errors at the line:col of the offending field (ParsedText::location / ParsedText::fail).
 // JSON goes through google::protobuf::util::JsonStringToMessage with unknown fields rejected and a
 // key given twice refused. That parser reports no positions: its errors, and field locations, come
-// from reading the text again (calibrate/json_text.h), with columns counted in characters.
+// from reading the text a second time (calibrate/json_text.h; the document read is kept for
+// location()), with columns counted in characters.
 #pragma once
 
 #include <google/protobuf/message.h>
@@ -21,6 +22,8 @@
 #include <string_view>
 
 namespace clustersim::calibrate {
+
+struct JsonValue;  // calibrate/json_text.h
 
 enum class InputSyntax { kTextFormat, kJson };
 
@@ -38,7 +41,8 @@ struct TextLocation {
 class ParsedText {
  public:
   ParsedText(const google::protobuf::Message& message, std::string file, InputSyntax syntax,
-             std::string text, std::unique_ptr<google::protobuf::TextFormat::ParseInfoTree> tree);
+             std::string text, std::unique_ptr<google::protobuf::TextFormat::ParseInfoTree> tree,
+             std::shared_ptr<const JsonValue> json = nullptr);
 
   const google::protobuf::Message& message() const { return *message_; }
   const std::string& file() const { return file_; }
@@ -60,6 +64,7 @@ class ParsedText {
   InputSyntax syntax_;
   std::string text_;                                                    // the input, for value positions
   std::unique_ptr<google::protobuf::TextFormat::ParseInfoTree> tree_;  // null for JSON
+  std::shared_ptr<const JsonValue> json_;                              // the JSON document; null for text
 };
 
 // Clears `message` and parses `text` into it. `file` names the input in errors.

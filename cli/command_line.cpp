@@ -1,5 +1,6 @@
 #include "cli/command_line.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -149,6 +150,9 @@ void check_output_options(const ParsedCommand& parsed, std::initializer_list<con
     const fs::path canonical = fs::weakly_canonical(fs::absolute(path, ec), ec);
     return ec ? fs::path(path).lexically_normal() : canonical;
   };
+  std::vector<fs::path> input_files;
+  for (const std::vector<std::string>* list : {&parsed.scenarios, &inputs})
+    for (const std::string& input : *list) input_files.push_back(file_of(input));
   std::vector<std::pair<std::string, fs::path>> seen;  // option, file
   for (const char* option : options) {
     if (!parsed.options.count(option)) continue;
@@ -162,12 +166,8 @@ void check_output_options(const ParsedCommand& parsed, std::initializer_list<con
       if (other_file == file)
         throw InputError("command line", 0, 0, name, path + " is also the output of " + other + ": give each its own file");
     }
-    std::vector<std::string> all_inputs = parsed.scenarios;
-    all_inputs.insert(all_inputs.end(), inputs.begin(), inputs.end());
-    for (const std::string& input : all_inputs) {
-      if (file_of(input) == file)
-        throw InputError("command line", 0, 0, name, path + " is an input of this command; writing it would overwrite it");
-    }
+    if (std::find(input_files.begin(), input_files.end(), file) != input_files.end())
+      throw InputError("command line", 0, 0, name, path + " is an input of this command; writing it would overwrite it");
     seen.emplace_back(name, file);
   }
 }

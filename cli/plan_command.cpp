@@ -101,7 +101,10 @@ PlanResult run_plan(const workloads::Scenario& scenario, const PlanOptions& opti
     r.searched = 1;
     r.search_from = scenario.cluster.gpu_count();
     std::optional<PlanPoint> pt = plan_for_gpus(scenario, scenario.cluster.gpu_count(), options);
-    if (pt && pt->wall_time.raw() <= deadline_s) r.point = std::move(pt);
+    if (pt && pt->wall_time.raw() <= deadline_s)
+      r.point = std::move(pt);
+    else
+      r.closest = std::move(pt);
     return r;
   }
   const workloads::Job& job = scenario.jobs.at(0);
@@ -121,8 +124,10 @@ PlanResult run_plan(const workloads::Scenario& scenario, const PlanOptions& opti
     std::optional<PlanPoint> pt = plan_for_gpus(scenario, n, options);
     if (pt && pt->wall_time.raw() <= deadline_s) {
       r.point = std::move(pt);
+      r.closest.reset();
       break;
     }
+    if (pt && (!r.closest || pt->wall_time < r.closest->wall_time)) r.closest = std::move(pt);
   }
   return r;
 }
@@ -137,6 +142,22 @@ std::string no_plan_sentence(const PlanOptions& options, const PlanResult& r) {
            "resized: give a larger cluster in the scenario.";
   }
   return "No GPU count up to " + std::to_string(options.max_gpus) + " meets the deadline.";
+}
+
+// How close the search came, after no_plan_sentence: the tried count with the shortest wall time.
+std::string closest_sentence(const workloads::Scenario& sc, const PlanOptions& options, const PlanResult& r) {
+  if (!r.closest) return "No layout runs on any GPU count tried.";
+  const PlanPoint& c = *r.closest;
+  std::string s = "Closest: " + std::to_string(c.gpus) + " GPUs (" + std::to_string(c.gpus / sc.cluster.gpus_per_node) +
+                  " nodes), " + c.layout + ", ";
+  if (std::isfinite(c.wall_time.raw()))
+    s += fmt("%.2f", c.wall_time.raw() / 86400) + " days with failures";
+  else
+    s += "never finishing with failures";
+  s += " (" + fmt("%.2f", c.train_time.raw() / 86400) + " without) against the deadline of " +
+       fmt("%g", *options.deadline_days) + " days.";
+  if (!r.fixed_size) s += " Raise --max-gpus or the deadline.";
+  return s;
 }
 
 }  // namespace
@@ -159,7 +180,7 @@ std::string plan_text(const workloads::Scenario& sc, const PlanOptions& options,
       o << "No layout runs on " << *options.gpus << " GPUs (every one is out of memory or does not divide the model "
         << "and batch; clustersim sweep SCENARIO --gpus " << *options.gpus << " lists why).\n";
     else
-      o << no_plan_sentence(options, r) << "\n";
+      o << no_plan_sentence(options, r) << "\n" << closest_sentence(sc, options, r) << "\n";
     return o.str();
   }
   const PlanPoint& p = *r.point;
@@ -219,7 +240,7 @@ std::string plan_report(const workloads::Scenario& sc, const PlanOptions& option
   if (!r.point) {
     doc.paragraph(options.gpus ? "No layout runs on " + std::to_string(*options.gpus) +
                                      " GPUs (every one is out of memory or does not divide the model and batch)."
-                               : no_plan_sentence(options, r));
+                               : no_plan_sentence(options, r) + " " + closest_sentence(sc, options, r));
     return format == ReportFormat::kHtml ? doc.html() : doc.markdown();
   }
   const PlanPoint& p = *r.point;

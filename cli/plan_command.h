@@ -89,6 +89,9 @@ struct PlanResult {
   std::uint32_t searched = 0;       // GPU counts tried
   std::uint32_t search_from = 0;    // the compute bound the search started at
   bool fixed_size = false;          // a torus or explicit cluster: only its own GPU count was tried
+  // With no answer to a deadline search: of the counts tried, the one with the shortest wall time (ties: the
+  // fewest GPUs), so the user sees how far the deadline is; empty when no layout ran on any of them.
+  std::optional<PlanPoint> closest;
 };
 PlanResult run_plan(const workloads::Scenario& scenario, const PlanOptions& options);
 std::string plan_text(const workloads::Scenario& scenario, const PlanOptions& options, const PlanResult& result);

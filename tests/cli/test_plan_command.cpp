@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <string>
 
@@ -99,6 +100,15 @@ TEST_CASE("plan: the deadline search returns the smallest whole-node count that 
   const cli::PlanResult none = cli::run_plan(sc, o);
   CHECK(!none.point.has_value());
   CHECK(cli::plan_text(sc, o, none).find("No GPU count up to 16 meets the deadline") != std::string::npos);
+  // How close it came: of the two counts tried (8 and 16), 16 has the shorter wall time W(16), twice the deadline.
+  REQUIRE(none.closest.has_value());
+  CHECK(none.closest->gpus == 16);
+  CHECK(none.closest->wall_time == w16->wall_time);
+  char closest[200];
+  std::snprintf(closest, sizeof closest, "Closest: 16 GPUs (2 nodes), %s, %.2f days with failures (%.2f without)",
+                w16->layout.c_str(), w16->wall_time.raw() / 86400, w16->train_time.raw() / 86400);
+  CHECK(cli::plan_text(sc, o, none).find(closest) != std::string::npos);
+  CHECK(cli::plan_text(sc, o, none).find("Raise --max-gpus or the deadline.") != std::string::npos);
   // What holding the GPUs for the whole run costs: GPUs x wall time with failures (16 GPUs: wall_time · 16 / 3600 s),
   // at 2 per GPU-hour; the cost without failures is GPUs x training time (the failure-free part).
   o.price_per_gpu_hour = 2;
@@ -138,6 +148,12 @@ TEST_CASE("plan: a torus cluster is not resized; the deadline is judged on its o
   const cli::PlanResult missed = cli::run_plan(tpu, o);
   CHECK(!missed.point.has_value());
   CHECK(cli::plan_text(tpu, o, missed).find("a torus or explicit cluster is not resized") != std::string::npos);
+  // Its own 64 chips are the closest, at twice the deadline; raising --max-gpus would not help a torus.
+  REQUIRE(missed.closest.has_value());
+  CHECK(missed.closest->gpus == 64);
+  CHECK(missed.closest->wall_time == own->wall_time);
+  CHECK(cli::plan_text(tpu, o, missed).find("Closest: 64 GPUs") != std::string::npos);
+  CHECK(cli::plan_text(tpu, o, missed).find("--max-gpus") == std::string::npos);
 }
 
 TEST_CASE("plan command: output and one-line errors with exit status 2") {

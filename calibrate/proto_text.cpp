@@ -322,6 +322,28 @@ TextLocation json_location(const JsonValue& doc, const pb::Descriptor* root, std
   return best;
 }
 
+// The JSON value that sets the message field at `path` (a path without indexes into a repeated message
+// field names its array), or null.
+const JsonValue* json_value_at(const JsonValue& doc, const pb::Descriptor* root, std::string_view path) {
+  const JsonValue* node = &doc;
+  const pb::Descriptor* d = root;
+  for (const std::string& segment : split_path(path)) {
+    if (node->kind != JsonValue::Kind::kObject) return nullptr;
+    const auto [name, index] = split_index(segment);
+    const pb::FieldDescriptor* f = find_field(d, name);
+    const JsonMember* member = f != nullptr ? json_member(*node, f, name) : nullptr;
+    if (member == nullptr) return nullptr;
+    node = &member->value;
+    if (index >= 0) {
+      if (node->kind != JsonValue::Kind::kArray || static_cast<std::size_t>(index) >= node->elements.size())
+        return nullptr;
+      node = &node->elements[static_cast<std::size_t>(index)];
+    }
+    d = f->message_type();
+  }
+  return node;
+}
+
 // protobuf's JSON parser keeps the last of two keys that set one field (or fails with a message about
 // oneofs); text format refuses the second. Refuse it here too, at the second key.
 void check_json_duplicates(const std::string& file, const JsonValue& object, const pb::Descriptor* d,
@@ -479,8 +501,12 @@ std::string quoted(std::string_view message, std::size_t after = 0) {
       const pb::FieldDescriptor* f = field_at_path(root, path);
       parent = f != nullptr ? f->message_type() : nullptr;
     }
+    // The key itself, looked up in its object (a key may hold '.', which a dotted path cannot carry).
+    const JsonValue* object = json_value_at(doc, root, canonical_path(root, path));
+    const JsonMember* key = object != nullptr && object->kind == JsonValue::Kind::kObject
+                                ? json_member(*object, nullptr, name) : nullptr;
     path = canonical_path(root, path.empty() ? name : path + "." + name);
-    const TextLocation where = json_location(doc, root, path);
+    const TextLocation where = key != nullptr ? at(key->key_at) : json_location(doc, root, path);
     throw InputError(file, where.line, where.column, path, unknown_field_message(parent, name));
   }
   path = canonical_path(root, path);

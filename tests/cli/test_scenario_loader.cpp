@@ -339,6 +339,11 @@ TEST_CASE("bad JSON scenarios: line:col and field path") {
     CHECK(text_error("{\"jobs\": [{\"name\": \"a\"}, {\"model\": {\"layers\": -1}}]}", true) ==
           "inline.textproto:1:47: jobs[1].model.layers: invalid value -1 for type TYPE_UINT32");
   }
+  SUBCASE("an unknown key holding '.' is found at the key itself, not at its object") {
+    // The key "a.b" is on line 2 at column 4 (`   "a.b"`) inside jobs[1]; it was reported at jobs' key (1:3).
+    CHECK(text_error("{\"jobs\": [{\"name\": \"a\"}, {\"name\": \"b\",\n   \"a.b\": 1}]}", true)
+              .starts_with("inline.textproto:2:4: jobs[1].a.b: unknown field \"a.b\" (Job has: name,"));
+  }
   SUBCASE("a scalar where an object belongs names the message type, not protobuf's type URL") {
     CHECK(text_error("{\"training\": 5}", true) ==
           "inline.textproto:1:2: training: expected an object (a Training), found 5");

@@ -162,6 +162,7 @@ workloads::ModelSpec to_model(const ParsedText& in, const M& s, const std::strin
   }
   out.tied_embeddings = m.has_tied_embeddings() ? m.tied_embeddings() : true;
   out.biases = m.has_biases() ? m.biases() : true;
+  out.dropout = m.has_dropout() ? m.dropout() : true;
 
   // Mixture of experts.
   out.experts = m.has_experts() ? m.experts() : 0;
@@ -658,6 +659,7 @@ void write_job(const workloads::Job& job, schema::Model* mo_ptr, schema::Paralle
   mo.set_position(model.position == workloads::Position::kRope ? schema::Model::ROPE : schema::Model::LEARNED);
   mo.set_tied_embeddings(model.tied_embeddings);
   mo.set_biases(model.biases);
+  mo.set_dropout(model.dropout);
   if (model.is_moe()) {  // MoE fields on a dense model are an input error, so only MoE models get them
     mo.set_experts(model.experts);
     mo.set_top_k(model.top_k);

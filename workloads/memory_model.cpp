@@ -67,7 +67,8 @@ MemoryEstimate estimate_ddp_memory(const Job& job, const calibrate::GpuPerforman
   one_gpu.precision = job.training.precision;
   Bytes layers;
   for (std::uint32_t l = 0; l < m.layers; ++l) layers += layer_activation_bytes(m, l, one_gpu);
-  const double activations = layers.raw() + s * b * h * scale + 4 * s * b * h * (1 + V / h) * scale;
+  const double embedding_mask = m.dropout ? s * b * h * scale : 0.0;  // the embedding's dropout mask
+  const double activations = layers.raw() + embedding_mask + 4 * s * b * h * (1 + V / h) * scale;
 
   std::vector<MemoryPart> parts = {
       {"weights (fp32)", bytes(4 * psi)},
@@ -199,7 +200,7 @@ Bytes layer_activation_bytes(const ModelSpec& m, std::uint32_t layer, const Memo
   const double T = double(c.micro_batch) * m.seq_len / cp, s = m.seq_len / cp, b = c.micro_batch, h = m.hidden;
   const double a = m.heads;
   const double q = a * m.d_head(), kv = double(m.n_kv()) * m.d_head(), g = m.gated_mlp ? 3 : 2;
-  const double mask = c.dropout ? 1 : 0;
+  const double mask = m.dropout ? 1 : 0;  // ModelSpec::dropout: the masks exist only when trained with it
   if (c.recompute == Recompute::kFull) return bytes(e * T * h / sp);
   // Kept whole unless sequence-parallel: norm inputs, QKV and MLP inputs, dropout masks.
   double whole = 2 * e * T * h + e * T * h + e * T * h + 2 * mask * T * h;
@@ -281,7 +282,7 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const MemoryConfig& c, Bytes 
   }
   const double T = double(c.micro_batch) * m.seq_len / cp, sp = c.sequence_parallel ? double(c.tp) : 1.0;
   const std::uint32_t chunks = std::max(c.virtual_stages, 1u);
-  if (c.stage == 0 && c.dropout) {
+  if (c.stage == 0 && m.dropout) {
     const double first = chunk_in_flight_micro_batches(c.schedule, c.pp, c.stage, c.micro_batches, chunks, 0);
     parts.push_back({"embedding dropout masks", bytes(first * T * m.hidden / sp)});
   }

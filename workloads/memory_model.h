@@ -33,7 +33,8 @@
 // MoE layers replace the MLP part by the dispatched tokens e·T·top_k·h, the experts' activations
 // e·T·top_k·f_e·(2|3)/t, the shared experts' e·T·S·f_e·(2|3)/t and fp32 router probabilities 4·T·E.
 // Selective recompute drops the s² terms (recomputed); FlashAttention stores none of them but keeps
-// fp32 row statistics 4·a·s·b/t; without dropout the masks and the dropout output go. Full
+// fp32 row statistics 4·a·s·b/t; without dropout (ModelSpec::dropout false, the scenario's model.dropout)
+// the masks (2·T·h whole, a·s²·b and the embedding's) and the attention dropout output e·a·s²·b go. Full
 // recompute keeps only each layer's input e·T·h (/t with SP) and, during a layer's backward, that
 // one layer's activations (a part of its own here). For GPT-3 175B (s=2048, b=1, h=12288, a=96,
 // t=8) this gives Korthikanti's 2.67 / 0.54 / 0.33 / 0.30 / 0.10 / 0.047 GiB per layer.
@@ -127,10 +128,6 @@ struct MemoryConfig {
   Precision precision = Precision::kBF16;       // weights and activations
   GradientDtype gradients = GradientDtype::kFp32;
   Sharding sharding = Sharding::kNone;          // distributed optimizer: kOptimizer
-  // Korthikanti's dropout masks, as Megatron's defaults (hidden and attention dropout 0.1) keep them. No
-  // scenario field turns them off yet: for LLaMA-style recipes run with dropout 0 (PyTorch then stores no
-  // mask) the activations are overcounted by 2·T·h per layer (about 6 %); the time model keeps the kernels.
-  bool dropout = true;
   bool ddp_bucket_copy = false;                 // PyTorch DDP's separate bucket copy of the gradients
   Bytes framework_overhead = GiB(2);            // see the header
 };

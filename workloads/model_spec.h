@@ -54,6 +54,7 @@ struct ModelSpec {
   Position position = Position::kLearned;
   bool tied_embeddings = true;         // LM head shares the word embedding
   bool biases = true;                  // linear layers carry biases
+  bool dropout = true;                 // trained with dropout: its masks are stored (workloads/memory_model.h)
   // Mixture of experts (experts = 0: dense).
   std::uint32_t experts = 0;           // routed experts per MoE layer
   std::uint32_t top_k = 0;             // routed experts per token

@@ -241,7 +241,7 @@ TEST_CASE("compare: a slow data loader shows as input stall, the other rows unch
 
 TEST_CASE("compare: a layout that runs out of memory is never marked best; host dispatch has its row") {
   const fs::path dir = scratch_dir("compare-oom");
-  // ep4 needs 86.16 GiB per GPU of 79.65 (OUT OF MEMORY) and is 6.7 % faster than ep8 (fits): ep8 gets the *.
+  // ep4 needs 85.65 GiB per GPU of 79.65 (OUT OF MEMORY) and is 6.7 % faster than ep8 (fits): ep8 gets the *.
   BinaryRun r = run("compare scenarios/mixtral-8x7b-ep/ep4.textproto scenarios/mixtral-8x7b-ep/ep8.textproto", dir);
   REQUIRE(r.status == 0);
   const auto line_of = [](const std::string& text, const std::string& start) {

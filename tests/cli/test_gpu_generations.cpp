@@ -142,7 +142,7 @@ TEST_CASE("gpu-generations: same layout, same bytes; the H200's 141 GB is headro
 
   // Without the pipeline (pp 1, dp 18, 32 micro-batches: the same 576 sequences), each GPU holds all 80 layers'
   // weights and fp32 gradients: 70.55e9 / 8 x (2 + 4) B = 49.3 GiB, twice the pp 2 figure. The README's
-  // measurement: 79.50 GiB against the H100's 79.65 (0.15 GiB, under 0.2 %, left) and the H200's 140.40.
+  // measurement: 78.24 GiB against the H100's 79.65 (1.41 GiB, under 2 %, left) and the H200's 140.40.
   workloads::Scenario s100 = analytical("h100.textproto"), s200 = analytical("h200.textproto");
   for (workloads::Scenario* s : {&s100, &s200}) {
     s->jobs[0].parallel.pp = 1;
@@ -153,7 +153,7 @@ TEST_CASE("gpu-generations: same layout, same bytes; the H200's 141 GB is headro
   const workloads::MemoryEstimate b = workloads::simulate_scenario(s200).jobs[0].memory;
   CHECK(a.peak.raw() == b.peak.raw());
   CHECK(a.peak.raw() > m100.peak.raw());
-  CHECK(a.capacity.raw() - a.peak.raw() < 1.0 * 1073741824.0);   // H100: less than 1 GiB left
+  CHECK(a.capacity.raw() - a.peak.raw() < 2.0 * 1073741824.0);   // H100: less than 2 GiB left
   CHECK(b.capacity.raw() - b.peak.raw() > 60.0 * 1073741824.0);  // H200: more than 60 GiB left
   CHECK_FALSE(b.oom);
   // A 2-sample micro-batch (16 micro-batches) doubles the activations: the H100 runs out, the H200 does not.

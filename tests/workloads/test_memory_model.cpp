@@ -65,6 +65,35 @@ TEST_CASE("activations per layer: Korthikanti et al.'s GPT-3 175B rows (s=2048, 
   CHECK(layer_activation_bytes(gpt3_175b(), 0, flash).raw() == 4.25 * sbh + 4.0 * 96 * 2048 / 8);
 }
 
+TEST_CASE("activations without dropout: the masks and the attention dropout output go") {
+  // GPT-3 175B, t = 8, no SP or recompute, trained with dropout 0 (model.dropout: false): whole part
+  // 10·sbh − 2·sbh masks = 8·sbh, split 24·sbh/8 = 3·sbh, attention 5·a·s²·b/8 − (1 + 2)·a·s²·b/8 (mask and
+  // dropout output) = 2·96·2048²·1/8 = 100,663,296 B = 4·sbh (a·s/h = 16). Total 15·sbh = 377,487,360 B,
+  // against 23·sbh with dropout.
+  ModelSpec m = gpt3_175b();
+  m.dropout = false;
+  const double sbh = 2048.0 * 12288;
+  CHECK(layer_activation_bytes(m, 0, plan(8, false, Recompute::kNone)).raw() == 15 * sbh);
+  // With SP the whole part is split too: (8 + 24 + 2·16)·sbh/8 = 8·sbh; flash: (8 + 24)/8·sbh + 4·a·s·b/8.
+  CHECK(layer_activation_bytes(m, 0, plan(8, true, Recompute::kNone)).raw() == 8 * sbh);
+  MemoryConfig flash = plan(8, true, Recompute::kNone);
+  flash.attention = AttentionKernel::kFlash;
+  CHECK(layer_activation_bytes(m, 0, flash).raw() == 4 * sbh + 4.0 * 96 * 2048 / 8);
+  // The first stage's embedding dropout mask (T·h/t per micro-batch in flight) is gone as a part.
+  MemoryConfig c = plan(8, true, Recompute::kNone);
+  c.pp = 8;
+  c.micro_batches = 64;
+  c.stage = 0;
+  bool has_mask = false;
+  for (const MemoryPart& p : estimate_memory(m, c, GiB(80)).parts)
+    has_mask = has_mask || p.name.rfind("embedding dropout", 0) == 0;
+  CHECK(!has_mask);
+  bool has_mask_with_dropout = false;
+  for (const MemoryPart& p : estimate_memory(gpt3_175b(), c, GiB(80)).parts)
+    has_mask_with_dropout = has_mask_with_dropout || p.name.rfind("embedding dropout", 0) == 0;
+  CHECK(has_mask_with_dropout);
+}
+
 TEST_CASE("first pipeline stage with 1F1B holds p micro-batches of L/p layers: 32.1 vs 9.56 GiB") {
   // p = 8, 12 layers per stage, 8 micro-batches in flight on stage 0 = 96 layer passes:
   // 96·0.33398 = 32.06 GiB (TP+SP) and 96·0.099609 = 9.5625 GiB (TP+SP+selective)

@@ -123,6 +123,7 @@ TEST_CASE("a preset fills the model; inline fields override it") {
   CHECK(base.position == Position::kRope);
   CHECK(!base.tied_embeddings);
   CHECK(!base.biases);
+  CHECK(!base.dropout);  // Llama recipes train at dropout 0: no masks in the activations
   CHECK(base.vocab == 128256);
   CHECK(base.seq_len == 8192);
   const ModelSpec shorter = load("  preset: \"llama3-70b\"\n  seq_len: 4096\n  layers: 40\n  name: \"half\"\n");
@@ -131,6 +132,8 @@ TEST_CASE("a preset fills the model; inline fields override it") {
   CHECK(shorter.name == "half");
   CHECK(shorter.hidden == base.hidden);
   CHECK(shorter.kv_heads == 8);
+  CHECK(load("  preset: \"gpt3-175b\"\n  dropout: false\n").dropout == false);
+  CHECK(load("  preset: \"llama3-70b\"\n  dropout: true\n").dropout == true);
   // A GPT written out in full still defaults to the GPT layout.
   const ModelSpec gpt = load("  layers: 2 hidden: 64 heads: 4 vocab: 100 seq_len: 16\n");
   CHECK(gpt.kv_heads == 4);
@@ -138,6 +141,7 @@ TEST_CASE("a preset fills the model; inline fields override it") {
   CHECK(gpt.ffn_hidden == 256);
   CHECK(gpt.tied_embeddings);
   CHECK(gpt.biases);
+  CHECK(gpt.dropout);  // Megatron's default 0.1
   CHECK(!gpt.gated_mlp);
   CHECK(gpt.norm == Norm::kLayerNorm);
   CHECK(gpt.position == Position::kLearned);

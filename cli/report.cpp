@@ -364,6 +364,10 @@ void check_output_path(const std::string& path) {
 }
 
 void write_file_atomically(const std::string& path, const std::string& content) {
+  write_file_atomically(path, [&](std::ostream& out) { out.write(content.data(), static_cast<std::streamsize>(content.size())); });
+}
+
+void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write) {
   namespace fs = std::filesystem;
   const fs::path target = output_target(path);
   std::error_code ec;
@@ -373,7 +377,7 @@ void write_file_atomically(const std::string& path, const std::string& content) 
     // A device, a named pipe or a socket: write into it; a rename would replace it with a plain file.
     std::ofstream out(target, std::ios::binary);
     if (!out) throw InputError(path, 0, 0, "", std::string("cannot write output file: ") + std::strerror(errno));
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    write(out);
     out.flush();
     if (!out) throw InputError(path, 0, 0, "", "cannot write output file (disk full?)");
     return;
@@ -384,7 +388,13 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw InputError(path, 0, 0, "", std::string("cannot write output file: ") + std::strerror(errno));
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    try {
+      write(out);
+    } catch (...) {  // a failed formatter leaves no temporary file behind
+      out.close();
+      std::remove(tmp.c_str());
+      throw;
+    }
     out.flush();
     if (!out) {
       std::remove(tmp.c_str());

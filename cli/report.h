@@ -2,6 +2,8 @@
 // Both are pure functions of the scenario and the result, so identical inputs give identical bytes.
 #pragma once
 
+#include <functional>
+#include <ostream>
 #include <string>
 
 #include "workloads/iteration_result.h"
@@ -21,6 +23,8 @@ std::string link_usage_csv(const workloads::ScenarioResult& result);
 // failure never leaves a half-written file. A symbolic link is followed (its target gets the content, the link
 // stays); a device, named pipe or socket is written into directly. Throws InputError naming the path on failure.
 void write_file_atomically(const std::string& path, const std::string& content);
+// The same, with the content written by `write` to the file's stream as it is formatted (for large outputs).
+void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write);
 
 // Refuses (InputError naming `path`) an output path that cannot be written: a directory, a file without write
 // permission, or one in a folder that does not exist or is not writable. Commands call it for every output option

@@ -69,7 +69,8 @@ int run_command(const std::vector<std::string>& args, std::ostream& out) {
 
   out << summary_text(scenario, result);
   if (vm.count("json")) write_file_atomically(vm["json"].as<std::string>(), result_json(scenario, result));
-  if (vm.count("trace")) write_file_atomically(vm["trace"].as<std::string>(), trace.json());
+  if (vm.count("trace"))
+    write_file_atomically(vm["trace"].as<std::string>(), [&](std::ostream& o) { trace.write_json(o); });
   if (vm.count("links")) write_file_atomically(vm["links"].as<std::string>(), link_usage_json(result));
   if (vm.count("links-csv")) write_file_atomically(vm["links-csv"].as<std::string>(), link_usage_csv(result));
   if (report) write_file_atomically(vm["report"].as<std::string>(), run_report(scenario, result, &timeline, *report));

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <sstream>
 #include <tuple>
 
 namespace clustersim::sim {
@@ -100,17 +101,33 @@ std::uint32_t ChromeTraceWriter::stream_index(std::uint32_t gpu, std::string_vie
   return static_cast<std::uint32_t>(names.size() - 1);
 }
 
-void ChromeTraceWriter::on_task(const TaskRecord& r) {
-  std::string args;
-  if (r.args) {
-    for (const TaskArg& a : *r.args) {
-      if (!args.empty()) args += ",";
-      args += "\"" + json_escape(a.key) + "\":";
-      args += a.text.empty() ? format_number(a.number) : "\"" + json_escape(a.text) + "\"";
-    }
+std::uint32_t ChromeTraceWriter::label_index(const TaskRecord& r) {
+  static const std::vector<TaskArg> kNoArgs;
+  const std::vector<TaskArg>& args = r.args ? *r.args : kNoArgs;
+  const auto key = std::make_tuple(r.name.data(), r.category.data(), static_cast<const void*>(r.args));
+  const auto hit = label_cache_.find(key);
+  if (hit != label_cache_.end()) {
+    const Label& l = labels_[hit->second];
+    if (l.name == r.name && l.category == r.category && l.args == args) return hit->second;
   }
-  events_.push_back(Event{r.gpu, stream_index(r.gpu, r.stream), r.start, r.end, r.task,
-                          std::string(r.name), std::string(r.category), std::move(args)});
+  Label l{std::string(r.name), std::string(r.category), args, {}};
+  std::string args_json;
+  for (const TaskArg& a : args) {
+    if (!args_json.empty()) args_json += ",";
+    args_json += "\"" + json_escape(a.key) + "\":";
+    args_json += a.text.empty() ? format_number(a.number) : "\"" + json_escape(a.text) + "\"";
+  }
+  // Split around the per-event fields at the '\x1f' (no escaped JSON holds a raw control character).
+  l.json = "{\"ph\":\"X\",\"name\":\"" + json_escape(l.name) + "\",\"cat\":\"" + json_escape(l.category) +
+           "\",\"pid\":\x1f,\"args\":{" + args_json + "}}";
+  labels_.push_back(std::move(l));
+  const auto index = static_cast<std::uint32_t>(labels_.size() - 1);
+  label_cache_[key] = index;
+  return index;
+}
+
+void ChromeTraceWriter::on_task(const TaskRecord& r) {
+  events_.push_back(Event{r.gpu, stream_index(r.gpu, r.stream), r.start, r.end, r.task, label_index(r)});
 }
 
 void ChromeTraceWriter::add_counter_sample(std::string_view track, SimTime t, double value) {
@@ -121,19 +138,25 @@ void ChromeTraceWriter::add_counter_sample(std::string_view track, SimTime t, do
 }
 
 std::string ChromeTraceWriter::json() const {
-  std::vector<const Event*> order;
-  order.reserve(events_.size());
-  for (const Event& e : events_) order.push_back(&e);
-  std::sort(order.begin(), order.end(), [](const Event* a, const Event* b) {
-    return std::tie(a->gpu, a->stream_index, a->start, a->task) <
-           std::tie(b->gpu, b->stream_index, b->start, b->task);
+  std::ostringstream out;
+  write_json(out);
+  return std::move(out).str();
+}
+
+void ChromeTraceWriter::write_json(std::ostream& out) const {
+  std::vector<std::uint32_t> order(events_.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::uint32_t>(i);
+  std::sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) {
+    const Event& a = events_[x];
+    const Event& b = events_[y];
+    return std::tie(a.gpu, a.stream_index, a.start, a.task) < std::tie(b.gpu, b.stream_index, b.start, b.task);
   });
-  std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   bool first = true;
   auto line = [&](const std::string& s) {
-    if (!first) out += ",\n";
+    if (!first) out << ",\n";
     first = false;
-    out += s;
+    out << s;
   };
   for (std::size_t g = 0; g < streams_.size(); ++g) {
     if (streams_[g].empty()) continue;
@@ -147,11 +170,24 @@ std::string ChromeTraceWriter::json() const {
            ",\"args\":{\"name\":\"" + json_escape(streams_[g][s]) + "\"}}");
     }
   }
-  for (const Event* e : order) {
-    line("{\"ph\":\"X\",\"name\":\"" + json_escape(e->name) + "\",\"cat\":\"" + json_escape(e->category) +
-         "\",\"pid\":" + std::to_string(e->gpu) + ",\"tid\":" + std::to_string(e->stream_index) +
-         ",\"ts\":" + format_us(e->start) + ",\"dur\":" + format_us(e->end - e->start) + ",\"args\":{" +
-         e->args_json + "}}");
+  // Events: the label's JSON with pid, tid, ts and dur in place of its '\x1f'.
+  std::vector<std::size_t> cut(labels_.size());
+  for (std::size_t i = 0; i < labels_.size(); ++i) cut[i] = labels_[i].json.find('\x1f');
+  std::string text;
+  for (const std::uint32_t i : order) {
+    const Event& e = events_[i];
+    const std::string& l = labels_[e.label].json;
+    const std::size_t c = cut[e.label];
+    text.assign(l, 0, c);
+    text += std::to_string(e.gpu);
+    text += ",\"tid\":";
+    text += std::to_string(e.stream_index);
+    text += ",\"ts\":";
+    text += format_us(e.start);
+    text += ",\"dur\":";
+    text += format_us(e.end - e.start);
+    text.append(l, c + 1, std::string::npos);
+    line(text);
   }
   if (!counters_.empty()) {
     const std::string pid = std::to_string(streams_.size());
@@ -168,8 +204,7 @@ std::string ChromeTraceWriter::json() const {
       line("{\"ph\":\"C\",\"name\":\"" + json_escape(counter_tracks_[c->track]) + "\",\"pid\":" + pid +
            ",\"ts\":" + format_us(c->time) + ",\"args\":{\"GB/s\":" + format_number(c->value) + "}}");
   }
-  out += "\n]}\n";
-  return out;
+  out << "\n]}\n";
 }
 
 }  // namespace clustersim::sim

@@ -7,8 +7,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <ostream>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "sim/sim_time.h"
@@ -19,6 +22,7 @@ struct TaskArg {
   std::string key;
   double number = 0;        // used when text is empty
   std::string text;
+  bool operator==(const TaskArg&) const = default;
 };
 
 struct TaskRecord {
@@ -48,22 +52,36 @@ class ChromeTraceWriter : public TraceSink {
   void add_counter_sample(std::string_view track, SimTime t, double value);
   // The complete JSON document, events sorted by (gpu, stream, start, task) for stable output.
   std::string json() const;
+  // The same document written to `out` as it is formatted (a large trace is never held twice in memory).
+  void write_json(std::ostream& out) const;
 
  private:
+  // What many events share (the same kernel on every GPU and micro-batch): name, category and arguments,
+  // kept once with their JSON text. An event is 32 bytes and an index into these.
+  struct Label {
+    std::string name;
+    std::string category;
+    std::vector<TaskArg> args;
+    std::string json;  // "name":"…","cat":"…" … "args":{…} around the per-event fields, see write_json
+  };
   struct Event {
     std::uint32_t gpu;
     std::uint32_t stream_index;
     SimTime start;
     SimTime end;
     std::uint32_t task;
-    std::string name;
-    std::string category;
-    std::string args_json;
+    std::uint32_t label;
   };
+  static_assert(sizeof(Event) == 32);
   std::uint32_t stream_index(std::uint32_t gpu, std::string_view stream);
+  std::uint32_t label_index(const TaskRecord& r);
   std::vector<std::string> gpu_labels_;
   std::vector<std::vector<std::string>> streams_;  // per GPU, in first-seen order
   std::vector<Event> events_;
+  std::vector<Label> labels_;
+  // Records of one task label carry the same name, category and argument storage: the cache finds its
+  // Label by those addresses, then compares the contents (a record's storage may be reused for others).
+  std::map<std::tuple<const char*, const char*, const void*>, std::uint32_t> label_cache_;
   struct CounterSample {
     std::uint32_t track;
     SimTime time;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -219,6 +220,32 @@ TEST_CASE("trace: records fed directly are sorted by (gpu, stream, start, task)"
         != std::string::npos);
   CHECK(json.find("\"ts\":1.000000,\"dur\":0.500000,\"args\":{\"n\":3,\"zero\":0}}") != std::string::npos);
   CHECK(json.find("\"tid\":1,\"args\":{\"name\":\"y\"}") != std::string::npos);
+}
+
+TEST_CASE("trace: records that reuse one name and argument storage keep their own contents") {
+  // The writer keeps one Label per (name, category, args) storage and checks the contents on each hit: a
+  // producer that rewrites its buffers between records must still see each record's own text.
+  ChromeTraceWriter writer({"gpu 0"});
+  std::string name = "first";
+  name.reserve(64);  // the same data() for both names
+  std::vector<TaskArg> args = {{"bytes", 1, ""}};
+  writer.on_task({0, name, "c", 0, "s", 0, 1000000, &args});
+  name.assign("again");
+  args[0].number = 2;
+  writer.on_task({1, name, "c", 0, "s", 2000000, 3000000, &args});
+  writer.on_task({2, name, "c", 0, "s", 4000000, 5000000, &args});  // a hit: same storage, same contents
+  const std::string json = writer.json();
+  CHECK(json.find("\"name\":\"first\",\"cat\":\"c\",\"pid\":0,\"tid\":0,\"ts\":1.000000") == std::string::npos);
+  CHECK(json.find("\"name\":\"first\",\"cat\":\"c\",\"pid\":0,\"tid\":0,\"ts\":0.000000,\"dur\":1.000000,"
+                  "\"args\":{\"bytes\":1}}") != std::string::npos);
+  CHECK(json.find("\"name\":\"again\",\"cat\":\"c\",\"pid\":0,\"tid\":0,\"ts\":2.000000,\"dur\":1.000000,"
+                  "\"args\":{\"bytes\":2}}") != std::string::npos);
+  CHECK(json.find("\"name\":\"again\",\"cat\":\"c\",\"pid\":0,\"tid\":0,\"ts\":4.000000,\"dur\":1.000000,"
+                  "\"args\":{\"bytes\":2}}") != std::string::npos);
+  // write_json gives the bytes json() returns.
+  std::ostringstream streamed;
+  writer.write_json(streamed);
+  CHECK(streamed.str() == json);
 }
 
 TEST_CASE("trace: an empty run is a valid empty document") {

@@ -975,7 +975,8 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate_zero(const ParallelPlan& 
   double iteration = 0;
   if (!gather_forward) {
     // DeepSpeed stages 1–2: the compute of m micro-batches, then 5e8-element buckets reduce-scattered (and
-    // all-reduced across replicas), the optimizer, the buckets all-gathered.
+    // all-reduced across replicas; stage 2 after every micro-batch, on the compute stream), the optimizer, the
+    // buckets all-gathered.
     constexpr double kBucketElements = 5e8;  // DeepSpeed's reduce_bucket_size and allgather_bucket_size
     double comm_before = 0, comm_after = 0;
     if (shard > 1)
@@ -987,7 +988,7 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate_zero(const ParallelPlan& 
       }
     iteration = host_gpu_stretch_bound(m * z.compute, m * z.kernels * job.training.host_dispatch_per_kernel.raw(),
                                        job.training.host_dispatch_per_kernel.raw(), 0) +
-                comm_before + comm_after;
+                (stage == 2 ? m : 1) * comm_before + comm_after;
   } else {
     // Streams: compute c, all-gather a, reduce-scatter r (see the header).
     // Host dispatch: the host cursor h issues each unit's kernels (and each collective); a unit's GPU work

@@ -92,6 +92,10 @@ JobGraph build_zero_job(const Scenario& sc, const Job& job, sim::TaskGraph& grap
   const bool gather_forward = stage == 3 || (fsdp && stage == 2);  // parameters sharded between steps
   const bool gather_backward = stage == 3;                         // resharded after the forward
   const bool per_unit_reduce = stage == 3 || fsdp;                 // reduce-scatter per unit, every micro-batch
+  // DeepSpeed stage 2 partitions the gradients, so each micro-batch's are reduced into the rank's partition
+  // (the engine's allreduce_gradients: "ZeRO stage >= 2 communicates during non gradient accumulation
+  // boundaries as well"); stage 1 keeps whole gradients and reduces at the accumulation boundary only.
+  const bool bucket_reduce_every_micro_batch = !per_unit_reduce && stage == 2;
   const Groups groups = groups_of(sc, job);
 
   const OpConfig config = zero_op_config(job);
@@ -176,6 +180,36 @@ JobGraph build_zero_job(const Scenario& sc, const Job& job, sim::TaskGraph& grap
   std::vector<sim::TaskId> last_reduce(ranks, 0);
   std::vector<bool> reduced(ranks, false);
   std::vector<sim::TaskId> last_backward(ranks, 0);
+  const Bytes bucket_cap = bytes(kDeepSpeedBucketElements * e);
+  auto buckets_of = [&](double total_bytes) {
+    std::vector<Bytes> out;
+    for (double left = total_bytes; left > 0; left -= bucket_cap.raw()) out.push_back(bytes(std::min(left, bucket_cap.raw())));
+    return out;
+  };
+  // DeepSpeed stages 1–2: the gradients reduce-scattered after the backward in reduce_bucket_size buckets; the
+  // last micro-batch's are the step's buckets (`record`).
+  auto deepspeed_bucket_reduce = [&](bool record) {
+    if (groups.shard[0].size() < 2) return;
+    for (const Bytes size : buckets_of(parameters * e)) {
+      std::vector<sim::TaskId> rs = per_group("reducescatter.grads.bucket", CollectiveOp::kReduceScatter, size,
+                                              it.comm_stream,
+                                              [&](std::uint32_t r) { return std::vector<sim::TaskId>{last_backward[r]}; });
+      rs = across_replicas("allreduce.replicas.bucket", size / shard, rs);
+      for (std::uint32_t r = 0; r < ranks; ++r) {
+        last_reduce[r] = rs[r];
+        reduced[r] = true;
+      }
+      if (!record) continue;
+      GradientBucket b;
+      b.size = size;
+      b.parameters = size.raw() / e;
+      b.ready_after_op = bwd.size() - 1;
+      b.first_op = bwd.front().name;
+      b.last_op = bwd.back().name;
+      it.buckets.push_back(b);
+      it.bucket_allreduce.push_back(rs[0]);
+    }
+  };
   for (std::uint32_t mb = 0; mb < m; ++mb) {
     // Forward: labels shared by all ranks.
     std::vector<sim::LabelId> fl, bl;
@@ -212,6 +246,8 @@ JobGraph build_zero_job(const Scenario& sc, const Job& job, sim::TaskGraph& grap
         const sim::StreamId lane[] = {it.compute_stream[r]};
         std::vector<sim::TaskId> deps;
         if (i == 0) deps.push_back(input.ready.at({r, mb}));
+        // DeepSpeed's overlap_comm (default false) reduces on the compute stream: the next forward waits.
+        if (i == 0 && bucket_reduce_every_micro_batch && reduced[r]) deps.push_back(last_reduce[r]);
         if (gather_forward && first_of_unit) deps.push_back(gathered[u][r]);
         const sim::TaskId id = graph.add(fl[i], lane, fwd_time[i] * sc.cluster.compute_slowdown(job.gpus[r]), deps);
         if (host) it.host.issue(r, id, fwd[i].kernels);
@@ -273,34 +309,11 @@ JobGraph build_zero_job(const Scenario& sc, const Job& job, sim::TaskGraph& grap
         }
       }
     }
+    if (bucket_reduce_every_micro_batch) deepspeed_bucket_reduce(last_mb);
   }
-  // DeepSpeed stages 1–2: reduce-scatter after the last backward, in reduce_bucket_size buckets.
-  const Bytes bucket_cap = bytes(kDeepSpeedBucketElements * e);
-  auto buckets_of = [&](double total_bytes) {
-    std::vector<Bytes> out;
-    for (double left = total_bytes; left > 0; left -= bucket_cap.raw()) out.push_back(bytes(std::min(left, bucket_cap.raw())));
-    return out;
-  };
-  if (!per_unit_reduce && groups.shard[0].size() > 1) {
-    for (const Bytes size : buckets_of(parameters * e)) {
-      std::vector<sim::TaskId> rs = per_group("reducescatter.grads.bucket", CollectiveOp::kReduceScatter, size,
-                                              it.comm_stream,
-                                              [&](std::uint32_t r) { return std::vector<sim::TaskId>{last_backward[r]}; });
-      rs = across_replicas("allreduce.replicas.bucket", size / shard, rs);
-      for (std::uint32_t r = 0; r < ranks; ++r) {
-        last_reduce[r] = rs[r];
-        reduced[r] = true;
-      }
-      GradientBucket b;
-      b.size = size;
-      b.parameters = size.raw() / e;
-      b.ready_after_op = bwd.size() - 1;
-      b.first_op = bwd.front().name;
-      b.last_op = bwd.back().name;
-      it.buckets.push_back(b);
-      it.bucket_allreduce.push_back(rs[0]);
-    }
-  }
+  // DeepSpeed stages 1–2: the last micro-batch's gradients (stage 2: every micro-batch's) reduce-scattered after
+  // its backward, in reduce_bucket_size buckets.
+  if (!per_unit_reduce && !bucket_reduce_every_micro_batch) deepspeed_bucket_reduce(true);
   // Optimizer over the rank's shard: fp32 master weights, fp32 gradients, Adam states.
   const Op opt = optimizer_op(parameters / shard, job.training.optimizer, 4, false);
   const sim::LabelId opt_label = graph.add_label({opt.name, kCategoryCompute, op_args(opt, 0)});

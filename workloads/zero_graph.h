@@ -17,9 +17,12 @@
 //     2Ψ (Rajbhandari et al. §7).
 //   stage 2 (FSDP SHARD_GRAD_OP) — the forward all-gathers as above, parameters kept through the
 //     backward; reduce-scatter per unit.
-//   stages 1–2 (DeepSpeed) — parameters stay whole on every rank; after the last micro-batch's
-//     backward (DeepSpeed's overlap_comm defaults to false) the gradients are reduce-scattered in
-//     reduce_bucket_size buckets (5e8 elements) and, after the optimizer, the updated 16-bit parameters
+//   stages 1–2 (DeepSpeed) — parameters stay whole on every rank; after the backward (DeepSpeed's
+//     overlap_comm defaults to false, so on the compute stream: the next forward waits) the gradients are
+//     reduce-scattered in reduce_bucket_size buckets (5e8 elements) — stage 1 after the last micro-batch
+//     only (whole gradients accumulate), stage 2 after every micro-batch (partitioned gradients cannot hold
+//     a micro-batch's whole gradients; DeepSpeed's engine: "ZeRO stage >= 2 communicates during non
+//     gradient accumulation boundaries as well") — and, after the optimizer, the updated 16-bit parameters
 //     all-gathered (allgather_bucket_size 5e8 elements).
 // Kernels: the op lists of workloads/transformer_ops.h for the whole model on one rank (OpConfig: tp 1,
 // every layer, embedding and head) with the plan's recomputation and attention kernel (zero_op_config()).

@@ -8,6 +8,7 @@
 
 #include "cli/scenario_loader.h"
 #include "sim/input_error.h"
+#include "workloads/analytical_estimate.h"
 #include "workloads/collective_engine.h"
 #include "workloads/compute_model.h"
 #include "workloads/input_pipeline.h"
@@ -118,6 +119,31 @@ TEST_CASE("DeepSpeed ZeRO-1: reduce-scatter after the backward, step the shard, 
   const double h = micro_batch_input_bytes(z1.jobs[0].model, 1).raw() / 24e9;
   CHECK(a.jobs[0].iteration_time.raw() == doctest::Approx(h + F + rs + opt_half + ag).epsilon(1e-9));
   CHECK(a.jobs[0].breakdown.exposed_comm.raw() == doctest::Approx(rs + ag).epsilon(1e-9));
+}
+
+TEST_CASE("DeepSpeed ZeRO-2 reduce-scatters every micro-batch's gradients; ZeRO-1 only the last's") {
+  // 2 GPUs, 4 micro-batches. ZeRO-2 partitions the gradients, so each micro-batch's Ψ·2 B are reduce-scattered
+  // (one bucket: Ψ < 5e8 elements) on the compute stream before the next forward; ZeRO-1 accumulates whole
+  // gradients and reduces once. The optimizer (Ψ/2 shard) and the all-gather are the same, so
+  // T(ZeRO-2) − T(ZeRO-1) = (4 − 1) · rs and the exposed communication grows by the same.
+  const Scenario z1 = scenario("dp: 2 micro_batch: 1 grad_accum: 4 framework: DEEPSPEED zero_stage: 1", 1, 2);
+  const Scenario z2 = scenario("dp: 2 micro_batch: 1 grad_accum: 4 framework: DEEPSPEED zero_stage: 2", 1, 2);
+  const double psi = z1.jobs[0].model.parameter_count();
+  const Volume v1 = volume(z1, 2), v2 = volume(z2, 2);
+  CHECK(v1.count.at("reducescatter") == 1);
+  CHECK(v2.count.at("reducescatter") == 4);
+  CHECK(v2.reducescatter == doctest::Approx(4 * psi));
+  CHECK(v2.allgather == doctest::Approx(v1.allgather));
+  const CollectiveModel model(z1.cluster, z1.profile);
+  const double rs = model.plan({CollectiveOp::kReduceScatter, {0, 1}, bytes(2 * psi), 0}).time.raw();
+  const ScenarioResult a = simulate_scenario(z1), b = simulate_scenario(z2);
+  CHECK(b.jobs[0].iteration_time.raw() - a.jobs[0].iteration_time.raw() == doctest::Approx(3 * rs).epsilon(1e-6));
+  CHECK(b.jobs[0].breakdown.exposed_comm.raw() - a.jobs[0].breakdown.exposed_comm.raw() ==
+        doctest::Approx(3 * rs).epsilon(1e-6));
+  // The sweep's closed form charges the same.
+  AnalyticalEstimator estimator(z2, z2.jobs[0]);
+  CHECK(estimator.estimate(z2.jobs[0].parallel).iteration_time.raw() ==
+        doctest::Approx(b.jobs[0].iteration_time.raw()).epsilon(0.01));
 }
 
 TEST_CASE("FSDP: all-gathers run ahead of the compute; only the first ones are exposed when compute dominates") {

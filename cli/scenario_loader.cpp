@@ -2,12 +2,14 @@
 
 #include <google/protobuf/text_format.h>
 
+#include <algorithm>
 #include <cassert>
 #include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -393,6 +395,24 @@ void check_single_node(const ParsedText& in, const std::string& pre, const workl
                                             " (use PYTORCH_DDP across nodes)");
 }
 
+// Hybrid sharding (FSDP HYBRID_SHARD, DeepSpeed's hierarchical partitioning) and Horovod's hierarchical
+// AllReduce split the job by node: every node must hold as many of the job's GPUs (a shard group per node,
+// replica groups across nodes).
+void check_equal_nodes(const ParsedText& in, const std::string& pre, const workloads::Job& job,
+                       const topology::ClusterSpec& cluster) {
+  const char* field = job.parallel.hybrid_shard ? "parallel.hybrid_shard"
+                      : job.parallel.horovod_hierarchical ? "parallel.horovod_hierarchical" : nullptr;
+  if (field == nullptr || job.gpus.empty()) return;
+  std::map<std::uint32_t, std::uint32_t> per_node;
+  for (std::uint32_t g : job.gpus) ++per_node[cluster.node_of(g)];
+  const auto [least, most] = std::minmax_element(per_node.begin(), per_node.end(),
+                                                 [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (least->second != most->second)
+    in.fail(pre + field, "needs the same number of the job's GPUs on every node: node " + std::to_string(least->first) +
+                             " has " + std::to_string(least->second) + ", node " + std::to_string(most->first) +
+                             " has " + std::to_string(most->second));
+}
+
 // FP8 training needs FP8 tensor cores: the profile's dense FP8 peak. A named FlashAttention kernel needs the
 // profile's published rate for it on this GPU, and 16-bit attention.
 void check_precision(const ParsedText& in, const std::string& pre, const workloads::TrainingJob& training,
@@ -496,6 +516,27 @@ workloads::TrainingJob to_training(const ParsedText& in, const M& s, const std::
       in.fail(pre + "training.gradient_dtype", std::to_string(static_cast<int>(t.gradient_dtype())) +
                                              " is not a gradient dtype (FP32_GRADIENTS, HALF_GRADIENTS)");
   }
+  // The dtype is Megatron's choice (main_grad in fp32 or not). The other frameworks' dtype is fixed by their
+  // mixed precision: DDP, Horovod and DataParallel under autocast keep fp32 gradients; FSDP (MixedPrecision
+  // reduce_dtype) and DeepSpeed (communication_data_type) reduce 16-bit ones. A choice they do not make is
+  // refused rather than ignored.
+  switch (parallel.effective_framework()) {
+    case workloads::Framework::kMegatron:
+    case workloads::Framework::kAuto:
+      break;
+    case workloads::Framework::kFsdp:
+    case workloads::Framework::kDeepSpeed:
+      if (t.gradient_dtype() == schema::Training::FP32_GRADIENTS)
+        in.fail(pre + "training.gradient_dtype", std::string(workloads::to_string(parallel.effective_framework())) +
+                                                 " reduces 16-bit gradients (the model's dtype); FP32_GRADIENTS is "
+                                                 "modelled for MEGATRON only");
+      break;
+    default:
+      if (out.gradients != workloads::GradientDtype::kFp32)
+        in.fail(pre + "training.gradient_dtype", std::string(workloads::to_string(parallel.effective_framework())) +
+                                                 " under autocast keeps fp32 gradients; HALF_GRADIENTS is modelled "
+                                                 "for MEGATRON (FSDP and DEEPSPEED reduce 16-bit gradients)");
+  }
   if (t.has_loader_samples_per_s_per_node())
     out.loader_samples_per_s_per_node = positive(in, pre + "training.loader_samples_per_s_per_node", true,
                                                  t.loader_samples_per_s_per_node(), "samples/s");
@@ -590,6 +631,7 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
     check_layout(in, "", job.model, job.parallel);
     check_simulation_size(in, "", job.model, job.parallel, job.gpus.size());
     check_single_node(in, "", job, out.cluster);
+    check_equal_nodes(in, "", job, out.cluster);
     job.training = to_training(in, message, "", job.model, job.parallel, out.cluster);
     check_precision(in, "", job.training, job.parallel, out.profile, out.profile_ref);
     out.jobs.push_back(std::move(job));
@@ -619,6 +661,7 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
       check_layout(in, pre, job.model, job.parallel);
       check_simulation_size(in, pre, job.model, job.parallel, job.gpus.size());
       check_single_node(in, pre, job, out.cluster);
+      check_equal_nodes(in, pre, job, out.cluster);
       job.training = to_training(in, m, pre, job.model, job.parallel, out.cluster);
       check_precision(in, pre, job.training, job.parallel, out.profile, out.profile_ref);
       out.jobs.push_back(std::move(job));
@@ -741,8 +784,13 @@ void write_job(const workloads::Job& job, schema::Model* mo_ptr, schema::Paralle
   t.set_optimizer(training.optimizer == workloads::Optimizer::kSgd           ? schema::Training::SGD
                   : training.optimizer == workloads::Optimizer::kSgdMomentum ? schema::Training::SGD_MOMENTUM
                                                                              : schema::Training::ADAM);
-  t.set_gradient_dtype(training.gradients == workloads::GradientDtype::kFp32 ? schema::Training::FP32_GRADIENTS
-                                                                             : schema::Training::HALF_GRADIENTS);
+  // FSDP and DeepSpeed take no FP32_GRADIENTS (their dtype is 16-bit): their default is left unwritten.
+  const workloads::Framework framework = job.parallel.effective_framework();
+  const bool sharded = framework == workloads::Framework::kFsdp || framework == workloads::Framework::kDeepSpeed;
+  if (training.gradients != workloads::GradientDtype::kFp32)
+    t.set_gradient_dtype(schema::Training::HALF_GRADIENTS);
+  else if (!sharded)
+    t.set_gradient_dtype(schema::Training::FP32_GRADIENTS);
   if (training.loader_samples_per_s_per_node > 0)
     t.set_loader_samples_per_s_per_node(training.loader_samples_per_s_per_node);
   t.set_loader_prefetch(training.loader_prefetch);

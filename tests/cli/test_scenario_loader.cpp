@@ -448,13 +448,32 @@ TEST_CASE("bad inline scenarios") {
   }
 }
 
+TEST_CASE("gradient_dtype: Megatron's choice; the other frameworks' is fixed, and the other value is refused") {
+  // DDP, Horovod and DataParallel under autocast keep fp32 gradients; FSDP and DeepSpeed reduce 16-bit ones.
+  // kMinimal's line 5 is parallel (1 GPU, DDP); line 6 the training below, its value at column
+  // 1 + len("training { ") 11 + len("samples: 10 ") 12 + len("gradient_dtype: ") 16 = 40.
+  const std::string half = "training { samples: 10 gradient_dtype: HALF_GRADIENTS }\n";
+  CHECK(text_error(kMinimal + half) ==
+        "inline.textproto:6:40: training.gradient_dtype: PyTorch DDP under autocast keeps fp32 gradients; "
+        "HALF_GRADIENTS is modelled for MEGATRON (FSDP and DEEPSPEED reduce 16-bit gradients)");
+  std::string fsdp = kMinimal;
+  fsdp.replace(fsdp.find("grad_accum: 2"), 13, "grad_accum: 2 framework: FSDP");
+  CHECK(text_error(fsdp + "training { samples: 10 gradient_dtype: FP32_GRADIENTS }\n") ==
+        "inline.textproto:6:40: training.gradient_dtype: PyTorch FSDP reduces 16-bit gradients (the model's dtype); "
+        "FP32_GRADIENTS is modelled for MEGATRON only");
+  CHECK(cli::load_scenario_text(fsdp + half, "f.textproto", false, "").jobs[0].training.gradients ==
+        clustersim::workloads::GradientDtype::k16Bit);
+  CHECK(cli::load_scenario_text(kMinimal + "training { samples: 10 gradient_dtype: FP32_GRADIENTS }\n", "d.textproto",
+                                false, "").jobs[0].training.gradients == clustersim::workloads::GradientDtype::kFp32);
+}
+
 TEST_CASE("precision FP8: accepted on an H100 profile, refused where the profile has no FP8 peak") {
   const std::string h100 =
       "cluster { nodes: 1 gpus_per_node: 8 gpu: \"H100-SXM5-80GB\"\n"
       "          nvlink_gbytes_per_s_per_direction: 450 nic_gbits_per_s_per_direction: 400 }\n"
       "profile: \"h100-sxm5-80gb\"\n"
       "model { layers: 2 hidden: 64 heads: 4 vocab: 100 seq_len: 16 }\n"
-      "parallel { dp: 8 micro_batch: 1 }\n"
+      "parallel { tp: 2 dp: 4 micro_batch: 1 }\n"  // Megatron: the gradient dtype is its choice
       "training { samples: 8 precision: FP8 gradient_dtype: HALF_GRADIENTS }\n";
   const Scenario s = cli::load_scenario_text(h100, "h100.textproto", false, "");
   REQUIRE(s.jobs.size() == 1);

@@ -205,6 +205,29 @@ TEST_CASE("ZeRO options: invalid combinations name the field") {
   CHECK(error_of("dp: 1 tp: 2 micro_batch: 1 framework: FSDP") ==
         "PyTorch FSDP runs data parallelism only; model parallelism needs framework MEGATRON");
   CHECK(error_of("dp: 2 micro_batch: 1 hybrid_shard: true") == "needs framework FSDP or DEEPSPEED");
+  // Hybrid sharding and Horovod's hierarchical AllReduce split the job by node: GPUs 6-15 of 2 x 8 put 2 on
+  // node 0 and 8 on node 1, which has no shard group per node (ranks 6-9 were all-reduced, 10-15 never). The
+  // error is at the value: line 7 "  parallel { dp: 10 micro_batch: 1 framework: FSDP hybrid_shard: true }", column
+  // 13 + 7 + 15 + 16 + 14 + 1 = 66.
+  auto uneven = [](const std::string& parallel) {
+    try {
+      cli::load_scenario_text(
+          "cluster { nodes: 2 gpus_per_node: 8 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 300 "
+          "nic_gbits_per_s_per_direction: 200 }\nprofile: \"a100-sxm4-80gb\"\njobs {\n  name: \"a\"\n  gpus: \"6-15\"\n" +
+              kModel + "  parallel { " + parallel + " }\n  training { samples: 1000 }\n}\n",
+          "uneven.textproto", false, "");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(uneven("dp: 10 micro_batch: 1 framework: FSDP hybrid_shard: true") ==
+        "uneven.textproto:7:66: jobs[0].parallel.hybrid_shard: needs the same number of the job's GPUs on every "
+        "node: node 0 has 2, node 1 has 8");
+  CHECK(uneven("dp: 10 micro_batch: 1 framework: HOROVOD horovod_hierarchical: true")
+            .find("jobs[0].parallel.horovod_hierarchical: needs the same number of the job's GPUs on every node") !=
+        std::string::npos);
+  CHECK(uneven("dp: 10 micro_batch: 1 framework: FSDP").empty());  // flat FSDP runs on any GPUs
 }
 
 namespace {

@@ -443,9 +443,14 @@ void check_graph(const ParsedText& in, const schema::Cluster& c, const std::stri
   }
   if (c.link_faults_size() == 0 && !out.is_explicit()) return;
   const std::string where = join(path, out.link_faults.empty() ? "links" : "link_faults");
-  for (std::uint32_t g = 1; g < topo->gpu_count(); ++g) {
-    for (const auto& [a, b] : {std::pair{g, 0u}, std::pair{0u, g}}) {
-      if (topo->route_hops(a, b) == topology::kNone) {
+  // Every GPU to and from two anchors, the first and the last GPU (another node's when there are several): GPUs
+  // do not forward traffic, so a GPU whose NIC is cut reaches its own node's GPUs (the first anchor) but no
+  // other node (the second).
+  const std::uint32_t last = topo->gpu_count() - 1;
+  for (std::uint32_t anchor : {0u, last}) {
+    for (std::uint32_t g = 0; g < topo->gpu_count(); ++g) {
+      for (const auto& [a, b] : {std::pair{g, anchor}, std::pair{anchor, g}}) {
+        if (a == b || topo->route_hops(a, b) != topology::kNone) continue;
         in.fail(where, "no route from GPU " + std::to_string(a) + " (" + topo->vertex(topo->gpu_vertex(a)).name +
                            ") to GPU " + std::to_string(b) + " (" + topo->vertex(topo->gpu_vertex(b)).name + ")" +
                            (out.link_faults.empty() ? "" : " with these links down"));

@@ -590,6 +590,11 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
   }
   out.fidelity = message.fidelity() == schema::ANALYTICAL ? workloads::Fidelity::kAnalytical
                                                           : workloads::Fidelity::kFlow;
+  // A degraded or failed link acts on the flows that cross it; the closed-form collectives of ANALYTICAL use the
+  // cluster's nominal bandwidths and would silently ignore it.
+  if (out.fidelity == workloads::Fidelity::kAnalytical && !out.cluster.link_faults.empty())
+    in.fail("fidelity", "ANALYTICAL ignores cluster.link_faults (its closed-form collectives use the nominal "
+                        "bandwidths): use fidelity FLOW with link faults");
   if (message.has_nccl()) {
     const schema::NcclSettings& n = message.nccl();
     switch (n.algorithm()) {

@@ -448,6 +448,25 @@ TEST_CASE("bad inline scenarios") {
   }
 }
 
+TEST_CASE("link faults: a GPU cut off from the other nodes is named at load time; ANALYTICAL refuses them") {
+  // kGood's 2 x 8 DGX-like nodes, one NIC per GPU on rail leaves. GPU 3's only NIC (n0/nic3) down: GPU 3 still
+  // reaches node 0's GPUs over NVLink (GPUs do not forward), but no GPU of node 1 — the second anchor, GPU 15.
+  std::string cut = kGood;
+  cut.replace(cut.find("  nodes: 2\n"), 11, "  nodes: 2\n  link_faults { from: \"n0/nic3\" to: \"rail3/leaf0\" down: true }\n");
+  CHECK(error_of([&] { cli::load_scenario_text(cut, "cut.textproto", false, ""); }) ==
+        "cut.textproto:5:3: cluster.link_faults: no route from GPU 3 (n0/gpu3) to GPU 15 (n1/gpu7) with these links "
+        "down");
+  // Half its bandwidth instead: FLOW loads it; ANALYTICAL's closed forms would ignore it, so it is refused at
+  // the fidelity field: kGood's 31 lines + the fault's = 32, so the appended field is on line 33, its value at 11.
+  std::string half = kGood;
+  half.replace(half.find("  nodes: 2\n"), 11,
+               "  nodes: 2\n  link_faults { from: \"n0/nic3\" to: \"rail3/leaf0\" bandwidth_factor: 0.5 }\n");
+  CHECK(cli::load_scenario_text(half, "half.textproto", false, "").cluster.link_faults.size() == 1);
+  CHECK(error_of([&] { cli::load_scenario_text(half + "fidelity: ANALYTICAL\n", "half.textproto", false, ""); }) ==
+        "half.textproto:33:11: fidelity: ANALYTICAL ignores cluster.link_faults (its closed-form collectives use the "
+        "nominal bandwidths): use fidelity FLOW with link faults");
+}
+
 TEST_CASE("gradient_dtype: Megatron's choice; the other frameworks' is fixed, and the other value is refused") {
   // DDP, Horovod and DataParallel under autocast keep fp32 gradients; FSDP and DeepSpeed reduce 16-bit ones.
   // kMinimal's line 5 is parallel (1 GPU, DDP); line 6 the training below, its value at column

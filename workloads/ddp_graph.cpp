@@ -121,6 +121,7 @@ JobGraph build_ddp_job(const Scenario& sc, const Job& job, sim::TaskGraph& graph
     it.optimizer_task.push_back(graph.add(opt_label, cs, opt_time * slowdown(r), opt_deps));
     if (host) it.host.issue(r, it.optimizer_task.back(), opt.kernels);
   }
+  for (sim::TaskId t : input.refill_end) it.step_end_task.push_back(t);
   it.input_streams = std::move(input.streams);
   return it;
 }

@@ -238,6 +238,7 @@ JobGraph build_data_parallel_job(const Scenario& sc, const Job& job, sim::TaskGr
   const sim::LabelId opt_label = graph.add_label({opt.name, kCategoryCompute, op_args(opt, 0)});
   const sim::TaskId opt_deps[] = {last_reduce};
   it.optimizer_task.push_back(graph.add(opt_label, cs0, op_time(opt, gpu, prec) * slowdown(0), opt_deps));
+  for (sim::TaskId t : input.refill_end) it.step_end_task.push_back(t);
   it.input_streams = std::move(input.streams);
   return it;
 }
@@ -421,6 +422,7 @@ JobGraph build_horovod_job(const Scenario& sc, const Job& job, sim::TaskGraph& g
     if (!last_comm.empty()) deps.push_back(last_comm[r]);
     it.optimizer_task.push_back(graph.add(opt_label, cs, op_time(opt, gpu, prec) * slowdown(r), deps));
   }
+  for (sim::TaskId t : input.refill_end) it.step_end_task.push_back(t);
   it.input_streams = std::move(input.streams);
   return it;
 }

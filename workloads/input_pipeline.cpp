@@ -1,5 +1,6 @@
 #include "workloads/input_pipeline.h"
 
+#include <algorithm>
 #include <string>
 
 namespace clustersim::workloads {
@@ -20,11 +21,15 @@ InputPipeline add_input_pipeline(const Scenario& sc, const Job& job, sim::TaskGr
   std::map<std::uint32_t, std::vector<std::uint32_t>> readers_by_node;  // node -> ranks
   for (std::uint32_t r : readers) readers_by_node[sc.cluster.node_of(job.gpus[r])].push_back(r);
   std::map<std::pair<std::uint32_t, std::uint32_t>, sim::TaskId> loaded;  // (node, micro-batch)
+  std::map<std::uint32_t, sim::StreamId> loader_lane;                    // node -> its loader stream
+  std::map<std::uint32_t, Seconds> loader_produce;                       // node -> one micro-batch's time
   if (tr.loader_samples_per_s_per_node > 0) {
     for (const auto& [node, ranks] : readers_by_node) {
       const double samples = double(ranks.size()) * job.parallel.micro_batch;
       const Seconds produce = seconds(samples / tr.loader_samples_per_s_per_node);
       const sim::StreamId lane[] = {graph.add_stream(job.gpus[ranks.front()], "loader")};
+      loader_lane[node] = lane[0];
+      loader_produce[node] = produce;
       for (std::uint32_t r = 0; r < job.gpus.size(); ++r)
         if (sc.cluster.node_of(job.gpus[r]) == node) out.streams[r].push_back(lane[0]);
       for (std::uint32_t k = tr.loader_prefetch; k < micro_batches; ++k) {
@@ -44,6 +49,28 @@ InputPipeline add_input_pipeline(const Scenario& sc, const Job& job, sim::TaskGr
       std::vector<sim::TaskId> deps;
       if (auto f = loaded.find({node, k}); f != loaded.end()) deps.push_back(f->second);
       out.ready[{r, k}] = graph.add(h2d, lane, copy, deps);
+    }
+  }
+  // Steady state: the queue full at the step's start must be full again at the next one's, so the loader also
+  // produces the next step's first min(q, m) micro-batches within this step. Each needs a free slot: the
+  // micro-batch q places before it (this step's m − q + j) taken from the queue by its copy to the GPU. The
+  // step ends no earlier than the refill: a loader slower than the step sets the period to m micro-batches'
+  // production, not the m − q the step itself waits for.
+  for (const auto& [node, lane_id] : loader_lane) {
+    const std::uint32_t refill = std::min(tr.loader_prefetch, micro_batches);
+    const sim::StreamId lane[] = {lane_id};
+    const double samples = double(readers_by_node.at(node).size()) * job.parallel.micro_batch;
+    for (std::uint32_t j = 0; j < refill; ++j) {
+      std::vector<sim::TaskId> deps;
+      if (micro_batches + j >= tr.loader_prefetch) {
+        const std::uint32_t freed = micro_batches + j - tr.loader_prefetch;
+        for (std::uint32_t r : readers_by_node.at(node)) deps.push_back(out.ready.at({r, freed}));
+      }
+      const sim::LabelId label = graph.add_label(
+          {"loader.next_step_prefetch", kCategoryInput,
+           {{"micro_batch", double(j), {}}, {"samples", samples, {}}, {"node", double(node), {}}}});
+      const sim::TaskId id = graph.add(label, lane, loader_produce.at(node), deps);
+      if (j + 1 == refill) out.refill_end.push_back(id);
     }
   }
   return out;

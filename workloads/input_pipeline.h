@@ -7,7 +7,11 @@
 // previous step's backward, gradient reduction and optimizer ran, so the first that many micro-batches of
 // the step are ready at its start and the rest are produced one after another from then on. A loader
 // slower than the step stalls the step: a rank cannot start a micro-batch's forward before its input is
-// on the GPU. Unset rate: the loader is never the bottleneck (no loader tasks).
+// on the GPU. In the steady state the loader also refills the queue for the next step within this one:
+// min(q, m) more micro-batches, each once its slot is freed (the micro-batch q places before it copied to
+// the GPU), and the step ends no earlier. So a loader-bound step takes m micro-batches' production, not the
+// m − q the step waits for, and a deep queue hides the loader only when it keeps up on average. Unset rate:
+// the loader is never the bottleneck (no loader tasks).
 // Which ranks read input: every DDP rank; in Megatron-LM the tensor-rank-0 GPU of the first and of the
 // last pipeline stage (the first needs tokens, the last the labels; `get_batch` broadcasts the batch
 // to the other tensor ranks), per data-parallel replica.
@@ -40,6 +44,9 @@ struct InputPipeline {
   // Per job rank: the input streams whose busy time, when nothing else runs, is an input stall of that
   // rank — its own "h2d" stream (readers) and its node's "loader" stream (every rank of the node).
   std::vector<std::vector<sim::StreamId>> streams;
+  // Per loader: its last refill of the next step's prefetch queue; the step ends no earlier (a job graph adds
+  // these to its step_end_task).
+  std::vector<sim::TaskId> refill_end;
 };
 
 // `readers` are job ranks; `micro_batches` is m.

@@ -880,6 +880,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
             }
           }
   }
+  for (sim::TaskId refill : input.refill_end) it.step_end_task.push_back(refill);
   it.input_streams = std::move(input.streams);
   return it;
 }

@@ -334,6 +334,7 @@ JobGraph build_zero_job(const Scenario& sc, const Job& job, sim::TaskGraph& grap
       for (const auto& members : groups.shard) it.step_end_task.push_back(ag[members.front()]);
     }
   }
+  for (sim::TaskId t : input.refill_end) it.step_end_task.push_back(t);
   it.input_streams = std::move(input.streams);
   return it;
 }

@@ -170,13 +170,16 @@ TEST_CASE("scatter/gather pipeline sends: 1/t of the activation per send, all-ga
   CHECK(simulate_scenario(sg).jobs[0].iteration_time.raw() > 0);
 }
 
-TEST_CASE("data loader: a slow loader stalls the step by what it cannot prefetch") {
-  // One GPU, DDP, m = 4 micro-batches, prefetch 2: micro-batches 2 and 3 are produced during the step,
-  // L = b / rate each. With L far above a micro-batch's compute c:
+TEST_CASE("data loader: a slow loader stalls the step; in the steady state it also refills the queue") {
+  // One GPU, DDP, m = 4 micro-batches, prefetch q = 2: micro-batches 2 and 3 are produced during the step,
+  // L = b / rate each, and then the next step's first 2 (each once its slot is freed: the copy of micro-batch
+  // 2, resp. 3, has taken it from the queue). With L = 2c, c a micro-batch's compute:
   //   compute [h, h + 2c] (mb 0, 1), loader [0, L] and [L, 2L], copy [L, L + h] and [2L, 2L + h],
-  //   mb 2 on [L + h, L + h + c], mb 3 on [2L + h, 2L + h + c], then the optimizer o.
-  //   step = 2L + h + c + o, where the fast-loader step is h + 4c + o, so step − fast = 2L − 3c;
-  //   input stall = the time before mb 3's copy ends not covered by compute = 2L + h − 3c.
+  //   mb 2 on [L + h, L + h + c], mb 3 on [2L + h, 2L + h + c], then the optimizer o: GPU end 2L + h + c + o;
+  //   refill [2L, 3L] (after mb 2's copy ends at L + h < 2L) and [3L, 4L].
+  //   step = max(4L, 2L + h + c + o): the loader's m = 4 micro-batches per step (4L = 8c) when it binds.
+  //   input stall = time the input streams run alone: the loader is busy over [0, 4L] and the GPU's 4c + o
+  //   lie inside it, so 4L − 4c − o.
   const Scenario fast = scenario("dp: 1 micro_batch: 1 grad_accum: 4", 1);
   const ScenarioResult f = simulate_scenario(fast);
   const double h = micro_batch_input_bytes(fast.jobs[0].model, 1).raw() / 24e9;
@@ -187,13 +190,22 @@ TEST_CASE("data loader: a slow loader stalls the step by what it cannot prefetch
   const Scenario slow = scenario("dp: 1 micro_batch: 1 grad_accum: 4", 1,
                                  "samples: 1000 loader_samples_per_s_per_node: " + std::to_string(rate));
   const double L = 1.0 / std::stod(std::to_string(rate));
+  REQUIRE(4 * L > 2 * L + h + c + o);  // the loader binds
   const ScenarioResult s = simulate_scenario(slow);
-  CHECK(s.jobs[0].iteration_time.raw() - f.jobs[0].iteration_time.raw() == doctest::Approx(2 * L - 3 * c).epsilon(1e-6));
-  CHECK(s.jobs[0].breakdown.exposed_input.raw() == doctest::Approx(2 * L + h - 3 * c).epsilon(1e-6));
-  // A prefetch queue as deep as the step hides the loader entirely.
+  CHECK(s.jobs[0].iteration_time.raw() == doctest::Approx(4 * L).epsilon(1e-6));
+  CHECK(s.jobs[0].breakdown.exposed_input.raw() == doctest::Approx(4 * L - 4 * c - o).epsilon(1e-6));
+  // A queue as deep as the step (q = m = 4) has every micro-batch ready at the start (copies [kh, (k + 1)h]),
+  // but the loader must still make 4 per step, each after its slot's copy: [h, h + L], ..., ending h + 4L.
+  // It hides the loader only when that is within the GPU's h + 4c + o; here 4L = 8c is not.
   const Scenario deep = scenario("dp: 1 micro_batch: 1 grad_accum: 4", 1,
                                  "samples: 1000 loader_prefetch: 4 loader_samples_per_s_per_node: " + std::to_string(rate));
-  CHECK(simulate_scenario(deep).jobs[0].iteration_time.raw() == doctest::Approx(f.jobs[0].iteration_time.raw()));
+  CHECK(simulate_scenario(deep).jobs[0].iteration_time.raw() ==
+        doctest::Approx(std::max(h + 4 * L, h + 4 * c + o)).epsilon(1e-6));
+  // A loader that keeps up (4 micro-batches in a quarter of the step) costs nothing with the deep queue.
+  const Scenario quick = scenario("dp: 1 micro_batch: 1 grad_accum: 4", 1,
+                                  "samples: 1000 loader_prefetch: 4 loader_samples_per_s_per_node: " +
+                                      std::to_string(16 / f.jobs[0].iteration_time.raw()));
+  CHECK(simulate_scenario(quick).jobs[0].iteration_time.raw() == doctest::Approx(f.jobs[0].iteration_time.raw()));
 }
 
 TEST_CASE("host-to-device copy: b·(s + 1) int64 tokens at the scenario's bandwidth") {

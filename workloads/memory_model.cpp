@@ -271,7 +271,7 @@ MemoryEstimate estimate_memory(const ModelSpec& m, const MemoryConfig& c, Bytes 
   Bytes one_pass;
   for (std::uint32_t l : layers) one_pass += layer_activation_bytes(m, l, c);
   parts.push_back({"activations (" + std::to_string(layers.size()) + " layers x " + short_number(in_flight) +
-                       " micro-batches in flight, " + to_string(c.schedule) + ")",
+                       " micro-batches in flight" + (c.pp > 1 ? std::string(", ") + to_string(c.schedule) : "") + ")",
                    one_pass * in_flight});
   if (c.recompute == Recompute::kFull && !layers.empty()) {
     MemoryConfig whole = c;

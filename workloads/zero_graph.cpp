@@ -347,7 +347,8 @@ MemoryEstimate estimate_zero_memory(const Scenario& sc, const Job& job) {
   mc.micro_batches = par.grad_accum;
   mc.precision = job.training.precision;
   mc.optimizer = job.training.optimizer;
-  mc.gradients = GradientDtype::k16Bit;  // ZeRO's 2 + 2 + 12
+  // ZeRO's 2 + 2 + 12 with 16-bit weights; fp32 training keeps fp32 gradients (4 B), and says so.
+  mc.gradients = sixteen_bit(job.training.precision) ? GradientDtype::k16Bit : GradientDtype::kFp32;
   mc.recompute = par.recompute;          // full: only each block's input is kept (checkpointed)
   mc.attention = par.attention;          // flash: no s² score matrices
   mc.sharding = par.zero_stage == 1   ? Sharding::kOptimizer

@@ -305,6 +305,9 @@ JobGraph build_horovod_job(const Scenario& sc, const Job& job, sim::TaskGraph& g
       tick.push_back(graph.add(label, lane, par.horovod_cycle, k == 1 ? std::span<const sim::TaskId>(dep)
                                                                       : std::span<const sim::TaskId>{}));
     }
+    // Waiting for the coordinator's next tick is Horovod's communication overhead: where nothing else runs,
+    // every rank's breakdown counts it as exposed communication, not idle.
+    it.other_comm_streams.assign(ranks, std::vector<sim::StreamId>{lane[0]});
   }
   // Hierarchical: the job's ranks by node, local rank = position within its node.
   std::map<std::uint32_t, std::vector<std::uint32_t>> ranks_by_node;

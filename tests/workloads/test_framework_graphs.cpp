@@ -219,6 +219,22 @@ TEST_CASE("framework Horovod: an AllReduce never starts before the tick after it
   CHECK(named(g, "horovod.allreduce.response").size() > allreduces.size());  // + memcpy_in/out tasks
 }
 
+TEST_CASE("framework Horovod: waiting for the coordinator's tick is exposed communication, not idle") {
+  // A cycle far longer than the backward (1 s): every tensor is negotiated at tick 1, 1 s after the backward
+  // starts, so each GPU waits ~1 s with nothing running. That wait is Horovod's communication overhead:
+  // iteration = compute + exposed communication, nothing idle (the tick chain counts as communication).
+  Scenario sc = small(Framework::kHorovod, 2, 1);
+  sc.jobs[0].parallel.horovod_cycle = seconds(1);
+  const IterationResult it = simulate_scenario(sc).jobs[0];
+  CHECK(it.iteration_time.raw() > 1.0);
+  for (const TimeBreakdown& b : it.per_gpu) {
+    CHECK(b.idle.raw() == doctest::Approx(0).epsilon(1e-12));
+    CHECK(b.exposed_comm.raw() > 1.0 - b.compute.raw());
+    CHECK(b.compute.raw() + b.exposed_comm.raw() + b.exposed_input.raw() ==
+          doctest::Approx(it.iteration_time.raw()).epsilon(1e-9));
+  }
+}
+
 TEST_CASE("framework Horovod: hierarchical AllReduce = ReduceScatter in node, AllReduce across, AllGather in node") {
   // 2 nodes × 4 GPUs, one 128 MiB-bounded response of S = 100,777,984 B first (see the fusion test; a long
   // cycle puts every tensor in tick 1): per node a 4-rank ReduceScatter of S, per local rank a 2-rank

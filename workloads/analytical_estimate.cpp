@@ -792,6 +792,14 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
     return comm_time(plan, Group::kData, op, (ch.params - ch.expert_params) * per_param) +
            (ch.expert_params > 0 ? comm_time(plan, Group::kExpertData, op, ch.expert_params * per_param) : 0.0);
   };
+  // PyTorch DDP copies each bucket's gradients into it during the backward (on the compute stream) and all of
+  // them back after the last AllReduce (ddp_graph.h): timed here as one copy of the step's gradients each way,
+  // the first lengthening the backward, the second before the optimizer.
+  const double ddp_copy = !megatron && dense_ranks > 1
+                              ? op_seconds(copy_op("ddp.copy", bytes(job.model.parameter_count() * grad_bytes)))
+                              : 0.0;
+  if (ddp_copy > 0)
+    for (double& e : end) e += ddp_copy;
   std::vector<double> dp_done(end);
   if (dense_ranks > 1 || (split && expert_ranks > 1)) {
     for (std::uint32_t s = 0; s < p; ++s) {
@@ -814,7 +822,7 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
     }
   }
   std::vector<double> opt_start(p);
-  for (std::uint32_t s = 0; s < p; ++s) opt_start[s] = std::max(end[s], dp_done[s]);
+  for (std::uint32_t s = 0; s < p; ++s) opt_start[s] = std::max(end[s], dp_done[s]) + ddp_copy;
   if (megatron && p > 1 && job.model.tied_embeddings) {
     const double size = double(job.model.vocab) * job.model.hidden / t * grad_bytes;
     const double done = std::max(opt_start[0], opt_start[p - 1]) +
@@ -859,13 +867,13 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
       iteration = step_end;
       last_stage = s;
       opt_last = opt;
-      dp_last = step_end - opt - end[s];
+      dp_last = step_end - opt - end[s] - ddp_copy;
     }
   }
 
   AnalyticalEstimate out;
   out.iteration_time = seconds(iteration);
-  out.compute = seconds(m * stage[last_stage].compute + opt_last);
+  out.compute = seconds(m * stage[last_stage].compute + opt_last + 2 * ddp_copy);
   out.tp_comm = seconds(m * stage[last_stage].tp);
   out.cp_comm = seconds(m * stage[last_stage].cp);
   out.ep_comm = seconds(m * stage[last_stage].ep);

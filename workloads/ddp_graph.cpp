@@ -80,8 +80,18 @@ JobGraph build_ddp_job(const Scenario& sc, const Job& job, sim::TaskGraph& graph
   std::vector<std::uint32_t> readers(ranks);
   for (std::uint32_t r = 0; r < ranks; ++r) readers[r] = r;
   InputPipeline input = add_input_pipeline(sc, job, graph, readers, ga);
-  // bucket_ready[b][r]: the task on rank r that completes bucket b in the last micro-batch.
+  // bucket_ready[b][r]: the task on rank r that completes bucket b in the last micro-batch — its copy into the
+  // bucket. With gradient_as_bucket_view=False (PyTorch's default) the reducer's autograd hook copies each
+  // gradient into its bucket on the compute stream, and finalize_backward copies the reduced buckets back into
+  // the gradients after the last AllReduce: two device-to-device copies of the step's gradients.
   std::vector<std::vector<sim::TaskId>> bucket_ready(it.buckets.size());
+  std::vector<sim::LabelId> copy_in_label;
+  Bytes gradient_bytes;
+  for (std::size_t b = 0; communicate && b < it.buckets.size(); ++b) {
+    const Op in = copy_op("ddp.bucket" + std::to_string(b) + ".copy_in", it.buckets[b].size);
+    copy_in_label.push_back(graph.add_label({in.name, kCategoryCompute, op_args(in, ga - 1)}));
+    gradient_bytes += it.buckets[b].size;
+  }
   for (std::uint32_t r = 0; r < ranks; ++r) {
     const sim::StreamId cs[] = {it.compute_stream[r]};
     const double slow = slowdown(r);
@@ -97,8 +107,13 @@ JobGraph build_ddp_job(const Scenario& sc, const Job& job, sim::TaskGraph& graph
       for (std::size_t i = 0; i < bwd.size(); ++i) {
         const sim::TaskId t = graph.add(bwd_label[mb][i], cs, bwd_time[i] * slow);
         if (host) it.host.issue(r, t, bwd[i].kernels);
-        while (last && next_bucket < it.buckets.size() && it.buckets[next_bucket].ready_after_op == i)
-          bucket_ready[next_bucket++].push_back(t);
+        while (communicate && last && next_bucket < it.buckets.size() && it.buckets[next_bucket].ready_after_op == i) {
+          const Op in = copy_op("copy_in", it.buckets[next_bucket].size);
+          const sim::TaskId copied =
+              graph.add(copy_in_label[next_bucket], cs, op_time(in, sc.profile.gpu, prec) * slow);
+          if (host) it.host.issue(r, copied, 1);
+          bucket_ready[next_bucket++].push_back(copied);
+        }
       }
     }
   }
@@ -116,8 +131,14 @@ JobGraph build_ddp_job(const Scenario& sc, const Job& job, sim::TaskGraph& graph
   const sim::LabelId opt_label = graph.add_label({opt.name, kCategoryCompute, op_args(opt, 0)});
   std::vector<sim::TaskId> opt_deps;
   if (!it.bucket_allreduce.empty()) opt_deps.push_back(it.bucket_allreduce.back());
+  const Op copy_out = copy_op("ddp.buckets.copy_out", gradient_bytes);
+  const sim::LabelId copy_out_label = graph.add_label({copy_out.name, kCategoryCompute, op_args(copy_out, ga - 1)});
   for (std::uint32_t r = 0; r < ranks; ++r) {
     const sim::StreamId cs[] = {it.compute_stream[r]};
+    if (!it.bucket_allreduce.empty()) {
+      const sim::TaskId out = graph.add(copy_out_label, cs, op_time(copy_out, sc.profile.gpu, prec) * slowdown(r), opt_deps);
+      if (host) it.host.issue(r, out, double(it.buckets.size()));
+    }
     it.optimizer_task.push_back(graph.add(opt_label, cs, opt_time * slowdown(r), opt_deps));
     if (host) it.host.issue(r, it.optimizer_task.back(), opt.kernels);
   }

@@ -8,7 +8,11 @@
 // bucket (dist._DEFAULT_FIRST_BUCKET_BYTES), bucket_cap_mb (MiB) for the others. A bucket's ring
 // AllReduce runs on the "dp-comm" stream of every GPU as soon as its last gradient is produced,
 // overlapping the rest of backward. Under gradient accumulation only the last micro-batch's
-// backward communicates (no_sync() for the others). The optimizer step waits for every bucket.
+// backward communicates (no_sync() for the others). With gradient_as_bucket_view=False (the default) the
+// reducer's autograd hook copies each gradient into its bucket on the compute stream (the bucket's AllReduce
+// waits for that copy) and finalize_backward copies the reduced buckets back into the gradients: one
+// device-to-device copy of the bucket before its AllReduce, one of all gradients after the last. The
+// optimizer step waits for every bucket.
 #pragma once
 
 #include <cstdint>

@@ -28,15 +28,6 @@ std::vector<Op> without(std::vector<Op> ops, const std::string& name) {
   return ops;
 }
 
-// A device-to-device copy of `size` bytes (reads and writes each byte), timed as an element-wise op.
-Op copy_op(std::string name, Bytes size) {
-  Op op;
-  op.name = std::move(name);
-  op.kind = OpKind::kElementwise;
-  op.bytes = size * 2.0;
-  return op;
-}
-
 // A memory estimate of the DDP composition with DDP's bucket copy replaced by `extra`.
 MemoryEstimate ddp_parts_with(const Job& job, const calibrate::GpuPerformance& gpu, std::vector<MemoryPart> extra) {
   const MemoryEstimate ddp = estimate_ddp_memory(job, gpu);

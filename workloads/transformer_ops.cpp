@@ -464,6 +464,14 @@ Bytes moe_alltoall_bytes(const ModelSpec& model, const OpConfig& config, double 
   return bytes(d.T * model.top_k * d.h * d.e * load);
 }
 
+Op copy_op(std::string name, Bytes size) {
+  Op op;
+  op.name = std::move(name);
+  op.kind = OpKind::kElementwise;
+  op.bytes = size * 2.0;
+  return op;
+}
+
 Op optimizer_op(double parameters, Optimizer optimizer, double gradient_bytes, bool half_weight_copy) {
   const double states = optimizer == Optimizer::kAdam ? 2 : optimizer == Optimizer::kSgdMomentum ? 1 : 0;
   const double flops = optimizer == Optimizer::kAdam ? 12 : optimizer == Optimizer::kSgdMomentum ? 4 : 2;

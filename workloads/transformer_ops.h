@@ -200,6 +200,9 @@ Bytes moe_alltoall_bytes(const ModelSpec& model, const OpConfig& config, double 
 // their 16-bit copy (2 B). PyTorch AMP's Adam (fp32 weights and gradients): 4 + 8 + 16 = 28 B
 // (torch.optim.AdamW, non-fused foreach); Megatron bf16 with fp32 main gradients: 4 + 8 + 16 + 2 = 30 B.
 // FLOPs per parameter: Adam 12, SGD with momentum 4, SGD 2.
+// A device-to-device copy of `size` bytes (reads and writes each byte), timed as an element-wise op.
+Op copy_op(std::string name, Bytes size);
+
 Op optimizer_op(double parameters, Optimizer optimizer = Optimizer::kAdam, double gradient_bytes = 4,
                 bool half_weight_copy = false);
 

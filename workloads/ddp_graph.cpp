@@ -86,10 +86,12 @@ JobGraph build_ddp_job(const Scenario& sc, const Job& job, sim::TaskGraph& graph
   // the gradients after the last AllReduce: two device-to-device copies of the step's gradients.
   std::vector<std::vector<sim::TaskId>> bucket_ready(it.buckets.size());
   std::vector<sim::LabelId> copy_in_label;
+  std::vector<Seconds> copy_in_time;
   Bytes gradient_bytes;
   for (std::size_t b = 0; communicate && b < it.buckets.size(); ++b) {
     const Op in = copy_op("ddp.bucket" + std::to_string(b) + ".copy_in", it.buckets[b].size);
     copy_in_label.push_back(graph.add_label({in.name, kCategoryCompute, op_args(in, ga - 1)}));
+    copy_in_time.push_back(op_time(in, sc.profile.gpu, prec));
     gradient_bytes += it.buckets[b].size;
   }
   for (std::uint32_t r = 0; r < ranks; ++r) {
@@ -108,9 +110,7 @@ JobGraph build_ddp_job(const Scenario& sc, const Job& job, sim::TaskGraph& graph
         const sim::TaskId t = graph.add(bwd_label[mb][i], cs, bwd_time[i] * slow);
         if (host) it.host.issue(r, t, bwd[i].kernels);
         while (communicate && last && next_bucket < it.buckets.size() && it.buckets[next_bucket].ready_after_op == i) {
-          const Op in = copy_op("copy_in", it.buckets[next_bucket].size);
-          const sim::TaskId copied =
-              graph.add(copy_in_label[next_bucket], cs, op_time(in, sc.profile.gpu, prec) * slow);
+          const sim::TaskId copied = graph.add(copy_in_label[next_bucket], cs, copy_in_time[next_bucket] * slow);
           if (host) it.host.issue(r, copied, 1);
           bucket_ready[next_bucket++].push_back(copied);
         }

@@ -126,16 +126,21 @@ class Reader {
       if (!value(member.value, depth)) return false;
       path_.pop_back();
       out.members.push_back(std::move(member));
-      skip_space();
-      if (peek() == ',') {
-        advance();
-        skip_space();
-      } else if (peek() != '}') {
-        return fail("expected ',' or '}' after a member");
-      }
+      if (!separator('}', "expected ',' or '}' after a member")) return false;
     }
     advance();  // '}'
     return true;
+  }
+
+  // After a member or element: a ',' (and the space after it) or the closing `close`, left for the caller.
+  bool separator(char close, const char* message) {
+    skip_space();
+    if (peek() == ',') {
+      advance();
+      skip_space();
+      return true;
+    }
+    return peek() == close || fail(message);
   }
 
   bool array(JsonValue& out, int depth) {
@@ -150,13 +155,7 @@ class Reader {
       path_.back().erase(path_.back().rfind('['));
       if (path_.size() == 1 && path_.back().empty()) path_.pop_back();
       out.elements.push_back(std::move(element));
-      skip_space();
-      if (peek() == ',') {
-        advance();
-        skip_space();
-      } else if (peek() != ']') {
-        return fail("expected ',' or ']' after an element");
-      }
+      if (!separator(']', "expected ',' or ']' after an element")) return false;
     }
     advance();  // ']'
     return true;

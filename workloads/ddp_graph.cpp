@@ -132,11 +132,14 @@ JobGraph build_ddp_job(const Scenario& sc, const Job& job, sim::TaskGraph& graph
   std::vector<sim::TaskId> opt_deps;
   if (!it.bucket_allreduce.empty()) opt_deps.push_back(it.bucket_allreduce.back());
   const Op copy_out = copy_op("ddp.buckets.copy_out", gradient_bytes);
-  const sim::LabelId copy_out_label = graph.add_label({copy_out.name, kCategoryCompute, op_args(copy_out, ga - 1)});
+  const Seconds copy_out_time = op_time(copy_out, sc.profile.gpu, prec);
+  const sim::LabelId copy_out_label = it.bucket_allreduce.empty()
+                                          ? sim::kNewLabel
+                                          : graph.add_label({copy_out.name, kCategoryCompute, op_args(copy_out, ga - 1)});
   for (std::uint32_t r = 0; r < ranks; ++r) {
     const sim::StreamId cs[] = {it.compute_stream[r]};
     if (!it.bucket_allreduce.empty()) {
-      const sim::TaskId out = graph.add(copy_out_label, cs, op_time(copy_out, sc.profile.gpu, prec) * slowdown(r), opt_deps);
+      const sim::TaskId out = graph.add(copy_out_label, cs, copy_out_time * slowdown(r), opt_deps);
       if (host) it.host.issue(r, out, double(it.buckets.size()));
     }
     it.optimizer_task.push_back(graph.add(opt_label, cs, opt_time * slowdown(r), opt_deps));

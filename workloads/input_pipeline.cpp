@@ -21,15 +21,18 @@ InputPipeline add_input_pipeline(const Scenario& sc, const Job& job, sim::TaskGr
   std::map<std::uint32_t, std::vector<std::uint32_t>> readers_by_node;  // node -> ranks
   for (std::uint32_t r : readers) readers_by_node[sc.cluster.node_of(job.gpus[r])].push_back(r);
   std::map<std::pair<std::uint32_t, std::uint32_t>, sim::TaskId> loaded;  // (node, micro-batch)
-  std::map<std::uint32_t, sim::StreamId> loader_lane;                    // node -> its loader stream
-  std::map<std::uint32_t, Seconds> loader_produce;                       // node -> one micro-batch's time
+  struct Loader {
+    sim::StreamId lane;
+    double samples;   // per micro-batch, for the node's readers
+    Seconds produce;  // one micro-batch's production
+  };
+  std::map<std::uint32_t, Loader> loaders;  // node -> its loader
   if (tr.loader_samples_per_s_per_node > 0) {
     for (const auto& [node, ranks] : readers_by_node) {
       const double samples = double(ranks.size()) * job.parallel.micro_batch;
       const Seconds produce = seconds(samples / tr.loader_samples_per_s_per_node);
       const sim::StreamId lane[] = {graph.add_stream(job.gpus[ranks.front()], "loader")};
-      loader_lane[node] = lane[0];
-      loader_produce[node] = produce;
+      loaders[node] = Loader{lane[0], samples, produce};
       for (std::uint32_t r = 0; r < job.gpus.size(); ++r)
         if (sc.cluster.node_of(job.gpus[r]) == node) out.streams[r].push_back(lane[0]);
       for (std::uint32_t k = tr.loader_prefetch; k < micro_batches; ++k) {
@@ -56,10 +59,9 @@ InputPipeline add_input_pipeline(const Scenario& sc, const Job& job, sim::TaskGr
   // micro-batch q places before it (this step's m − q + j) taken from the queue by its copy to the GPU. The
   // step ends no earlier than the refill: a loader slower than the step sets the period to m micro-batches'
   // production, not the m − q the step itself waits for.
-  for (const auto& [node, lane_id] : loader_lane) {
+  for (const auto& [node, loader] : loaders) {
     const std::uint32_t refill = std::min(tr.loader_prefetch, micro_batches);
-    const sim::StreamId lane[] = {lane_id};
-    const double samples = double(readers_by_node.at(node).size()) * job.parallel.micro_batch;
+    const sim::StreamId lane[] = {loader.lane};
     for (std::uint32_t j = 0; j < refill; ++j) {
       std::vector<sim::TaskId> deps;
       if (micro_batches + j >= tr.loader_prefetch) {
@@ -68,8 +70,8 @@ InputPipeline add_input_pipeline(const Scenario& sc, const Job& job, sim::TaskGr
       }
       const sim::LabelId label = graph.add_label(
           {"loader.next_step_prefetch", kCategoryInput,
-           {{"micro_batch", double(j), {}}, {"samples", samples, {}}, {"node", double(node), {}}}});
-      const sim::TaskId id = graph.add(label, lane, loader_produce.at(node), deps);
+           {{"micro_batch", double(j), {}}, {"samples", loader.samples, {}}, {"node", double(node), {}}}});
+      const sim::TaskId id = graph.add(label, lane, loader.produce, deps);
       if (j + 1 == refill) out.refill_end.push_back(id);
     }
   }

@@ -235,11 +235,22 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
   out.sequence_parallel = p.sequence_parallel();
   if (out.sequence_parallel && out.tp < 2)
     in.fail(pre + "parallel.sequence_parallel", "needs tensor parallelism (tp >= 2)");
+  // Megatron-LM (arguments.py): "When using expert parallelism and tensor parallelism, sequence parallelism
+  // must be used."
+  if (out.ep > 1 && out.tp > 1 && !out.sequence_parallel)
+    in.fail(pre + "parallel.ep", "expert parallelism with tensor parallelism (tp " + std::to_string(out.tp) +
+                                     ") needs sequence_parallel: true, as Megatron-LM requires");
+  // Interleaving splits a stage's layers into chunks that take turns across the stages: no pipeline, no turns.
+  if (out.vp > 1 && out.pp < 2)
+    in.fail(pre + "parallel.vp", std::to_string(out.vp) + " model chunks per stage need a pipeline (pp >= 2)");
   if (p.has_rank_order()) out.rank_order = p.rank_order();
   out.recompute = p.recompute() == schema::Parallelism::SELECTIVE ? workloads::Recompute::kSelective
                   : p.recompute() == schema::Parallelism::FULL    ? workloads::Recompute::kFull
                                                                   : workloads::Recompute::kNone;
   out.attention = p.flash_attention() ? workloads::AttentionKernel::kFlash : workloads::AttentionKernel::kExplicit;
+  // Ring attention runs fused attention kernels (TransformerEngine); Megatron's unfused attention asserts cp 1.
+  if (out.cp > 1 && out.attention != workloads::AttentionKernel::kFlash)
+    in.fail(pre + "parallel.cp", "context parallelism runs ring attention on fused kernels: needs flash_attention: true");
   if (p.has_flash_kernel() && p.flash_kernel() != schema::Parallelism::FLASH_KERNEL_UNSPECIFIED) {
     if (!p.flash_attention())
       in.fail(pre + "parallel.flash_kernel", "names a FlashAttention kernel, but flash_attention is not true");
@@ -370,6 +381,10 @@ void check_layout(const ParsedText& in, const std::string& pre, const workloads:
   if (m.heads % p.tp != 0)
     in.fail(pre + "parallel.tp", std::to_string(p.tp) + " does not divide " + std::to_string(m.heads) +
                                      " attention heads");
+  // Megatron-LM splits the key/value heads (query groups) too: divide(num_query_groups, tp).
+  if (m.n_kv() % p.tp != 0)
+    in.fail(pre + "parallel.tp", std::to_string(p.tp) + " does not divide " + std::to_string(m.n_kv()) +
+                                     " key/value heads (query groups)");
   if (m.layers % (p.pp * p.vp) != 0)
     in.fail(pre + "parallel.pp", "pp " + std::to_string(p.pp) + " x vp " + std::to_string(p.vp) + " does not divide " +
                                      std::to_string(m.layers) + " layers");

@@ -170,7 +170,7 @@ Scenario sweep_scenario(const Scenario& in, std::optional<std::uint32_t> gpus) {
       sc.cluster.nodes = nodes;
       std::erase_if(sc.cluster.slow_gpus, [&](const topology::SlowGpu& s) { return s.gpu >= n; });
       try {
-        topology::fabric_shape(sc.cluster);  // the scenario's fabric must hold the new node count
+        if (topology::has_fabric(sc.cluster)) topology::fabric_shape(sc.cluster);  // it must hold the new nodes
       } catch (const InputError& e) {
         throw InputError("command line", 0, 0, "--gpus",
                          std::to_string(n) + " GPUs take " + std::to_string(nodes) + " nodes, more than the fabric of " +
@@ -217,6 +217,10 @@ std::vector<ParallelPlan> enumerate_layouts(const Scenario& sc, bool allow_tp_ac
         reject("cp does not divide half the sequence (causal load balancing: 2 chunks per rank)");
         continue;
       }
+      if (cp > 1 && base.attention != workloads::AttentionKernel::kFlash) {
+        reject("cp needs fused (flash) attention, which the scenario does not set");
+        continue;
+      }
       for (std::uint32_t pp : divisors(n / (tp * cp))) {
         if (m.layers % pp != 0) {
           reject("pp does not divide the layers");
@@ -249,7 +253,8 @@ std::vector<ParallelPlan> enumerate_layouts(const Scenario& sc, bool allow_tp_ac
                 continue;
               }
               for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull})
-                for (int sp = 0; sp <= (tp > 1 ? 1 : 0); ++sp)
+                // Megatron-LM: expert parallelism with tensor parallelism needs sequence parallelism.
+                for (int sp = (tp > 1 && ep > 1 ? 1 : 0); sp <= (tp > 1 ? 1 : 0); ++sp)
                   for (int dopt = 0; dopt <= (dp * cp > 1 ? 1 : 0); ++dopt) {
                     ParallelPlan p = q;
                     p.vp = vp;

@@ -197,7 +197,7 @@ void Topology::build_generated() {
   const std::uint32_t domains = ceil_div(spec_.nodes, std::max<std::uint32_t>(per_domain, 1));
   // The fabric's sizing is checked before anything is built: a fabric too small for the nodes fails at once.
   std::optional<FabricShape> fabric;
-  if (domains > 1 && layout.nics_per_node > 0) fabric = fabric_shape(spec_);
+  if (has_fabric(spec_)) fabric = fabric_shape(spec_);
   own_nic_.assign(spec_.gpu_count(), kNone);
   for (std::uint32_t d = 0; d < domains; ++d) {
     const std::uint32_t first = d * per_domain;
@@ -315,6 +315,12 @@ FabricPorts fabric_ports(const ClusterSpec& spec) {
   const double down = std::floor(f.oversubscription * p.uplinks * B / b + 1e-9);
   p.downlinks = static_cast<std::uint32_t>(std::max(0.0, std::min(k - p.uplinks, down)));
   return p;
+}
+
+bool has_fabric(const ClusterSpec& spec) {
+  const NodeLayout& layout = spec.node;
+  const std::uint32_t per_domain = layout.scale_up == ScaleUp::kTorus ? spec.nodes : layout.nvlink_domain_nodes;
+  return ceil_div(spec.nodes, std::max<std::uint32_t>(per_domain, 1)) > 1 && layout.nics_per_node > 0;
 }
 
 FabricShape fabric_shape(const ClusterSpec& spec) {

@@ -145,6 +145,9 @@ struct FabricShape {
   std::uint32_t pods = 0;            // kClosThreeLevel only
 };
 FabricShape fabric_shape(const ClusterSpec& spec);
+// Whether a generated cluster has a network fabric at all: more than one NVLink domain (a torus is one), with
+// NICs. Only then must fabric_shape() hold its nodes.
+bool has_fabric(const ClusterSpec& spec);
 
 // ICI links per chip of a torus: 2 per dimension longer than 2, 1 for a dimension of 2, 0 for 1.
 std::uint32_t torus_links_per_chip(const std::array<std::uint32_t, 3>& dims);

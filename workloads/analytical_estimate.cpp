@@ -18,14 +18,6 @@
 namespace clustersim::workloads {
 namespace {
 
-// The graph's rule for where Megatron's g/f operators put a TP collective (megatron_graph.cpp stage_ops).
-bool tp_sync_after(const std::string& name) {
-  return name.ends_with(".proj.fwd") || name.ends_with(".fc2.fwd") || name.ends_with(".shared_fc2.fwd") ||
-         name.ends_with(".proj.recompute") || name.ends_with(".fc2.recompute") ||
-         name.ends_with(".shared_fc2.recompute") ||
-         name.ends_with(".qkv.dgrad") || name.ends_with(".fc1.dgrad") || name.ends_with(".shared_fc1.dgrad");
-}
-
 // The graph's rule for the MoE dispatch/combine all-to-alls (megatron_graph.cpp stage_ops, ep > 1).
 bool ep_sync_after(const std::string& name) {
   return name.ends_with(".moe_dispatch.fwd") || name.ends_with(".moe_dispatch.recompute") ||
@@ -34,6 +26,20 @@ bool ep_sync_after(const std::string& name) {
 }
 
 bool is_expert_op(const Op& op) { return op.name.find(".expert_fc") != std::string::npos; }
+
+// An MoE layer's communication with expert parallelism: the all-to-all, and with tp > 1 the TP group's
+// all-gather and reduce-scatter of the routed tokens (megatron_graph.h), each call's time.
+struct MoeComm {
+  double a2a = 0, gather = 0, scatter = 0;
+  double tp_after(const std::string& name) const {
+    switch (expert_tp_sync_after(name)) {
+      case ExpertTpSync::kAllGather: return gather;
+      case ExpertTpSync::kReduceScatter: return scatter;
+      case ExpertTpSync::kNone: break;
+    }
+    return 0;
+  }
+};
 
 // One piece of a virtual stage (one layer, the embedding, the head) for one micro-batch on one rank.
 // Times in seconds from the piece's start; *_cp and *_ep are the exposed ring transfers and all-to-alls.
@@ -244,8 +250,9 @@ struct AnalyticalEstimator::Impl {
   // is the average of one run, so reps × segment is the time of reps layers from an aligned start. Once a
   // run takes as long as the one before (the recursion's periodic regime) the rest are extrapolated.
   void run_ops(const std::vector<Op>& ops, bool backward, const OpsKey& k, double sync,
-               const std::vector<double>& edges, double a2a, bool split, bool want_embedding, Segment& s,
+               const std::vector<double>& edges, const MoeComm& moe, bool split, bool want_embedding, Segment& s,
                std::uint32_t reps = 1, bool carry = false) {
+    const double a2a = moe.a2a;
     constexpr double kNever = -std::numeric_limits<double>::infinity();
     const bool ring = !edges.empty();
     const std::size_t n = ring ? edges.size() : 1;  // one period of the ring's members (ring_edges)
@@ -277,7 +284,8 @@ struct AnalyticalEstimator::Impl {
       }
       op_cost.push_back(op_seconds(op));
       compute += op_cost.back();
-      if (k.tp > 1 && tp_sync_after(op.name)) tp += tp_cost(op_cost.back());
+      if (k.tp > 1 && tp_sync_after(op.name, k.ep)) tp += tp_cost(op_cost.back());
+      tp += moe.tp_after(op.name);
       if (a2a > 0 && ep_sync_after(op.name)) epc += a2a;
     }
     constexpr std::uint32_t kMaxRingRuns = 8;
@@ -321,8 +329,11 @@ struct AnalyticalEstimator::Impl {
           s.params += op.grad_parameters;
           if (is_expert_op(op)) s.expert_params += op.grad_parameters;
         }
-        if (k.tp > 1 && tp_sync_after(op.name))
+        if (k.tp > 1 && tp_sync_after(op.name, k.ep))
           for (double& x : t) x += tp_cost(c);
+        // The MoE TP collectives around the all-to-alls (their order does not change the sum).
+        if (const double e = moe.tp_after(op.name); e > 0)
+          for (double& x : t) x += e;
         if (a2a > 0 && ep_sync_after(op.name))
           for (double& x : t) x += a2a;
       }
@@ -366,15 +377,24 @@ struct AnalyticalEstimator::Impl {
                                                                    CollectiveOp::kSendRecv,
                                                                    ring_kv_bytes(job.model, oc).raw(), false})
                                                : kNoRing;
-    double a2a = 0;
-    if (k.ep > 1 && job.model.is_moe())
-      a2a = comm_time(CommKey{k.tp, k.pp, k.cp, k.ep, Group::kExpert, CollectiveOp::kAllToAll,
-                              moe_alltoall_bytes(job.model, oc, k.load).raw(), false});
+    MoeComm moe;
+    if (k.ep > 1 && job.model.is_moe()) {
+      moe.a2a = comm_time(CommKey{k.tp, k.pp, k.cp, k.ep, Group::kExpert, CollectiveOp::kAllToAll,
+                                  moe_alltoall_bytes(job.model, oc, k.load).raw(), false});
+      if (k.tp > 1) {  // the TP group's all-gather and reduce-scatter of the routed tokens
+        CommKey c = base;
+        c.size = moe_tp_gather_bytes(job.model, oc, k.load).raw();
+        c.op = CollectiveOp::kAllGather;
+        moe.gather = comm_time(c);
+        c.op = CollectiveOp::kReduceScatter;
+        moe.scatter = comm_time(c);
+      }
+    }
     // Rings of unequal edges desynchronise their members from layer to layer: run the chunk's layers.
     const bool uneven = ring.size() > 1;
     const std::uint32_t reps = uneven && repeat ? std::max(1u, k.ring_layers) : 1u;
-    run_ops(fwd, false, k, sync, ring, a2a, split, want_embedding, s, reps);
-    run_ops(bwd, true, k, sync, ring, a2a, split, want_embedding, s, reps, reps > 1);
+    run_ops(fwd, false, k, sync, ring, moe, split, want_embedding, s, reps);
+    run_ops(bwd, true, k, sync, ring, moe, split, want_embedding, s, reps, reps > 1);
     return s;
   }
 
@@ -443,8 +463,10 @@ struct AnalyticalEstimator::Impl {
         if ((part == 1 && !embedding) || (part == 2 && embedding)) continue;
         host.push_back(op.kernels * cost);
         gpu.push_back(op_seconds(op));
-        if (k.tp > 1 && tp_sync_after(op.name))
+        if (k.tp > 1 && tp_sync_after(op.name, k.ep))
           for (int c = 0; c < (k.sp ? 2 : 1); ++c) tp_at.push_back(host.size()), host.push_back(kCollectiveKernels * cost), gpu.push_back(0);
+        if (k.tp > 1 && k.ep > 1 && job.model.is_moe() && expert_tp_sync_after(op.name) != ExpertTpSync::kNone)
+          tp_at.push_back(host.size()), host.push_back(kCollectiveKernels * cost), gpu.push_back(0);
         if (k.ep > 1 && job.model.is_moe() && ep_sync_after(op.name))
           ep_at.push_back(host.size()), host.push_back(kCollectiveKernels * cost), gpu.push_back(0);
       }
@@ -482,7 +504,9 @@ struct AnalyticalEstimator::Impl {
 
   double model_flops_of(std::uint32_t mb) {
     if (const auto it = model_flops_by_mb.find(mb); it != model_flops_by_mb.end()) return it->second;
-    const double f = model_flops(job.model, mb).raw();
+    const double f = model_flops(job.model, mb, routed_fraction_computed(job.model, job.parallel.moe_capacity_factor,
+                                                                         job.parallel.moe_token_skew))
+                         .raw();
     model_flops_by_mb.emplace(mb, f);
     return f;
   }
@@ -590,7 +614,7 @@ struct AnalyticalEstimator::Impl {
   }
 
   MemoryEstimate memory_of(const ParallelPlan& p, std::uint32_t stage) const {
-    const MemoryConfig mc = megatron_memory_config(p, job.training, stage);
+    const MemoryConfig mc = megatron_memory_config(job.model, p, job.training, stage);
     return estimate_memory(job.model, mc, sc.profile.gpu.memory_capacity);
   }
 

@@ -118,6 +118,11 @@ Seconds op_time(const Op& op, const calibrate::GpuPerformance& gpu, Precision pr
       return std::max(math, op.bytes / hbm_bandwidth(gpu, op.bytes)) + gpu.kernel_launch;
     }
   }
+  if (op.kind == OpKind::kGemm && op.fused_attention && op.causal_skipped && op.m > 0 && op.n > 0 && op.k > 0) {
+    // The unnamed kernel is timed over the full square (see the header): a ring-attention step's 2c x c
+    // half-block counts as the 2c x 2c block it belongs to, twice its FLOPs, as the cp = 1 kernel does.
+    return gemm_roofline(op.flops * 2.0, op.m, 2 * op.n, op.k, op.batch, op.bytes, gpu, precision);
+  }
   if (op.kind == OpKind::kGemm) {
     if (op.m > 0 && op.n > 0 && op.k > 0)
       return gemm_roofline(op.flops, op.m, op.n, op.k, op.batch, op.bytes, gpu, precision);

@@ -50,7 +50,8 @@
 // five matmuls against the forward's two (the scores are recomputed), 2.5 times the forward's FLOPs; a causal
 // mask skips about half the square (every model here is a causal decoder), and a ring-attention step's FLOPs
 // already count only its unmasked blocks. The unnamed kernel (FlashKernel::kGeneric) is timed as a GEMM of its
-// shape over the full square, as above.
+// shape over the full square, as above; a ring-attention step (2c x c half-block) as the 2c x 2c block it
+// belongs to, twice its FLOPs, so that context parallelism does not halve the unnamed kernel's attention time.
 #pragma once
 
 #include <cstdint>

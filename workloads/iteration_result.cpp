@@ -203,8 +203,11 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
     const double global_batch = double(job.parallel.micro_batch) * job.parallel.grad_accum * job.parallel.dp;
     r.samples_per_s = global_batch / r.iteration_time.raw();
     r.tokens_per_s = r.samples_per_s * job.model.seq_len;
+    // Dropped tokens (a capacity factor) are not computed, nor counted.
+    const double routed =
+        routed_fraction_computed(job.model, job.parallel.moe_capacity_factor, job.parallel.moe_token_skew);
     r.model_flops_per_step =
-        model_flops(job.model, job.parallel.micro_batch) * (double(job.parallel.grad_accum) * job.parallel.dp);
+        model_flops(job.model, job.parallel.micro_batch, routed) * (double(job.parallel.grad_accum) * job.parallel.dp);
     r.mfu = r.model_flops_per_step.raw() /
             (r.iteration_time.raw() * ranks * tensor_peak(sc.profile.gpu, job.training.precision).raw());
     {
@@ -215,6 +218,7 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
       whole.precision = job.training.precision;
       whole.recompute = job.parallel.recompute;
       whole.attention = job.parallel.attention;
+      whole.expert_load = routed;
       const double per_mb = model_flops(job.model, whole).raw();
       const double scale = per_mb > 0 ? r.model_flops_per_step.raw() / per_mb : 0;
       r.hardware_flops_per_step = hardware_flops(job.model, whole) * scale;
@@ -232,7 +236,7 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
       // optimizer's sharding, the plan's recomputation and attention kernel (what the graph simulates).
       const ParallelPlan& par = job.parallel;
       for (std::uint32_t stage = 0; stage < par.pp; ++stage) {
-        const MemoryConfig mc = megatron_memory_config(par, job.training, stage);
+        const MemoryConfig mc = megatron_memory_config(job.model, par, job.training, stage);
         MemoryEstimate e = estimate_memory(job.model, mc, sc.profile.gpu.memory_capacity);
         if (stage == 0 || e.peak > r.memory.peak) r.memory = std::move(e);
       }

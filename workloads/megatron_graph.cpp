@@ -4,6 +4,7 @@
 #include <cassert>
 #include <array>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "sim/input_error.h"
@@ -18,8 +19,10 @@ namespace {
 
 bool ends_with(const std::string& s, const char* suffix) { return s.ends_with(suffix); }
 
-// Which communicator a collective between two ops of a stage runs on.
-enum class SyncComm { kTensor, kExpert };
+// Which communicator a collective between two ops of a stage runs on, and of what size: the TP group with the
+// activation (kTensor), the EP group's all-to-all (kExpert), or the TP group with the routed tokens an EP rank
+// holds (kExpertTensor: moe_tp_gather_bytes).
+enum class SyncComm { kTensor, kExpert, kExpertTensor };
 
 // The ops of a virtual stage on one rank, in execution order, for one direction, and where the TP
 // collectives and the MoE all-to-alls go.
@@ -37,6 +40,32 @@ struct StageOps {
 
 bool is_expert_op(const Op& op) { return op.name.find(".expert_fc") != std::string::npos; }
 
+}  // namespace
+
+bool tp_sync_after(const std::string& name, std::uint32_t ep) {
+  // Megatron's g/f operators: after the row-parallel GEMMs forward (also recomputed), after the data gradients
+  // of the column-parallel ones backward; of the attention, the dense MLP, the shared experts, and the routed
+  // experts when they are a tensor-parallel MLP (ep 1).
+  auto mlp = [&](const std::string& prefix) {
+    return name.ends_with(prefix + "fc2.fwd") || name.ends_with(prefix + "fc2.recompute") ||
+           name.ends_with(prefix + "fc1.dgrad");
+  };
+  return name.ends_with(".proj.fwd") || name.ends_with(".proj.recompute") || name.ends_with(".qkv.dgrad") ||
+         mlp(".") || mlp(".shared_") || (ep == 1 && mlp(".expert_"));
+}
+
+ExpertTpSync expert_tp_sync_after(const std::string& name) {
+  if (name.ends_with(".moe_dispatch.fwd") || name.ends_with(".moe_dispatch.recompute") ||
+      name.ends_with(".moe_combine.bwd"))
+    return ExpertTpSync::kAllGather;
+  if (name.ends_with(".expert_fc2.fwd") || name.ends_with(".expert_fc2.recompute") ||
+      name.ends_with(".expert_fc1.dgrad"))
+    return ExpertTpSync::kReduceScatter;
+  return ExpertTpSync::kNone;
+}
+
+namespace {
+
 StageOps stage_ops(const ModelSpec& model, const OpConfig& config, bool forward) {
   StageOps out;
   out.ops = forward ? forward_ops(model, config) : backward_ops(model, config);
@@ -47,11 +76,20 @@ StageOps stage_ops(const ModelSpec& model, const OpConfig& config, bool forward)
     // Megatron-Core's alltoall token dispatcher: dispatch after the permutation, combine after the experts;
     // backward, the reverse pair (gradients of the combine to the experts, of the dispatch back). A
     // recomputed forward repeats its pair.
-    if (config.ep > 1 &&
-        (ends_with(op.name, ".moe_dispatch.fwd") || ends_with(op.name, ".moe_dispatch.recompute") ||
-         ends_with(op.name, ".expert_fc2.fwd") || ends_with(op.name, ".expert_fc2.recompute") ||
-         ends_with(op.name, ".moe_combine.bwd") || ends_with(op.name, ".expert_fc1.wgrad")))
+    // With tensor parallelism (and so sequence parallelism) the TP group all-gathers the dispatched tokens
+    // and reduce-scatters the experts' partial outputs before the combine; backward, after the combine's
+    // all-to-all the gradients are all-gathered, and the experts' data gradients reduce-scattered before
+    // the dispatch's (moe_tp_gather_bytes).
+    const ExpertTpSync expert_tp = expert_tp_sync_after(op.name);
+    const bool gather_after = expert_tp == ExpertTpSync::kAllGather;
+    const bool scatter_after = expert_tp == ExpertTpSync::kReduceScatter;
+    if (config.ep > 1 && config.tp > 1 && scatter_after)
+      out.syncs.push_back({i + 1, CollectiveOp::kReduceScatter, SyncComm::kExpertTensor});
+    if (config.ep > 1 && (gather_after || ends_with(op.name, ".expert_fc2.fwd") ||
+                          ends_with(op.name, ".expert_fc2.recompute") || ends_with(op.name, ".expert_fc1.wgrad")))
       out.syncs.push_back({i + 1, CollectiveOp::kAllToAll, SyncComm::kExpert});
+    if (config.ep > 1 && config.tp > 1 && gather_after)
+      out.syncs.push_back({i + 1, CollectiveOp::kAllGather, SyncComm::kExpertTensor});
     if (config.tp < 2) continue;
     // Megatron's g/f operators: the forward reduces after the row-parallel GEMMs (also when a backward
     // recomputes them), the backward after the data gradients of the column-parallel ones. With sequence
@@ -59,12 +97,9 @@ StageOps stage_ops(const ModelSpec& model, const OpConfig& config, bool forward)
     // GEMM: the same volume, counted here as the pair after the same op.
     // A fully recomputed forward (".recompute") runs its row-parallel reductions again: Megatron's
     // checkpointed forward is the same module code, g/f operators included.
-    const bool sync = ends_with(op.name, ".proj.fwd") || ends_with(op.name, ".fc2.fwd") ||
-                      ends_with(op.name, ".shared_fc2.fwd") || ends_with(op.name, ".proj.recompute") ||
-                      ends_with(op.name, ".fc2.recompute") || ends_with(op.name, ".shared_fc2.recompute") ||
-                      ends_with(op.name, ".qkv.dgrad") ||
-                      ends_with(op.name, ".fc1.dgrad") || ends_with(op.name, ".shared_fc1.dgrad");
-    if (!sync) continue;
+    // Without expert parallelism the routed experts are a tensor-parallel MLP on the whole (gathered)
+    // tokens, reduced like the dense one (Megatron-Core's all-gather dispatcher).
+    if (!tp_sync_after(op.name, config.ep)) continue;
     if (config.sequence_parallel) {
       out.syncs.push_back({i + 1, CollectiveOp::kReduceScatter});
       out.syncs.push_back({i + 1, CollectiveOp::kAllGather});
@@ -138,6 +173,7 @@ struct Messages {
   Bytes pp;               // a pipeline send
   Bytes kv;               // a ring-attention K/V (or dK/dV) transfer
   Bytes a2a;              // an MoE dispatch/combine buffer
+  Bytes expert_tp_busiest, expert_tp_other;  // the MoE TP all-gather/reduce-scatter of either load variant
   Bytes embedding_grads;  // the tied-embedding gradient all-reduce
   double gradient_bytes = 4;
 };
@@ -167,6 +203,10 @@ Messages messages_of(const Job& job) {
   out.gradient_bytes = job.training.gradients == GradientDtype::kFp32 ? 4.0 : element_bytes(prec);
   // The dispatch/combine buffer: one size per call, the busiest receiver's (its inbound bytes set the time).
   out.a2a = job.model.is_moe() ? moe_alltoall_bytes(job.model, out.config, out.load.busiest_rank) : Bytes{};
+  if (job.model.is_moe()) {
+    out.expert_tp_busiest = moe_tp_gather_bytes(job.model, out.config, out.load.busiest_rank);
+    out.expert_tp_other = moe_tp_gather_bytes(job.model, out.config, out.load.other_rank);
+  }
   out.kv = ring_kv_bytes(job.model, out.config);
   out.embedding_grads = bytes(double(job.model.vocab) * job.model.hidden / par.tp * out.gradient_bytes);
   return out;
@@ -458,6 +498,8 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
         // tp_comm_overlap: what the member's latest kernel waited for (its stream predecessor and its pending
         // tasks): the TP collectives that follow it start with it, beside it on the TP stream.
         std::vector<std::vector<sim::TaskId>> started_after(n);
+        // The MoE TP collective that follows the current op, if any (the next all-to-all waits for it).
+        std::vector<std::optional<sim::TaskId>> expert_tp(n);
         // Scatter/gather: the received 1/t shards are all-gathered by the group before the step's kernels.
         const bool receives = forward ? vs > 0 : vs + 1 < virtual_stages;
         if (par.pp_scatter_gather && receives)
@@ -540,6 +582,25 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
                 if (host)
                   for (std::size_t g : tg) it.host.issue(group[g], collective, kCollectiveKernels);
               }
+            } else if (sync.comm == SyncComm::kExpertTensor) {
+              // The routed tokens of the group's EP rank (its load variant), after what the members wait for
+              // (the dispatch all-to-all); the combine all-to-all that follows a reduce-scatter waits for it.
+              for (const auto& tg : tp_groups) {
+                std::vector<sim::StreamId> lanes;
+                std::vector<sim::TaskId> deps;
+                for (std::size_t g : tg) {
+                  lanes.push_back(it.compute_stream[group[g]]);
+                  deps.insert(deps.end(), pending[g].begin(), pending[g].end());
+                }
+                const Bytes size = variant[tg[0]] == 0 ? msg.expert_tp_busiest : msg.expert_tp_other;
+                const sim::TaskId collective =
+                    collectives.add(graph, std::string(to_string(sync.op)) + ".tp.moe", kCategoryTpComm,
+                                    CollectiveRequest{sync.op, gpus_of(tg), size, 0}, lanes, deps);
+                for (std::size_t g : tg) {
+                  expert_tp[g] = collective;
+                  if (host) it.host.issue(group[g], collective, kCollectiveKernels);
+                }
+              }
             } else {
               const std::string& before = so.ops[i - 1].name;
               const bool dispatch =
@@ -551,6 +612,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
                 for (std::size_t g : eg) {
                   lanes.push_back(ep_stream[group[g]]);
                   if (any[g]) deps.push_back(last[g]);
+                  if (expert_tp[g]) deps.push_back(*expert_tp[g]);
                 }
                 const sim::TaskId a2a = collectives.add(
                     graph, std::string(dispatch ? "alltoall.ep.dispatch" : "alltoall.ep.combine") +
@@ -565,6 +627,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
             }
           }
           if (i == so.ops.size()) break;
+          std::fill(expert_tp.begin(), expert_tp.end(), std::nullopt);
           const Op& op0 = so.ops[i];
           const bool ring_bwd = op0.ring_step >= 0 && ends_with(op0.name, ".bwd");
           if (op0.ring_step == 0) {

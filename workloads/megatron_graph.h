@@ -28,10 +28,15 @@
 // data-parallel group with CP).
 // Expert parallelism (Megatron-Core MoE, alltoall token dispatcher): an MoE layer's routed experts are
 // split over the ep ranks of an EP group carved out of DP (rank_layout.h). Per MoE layer and micro-batch an
-// AlltoAll over the EP group dispatches each rank's routed tokens (b·(s/cp)·top_k·h·e bytes per rank,
-// (ep − 1)/ep of it to other ranks) after the router and permutation, and a second combines the experts'
-// outputs back; the backward runs the reverse pair; a recomputed forward repeats its pair. They run on an
-// "ep-comm" stream and the next kernel waits for them (exposed unless other ranks' work hides them).
+// AlltoAll over the EP group dispatches each rank's routed tokens (b·(s/cp)·top_k·h·e bytes per rank, 1/t of
+// that with tp > 1, which needs sequence parallelism: a rank routes its own sequence shard; (ep − 1)/ep of it
+// to other ranks) after the router and permutation, and a second combines the experts' outputs back; the
+// backward runs the reverse pair; a recomputed forward repeats its pair. They run on an "ep-comm" stream and
+// the next kernel waits for them (exposed unless other ranks' work hides them). With tp > 1 the TP group
+// all-gathers the dispatched tokens (each rank runs its 1/t slice of every local expert's FFN on all of them)
+// and reduce-scatters the experts' outputs before the combine, b·(s/cp)·top_k·h·e bytes in all
+// (moe_tp_gather_bytes); backward the reverse pair. Without expert parallelism (ep 1, the all-gather
+// dispatcher) the routed experts are a tensor-parallel MLP: the TP collectives of the dense MLP.
 // Routing imbalance (transformer_ops.h expert_load): EP rank 0 of each group holds the busiest expert, its
 // expert kernels run longer, the group waits for it at the combine; the all-to-alls carry the busiest
 // receiver's bytes. Expert gradients are reduced over the (dp/ep)·cp ranks that hold the same experts, in
@@ -43,11 +48,11 @@
 // gating the first micro-batch's forward of its layers), or each rank's optimizer step; tied embeddings
 // all-reduce between
 // the first and the last stage; scatter/gather pipeline sends on request.
-// Not modelled: the TP all-gather of MoE tokens with tp > 1 (each TP rank exchanges its own copy over
-// EP here), the dK/dV reduction kernel, overlap of the all-to-alls with shared experts.
+// Not modelled: the dK/dV reduction kernel, overlap of the all-to-alls with shared experts.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "sim/task_graph.h"
@@ -64,6 +69,15 @@ inline constexpr const char* kCategoryTpComm = "tp_comm";
 inline constexpr const char* kCategoryPpComm = "pp_comm";
 inline constexpr const char* kCategoryCpComm = "cp_comm";  // ring-attention K/V and dK/dV exchanges
 inline constexpr const char* kCategoryEpComm = "ep_comm";  // MoE dispatch and combine all-to-alls
+
+// Whether a TP collective follows the op of this name (Megatron's g/f operators; with sequence parallelism a
+// reduce-scatter and an all-gather of the same volume): the graph's rule, shared by the analytical estimate.
+bool tp_sync_after(const std::string& name, std::uint32_t ep);
+// With expert and tensor parallelism: the MoE TP collective after the op of this name (moe_tp_gather_bytes):
+// an all-gather after the dispatch (forward, recomputed) and after the combine's backward, a reduce-scatter
+// after the experts' fc2 (forward, recomputed) and after their fc1 data gradient.
+enum class ExpertTpSync { kNone, kAllGather, kReduceScatter };
+ExpertTpSync expert_tp_sync_after(const std::string& name);
 
 // Megatron's gradient bucket: parameters' gradients fill a bucket (in backward order) until it holds at least
 // this many bytes. The scenario's ddp_bucket_mib where it gives one; otherwise Megatron-Core's default bucket

@@ -206,9 +206,11 @@ Bytes layer_activation_bytes(const ModelSpec& m, std::uint32_t layer, const Memo
   double whole = 2 * e * T * h + e * T * h + e * T * h + 2 * mask * T * h;
   // Inside the tensor-parallel regions: Q, K, V, output-projection input, MLP internals.
   double split = e * T * (q + 2 * kv) + e * T * q;
+  double gathered = 0;  // whole on every TP rank, with or without sequence parallelism
   if (m.is_moe_layer(layer)) {
-    const double routed = T * m.top_k;
-    whole += e * routed * h + 4 * T * m.experts;
+    const double routed = T * m.top_k * c.expert_load;
+    whole += 4 * T * m.experts;
+    gathered = e * routed * h;
     split += e * routed * m.expert_ffn() * g + e * T * double(m.shared_experts) * m.expert_ffn() * g;
   } else {
     split += e * T * m.ffn_hidden * g;
@@ -219,11 +221,13 @@ Bytes layer_activation_bytes(const ModelSpec& m, std::uint32_t layer, const Memo
   } else if (c.recompute != Recompute::kSelective) {
     attention = (e + mask + mask * e) * a * s * s * b;  // softmax output, dropout mask, dropout output
   }
-  return bytes(whole / sp + split / t + attention / t);
+  return bytes(whole / sp + gathered + split / t + attention / t);
 }
 
-MemoryConfig megatron_memory_config(const ParallelPlan& p, const TrainingJob& training, std::uint32_t stage) {
+MemoryConfig megatron_memory_config(const ModelSpec& model, const ParallelPlan& p, const TrainingJob& training,
+                                    std::uint32_t stage) {
   MemoryConfig mc;
+  mc.expert_load = expert_load(model, p.ep, p.moe_capacity_factor, p.moe_token_skew).busiest_rank;
   mc.tp = p.tp;
   mc.pp = p.pp;
   mc.stage = stage;

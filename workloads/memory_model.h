@@ -30,8 +30,11 @@
 //     — GeLU input and fc2 input; gate, up and their product —               (= 24·sbh for GPT)
 //   split /t, attention matrices: softmax output e·a·s²·b, its dropout mask a·s²·b and output
 //     e·a·s²·b                                                                     (= 5·a·s²·b)
-// MoE layers replace the MLP part by the dispatched tokens e·T·top_k·h, the experts' activations
-// e·T·top_k·f_e·(2|3)/t, the shared experts' e·T·S·f_e·(2|3)/t and fp32 router probabilities 4·T·E.
+// MoE layers replace the MLP part by the dispatched tokens e·T·top_k·h·λ, the experts' activations
+// e·T·top_k·λ·f_e·(2|3)/t, the shared experts' e·T·S·f_e·(2|3)/t and fp32 router probabilities 4·T·E, λ the
+// rank's routed-token load (MemoryConfig::expert_load: the busiest expert's rank sizes the peak). The
+// dispatched tokens are whole on every TP rank even with sequence parallelism: the experts' TP group
+// all-gathers them (megatron_graph.h).
 // Selective recompute drops the s² terms (recomputed); FlashAttention stores none of them but keeps
 // fp32 row statistics 4·a·s·b/t; without dropout (ModelSpec::dropout false, the scenario's model.dropout)
 // the masks (2·T·h whole, a·s²·b and the embedding's) and the attention dropout output e·a·s²·b go. Full
@@ -118,6 +121,7 @@ struct MemoryConfig {
   std::uint32_t ep = 1;                 // expert parallelism, carved out of dp (ep | dp)
   std::uint32_t cp = 1;                 // context parallelism: s/cp tokens per rank
   bool sequence_parallel = false;
+  double expert_load = 1;               // MoE: the rank's routed tokens over the even share (expert_load())
   Recompute recompute = Recompute::kNone;
   AttentionKernel attention = AttentionKernel::kExplicit;
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
@@ -163,8 +167,10 @@ Bytes layer_activation_bytes(const ModelSpec& model, std::uint32_t layer, const 
 
 // The configuration of stage `stage` of a Megatron layout `plan` trained as `training` says: the plan's
 // parallel degrees, schedule, recomputation and attention kernel, the job's precision, optimizer and gradient
-// dtype, and the distributed optimizer's sharding (what the Megatron graph simulates).
-MemoryConfig megatron_memory_config(const ParallelPlan& plan, const TrainingJob& training, std::uint32_t stage);
+// dtype, the distributed optimizer's sharding, and the routed-token load of the rank holding the busiest expert
+// (what the Megatron graph simulates).
+MemoryConfig megatron_memory_config(const ModelSpec& model, const ParallelPlan& plan, const TrainingJob& training,
+                                    std::uint32_t stage);
 
 // The peak of one rank of stage `config.stage`, against `capacity`.
 MemoryEstimate estimate_memory(const ModelSpec& model, const MemoryConfig& config, Bytes capacity);

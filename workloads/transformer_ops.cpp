@@ -120,6 +120,10 @@ class LayerBuilder {
   // Routed experts as a grouped GEMM: E/ep experts on this rank, T·top_k·ep/E tokens each.
   double local_experts() const { return double(m_.experts) / c_.ep; }
   double tokens_per_expert() const { return d_.T * m_.top_k * c_.ep / m_.experts * c_.expert_load; }
+  // Tokens a rank permutes (and later un-permutes): with expert parallelism its own sequence shard (the
+  // all-to-all dispatcher sends them, then the TP group all-gathers what it received); without, the
+  // all-gather dispatcher gathers the TP group's tokens first.
+  double permuted_tokens() const { return c_.ep > 1 ? d_.Tn : d_.T; }
   Linear expert_fc1(const std::string& p) const {
     const double N = (m_.gated_mlp ? 2 : 1) * m_.expert_ffn() / d_.t;
     return {p + "expert_fc1", tokens_per_expert(), d_.h, N, local_experts(),
@@ -254,12 +258,13 @@ class LayerBuilder {
     ops.push_back(elementwise(p + "ln2.fwd", norm_flops_fwd() * act, d_.e * 2 * act));
     if (m_.is_moe_layer(layer)) {
       const double routed = d_.T * m_.top_k, fe = m_.expert_ffn();
+      const double tl = permuted_tokens(), pl = tl * m_.top_k;
       ops.push_back(gemm(p + "router.fwd", d_.Tn, d_.h, m_.experts, d_.e));
-      ops.push_back(elementwise(p + "moe_dispatch.fwd", 0, d_.e * (d_.T * d_.h + routed * d_.h)));
+      ops.push_back(elementwise(p + "moe_dispatch.fwd", 0, d_.e * (tl * d_.h + pl * d_.h)));
       push_fwd(expert_fc1(p));
       ops.push_back(act_fwd(p, "expert_act", routed * c_.expert_load, fe / d_.t));
       push_fwd(expert_fc2(p));
-      ops.push_back(elementwise(p + "moe_combine.fwd", 2 * routed * d_.h, d_.e * (routed * d_.h + d_.T * d_.h)));
+      ops.push_back(elementwise(p + "moe_combine.fwd", 2 * pl * d_.h, d_.e * (pl * d_.h + tl * d_.h)));
       if (m_.shared_experts > 0) {
         const double fs = double(m_.shared_experts) * fe;
         push_fwd(fc1(p, "shared_fc1", fs));
@@ -287,17 +292,18 @@ class LayerBuilder {
     ops.push_back(elementwise(p + "residual2.bwd", act, d_.e * 2 * act + act));
     if (m_.is_moe_layer(layer)) {
       const double routed = d_.T * m_.top_k, fe = m_.expert_ffn();
+      const double tl = permuted_tokens(), pl = tl * m_.top_k;
       if (m_.shared_experts > 0) {
         const double fs = double(m_.shared_experts) * fe;
         add_linear(fc2(p, "shared_fc2", fs));
         ops.push_back(act_bwd(p, "shared_act", d_.T, fs / d_.t));
         add_linear(fc1(p, "shared_fc1", fs));
       }
-      ops.push_back(elementwise(p + "moe_combine.bwd", 2 * routed * d_.h, d_.e * (routed * d_.h + d_.T * d_.h)));
+      ops.push_back(elementwise(p + "moe_combine.bwd", 2 * pl * d_.h, d_.e * (pl * d_.h + tl * d_.h)));
       add_linear(expert_fc2(p));
       ops.push_back(act_bwd(p, "expert_act", routed * c_.expert_load, fe / d_.t));
       add_linear(expert_fc1(p));
-      ops.push_back(elementwise(p + "moe_dispatch.bwd", routed * d_.h, d_.e * (d_.T * d_.h + routed * d_.h)));
+      ops.push_back(elementwise(p + "moe_dispatch.bwd", pl * d_.h, d_.e * (tl * d_.h + pl * d_.h)));
       add_linear(Linear{p + "router", d_.Tn, d_.h, double(m_.experts), 1, m_.router_parameters(), false});
     } else {
       add_linear(fc2(p, "fc2", m_.ffn_hidden));
@@ -461,7 +467,20 @@ Bytes ring_kv_bytes(const ModelSpec& model, const OpConfig& config) {
 
 Bytes moe_alltoall_bytes(const ModelSpec& model, const OpConfig& config, double load) {
   const Dims d = dims_of(model, config);
+  return bytes(d.Tn * model.top_k * d.h * d.e * load);
+}
+
+Bytes moe_tp_gather_bytes(const ModelSpec& model, const OpConfig& config, double load) {
+  const Dims d = dims_of(model, config);
   return bytes(d.T * model.top_k * d.h * d.e * load);
+}
+
+double routed_fraction_computed(const ModelSpec& model, double capacity_factor, double skew) {
+  if (model.experts < 2) return 1;
+  const double E = model.experts;
+  auto cap = [&](double load) { return capacity_factor > 0 ? std::min(load, capacity_factor) : load; };
+  if (skew <= 0) return cap(1.0);
+  return (cap(1 + skew) + (E - 1) * cap(std::max(0.0, 1 - skew / (E - 1)))) / E;
 }
 
 Op copy_op(std::string name, Bytes size) {
@@ -511,9 +530,10 @@ Flops hardware_flops(const ModelSpec& model, const OpConfig& config, AttentionFl
   return gemm_flops(model, config, convention, true);
 }
 
-Flops model_flops(const ModelSpec& model, std::uint32_t micro_batch) {
+Flops model_flops(const ModelSpec& model, std::uint32_t micro_batch, double routed_fraction) {
   OpConfig c;
   c.micro_batch = micro_batch;
+  c.expert_load = routed_fraction;
   return model_flops(model, c);
 }
 

@@ -190,9 +190,19 @@ std::vector<Op> backward_ops(const ModelSpec& model, std::uint32_t micro_batch, 
 // 2·B·(s/cp)·(n_kv/t)·d·e bytes.
 Bytes ring_kv_bytes(const ModelSpec& model, const OpConfig& config);
 // Expert parallelism: one rank's send buffer of a dispatch (or combine) all-to-all, the tokens it routes:
-// B·(s/cp)·top_k·h·e bytes, times `load` (the busiest receiver's expert_load()); (ep − 1)/ep of it leaves
-// the rank.
+// B·(s/cp)·top_k·h·e bytes — with sequence parallelism B·(s/cp)/t·top_k·h·e, the rank's own sequence shard
+// (Megatron-Core's all-to-all dispatcher) — times `load` (the busiest receiver's expert_load()); (ep − 1)/ep
+// of it leaves the rank.
 Bytes moe_alltoall_bytes(const ModelSpec& model, const OpConfig& config, double load = 1);
+// Expert parallelism with tensor parallelism (sequence parallelism on, as Megatron-LM requires): after the
+// dispatch the TP group all-gathers the tokens its members received, so that each runs its 1/t slice of the
+// experts' FFN on all of them, and reduce-scatters the experts' partial outputs before the combine (backward:
+// the reverse pair). The total buffer of either: B·(s/cp)·top_k·h·e bytes, times `load`.
+Bytes moe_tp_gather_bytes(const ModelSpec& model, const OpConfig& config, double load = 1);
+// The fraction of routed token copies the experts compute: 1 when dropless; with a capacity factor c each
+// expert takes at most c times its even share (expert_load's skewed loads, capped), the rest are dropped.
+// The MFU numerator counts the expert FLOPs actually computed.
+double routed_fraction_computed(const ModelSpec& model, double capacity_factor, double skew);
 
 // Optimizer step over `parameters` (a rank's shard), memory-bound: per parameter it reads the gradient
 // (`gradient_bytes`), reads and writes the fp32 master weight (8 B) and each fp32 state buffer (8 B each:
@@ -213,7 +223,9 @@ Flops model_flops(const ModelSpec& model, const OpConfig& config,
 // The same with the recomputed forward ops: the HFU numerator.
 Flops hardware_flops(const ModelSpec& model, const OpConfig& config,
                      AttentionFlops convention = AttentionFlops::kFullSquare);
-// Whole model, one GPU, micro-batch B, full-square attention (the convention MFU uses here).
-Flops model_flops(const ModelSpec& model, std::uint32_t micro_batch);
+// Whole model, one GPU, micro-batch B, full-square attention (the convention MFU uses here); the routed
+// experts' FLOPs times `routed_fraction` (routed_fraction_computed(): what the experts compute when a
+// capacity factor drops tokens).
+Flops model_flops(const ModelSpec& model, std::uint32_t micro_batch, double routed_fraction = 1);
 
 }  // namespace clustersim::workloads

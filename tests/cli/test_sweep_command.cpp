@@ -24,8 +24,9 @@ workloads::Scenario small() { return cli::load_scenario_text(kSmall, "small.text
 }  // namespace
 
 TEST_CASE("sweep: the layouts of a 4-layer, 8-head model on 8 GPUs, counted by hand") {
-  // N = 8, l = 4, a = n_kv = 8, s = 1024, B = 16, dense (ep = 1). tp ∈ {1, 2, 4, 8} (all divide 8 heads, all
-  // fit the 8-GPU node); cp divides 8/tp and s/2 = 512 (every divisor of 8 does); pp divides 4 and
+  // N = 8, l = 4, a = n_kv = 8, s = 1024, B = 16, dense (ep = 1), FlashAttention (context parallelism runs
+  // ring attention on fused kernels: without flash, cp > 1 is rejected, below). tp ∈ {1, 2, 4, 8} (all divide
+  // 8 heads, all fit the 8-GPU node); cp divides 8/tp and s/2 = 512 (every divisor of 8 does); pp divides 4 and
   // 8/(tp·cp); dp = 8/(tp·cp·pp) always divides 16. For each (tp, cp, pp, dp), with U(dp, pp) the
   // (micro-batch, vp) choices — mb | 16/dp (m = 16/(mb·dp)), vp ∈ divisors of 4/pp when pp > 1, vp > 1
   // needing m a multiple of pp:
@@ -45,16 +46,20 @@ TEST_CASE("sweep: the layouts of a 4-layer, 8-head model on 8 GPUs, counted by h
   //   tp8 cp1: pp1 dp1 5·3·2·1 = 30                                                               =  30
   //   sum 66 + 90 + 78 + 30 + 150 + 156 + 60 + 102 + 60 + 30 = 822 (the cp = 1 rows are the 348 of the
   //   sweep before cp).
-  // Pure data parallelism (tp1 cp1 pp1 dp8, mb ∈ {1, 2}) also runs under DDP, and under FSDP full and
-  // grad-op and DeepSpeed ZeRO 1, 2, 3 (one node: no hybrid sharding) each without and with activation
-  // checkpointing: 2 × (1 + 5 × 2) = 22. Total 822 + 22 = 844.
+  // Pure data parallelism (tp1 cp1 pp1 dp8, mb ∈ {1, 2}) also runs under FSDP full and grad-op and DeepSpeed
+  // ZeRO 1, 2, 3 (one node: no hybrid sharding) each without and with activation checkpointing:
+  // 2 × 5 × 2 = 20; PyTorch DDP runs explicit attention: its 2 are rejected. Total 822 + 20 = 842.
   // Rejected on the way: pp 8 for tp 1 cp 1 (8 ∤ 4 layers): 1; vp 2 with m = 1 wherever pp = 2: (tp, cp, dp) =
   // (1,1,4) (1,2,2) (1,4,1) (2,1,2) (2,2,1) (4,1,1): 6.
+  std::string flash_text = kSmall;
+  flash_text.replace(flash_text.find("grad_accum: 2 }"), 15, "grad_accum: 2 flash_attention: true }");
+  const workloads::Scenario flash = cli::load_scenario_text(flash_text, "flash.textproto", false, "");
   std::map<std::string, std::size_t> rejected;
-  const auto plans = cli::enumerate_layouts(small(), false, &rejected);
-  CHECK(plans.size() == 844);
+  const auto plans = cli::enumerate_layouts(flash, false, &rejected);
+  CHECK(plans.size() == 842);
   CHECK(rejected["pp does not divide the layers"] == 1);
   CHECK(rejected["interleaving needs grad_accum a multiple of pp"] == 6);
+  CHECK(rejected["PyTorch DDP runs explicit attention (the scenario sets FlashAttention)"] == 2);
   std::size_t megatron = 0, with_cp = 0;
   for (const auto& p : plans) {
     if (p.megatron()) ++megatron;
@@ -69,11 +74,25 @@ TEST_CASE("sweep: the layouts of a 4-layer, 8-head model on 8 GPUs, counted by h
     CHECK(std::uint64_t{p.micro_batch} * p.grad_accum * p.dp == 16);
     names.insert(cli::layout_name(p));
   }
-  CHECK(names.size() == 844);  // the names tell the layouts apart (and so break ties uniquely)
+  CHECK(names.size() == 842);  // the names tell the layouts apart (and so break ties uniquely)
   CHECK(names.count("tp2 pp2 dp2 vp2 mb1 sp sel dopt") == 1);
   CHECK(names.count("tp2 cp2 pp2 dp1 vp2 mb1 sp sel dopt") == 1);
-  for (const char* fw : {"ddp", "fsdp3", "fsdp2", "zero1", "zero2", "zero3", "full fsdp3", "full zero3"})
+  for (const char* fw : {"fsdp3", "fsdp2", "zero1", "zero2", "zero3", "full fsdp3", "full zero3"})
     CHECK(names.count(std::string("tp1 pp1 dp8 mb2 ") + fw) == 1);
+
+  // The same model with explicit attention (the scenario as written): no context parallelism — one rejection
+  // per (tp, cp > 1) pair: tp1 cp2/4/8, tp2 cp2/4, tp4 cp2 = 6 — and DDP back: the 348 cp = 1 Megatron layouts
+  // + 22 (2 × (1 + 5 × 2)) = 370; of the interleaving rejections only the cp = 1 ones remain: 3.
+  std::map<std::string, std::size_t> r_explicit;
+  const auto plain = cli::enumerate_layouts(small(), false, &r_explicit);
+  CHECK(plain.size() == 370);
+  CHECK(r_explicit["cp needs fused (flash) attention, which the scenario does not set"] == 6);
+  CHECK(r_explicit["interleaving needs grad_accum a multiple of pp"] == 3);
+  for (const auto& p : plain) CHECK(p.cp == 1);
+  std::set<std::string> plain_names;
+  for (const auto& p : plain) plain_names.insert(cli::layout_name(p));
+  for (const char* fw : {"ddp", "fsdp3", "fsdp2", "zero1", "zero2", "zero3", "full fsdp3", "full zero3"})
+    CHECK(plain_names.count(std::string("tp1 pp1 dp8 mb2 ") + fw) == 1);
   // On two nodes (--gpus 16) a 16-head model could take tp 16, across the two NVLink domains: rejected
   // unless --allow-tp-across-nodes. With the rule lifted, tp 16 (cp 1, pp 1, dp 1) adds mb | 16 (5 choices) × 3
   // recompute × 2 SP = 30 layouts. Two nodes also bring FSDP's hybrid sharding to the pure-DP layouts
@@ -147,7 +166,7 @@ TEST_CASE("sweep: the same output with 1 and 2 threads; ranking by simulated tim
       "layout,framework,tp,cp,pp,dp,ep,vp,micro_batch,grad_accum,sequence_parallel,recompute,distributed_optimizer,"
       "zero_stage,hybrid_shard,status,oom_part,analytical_iteration_s,analytical_tokens_per_s,analytical_mfu,peak_memory_gib,headroom_gib,bubble_fraction,"
       "exposed_comm_fraction,simulated_iteration_s,rank\n"));
-  CHECK(std::count(csv.begin(), csv.end(), '\n') == 844 + 1);
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 370 + 1);  // the explicit-attention count above
 }
 
 TEST_CASE("sweep command: files written, bad input is one line and exit status 2") {
@@ -191,17 +210,18 @@ TEST_CASE("sweep command: files written, bad input is one line and exit status 2
 }
 
 TEST_CASE("sweep: a mixture-of-experts model adds expert parallelism, and an ep > 1 layout ranks") {
-  // The small model of the hand count with 8 routed experts (top 2) of width f = 4096 in each of its 4
-  // layers. Every Megatron layout of the dense count now also comes with each ep > 1 that divides dp (and
-  // the 8 experts: every divisor of dp ≤ 8 does): per (tp, cp, pp, dp) row, its count × (τ(dp) − 1):
-  //   tp1 cp1: 12·3 + 30·2 + 24·1 = 120;  tp1 cp2: 18·2 + 42·1 = 78;  tp1 cp4: 24·1 = 24;
-  //   tp2 cp1: 36·2 + 84·1 = 156;  tp2 cp2: 48·1 = 48;  tp4 cp1: 48·1 = 48;  (dp = 1 rows add none)
-  //   474 in all: 844 + 474 = 1318 layouts.
+  // The small model of the hand count (explicit attention: cp 1 only, 370 layouts) with 8 routed experts
+  // (top 2) of width f = 4096 in each of its 4 layers. Every Megatron layout of the dense count now also comes
+  // with each ep > 1 that divides dp (and the 8 experts: every divisor of dp ≤ 8 does), and with tp > 1 only
+  // with sequence parallelism (Megatron-LM requires it for EP x TP): per (tp, pp, dp) row, its count ×
+  // (τ(dp) − 1), halved where tp > 1:
+  //   tp1: 12·3 + 30·2 + 24·1 = 120;  tp2: (36·2 + 84·1) / 2 = 78;  tp4: 48·1 / 2 = 24;  (dp = 1 rows add none)
+  //   222 in all: 370 + 222 = 592 layouts.
   std::string text = kSmall;
   text.replace(text.find("seq_len: 1024"), 13, "seq_len: 1024 ffn_hidden: 4096 experts: 8 top_k: 2");
   const workloads::Scenario sc = cli::load_scenario_text(text, "moe.textproto", false, "");
   const auto plans = cli::enumerate_layouts(sc, false);
-  CHECK(plans.size() == 1318);
+  CHECK(plans.size() == 592);
   std::size_t with_ep = 0;
   for (const auto& p : plans)
     if (p.ep > 1) {
@@ -209,16 +229,16 @@ TEST_CASE("sweep: a mixture-of-experts model adds expert parallelism, and an ep 
       CHECK(p.megatron());
       CHECK(p.dp % p.ep == 0);
       CHECK(8 % p.ep == 0);
+      CHECK((p.tp == 1 || p.sequence_parallel));
     }
-  CHECK(with_ep == 474);
+  CHECK(with_ep == 222);
   // Balanced routing leaves each rank's expert FLOPs unchanged with ep, while a rank holds 1/ep of the
   // experts: their gradients are reduced over dp/ep ranks and their optimizer step is 1/ep as long. At tp 1,
   // dp 8 the all-to-alls of s = 1024 tokens (2·1024·2·1024·2 B = 8 MiB per call at micro-batch 2) cost far less
   // on NVLink than the expert gradients saved (4 layers × 8 experts × 2·1024·4096 = 268 M parameters, 4 B
   // each: 1.07 GB reduced over 8 ranks with ep 1, none with ep 8), so ep 8 beats ep 1 there, and an ep layout
   // ranks among the top 5 (the sharded pure-DP frameworks, which also shard the experts' optimizer state, may
-  // rank first; cp = 2 runs the explicit attention's s² softmax and dropout passes on half the queries, a gain
-  // of its own). Whether an ep layout is also the fastest of all depends on the GEMM shapes ep and tp leave
+  // rank first). Whether an ep layout is also the fastest of all depends on the GEMM shapes ep and tp leave
   // (tile and wave quantisation); it is not asserted.
   cli::SweepOptions options;
   options.top = 5;
@@ -241,7 +261,7 @@ TEST_CASE("sweep: a mixture-of-experts model adds expert parallelism, and an ep 
   CHECK(ep8 < ep1);
   CHECK(cli::sweep_text(r).find(" ep") != std::string::npos);
   const std::string csv = cli::sweep_csv(r);
-  CHECK(std::count(csv.begin(), csv.end(), '\n') == 1318 + 1);
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 592 + 1);
 }
 
 TEST_CASE("sweep: the Pareto front has no dominated point when two layouts take the same time") {

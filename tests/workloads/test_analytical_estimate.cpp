@@ -117,15 +117,15 @@ TEST_CASE("analytical estimate: interleaved pipelines whose first or last stage 
 
 TEST_CASE("analytical estimate: context and expert parallelism agree with the Megatron graph within 5%") {
   const std::vector<Case> cases = {
-      {1, kLong, "dp: 4 cp: 2 micro_batch: 1 grad_accum: 4"},                                     // ring, DP over dp·cp
-      {1, kLong, "dp: 1 tp: 2 cp: 4 micro_batch: 1 grad_accum: 2 sequence_parallel: true"},       // cp 4
-      {1, kLong, "dp: 1 tp: 2 cp: 2 pp: 2 micro_batch: 1 grad_accum: 4 recompute: FULL"},        // recomputed ring
-      {2, kLong, "dp: 2 tp: 2 cp: 4 micro_batch: 1 grad_accum: 2 distributed_optimizer: true"},  // ring across nodes
+      {1, kLong, "dp: 4 cp: 2 micro_batch: 1 grad_accum: 4 flash_attention: true"},                                     // ring, DP over dp·cp
+      {1, kLong, "dp: 1 tp: 2 cp: 4 micro_batch: 1 grad_accum: 2 sequence_parallel: true flash_attention: true"},       // cp 4
+      {1, kLong, "dp: 1 tp: 2 cp: 2 pp: 2 micro_batch: 1 grad_accum: 4 recompute: FULL flash_attention: true"},        // recomputed ring
+      {2, kLong, "dp: 2 tp: 2 cp: 4 micro_batch: 1 grad_accum: 2 distributed_optimizer: true flash_attention: true"},  // ring across nodes
       {1, kLong, "dp: 2 cp: 4 micro_batch: 1 grad_accum: 2 flash_attention: true recompute: SELECTIVE"},
-      {2, kLong, "dp: 1 tp: 8 cp: 2 micro_batch: 1 grad_accum: 2"},       // every ring hop between nodes
+      {2, kLong, "dp: 1 tp: 8 cp: 2 micro_batch: 1 grad_accum: 2 flash_attention: true"},       // every ring hop between nodes
       {1, kMoe2, "dp: 8 ep: 8 micro_batch: 1 grad_accum: 2"},                                     // one expert a rank
       {1, kMoe2, "dp: 4 tp: 2 ep: 2 micro_batch: 1 grad_accum: 4 sequence_parallel: true moe_token_skew: 0.5"},
-      {1, kMoe4, "dp: 2 cp: 2 pp: 2 ep: 2 micro_batch: 1 grad_accum: 4 distributed_optimizer: true"},
+      {1, kMoe4, "dp: 2 cp: 2 pp: 2 ep: 2 micro_batch: 1 grad_accum: 4 distributed_optimizer: true flash_attention: true"},
       {1, kMoe2, "dp: 8 ep: 4 micro_batch: 1 grad_accum: 2 recompute: FULL moe_capacity_factor: 1.25 "
                  "moe_token_skew: 0.5"},
       {2, kMoe2, "dp: 16 ep: 8 micro_batch: 1 grad_accum: 1 overlap_grad_reduce: true"},          // split buckets
@@ -139,12 +139,12 @@ TEST_CASE("analytical estimate: rings mixing NVLink and NIC hops agree within 5%
   // longest for its K/V, the others run ahead and their next layer's transfers start early. The fast path
   // follows every member's clock through the chunk's layers (run_ops), as the graph does.
   const std::vector<Case> cases = {
-      {2, kLong, "dp: 1 tp: 4 cp: 4 micro_batch: 1 grad_accum: 2"},  // hops NVLink, NIC, NVLink, NIC
-      {2, kLong, "dp: 1 cp: 16 micro_batch: 1 grad_accum: 2"},       // 14 NVLink hops, 2 NIC hops
-      {2, kLong, "dp: 1 tp: 2 cp: 8 micro_batch: 1 grad_accum: 4 recompute: FULL"},
-      {4, kLong, "dp: 1 tp: 4 cp: 4 pp: 2 micro_batch: 1 grad_accum: 4 sequence_parallel: true"},
+      {2, kLong, "dp: 1 tp: 4 cp: 4 micro_batch: 1 grad_accum: 2 flash_attention: true"},  // hops NVLink, NIC, NVLink, NIC
+      {2, kLong, "dp: 1 cp: 16 micro_batch: 1 grad_accum: 2 flash_attention: true"},       // 14 NVLink hops, 2 NIC hops
+      {2, kLong, "dp: 1 tp: 2 cp: 8 micro_batch: 1 grad_accum: 4 recompute: FULL flash_attention: true"},
+      {4, kLong, "dp: 1 tp: 4 cp: 4 pp: 2 micro_batch: 1 grad_accum: 4 sequence_parallel: true flash_attention: true"},
       {4, "llama2-7b layers: 8 seq_len: 8192", "dp: 1 tp: 2 cp: 16 micro_batch: 1 grad_accum: 3 flash_attention: true"},
-      {4, kLong, "dp: 2 tp: 2 cp: 8 micro_batch: 1 grad_accum: 2 distributed_optimizer: true"},
+      {4, kLong, "dp: 2 tp: 2 cp: 8 micro_batch: 1 grad_accum: 2 distributed_optimizer: true flash_attention: true"},
   };
   check_cases(cases);
 }
@@ -184,8 +184,8 @@ TEST_CASE("analytical estimate: memory is the simulation's report, throughput fo
 TEST_CASE("analytical estimate: memory and the parts of the step with context, expert and ZeRO parallelism") {
   // Memory is the simulation's own report: the Megatron memory model with cp and ep (every stage of a MoE
   // model), estimate_zero_memory for FSDP and DeepSpeed.
-  for (const Case& c : {Case{1, kMoe4, "dp: 2 cp: 2 pp: 2 ep: 2 micro_batch: 1 grad_accum: 4"},
-                        Case{1, kLong, "dp: 2 tp: 2 cp: 2 micro_batch: 1 grad_accum: 2"},
+  for (const Case& c : {Case{1, kMoe4, "dp: 2 cp: 2 pp: 2 ep: 2 micro_batch: 1 grad_accum: 4 flash_attention: true"},
+                        Case{1, kLong, "dp: 2 tp: 2 cp: 2 micro_batch: 1 grad_accum: 2 flash_attention: true"},
                         Case{1, kGpt8, "dp: 8 micro_batch: 2 grad_accum: 2 framework: FSDP zero_stage: 3"},
                         Case{1, kGpt8, "dp: 8 micro_batch: 2 grad_accum: 2 framework: DEEPSPEED zero_stage: 1"}}) {
     CAPTURE(c.parallel);

@@ -9,6 +9,7 @@
 #include "cli/scenario_loader.h"
 #include "sim/executor.h"
 #include "tests/test_support.h"
+#include "workloads/analytical_estimate.h"
 #include "workloads/collective_engine.h"
 #include "workloads/compute_model.h"
 #include "workloads/iteration_result.h"
@@ -123,6 +124,103 @@ TEST_CASE("expert parallelism: two all-to-alls forward and two backward per MoE 
   CHECK(build(scenario("dp: 8 micro_batch: 1 grad_accum: 3", 8, kMixtral)).count["ep_comm"] == 0);
 }
 
+TEST_CASE("expert parallelism with tensor parallelism: all-to-alls of the sequence shard, TP gather and scatter") {
+  // tp 2 (sequence parallelism, as Megatron-LM requires with EP), dp 4 = ep 4, Mixtral-like, b = 1, s = 4096,
+  // h = 4096, top_k = 2, bf16, 2 layers, 2 micro-batches, uniform routing (load 1).
+  // A rank routes its own sequence shard: T/t·top_k·h·e = 2048·2·4096·2 B = 33,554,432 B per all-to-all
+  // (half of the tp 1 figure above). The TP group then all-gathers what its two members received, and
+  // reduce-scatters the experts' partial outputs: T·top_k·h·e = 4096·2·4096·2 = 67,108,864 B in all.
+  const Scenario sc = scenario("dp: 4 tp: 2 ep: 4 micro_batch: 1 grad_accum: 2 sequence_parallel: true", 8, kMixtral);
+  const Built b = build(sc);
+  for (const char* name : {"alltoall.ep.dispatch", "alltoall.ep.combine", "alltoall.ep.dispatch.bwd",
+                           "alltoall.ep.combine.bwd"}) {
+    CAPTURE(name);
+    // 2 layers · 2 micro-batches · 2 EP groups (one per tensor rank) = 8 calls of each kind, on 4 ranks.
+    REQUIRE(b.bytes.at(name).size() == 8);
+    for (double x : b.bytes.at(name)) CHECK(x == doctest::Approx(33554432.0).epsilon(1e-12));
+    for (double r : b.ranks.at(name)) CHECK(r == 4);
+  }
+  // Per layer and micro-batch, per TP group (4 of them: one per EP rank): forward an all-gather after the
+  // dispatch and a reduce-scatter before the combine, backward the same pair: 2 of each kind ·
+  // 2 layers · 2 micro-batches · 4 groups = 32 each, of 67,108,864 B over the 2 ranks.
+  for (const char* name : {"allgather.tp.moe", "reducescatter.tp.moe"}) {
+    CAPTURE(name);
+    REQUIRE(b.bytes.at(name).size() == 32);
+    for (double x : b.bytes.at(name)) CHECK(x == doctest::Approx(67108864.0).epsilon(1e-12));
+    for (double r : b.ranks.at(name)) CHECK(r == 2);
+  }
+  // The attention's TP collectives stay: per layer and micro-batch a reduce-scatter and an all-gather after
+  // the projection and after the QKV data gradient: 4 per group and kind · 2 · 2 = 16 per group, of the
+  // T·h·e = 33,554,432 B activation.
+  REQUIRE(b.bytes.at("reducescatter.tp").size() == 2 * 2 * 2 * 4);
+  for (double x : b.bytes.at("reducescatter.tp")) CHECK(x == doctest::Approx(33554432.0).epsilon(1e-12));
+  // The analytical estimate counts the same collectives: it agrees with the graph (contention-free, one
+  // node, ANALYTICAL fidelity) within 1 %.
+  AnalyticalEstimator estimator(sc, sc.jobs[0]);
+  const double analytical = estimator.estimate(sc.jobs[0].parallel).iteration_time.raw();
+  const double simulated = simulate_scenario(sc).jobs[0].iteration_time.raw();
+  CHECK(analytical == doctest::Approx(simulated).epsilon(0.01));
+
+  // Without expert parallelism (ep 1) the routed experts are a tensor-parallel MLP: after expert_fc2 and
+  // after expert_fc1's data gradient the TP group all-reduces the T·h activation, as after a dense fc2/fc1:
+  // 4 all-reduces per layer and micro-batch (2 of the attention, 2 of the experts) · 2 · 2 · 4 DP groups = 64,
+  // of T·h·e = 4096·4096·2 = 33,554,432 B.
+  const Built dense = build(scenario("dp: 4 tp: 2 micro_batch: 1 grad_accum: 2", 8, kMixtral));
+  REQUIRE(dense.bytes.at("allreduce.tp").size() == 64);
+  for (double x : dense.bytes.at("allreduce.tp")) CHECK(x == doctest::Approx(33554432.0).epsilon(1e-12));
+  CHECK(dense.bytes.count("allgather.tp.moe") == 0);
+}
+
+TEST_CASE("expert parallelism: the busiest rank's routed tokens size its activations; dropped tokens are not MFU") {
+  // Mixtral-like layer, b = 1, s = 4096 (T = 4096), h = 4096, f_e = 14336, top_k 2, bf16 (e = 2), SwiGLU
+  // (3 tensors of f_e), E = 8 on ep 8: the routed part of a MoE layer's activations is the dispatched tokens
+  // e·T·k·λ·h plus the experts' e·T·k·λ·f_e·3, λ the rank's load. Skew 1 (dropless) puts λ = 2 on the busiest
+  // rank: 2·4096·2·(2 − 1)·(4096 + 3·14336) = 771,751,936 B more than uniform routing per layer.
+  const Scenario sc = scenario("dp: 8 ep: 8 micro_batch: 1 grad_accum: 1", 8, kMixtral);
+  const ModelSpec& m = sc.jobs[0].model;
+  ParallelPlan plan = sc.jobs[0].parallel;
+  const MemoryConfig even = megatron_memory_config(m, plan, sc.jobs[0].training, 0);
+  plan.moe_token_skew = 1;
+  const MemoryConfig hot = megatron_memory_config(m, plan, sc.jobs[0].training, 0);
+  CHECK(hot.expert_load == doctest::Approx(2.0).epsilon(1e-12));
+  CHECK(layer_activation_bytes(m, 0, hot).raw() - layer_activation_bytes(m, 0, even).raw() ==
+        doctest::Approx(771751936.0).epsilon(1e-12));
+  // With tp 2 and sequence parallelism the dispatched tokens are whole on both TP ranks (all-gathered), the
+  // experts' activations split: at λ = 1 the difference to tp 1 is e·T·k·f_e·3·(1 − 1/2) = 2·4096·2·14336·3/2
+  // = 352,321,536 B of the experts, and half of the sequence-parallel terms (norm inputs, masks, router).
+  MemoryConfig tp1 = even, tp2 = even;
+  tp2.tp = 2;
+  tp2.sequence_parallel = true;
+  const double routed_tp1 = 2.0 * 4096 * 2 * 4096 + 2.0 * 4096 * 2 * 14336 * 3;
+  const double routed_tp2 = 2.0 * 4096 * 2 * 4096 + 2.0 * 4096 * 2 * 14336 * 3 / 2;
+  const double rest_tp1 = layer_activation_bytes(m, 0, tp1).raw() - routed_tp1;
+  const double rest_tp2 = layer_activation_bytes(m, 0, tp2).raw() - routed_tp2;
+  CHECK(rest_tp2 == doctest::Approx(rest_tp1 / 2).epsilon(1e-12));
+
+  // A capacity factor below 1 drops tokens: with c = 0.5 and no skew every expert computes half its share,
+  // so the MFU numerator counts half the routed experts' FLOPs, and MFU stays a fraction of the peak even
+  // at c = 0.01.
+  CHECK(routed_fraction_computed(m, 0.5, 0) == doctest::Approx(0.5).epsilon(1e-12));
+  // Skew 1, c = 1.25: the busiest expert takes 1.25 of its 2, the other 7 take their (1 − 1/7) each:
+  // (1.25 + 6) / 8 = 0.90625.
+  CHECK(routed_fraction_computed(m, 1.25, 1) == doctest::Approx(7.25 / 8).epsilon(1e-12));
+  OpConfig full, half;
+  half.expert_load = 0.5;
+  double expert_full = 0, expert_half = 0;
+  for (const Op& op : forward_ops(m, full))
+    if (op.name.find(".expert_fc") != std::string::npos) expert_full += op.flops.raw();
+  for (const Op& op : forward_ops(m, half))
+    if (op.name.find(".expert_fc") != std::string::npos) expert_half += op.flops.raw();
+  CHECK(model_flops(m, 1).raw() - model_flops(m, 1, 0.5).raw() ==
+        doctest::Approx(3 * (expert_full - expert_half)).epsilon(1e-9));  // forward + backward (2×)
+  Scenario dropping = sc;
+  dropping.jobs[0].parallel.moe_capacity_factor = 0.01;
+  const ScenarioResult r = simulate_scenario(dropping);
+  CHECK(r.jobs[0].mfu > 0);
+  CHECK(r.jobs[0].mfu < 1);
+  CHECK(r.jobs[0].hfu < 1);
+}
+
 TEST_CASE("expert parallelism: expert gradients reduce over their replicas, dense ones over DP") {
   // dp 8, ep 4: dense gradients all-reduce over 8 ranks; each expert lives on dp/ep = 2 ranks.
   const Built b = build(scenario("dp: 8 ep: 4 micro_batch: 1 grad_accum: 1", 8, kMixtral));
@@ -225,7 +323,7 @@ TEST_CASE("context parallelism: ring transfers per layer and micro-batch, gradie
   // cp 2, dp 2, 2 layers, 3 micro-batches. Per layer, micro-batch and ring of cp = 2 ranks: forward cp − 1 = 1
   // K/V step, backward 1 K/V step + cp = 2 dK/dV hops, each on both edges of the ring: (1 + 1 + 2)·2 = 8.
   // Two rings (one per replica): 2 · 2 layers · 3 · 8 = 96 transfers, each of 2·1·4096·16·64·2 = 16 MiB.
-  const Built b = build(scenario("dp: 2 cp: 2 micro_batch: 1 grad_accum: 3", 4, kLong));
+  const Built b = build(scenario("dp: 2 cp: 2 micro_batch: 1 grad_accum: 3 flash_attention: true", 4, kLong));
   CHECK(b.count.at("cp_comm") == 96);
   for (double x : b.bytes.at("send.cp.kv")) CHECK(x == doctest::Approx(16777216.0).epsilon(1e-12));
   CHECK(b.bytes.at("send.cp.kv").size() == 2 * 2 * 3 * (1 + 1) * 2);
@@ -244,7 +342,7 @@ TEST_CASE("context parallelism: the overlap condition of the K/V ring") {
   //  * X > C_b: forward X − C_f; backward: step 1 starts at X, ends X + C_b; the hop home starts then
   //    (the dK/dV of step 0 arrived at C_b + X) and ends at 2X + C_b: exposed 2X − C_b. Per layer 3X − C_f − C_b.
   auto check = [](double nvlink, bool compute_bound) {
-    const Scenario sc = scenario("dp: 1 cp: 2 micro_batch: 1 grad_accum: 1", 2, kLong, nvlink);
+    const Scenario sc = scenario("dp: 1 cp: 2 micro_batch: 1 grad_accum: 1 flash_attention: true", 2, kLong, nvlink);
     const ModelSpec& m = sc.jobs[0].model;
     OpConfig oc;
     oc.cp = 2;
@@ -273,37 +371,58 @@ TEST_CASE("context parallelism: the overlap condition of the K/V ring") {
 }
 
 TEST_CASE("context parallelism: compute about halves from cp 1 to cp 2, activations halve") {
-  // FlashAttention at cp 1 (fused kernels, as ring attention). Every per-token op has half the tokens;
-  // the attention core goes from the full square b·a·s²·d (the convention the cp = 1 kernels are timed
-  // at) to the causal half of the rank's s²/cp: a quarter. With A the attention share of the cp = 1 op
-  // time, the ratio is (1 − A)/2 + A/4 when op time follows FLOPs and bytes.
-  const Scenario one = scenario("dp: 1 micro_batch: 1 grad_accum: 1 flash_attention: true", 1, kLong);
-  const Scenario two = scenario("dp: 1 cp: 2 micro_batch: 1 grad_accum: 1 flash_attention: true", 2, kLong);
-  const ModelSpec& m = one.jobs[0].model;
-  OpConfig c1, c2;
-  c1.attention = c2.attention = AttentionKernel::kFlash;
-  c2.cp = 2;
-  double total1 = 0, attention1 = 0;
-  for (const auto& ops : {forward_ops(m, c1), backward_ops(m, c1)})
-    for (const Op& op : ops) {
-      const double t = op_time(op, one.profile.gpu, Precision::kBF16).raw();
-      total1 += t;
-      if (op.attention_core) attention1 += t;
-    }
-  const double total2 = seconds_of(forward_ops(m, c2), two) + seconds_of(backward_ops(m, c2), two);
-  const double a = attention1 / total1;
-  CHECK(total2 / total1 == doctest::Approx((1 - a) / 2 + a / 4).epsilon(0.03));
-  // The simulated compute is those ops plus the optimizer step, the same on both (the weights are whole).
-  const Op opt = optimizer_op(m.parameter_count(), Optimizer::kAdam, 4, true);
-  const double t_opt = op_time(opt, one.profile.gpu, Precision::kBF16).raw();
-  const double sim1 = simulate_scenario(one).jobs[0].per_gpu[0].compute.raw();
-  const double sim2 = simulate_scenario(two).jobs[0].per_gpu[0].compute.raw();
-  CHECK(sim1 == doctest::Approx(total1 + t_opt).epsilon(1e-6));
-  CHECK(sim2 == doctest::Approx(total2 + t_opt).epsilon(1e-6));
-  CHECK((sim2 - t_opt) / (sim1 - t_opt) < 0.5);
+  // FlashAttention at cp 1 (fused kernels, as ring attention). Every per-token op has half the tokens.
+  // The attention core of a rank goes from b·a·s²·d to its s²/cp share: half, under either convention,
+  // as long as cp 1 and cp 2 are timed alike. The unnamed kernel times the full square at cp 1 and a ring
+  // step's 2c×c half-block as its 2c×2c block (s²/cp per rank: half); a named kernel (FA2) executes the
+  // causal half at cp 1 (s²/2) and the ring steps' unmasked blocks at cp 2 (s²/(2·cp) = s²/4: half).
+  // So the op time halves, (1 − A)/2 + A/2 = 1/2 with A the attention share, to within the GEMM
+  // efficiency of the smaller shapes.
+  for (const std::string kernel : {"", " flash_kernel: FA2"}) {
+    CAPTURE(kernel);
+    const Scenario one =
+        scenario("dp: 1 micro_batch: 1 grad_accum: 1 flash_attention: true" + kernel, 1, kLong);
+    const Scenario two =
+        scenario("dp: 1 cp: 2 micro_batch: 1 grad_accum: 1 flash_attention: true" + kernel, 2, kLong);
+    const ModelSpec& m = one.jobs[0].model;
+    OpConfig c1, c2;
+    c1.attention = c2.attention = AttentionKernel::kFlash;
+    c1.flash_kernel = c2.flash_kernel = one.jobs[0].parallel.flash_kernel;
+    c2.cp = 2;
+    double total1 = 0, attention1 = 0, total2 = 0, attention2 = 0;
+    for (const auto& ops : {forward_ops(m, c1), backward_ops(m, c1)})
+      for (const Op& op : ops) {
+        const double t = op_time(op, one.profile.gpu, Precision::kBF16).raw();
+        total1 += t;
+        if (op.attention_core) attention1 += t;
+      }
+    for (const auto& ops : {forward_ops(m, c2), backward_ops(m, c2)})
+      for (const Op& op : ops) {
+        const double t = op_time(op, two.profile.gpu, Precision::kBF16).raw();
+        total2 += t;
+        if (op.attention_core) attention2 += t;
+      }
+    // s = 8192: the attention core is a fifth of the op time or more, so timing it at a quarter (the
+    // fault this guards against) would give 1/2 − A/4 ≤ 0.46, outside the band below.
+    CHECK(attention1 / total1 > 0.15);
+    // Measured 0.5025 (unnamed) and 0.5024 (FA2): the half-size shapes run at nearly the same efficiency.
+    CHECK(attention2 / attention1 == doctest::Approx(0.5).epsilon(0.02).scale(0));
+    // Half the work in smaller GEMMs: no less than half the time, and at most 10 % more (measured 0.533
+    // and 0.535: the half-token linear layers lose a little GEMM efficiency).
+    CHECK(total2 / total1 >= 0.5);
+    CHECK(total2 / total1 <= 0.55);
+    // The simulated compute is those ops plus the optimizer step, the same on both (the weights are whole).
+    const Op opt = optimizer_op(m.parameter_count(), Optimizer::kAdam, 4, true);
+    const double t_opt = op_time(opt, one.profile.gpu, Precision::kBF16).raw();
+    const double sim1 = simulate_scenario(one).jobs[0].per_gpu[0].compute.raw();
+    const double sim2 = simulate_scenario(two).jobs[0].per_gpu[0].compute.raw();
+    CHECK(sim1 == doctest::Approx(total1 + t_opt).epsilon(1e-6));
+    CHECK(sim2 == doctest::Approx(total2 + t_opt).epsilon(1e-6));
+  }
 
   // Memory: every activation term is per token (the flash statistics are per row), so a layer's
   // activations halve exactly.
+  const ModelSpec m = scenario("dp: 1 micro_batch: 1", 1, kLong).jobs[0].model;
   MemoryConfig mc1, mc2;
   mc1.attention = mc2.attention = AttentionKernel::kFlash;
   mc2.cp = 2;
@@ -318,11 +437,24 @@ TEST_CASE("scenario checks for context and expert parallelism") {
     return testing::input_error_of([&] { scenario(parallel, gpus, model); });
   };
   // 2·cp = 6 does not divide s = 8192.
-  CHECK(error("dp: 1 cp: 3 micro_batch: 1", 3, kLong).find("parallel.cp: 2 x cp = 6 does not divide seq_len 8192") !=
+  CHECK(error("dp: 1 cp: 3 micro_batch: 1 flash_attention: true", 3, kLong).find("parallel.cp: 2 x cp = 6 does not divide seq_len 8192") !=
         std::string::npos);
   CHECK(error("dp: 2 ep: 2 micro_batch: 1", 2, kLong).find("parallel.ep: expert parallelism needs a mixture-of-experts") !=
         std::string::npos);
   // 8 experts over ep 16.
   CHECK(error("dp: 16 ep: 16 micro_batch: 1", 16, kMixtral).find("parallel.ep: 16 does not divide 8 experts") !=
         std::string::npos);
+  // Megatron-LM's checks: EP with TP needs sequence parallelism; ring attention runs fused kernels; the
+  // query groups (8 KV heads) split over tp (16 does not divide them, though it divides 32 heads).
+  CHECK(error("dp: 4 tp: 2 ep: 2 micro_batch: 1", 8, kMixtral)
+            .find("parallel.ep: expert parallelism with tensor parallelism (tp 2) needs sequence_parallel: true") !=
+        std::string::npos);
+  CHECK(error("dp: 1 cp: 2 micro_batch: 1", 2, kLong)
+            .find("parallel.cp: context parallelism runs ring attention on fused kernels: needs flash_attention") !=
+        std::string::npos);
+  CHECK(error("dp: 1 tp: 16 micro_batch: 1", 16, kMixtral)
+            .find("parallel.tp: 16 does not divide 8 key/value heads (query groups)") != std::string::npos);
+  // Virtual pipeline chunks without a pipeline.
+  CHECK(error("dp: 1 pp: 1 vp: 2 micro_batch: 1 grad_accum: 2 schedule: INTERLEAVED_ONE_F_ONE_B", 1, kLong)
+            .find("parallel.vp: 2 model chunks per stage need a pipeline (pp >= 2)") != std::string::npos);
 }

@@ -11,6 +11,7 @@
 #include "cli/html_report.h"
 #include "cli/report.h"
 #include "sim/input_error.h"
+#include "topology/topology.h"
 #include "workloads/compute_model.h"
 #include "workloads/transformer_ops.h"
 
@@ -86,6 +87,32 @@ std::optional<PlanPoint> plan_for_gpus(const workloads::Scenario& scenario, std:
   return pt;
 }
 
+namespace {
+
+// The most GPUs, in whole search steps up to `limit`, that the scenario's fabric holds (topology::fabric_shape
+// refuses more leaves or pods than its switches have ports for; capacity grows with the node count's fit).
+std::uint32_t fabric_capacity_gpus(const workloads::Scenario& scenario, std::uint32_t step, std::uint32_t limit) {
+  topology::ClusterSpec cluster = scenario.cluster;
+  auto holds = [&](std::uint32_t steps) {
+    cluster.nodes = steps * step / cluster.gpus_per_node;
+    try {
+      if (topology::has_fabric(cluster)) topology::fabric_shape(cluster);
+      return true;
+    } catch (const InputError&) {
+      return false;
+    }
+  };
+  std::uint32_t lo = 0, hi = limit / step;  // holds(lo) (0: nothing), the answer in [lo, hi]
+  if (holds(hi)) return hi * step;
+  while (hi - lo > 1) {
+    const std::uint32_t mid = lo + (hi - lo) / 2;
+    (holds(mid) ? lo : hi) = mid;
+  }
+  return lo * step;
+}
+
+}  // namespace
+
 PlanResult run_plan(const workloads::Scenario& scenario, const PlanOptions& options) {
   PlanResult r;
   if (options.gpus) {
@@ -110,16 +137,26 @@ PlanResult run_plan(const workloads::Scenario& scenario, const PlanOptions& opti
   const workloads::Job& job = scenario.jobs.at(0);
   const std::uint32_t step =
       scenario.cluster.gpus_per_node * std::max<std::uint32_t>(1, scenario.cluster.node.nvlink_domain_nodes);
-  // Compute bound: every model FLOP at the dense peak within the deadline.
-  const double flops = workloads::model_flops(job.model, 1).raw() * options.tokens / job.model.seq_len;
+  // Compute bound: the FLOPs every layout executes at least — the causal half of each attention square (what
+  // a flash kernel computes), the routed experts' tokens that are not dropped — at the dense peak within the
+  // deadline. No layout runs on fewer GPUs in time, whatever convention its MFU uses.
+  workloads::OpConfig whole;
+  whole.expert_load = workloads::routed_fraction_computed(job.model, job.parallel.moe_capacity_factor,
+                                                          job.parallel.moe_token_skew);
+  const double flops = workloads::model_flops(job.model, whole, workloads::AttentionFlops::kCausalHalf).raw() *
+                       options.tokens / job.model.seq_len;
   const double peak = workloads::tensor_peak(scenario.profile.gpu, job.training.precision).raw();
   const double bound = flops / (peak * *options.deadline_days * 86400.0);
+  r.compute_bound = bound;
   // The search runs in whole NVLink domains: the limit too (plan_command refuses one below a domain).
   const std::uint32_t max_gpus = options.max_gpus / step * step;
   std::uint32_t n = step;
   if (bound > step) n = static_cast<std::uint32_t>(std::min<double>(max_gpus, std::ceil(bound / step) * step));
   r.search_from = n;
-  for (; n <= max_gpus && n >= step; n += step) {
+  // The scenario's fabric (switch radix, levels) may hold fewer: the search ends at its capacity.
+  const std::uint32_t limit = fabric_capacity_gpus(scenario, step, max_gpus);
+  if (limit < max_gpus) r.fabric_limit = limit;
+  for (; n <= limit && n >= step; n += step) {
     ++r.searched;
     std::optional<PlanPoint> pt = plan_for_gpus(scenario, n, options);
     if (pt && pt->wall_time.raw() <= deadline_s) {
@@ -135,12 +172,31 @@ PlanResult run_plan(const workloads::Scenario& scenario, const PlanOptions& opti
 namespace {
 
 // Why a deadline search found no plan.
+// "N", or "N (capped by --max-gpus; the bound is B)" when the bound lies above the cap.
+std::string compute_bound_text(const PlanOptions& options, const PlanResult& r) {
+  std::string s = std::to_string(r.search_from);
+  if (r.compute_bound > options.max_gpus)
+    s += " (--max-gpus; the bound itself is " + fmt("%.0f", std::ceil(r.compute_bound)) + ")";
+  return s;
+}
+
+// "1 node", "4 nodes", or "part of 1 node" for fewer GPUs than a node has.
+std::string nodes_text(std::uint32_t gpus, std::uint32_t per_node) {
+  if (gpus < per_node) return "part of 1 node";
+  const std::uint32_t nodes = (gpus + per_node - 1) / per_node;
+  return std::to_string(nodes) + (nodes == 1 ? " node" : " nodes");
+}
+
 std::string no_plan_sentence(const PlanOptions& options, const PlanResult& r) {
   if (r.fixed_size) {
     return "The cluster's " + std::to_string(r.search_from) +
            " GPUs do not meet the deadline (or no layout runs on them), and a torus or explicit cluster is not "
            "resized: give a larger cluster in the scenario.";
   }
+  if (r.fabric_limit > 0)
+    return "No GPU count up to " + std::to_string(r.fabric_limit) +
+           ", the most the scenario's fabric holds, meets the deadline (the compute bound is " +
+           std::to_string(r.search_from) + "): give the scenario a larger fabric (fabric.switch_radix, fabric.kind CLOS_THREE_LEVEL).";
   return "No GPU count up to " + std::to_string(options.max_gpus) + " meets the deadline.";
 }
 
@@ -148,15 +204,15 @@ std::string no_plan_sentence(const PlanOptions& options, const PlanResult& r) {
 std::string closest_sentence(const workloads::Scenario& sc, const PlanOptions& options, const PlanResult& r) {
   if (!r.closest) return "No layout runs on any GPU count tried.";
   const PlanPoint& c = *r.closest;
-  std::string s = "Closest: " + std::to_string(c.gpus) + " GPUs (" + std::to_string(c.gpus / sc.cluster.gpus_per_node) +
-                  " nodes), " + c.layout + ", ";
+  std::string s = "Closest: " + std::to_string(c.gpus) + " GPUs (" + nodes_text(c.gpus, sc.cluster.gpus_per_node) +
+                  "), " + c.layout + ", ";
   if (std::isfinite(c.wall_time.raw()))
     s += fmt("%.2f", c.wall_time.raw() / 86400) + " days with failures";
   else
     s += "never finishing with failures";
   s += " (" + fmt("%.2f", c.train_time.raw() / 86400) + " without) against the deadline of " +
        fmt("%g", *options.deadline_days) + " days.";
-  if (!r.fixed_size) s += " Raise --max-gpus or the deadline.";
+  if (!r.fixed_size) s += r.fabric_limit > 0 ? " Give a larger fabric or raise the deadline." : " Raise --max-gpus or the deadline.";
   return s;
 }
 
@@ -173,7 +229,7 @@ std::string plan_text(const workloads::Scenario& sc, const PlanOptions& options,
       << " GPUs (a torus or explicit cluster is not resized)\n";
   else if (options.deadline_days)
     o << "  deadline " << fmt("%g", *options.deadline_days) << " days: searched " << r.searched
-      << " GPU counts from the compute bound " << r.search_from << " in whole nodes\n";
+      << " GPU counts from the compute bound " << compute_bound_text(options, r) << " in whole nodes\n";
   o << "\n";
   if (!r.point) {
     if (options.gpus)
@@ -184,7 +240,7 @@ std::string plan_text(const workloads::Scenario& sc, const PlanOptions& options,
     return o.str();
   }
   const PlanPoint& p = *r.point;
-  o << "GPUs                 " << p.gpus << " (" << p.gpus / sc.cluster.gpus_per_node << " nodes)\n";
+  o << "GPUs                 " << p.gpus << " (" << nodes_text(p.gpus, sc.cluster.gpus_per_node) << ")\n";
   o << "best layout          " << p.layout << (p.simulated ? " (event-driven time)" : " (analytical time)") << "\n";
   o << "iteration time       " << fmt("%.4f", p.iteration_time.raw()) << " s, MFU " << fmt("%.1f", 100 * p.mfu)
     << " %\n";
@@ -248,8 +304,7 @@ std::string plan_report(const workloads::Scenario& sc, const PlanOptions& option
   ReportTable plan;
   plan.header = {"quantity", "value"};
   plan.right_aligned = {false, true};
-  plan.rows.push_back({"GPUs", std::to_string(p.gpus) + " (" + std::to_string(p.gpus / sc.cluster.gpus_per_node) +
-                                   " nodes)"});
+  plan.rows.push_back({"GPUs", std::to_string(p.gpus) + " (" + nodes_text(p.gpus, sc.cluster.gpus_per_node) + ")"});
   plan.rows.push_back({"best layout", p.layout + (p.simulated ? " (event-driven time)" : " (analytical time)")});
   plan.rows.push_back({"iteration time [s]", fmt("%.4f", p.iteration_time.raw())});
   plan.rows.push_back({"MFU [%]", fmt("%.1f", 100 * p.mfu)});

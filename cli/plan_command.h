@@ -88,6 +88,8 @@ struct PlanResult {
   std::optional<PlanPoint> point;   // the answer (the smallest meeting the deadline, or the given N)
   std::uint32_t searched = 0;       // GPU counts tried
   std::uint32_t search_from = 0;    // the compute bound the search started at
+  double compute_bound = 0;         // GPUs that would train at the dense peak in time (unrounded, uncapped)
+  std::uint32_t fabric_limit = 0;   // when the scenario's fabric holds fewer GPUs than --max-gpus: the most it holds
   bool fixed_size = false;          // a torus or explicit cluster: only its own GPU count was tried
   // With no answer to a deadline search: of the counts tried, the one with the shortest wall time (ties: the
   // fewest GPUs), so the user sees how far the deadline is; empty when no layout ran on any of them.

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -107,6 +108,9 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
     << fmt("%.1f", to_TFLOPps(r.model_flops_per_step / r.iteration_time) / gpus) << " model TFLOP/s per GPU of "
     << fmt("%g", to_TFLOPps(workloads::tensor_peak(sc.profile.gpu, t.precision))) << ")\n";
   o << "                    " << kMfuConvention << "\n";
+  if (r.mfu > 1)
+    o << "                    above 100 %: the full-square convention counts the causally masked half of each "
+         "attention square, which the kernels skip (see MFU (causal))\n";
   if (t.precision == workloads::Precision::kFP8) {
     // FP8 runs are often quoted against the BF16 peak too (the same model FLOPs, half the peak).
     const FlopsPerSecond bf16 = workloads::tensor_peak(sc.profile.gpu, workloads::Precision::kBF16);
@@ -361,6 +365,17 @@ void check_output_path(const std::string& path) {
     throw InputError(path, 0, 0, "", "cannot write output file: folder " + dir.string() + " does not exist");
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     throw InputError(path, 0, 0, "", std::string("cannot write output file: ") + std::strerror(errno));
+  // A name the file system would refuse only when the file is created (after the simulation, after the text
+  // output): too long a name in this folder, or too long a path.
+  const long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX), path_max = ::pathconf(dir.c_str(), _PC_PATH_MAX);
+  const std::size_t name = target.filename().string().size();
+  if (name_max > 0 && name > static_cast<std::size_t>(name_max))
+    throw InputError(path, 0, 0, "", "cannot write output file: its name has " + std::to_string(name) +
+                                         " characters, more than the " + std::to_string(name_max) +
+                                         " this folder's file system allows");
+  if (path_max > 0 && fs::absolute(target, ec).string().size() >= static_cast<std::size_t>(path_max))
+    throw InputError(path, 0, 0, "", "cannot write output file: the path is longer than the " +
+                                         std::to_string(path_max) + " characters the system allows");
 }
 
 void write_file_atomically(const std::string& path, const std::string& content) {
@@ -384,7 +399,11 @@ void write_file_atomically(const std::string& path, const std::function<void(std
   }
   // A plain file (or none yet): write a temporary file beside the target and rename it over the target, so that a
   // failed write never leaves a half-written file.
-  const std::string tmp = target.string() + ".tmp." + std::to_string(::getpid());
+  // The temporary name is short, so that any name the target may have fits it too (a hidden file).
+  static std::atomic<unsigned> serial{0};
+  const fs::path tmp_path = (target.has_parent_path() ? target.parent_path() : fs::path(".")) /
+                            (".clustersim-" + std::to_string(::getpid()) + "-" + std::to_string(serial++) + ".tmp");
+  const std::string tmp = tmp_path.string();
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw InputError(path, 0, 0, "", std::string("cannot write output file: ") + std::strerror(errno));

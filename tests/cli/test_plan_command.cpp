@@ -129,6 +129,40 @@ TEST_CASE("plan: the deadline search returns the smallest whole-node count that 
         std::string::npos);
 }
 
+TEST_CASE("plan: the compute bound counts what every layout executes; the fabric's size ends the search") {
+  // The small model (GPT-style, l = 4, h = 1024, s = 1024, V = 32000, FFN 4h). GEMM FLOPs per token, forward:
+  // per layer QKV 6h² + projection 2h² + MLP 16h² = 24h² = 25,165,824, attention scores and ·V over the causal
+  // half of the square 2·s·h = 2,097,152 (a flash kernel computes no more; the full square, MFU's convention,
+  // would be twice that); the LM head 2·h·V = 65,536,000. Forward + backward = 3x: 3 · (4 · 27,262,976 +
+  // 65,536,000) = 523,763,712 FLOPs per token. 1e9 tokens in 0.01 days at the A100's 312 TFLOP/s BF16 peak:
+  // 523,763,712e9 / (312e12 · 864 s) = 1.9430 GPUs.
+  cli::PlanOptions o;
+  o.tokens = 1e9;
+  o.deadline_days = 0.01;
+  o.max_gpus = 8;
+  const cli::PlanResult r = cli::run_plan(small(), o);
+  CHECK(r.compute_bound == doctest::Approx(523763712e9 / (312e12 * 864)).epsilon(1e-9));
+  // A deadline no count meets, on a fabric of radix-32 switches. Non-blocking, a leaf has 16 uplinks and 16
+  // downlinks; the rail-optimised tree has one leaf per rail (8 NICs per node) per 16 nodes, and a two-level
+  // tree at most 32 leaves (the spine's ports): 8 · ceil(nodes / 16) ≤ 32 → at most 64 nodes = 512 GPUs. The
+  // search ends there with a sentence naming it, not an error.
+  std::string text = kSmall;
+  text.replace(text.find("nic_gbits_per_s_per_direction: 200 }"), 36,
+               "nic_gbits_per_s_per_direction: 200 fabric { switch_radix: 32 } }");
+  const workloads::Scenario narrow = cli::load_scenario_text(text, "narrow.textproto", false, "");
+  o.deadline_days = 1e-4;  // compute bound 1.9430 · 100 = 194.3 GPUs: from 200 up
+  o.max_gpus = 32768;
+  const cli::PlanResult capped = cli::run_plan(narrow, o);
+  CHECK(!capped.point.has_value());
+  CHECK(capped.search_from == 200);
+  CHECK(capped.fabric_limit == 512);
+  CHECK(capped.searched == (512 - 200) / 8 + 1);  // 200, 208, …, 512
+  const std::string text_out = cli::plan_text(narrow, o, capped);
+  CHECK(text_out.find("No GPU count up to 512, the most the scenario's fabric holds, meets the deadline") !=
+        std::string::npos);
+  CHECK(text_out.find("Give a larger fabric or raise the deadline.") != std::string::npos);
+}
+
 TEST_CASE("plan: a torus cluster is not resized; the deadline is judged on its own chips") {
   // The TPU v4 4x4x4 slice of 64 chips: the search resizes clusters in whole nodes, which a torus cannot
   // be, so its only count is 64 (the run used to fail with an error about --gpus, which was not given).

@@ -99,7 +99,29 @@ TEST_CASE("bad input: one error line, exit status 2, no output file left behind"
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   CHECK_FALSE(fs::exists(json));
   for (const auto& entry : fs::directory_iterator(dir))
-    CHECK_MESSAGE(entry.path().filename().string().find(".tmp.") == std::string::npos, "left " << entry.path());
+    CHECK_MESSAGE(!entry.path().filename().string().ends_with(".tmp"), "left " << entry.path());
+  fs::remove_all(dir);
+}
+
+TEST_CASE("an output name the file system refuses is an error before anything is printed or written") {
+  // 300 characters: more than NAME_MAX (255 on ext4, tmpfs, overlayfs). Before, run printed its report, wrote
+  // --json, and only then failed on --report; compare printed its whole table first.
+  const fs::path dir = scratch_dir("long-name");
+  const std::string long_name = (dir / (std::string(300, 'r') + ".md")).string();
+  const fs::path json = dir / "ok.json";
+  const Run r = run("run --json " + json.string() + " --report " + long_name, dir);
+  CHECK(r.status == 2);
+  CHECK(r.out.empty());
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.err.find("cannot write output file: its name has 303 characters, more than the 255") != std::string::npos);
+  CHECK_FALSE(fs::exists(json));
+  // A name of 250 characters is fine: the temporary file beside it has a short name of its own.
+  const fs::path fits = dir / (std::string(245, 'f') + ".json");
+  const Run ok = run("run --json " + fits.string(), dir);
+  CHECK(ok.status == 0);
+  CHECK(fs::exists(fits));
+  for (const auto& entry : fs::directory_iterator(dir))
+    CHECK_MESSAGE(!entry.path().filename().string().ends_with(".tmp"), "left " << entry.path());
   fs::remove_all(dir);
 }
 

@@ -68,7 +68,8 @@ int main(int argc, char** argv) {
       (h100 ? "h100-sxm5-80gb" : "a100-sxm4-80gb") + "\"\nfidelity: " + (fidelity == "flow" ? "FLOW" : "ANALYTICAL") +
       "\nmodel { preset: \"" + model + "\" }\n"
       "parallel { tp: 8 pp: 16 dp: " + std::to_string(gpus / 128) + " micro_batch: 1 grad_accum: " +
-      std::to_string(1536 / (gpus / 128)) + " }\ntraining { tokens: 300000000000 global_batch: 1536 }\n";
+      std::to_string(1536 / (gpus / 128)) + " flash_attention: true }\n"  // flash: context parallelism is swept too
+      "training { tokens: 300000000000 global_batch: 1536 }\n";
   const workloads::Scenario sc = cli::load_scenario_text(text, "gpt3-175b-sweep.textproto", false, "");
 
   // 1. The analytical path alone, one thread: layouts per second per core (caches warm after the first pass).

@@ -32,6 +32,7 @@ bool is_expert_op(const Op& op) { return op.name.find(".expert_fc") != std::stri
 struct MoeComm {
   double a2a = 0, gather = 0, scatter = 0;
   double tp_after(const std::string& name) const {
+    if (gather <= 0 && scatter <= 0) return 0;  // no EP x TP: skip the name checks (sweep scoring's hot path)
     switch (expert_tp_sync_after(name)) {
       case ExpertTpSync::kAllGather: return gather;
       case ExpertTpSync::kReduceScatter: return scatter;

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "sim/input_error.h"
 #include "workloads/collective_engine.h"
@@ -46,12 +47,15 @@ bool tp_sync_after(const std::string& name, std::uint32_t ep) {
   // Megatron's g/f operators: after the row-parallel GEMMs forward (also recomputed), after the data gradients
   // of the column-parallel ones backward; of the attention, the dense MLP, the shared experts, and the routed
   // experts when they are a tensor-parallel MLP (ep 1).
-  auto mlp = [&](const std::string& prefix) {
-    return name.ends_with(prefix + "fc2.fwd") || name.ends_with(prefix + "fc2.recompute") ||
-           name.ends_with(prefix + "fc1.dgrad");
+  // The op's last two name parts, e.g. "expert_fc2.fwd" of "L3.expert_fc2.fwd" (no allocation: a hot path).
+  const std::string_view n = name, last = n.substr(n.rfind('.', n.rfind('.') - 1) + 1);
+  auto mlp = [&](std::string_view prefix) {
+    if (!last.starts_with(prefix)) return false;
+    const std::string_view op = last.substr(prefix.size());
+    return op == "fc2.fwd" || op == "fc2.recompute" || op == "fc1.dgrad";
   };
-  return name.ends_with(".proj.fwd") || name.ends_with(".proj.recompute") || name.ends_with(".qkv.dgrad") ||
-         mlp(".") || mlp(".shared_") || (ep == 1 && mlp(".expert_"));
+  return last == "proj.fwd" || last == "proj.recompute" || last == "qkv.dgrad" || mlp("") || mlp("shared_") ||
+         (ep == 1 && mlp("expert_"));
 }
 
 ExpertTpSync expert_tp_sync_after(const std::string& name) {

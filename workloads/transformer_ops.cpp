@@ -476,11 +476,8 @@ Bytes moe_tp_gather_bytes(const ModelSpec& model, const OpConfig& config, double
 }
 
 double routed_fraction_computed(const ModelSpec& model, double capacity_factor, double skew) {
-  if (model.experts < 2) return 1;
-  const double E = model.experts;
-  auto cap = [&](double load) { return capacity_factor > 0 ? std::min(load, capacity_factor) : load; };
-  if (skew <= 0) return cap(1.0);
-  return (cap(1 + skew) + (E - 1) * cap(std::max(0.0, 1 - skew / (E - 1)))) / E;
+  // One rank holding every expert computes the mean of their capped loads.
+  return expert_load(model, 1, capacity_factor, skew).busiest_rank;
 }
 
 Op copy_op(std::string name, Bytes size) {

@@ -354,6 +354,8 @@ void explicit_form(const ParsedText& in, const schema::Cluster& c, const std::st
   }
 }
 
+constexpr std::uint32_t kMaxSwitchRadix = 4096;
+
 void fabric(const ParsedText& in, const schema::Cluster& c, const std::string& path, ClusterSpec& out) {
   const schema::Fabric& f = c.fabric();
   const std::string fp = join(path, "fabric");
@@ -369,11 +371,29 @@ void fabric(const ParsedText& in, const schema::Cluster& c, const std::string& p
     out.fabric.switch_radix = f.switch_radix();
     if (out.fabric.switch_radix < 2)
       in.fail(join(fp, "switch_radix"), std::to_string(f.switch_radix()) + " must be >= 2");
+    // The largest switch ASICs have 512 ports (Tomahawk 5 at 100G); a bound far above keeps the graph buildable.
+    if (out.fabric.switch_radix > kMaxSwitchRadix)
+      in.fail(join(fp, "switch_radix"), std::to_string(f.switch_radix()) + " ports is more than the " +
+                                            std::to_string(kMaxSwitchRadix) + " clustersim builds");
   }
-  out.fabric.link_per_direction = f.has_link_gbits_per_s_per_direction()
-                                      ? Gbitps(positive(in, join(fp, "link_gbits_per_s_per_direction"), true,
-                                                        f.link_gbits_per_s_per_direction(), "Gbit/s per direction"))
-                                      : out.nic_port_per_direction();
+  // A leaf of k ports keeps at least one uplink: k - 1 downlinks per uplink is the most oversubscription.
+  if (out.fabric.oversubscription > out.fabric.switch_radix - 1)
+    in.fail(join(fp, "oversubscription"), format_number(out.fabric.oversubscription) + " is more than a leaf of " +
+                                              std::to_string(out.fabric.switch_radix) + " ports can give (" +
+                                              std::to_string(out.fabric.switch_radix - 1) + ":1)");
+  if (f.has_link_gbits_per_s_per_direction()) {
+    const double gbits = positive(in, join(fp, "link_gbits_per_s_per_direction"), true,
+                                  f.link_gbits_per_s_per_direction(), "Gbit/s per direction");
+    // Within a factor 1000 of the NIC port either way: a leaf needs uplinks and downlinks of comparable speed.
+    const double port = out.nic_port_per_direction().raw() * 8 / 1e9;
+    if (port > 0 && (gbits > port * 1000 || gbits < port / 1000))
+      in.fail(join(fp, "link_gbits_per_s_per_direction"),
+              format_number(gbits) + " Gbit/s is more than 1000 times " + (gbits > port ? "above" : "below") +
+                  " the NIC port's " + format_number(port) + " Gbit/s");
+    out.fabric.link_per_direction = Gbitps(gbits);
+  } else {
+    out.fabric.link_per_direction = out.nic_port_per_direction();
+  }
   out.fabric.switch_latency = microseconds(
       non_negative(in, join(fp, "switch_latency_us"), f.has_switch_latency_us(), f.switch_latency_us(), "us"));
   out.fabric.in_network_reduction = f.in_network_reduction();
@@ -432,6 +452,8 @@ void faults_and_stragglers(const ParsedText& in, const schema::Cluster& c, const
 
 // Builds the graph once: fabric sizing, explicit names and fault selectors are checked there; then every
 // GPU must still reach GPU 0 and be reached from it.
+constexpr std::uint32_t kAllPairsGpus = 256;
+
 void check_graph(const ParsedText& in, const schema::Cluster& c, const std::string& path, const ClusterSpec& out) {
   std::optional<topology::Topology> topo;
   try {
@@ -446,8 +468,15 @@ void check_graph(const ParsedText& in, const schema::Cluster& c, const std::stri
   // Every GPU to and from two anchors, the first and the last GPU (another node's when there are several): GPUs
   // do not forward traffic, so a GPU whose NIC is cut reaches its own node's GPUs (the first anchor) but no
   // other node (the second).
+  // An explicit cluster can wire GPUs to disjoint switches that both anchors reach (g1 on s1 only, g2 on s2 only,
+  // the anchors on both): every pair is checked there, up to kAllPairsGpus GPUs.
   const std::uint32_t last = topo->gpu_count() - 1;
-  for (std::uint32_t anchor : {0u, last}) {
+  std::vector<std::uint32_t> anchors{0u, last};
+  if (out.is_explicit() && topo->gpu_count() <= kAllPairsGpus) {
+    anchors.resize(topo->gpu_count());
+    for (std::uint32_t g = 0; g < topo->gpu_count(); ++g) anchors[g] = g;
+  }
+  for (std::uint32_t anchor : anchors) {
     for (std::uint32_t g = 0; g < topo->gpu_count(); ++g) {
       for (const auto& [a, b] : {std::pair{g, anchor}, std::pair{anchor, g}}) {
         if (a == b || topo->route_hops(a, b) != topology::kNone) continue;
@@ -506,6 +535,15 @@ topology::ClusterSpec to_cluster(const ParsedText& in, const schema::Cluster& c,
   if (is_explicit) {
     explicit_form(in, c, path, out);
   } else {
+    // Each GPU sends through one NIC (topology.h): more NICs than GPUs would leave the rest unconnected and
+    // silently drop their bandwidth. The simple form's NIC bandwidth is per GPU already.
+    if (out.node.nics_per_node > out.gpus_per_node)
+      in.fail(join(path, c.has_nics_per_node() ? "nics_per_node" : "gpus_per_node"),
+              plural(out.node.nics_per_node, "NIC") + " for " + plural(out.gpus_per_node, "GPU") +
+                  " per node: clustersim gives each GPU one NIC; give nics_per_node <= gpus_per_node and the "
+                  "GPU's whole NIC bandwidth in nic_gbits_per_s_per_direction");
+    if (c.has_fabric() && out.node.scale_up == ScaleUp::kTorus)
+      in.fail(join(path, "fabric"), "a torus has no network fabric (its chips link to each other)");
     fabric(in, c, path, out);
     const std::uint32_t per_domain = out.node.scale_up == ScaleUp::kTorus ? out.nodes : out.node.nvlink_domain_nodes;
     if (out.node.nics_per_node == 0 && out.nodes > per_domain) {
@@ -556,6 +594,8 @@ void write_cluster(const topology::ClusterSpec& cluster, schema::Cluster& c) {
       c.mutable_torus()->set_y(cluster.node.torus[1]);
       c.mutable_torus()->set_z(cluster.node.torus[2]);
     }
+  }
+  if (!cluster.is_explicit() && cluster.node.scale_up != ScaleUp::kTorus) {  // a torus has no fabric
     schema::Fabric& f = *c.mutable_fabric();
     f.set_kind(to_schema(cluster.fabric.kind));
     f.set_oversubscription(cluster.fabric.oversubscription);

@@ -219,4 +219,33 @@ TEST_CASE("topology loader: bad clusters name file, line:col and field") {
                    "vertices { name: \"g0\" kind: GPU } vertices { name: \"g1\" kind: GPU }\n"
                    "links { from: \"g0\" to: \"gx\" kind: NVLINK gbytes_per_s_per_direction: 1 }") ==
         "c.textproto:3:24: links[0].to: no vertex \"gx\"");
+  // Explicit: g1 only on switch s1, g2 only on s2, g0 and g3 (the first and the last GPU) on both: both anchors
+  // reach every GPU, but g1 and g2 have no route between them (GPUs do not forward). Every pair is checked.
+  {
+    std::string text = "nodes: 1 gpus_per_node: 4 gpu: \"X\" nvlink_gbytes_per_s_per_direction: 1 "
+                       "nic_gbits_per_s_per_direction: 1\n";
+    for (const char* g : {"g0", "g1", "g2", "g3"}) text += "vertices { name: \"" + std::string(g) + "\" kind: GPU }\n";
+    text += "vertices { name: \"s1\" kind: NVSWITCH } vertices { name: \"s2\" kind: NVSWITCH }\n";
+    for (const char* l : {"g0 s1", "g0 s2", "g1 s1", "g2 s2", "g3 s1", "g3 s2"}) {
+      const std::string link = l;
+      text += "links { from: \"" + link.substr(0, 2) + "\" to: \"" + link.substr(3) +
+              "\" kind: NVLINK gbytes_per_s_per_direction: 1 }\n";
+    }
+    CHECK(text_error(text) == "c.textproto:7:1: links: no route from GPU 2 (g2) to GPU 1 (g1)");
+  }
+  // Node and fabric values clustersim cannot build or that would be silently changed.
+  CHECK(text_error("nodes: 2 gpus_per_node: 8 gpu: \"X\" nvlink_gbytes_per_s_per_direction: 1 "
+                   "nic_gbits_per_s_per_direction: 400 nics_per_node: 16") ==
+        "c.textproto:1:123: nics_per_node: 16 NICs for 8 GPUs per node: clustersim gives each GPU one NIC; give "
+        "nics_per_node <= gpus_per_node and the GPU's whole NIC bandwidth in nic_gbits_per_s_per_direction");
+  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 fabric { switch_radix: 10000000 }") ==
+        "c.textproto:1:57: fabric.switch_radix: 10000000 ports is more than the 4096 clustersim builds");
+  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 fabric { oversubscription: 1e300 }") ==
+        "c.textproto:1:61: fabric.oversubscription: 1e+300 is more than a leaf of 64 ports can give (63:1)");
+  // The dgx-a100 NIC port is 200 Gbit/s.
+  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 fabric { link_gbits_per_s_per_direction: 1e-300 }") ==
+        "c.textproto:1:75: fabric.link_gbits_per_s_per_direction: 1e-300 Gbit/s is more than 1000 times below the "
+        "NIC port's 200 Gbit/s");
+  CHECK(text_error("node_preset: \"tpu-v4-cube\" nodes: 16 fabric { switch_radix: 8 }") ==
+        "c.textproto:1:38: fabric: a torus has no network fabric (its chips link to each other)");
 }

@@ -50,7 +50,25 @@ int topo_command(const std::vector<std::string>& args, std::ostream& out) {
       << (st.nvlink_domains == 1 ? " domain" : " domains") << ")\n";
   out << "  vertices         ";
   for (const auto& [kind, count] : st.vertices) out << " " << topology::to_string(kind) << " " << count;
-  out << "\n  links (directed; a cable is two)\n";
+  out << "\n";
+  if (!c.is_explicit() && topology::has_fabric(c)) {
+    // The graph has one logical spine per leaf uplink (and cores to match), each using a few of its ports; the
+    // switches to buy carry the same cables at full radix: ceil(ports in use / radix) per tier.
+    const topology::FabricShape shape = topology::fabric_shape(c);
+    const std::uint64_t k = c.fabric.switch_radix, up = shape.ports.uplinks;
+    auto boxes = [&](std::uint64_t ports, std::uint64_t per_switch) { return (ports + per_switch - 1) / per_switch; };
+    out << "  switches to buy   leaf " << shape.leaves;
+    if (shape.leaves > 1 && c.fabric.kind != topology::FabricKind::kClosThreeLevel) {
+      out << ", spine " << boxes(std::uint64_t{shape.leaves} * up, k);
+    } else if (shape.leaves > 1) {
+      // A spine spends half its ports on its pod's leaves and half on the cores (with more than one pod).
+      const std::uint64_t per_pod = boxes(std::uint64_t{shape.leaves_per_pod} * up, shape.pods > 1 ? k / 2 : k);
+      out << ", spine " << per_pod * shape.pods;
+      if (shape.pods > 1) out << ", core " << boxes(std::uint64_t{shape.pods} * per_pod * (k / 2), k);
+    }
+    out << " (" << k << "-port switches, counted by the cables in use)\n";
+  }
+  out << "  links (directed; a cable is two)\n";
   for (const auto& [kind, s] : st.links)
     out << "    " << fmt_name(topology::to_string(kind), 14) << fmt("%6.0f", double(s.count)) << " links, "
         << fmt("%12.1f", to_GBps(s.total)) << " GB/s in total\n";

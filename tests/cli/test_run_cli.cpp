@@ -203,6 +203,23 @@ TEST_CASE("clustersim topo prints the cluster and writes Graphviz") {
                         "spine 12", "1400.0 GB/s per direction", "leaf 4.00:1", "diameter"})
     CHECK_MESSAGE(r.out.find(s) != std::string::npos, "topo lacks '" << s << "'");
   CHECK(slurp(dir / "g.dot").rfind("digraph", 0) == 0);
+  // The switches to buy carry the graph's cables at full radix. 4:1 at radix 64 with 400 Gbit/s everywhere: a
+  // leaf has 12 uplinks and 48 downlinks (6 nodes of 8 NICs), so 16 nodes take 3 leaves, and their 36 uplinks
+  // fit one 64-port spine. The rail-optimised tree: 8 rails x 1 leaf (16 nodes <= 32 downlinks) with 32 uplinks
+  // each: 256 spine ports = 4 spines.
+  CHECK(r.out.find("switches to buy   leaf 3, spine 1 (64-port switches") != std::string::npos);
+  const Run rail = run("topo scenarios/fabric-rail-vs-oversubscribed/rail-optimized.textproto", dir);
+  CHECK(rail.out.find("switches to buy   leaf 8, spine 4 (64-port switches") != std::string::npos);
+  // Three levels, 256 DGX A100: 8 rails x ceil(256 / 32) = 64 leaves in 2 pods of 32; a pod's 32 x 32 leaf
+  // uplinks take 32 spines of 32 down-ports each (64 spines), whose 2 x 32 x 32 up-ports fill 32 cores.
+  {
+    std::ofstream(dir / "clos3.textproto")
+        << "cluster { node_preset: \"dgx-a100\" nodes: 256 fabric { kind: CLOS_THREE_LEVEL } }\n"
+           "profile: \"a100-sxm4-80gb\"\nmodel { preset: \"llama3-8b\" }\n"
+           "parallel { dp: 2048 micro_batch: 1 }\ntraining { samples: 2048 global_batch: 2048 }\n";
+  }
+  const Run clos3 = run("topo " + (dir / "clos3.textproto").string(), dir);
+  CHECK(clos3.out.find("switches to buy   leaf 64, spine 64, core 32 (64-port switches") != std::string::npos);
   fs::remove_all(dir);
 }
 

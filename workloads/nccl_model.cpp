@@ -485,11 +485,14 @@ struct Evaluator {
     plan.protocol = p;
     plan.channels = sh.domains > 1 && (a == Algorithm::kRing || a == Algorithm::kTree) ? std::max(1u, sh.rails) : 1;
     const double lat_us = latency_us(a, p, bytes);
-    double hops = 0;  // the cluster's own per-hop latencies along a ring
+    double hops = 0;  // the cluster's own per-hop latencies along a ring, or a point-to-point route
     if (a == Algorithm::kRing && sh.n > 1) {
       const double steps = nsteps(req.op, sh.n);
       const double inter = sh.domains > 1 ? (req.op == CollectiveOp::kAllReduce ? 2.0 : 1.0) * (sh.domains - 1) : 0;
       hops = (steps - inter) * cluster.nvlink_hop_latency.raw() + inter * cluster.network_hop_latency.raw();
+    } else if (a == Algorithm::kPointToPoint && sh.n > 1) {
+      // One hop: over the network when the pair (for AlltoAll, the farthest pair) is in different domains.
+      hops = (sh.domains > 1 ? cluster.network_hop_latency : cluster.nvlink_hop_latency).raw();
     }
     plan.hop_latency = seconds(hops);
     plan.latency = microseconds(lat_us) + plan.hop_latency;

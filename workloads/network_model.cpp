@@ -396,22 +396,30 @@ void NetworkModel::run(const CollectivePlan& plan, const CollectiveRequest& req,
       return;
     }
     case Algorithm::kPointToPoint: {
+      // The routed links' latencies replace the nominal hop latency: the longest route's, as every pair of an
+      // AlltoAll must arrive.
+      Seconds longest;
       if (req.op == CollectiveOp::kSendRecv) {
         Coflow f;
-        append_route(f.path, gpus[0], gpus[1], 0, 1, nullptr);
+        append_route(f.path, gpus[0], gpus[1], 0, 1, &longest);
         f.bytes = bytes(S);
         flows.push_back(std::move(f));
       } else {
         // AlltoAll: every rank sends S/n to each other rank at once.
         for (std::size_t i = 0; i < n; ++i) {
           Coflow f;
-          for (std::size_t j = 0; j < n; ++j)
-            if (j != i) append_route(f.path, gpus[i], gpus[j], i, 1, nullptr);
+          for (std::size_t j = 0; j < n; ++j) {
+            if (j == i) continue;
+            Seconds route;
+            append_route(f.path, gpus[i], gpus[j], i, 1, &route);
+            longest = std::max(longest, route);
+          }
           f.bytes = bytes(S / double(n));
           flows.push_back(std::move(f));
         }
       }
-      break;
+      start_phase(std::move(flows), base + longest, std::move(done));
+      return;
     }
   }
   start_phase(std::move(flows), base, std::move(done));

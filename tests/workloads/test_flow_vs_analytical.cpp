@@ -212,3 +212,22 @@ TEST_CASE("a slow GPU holds up the whole data-parallel job") {
         0.45 * f.per_gpu[0].compute.raw());
   CHECK(s.per_gpu[0].compute.raw() == doctest::Approx(f.per_gpu[0].compute.raw()).epsilon(1e-9));
 }
+
+TEST_CASE("point-to-point transfers pay the cluster's hop latencies, alike at both fidelities") {
+  // 2 DGX H100. A pipeline-style send from GPU 0 to GPU 8 (the next node) crosses the network once: with
+  // network_hop_latency_us 100 it takes 100 µs longer than with 0, at FLOW (the routed links' latencies) and
+  // at ANALYTICAL (one network hop). Inside a node (GPU 0 to 1) nvlink_hop_latency_us 5 adds 5 µs. An AlltoAll
+  // over both nodes waits for its farthest pair: + 100 µs. (Measured before: + 0 µs everywhere.)
+  const Scenario plain = cluster_only("node_preset: \"dgx-h100\" nodes: 2", "h100-sxm5-80gb");
+  const Scenario slow = cluster_only(
+      "node_preset: \"dgx-h100\" nodes: 2 network_hop_latency_us: 100 nvlink_hop_latency_us: 5", "h100-sxm5-80gb");
+  for (Fidelity f : {Fidelity::kFlow, Fidelity::kAnalytical}) {
+    CAPTURE(static_cast<int>(f));
+    auto extra = [&](CollectiveOp op, std::vector<std::uint32_t> gpus) {
+      return (collective_seconds(slow, f, MiB(1), op, gpus) - collective_seconds(plain, f, MiB(1), op, gpus)) * 1e6;
+    };
+    CHECK(extra(CollectiveOp::kSendRecv, {0, 8}) == doctest::Approx(100).epsilon(1e-6));
+    CHECK(extra(CollectiveOp::kSendRecv, {0, 1}) == doctest::Approx(5).epsilon(1e-6));
+    CHECK(extra(CollectiveOp::kAllToAll, {}) == doctest::Approx(100).epsilon(1e-6));
+  }
+}

@@ -48,7 +48,9 @@ void NetworkModel::record_rates() {
 namespace {
 
 // The ranks of a communicator grouped by NVLink domain: domains in order of first appearance,
-// ranks in communicator order.
+// ranks in communicator order. A node without NVLink (PCIe only) is one domain, as NCCL builds one ring
+// segment per node and the closed form (communicator_span.h) counts one: a GPU alone would send every
+// channel out through the NIC of the node's last rank.
 struct Domains {
   std::vector<std::vector<std::uint32_t>> ranks;
   std::size_t min_size() const {
@@ -61,8 +63,9 @@ struct Domains {
 Domains group(const topology::Topology& topo, const std::vector<std::uint32_t>& gpus) {
   Domains d;
   std::map<std::uint32_t, std::size_t> index;
+  const bool pcie_only = topo.spec().node.scale_up == topology::ScaleUp::kPcieOnly && !topo.spec().is_explicit();
   for (std::uint32_t g : gpus) {
-    const std::uint32_t dom = topo.nvlink_domain_of(g);
+    const std::uint32_t dom = pcie_only ? topo.spec().node_of(g) : topo.nvlink_domain_of(g);
     auto it = index.find(dom);
     if (it == index.end()) {
       it = index.emplace(dom, d.ranks.size()).first;

@@ -487,8 +487,15 @@ struct Evaluator {
     const double lat_us = latency_us(a, p, bytes);
     double hops = 0;  // the cluster's own per-hop latencies along a ring, or a point-to-point route
     if (a == Algorithm::kRing && sh.n > 1) {
-      const double steps = nsteps(req.op, sh.n);
-      const double inter = sh.domains > 1 ? (req.op == CollectiveOp::kAllReduce ? 2.0 : 1.0) * (sh.domains - 1) : 0;
+      // A chunk crosses one edge per step: 2(n − 1) steps round a ring of n edges for AllReduce, n − 1 for
+      // the others, n − 1 down a chain (Broadcast, Reduce); of a ring's n edges the domains' D are network
+      // hops (of a chain's n − 1, D − 1). The network model charges the routed links the same way.
+      const bool chain = req.op == CollectiveOp::kBroadcast || req.op == CollectiveOp::kReduce;
+      const double n = sh.n, domains = sh.domains;
+      const double steps = chain ? n - 1 : req.op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1;
+      const double edges = chain ? n - 1 : n;
+      const double network_edges = domains > 1 ? (chain ? domains - 1 : domains) : 0;
+      const double inter = steps * network_edges / edges;
       hops = (steps - inter) * cluster.nvlink_hop_latency.raw() + inter * cluster.network_hop_latency.raw();
     } else if (a == Algorithm::kPointToPoint && sh.n > 1) {
       // One hop: over the network when the pair (for AlltoAll, the farthest pair) is in different domains.

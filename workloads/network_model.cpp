@@ -284,7 +284,8 @@ void NetworkModel::run(const CollectivePlan& plan, const CollectiveRequest& req,
       if (chain) std::rotate(order.begin(), order.begin() + std::min<std::size_t>(req.root, n - 1), order.end());
       const std::size_t k = plan.channels;
       const double per_edge = S * (chain ? 1.0 : busbw_factor(req.op, static_cast<std::uint32_t>(n))) / double(k);
-      const double steps = chain ? double(n) : req.op == CollectiveOp::kAllReduce ? 2.0 * double(n - 1) : double(n - 1);
+      // A chunk crosses one edge per step (a chain's n − 1 edges once).
+      const double steps = chain ? double(n - 1) : req.op == CollectiveOp::kAllReduce ? 2.0 * double(n - 1) : double(n - 1);
       Seconds link_latency;
       for (std::size_t c = 0; c < k; ++c) {
         Coflow f;

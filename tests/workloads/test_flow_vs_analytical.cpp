@@ -244,3 +244,23 @@ TEST_CASE("PCIe-only nodes: FLOW's rings leave each node once per channel, as th
   CHECK(flow > analytical);
   CHECK(flow < analytical * 1.25);
 }
+
+TEST_CASE("ring and chain steps pay the cluster's hop latencies, alike at both fidelities") {
+  // 2 DGX H100, 16 GPUs, network_hop_latency_us 100, forced ring. A chunk crosses one edge per step; of the
+  // ring's 16 edges 2 are network hops. AllReduce: 2·15 = 30 steps · 2/16 · 100 µs = 375 µs more; AllGather:
+  // 15 · 2/16 · 100 = 187.5 µs; Broadcast down a chain of 15 edges, one of them a network hop: 100 µs. Before,
+  // ANALYTICAL charged NCCL's 2(D − 1) = 2 network steps (200 µs) and FLOW a chain's n = 16 steps over 15 edges.
+  const std::string nodes = "node_preset: \"dgx-h100\" nodes: 2";
+  Scenario plain = cluster_only(nodes, "h100-sxm5-80gb");
+  Scenario slow = cluster_only(nodes + " network_hop_latency_us: 100", "h100-sxm5-80gb");
+  plain.nccl.algorithm = slow.nccl.algorithm = Algorithm::kRing;
+  for (Fidelity f : {Fidelity::kFlow, Fidelity::kAnalytical}) {
+    CAPTURE(static_cast<int>(f));
+    auto extra = [&](CollectiveOp op) {
+      return (collective_seconds(slow, f, MiB(1), op) - collective_seconds(plain, f, MiB(1), op)) * 1e6;
+    };
+    CHECK(extra(CollectiveOp::kAllReduce) == doctest::Approx(375).epsilon(1e-6));
+    CHECK(extra(CollectiveOp::kAllGather) == doctest::Approx(187.5).epsilon(1e-6));
+    CHECK(extra(CollectiveOp::kBroadcast) == doctest::Approx(100).epsilon(1e-6));
+  }
+}

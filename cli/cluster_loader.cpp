@@ -387,9 +387,9 @@ void fabric(const ParsedText& in, const schema::Cluster& c, const std::string& p
     // Within a factor 1000 of the NIC port either way: a leaf needs uplinks and downlinks of comparable speed.
     const double port = out.nic_port_per_direction().raw() * 8 / 1e9;
     if (port > 0 && (gbits > port * 1000 || gbits < port / 1000))
-      in.fail(join(fp, "link_gbits_per_s_per_direction"),
-              format_number(gbits) + " Gbit/s is more than 1000 times " + (gbits > port ? "above" : "below") +
-                  " the NIC port's " + format_number(port) + " Gbit/s");
+      in.fail(join(fp, "link_gbits_per_s_per_direction"), format_number(gbits) + " Gbit/s is more than 1000 times " +
+                                                              (gbits > port ? "above" : "below") + " the NIC port's " +
+                                                              format_number(port) + " Gbit/s");
     out.fabric.link_per_direction = Gbitps(gbits);
   } else {
     out.fabric.link_per_direction = out.nic_port_per_direction();

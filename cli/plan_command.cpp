@@ -141,8 +141,8 @@ PlanResult run_plan(const workloads::Scenario& scenario, const PlanOptions& opti
   // a flash kernel computes), the routed experts' tokens that are not dropped — at the dense peak within the
   // deadline. No layout runs on fewer GPUs in time, whatever convention its MFU uses.
   workloads::OpConfig whole;
-  whole.expert_load = workloads::routed_fraction_computed(job.model, job.parallel.moe_capacity_factor,
-                                                          job.parallel.moe_token_skew);
+  whole.expert_load =
+      workloads::routed_fraction_computed(job.model, job.parallel.moe_capacity_factor, job.parallel.moe_token_skew);
   const double flops = workloads::model_flops(job.model, whole, workloads::AttentionFlops::kCausalHalf).raw() *
                        options.tokens / job.model.seq_len;
   const double peak = workloads::tensor_peak(scenario.profile.gpu, job.training.precision).raw();
@@ -196,7 +196,8 @@ std::string no_plan_sentence(const PlanOptions& options, const PlanResult& r) {
   if (r.fabric_limit > 0)
     return "No GPU count up to " + std::to_string(r.fabric_limit) +
            ", the most the scenario's fabric holds, meets the deadline (the compute bound is " +
-           std::to_string(r.search_from) + "): give the scenario a larger fabric (fabric.switch_radix, fabric.kind CLOS_THREE_LEVEL).";
+           std::to_string(r.search_from) +
+           "): give the scenario a larger fabric (fabric.switch_radix, fabric.kind CLOS_THREE_LEVEL).";
   return "No GPU count up to " + std::to_string(options.max_gpus) + " meets the deadline.";
 }
 
@@ -212,7 +213,8 @@ std::string closest_sentence(const workloads::Scenario& sc, const PlanOptions& o
     s += "never finishing with failures";
   s += " (" + fmt("%.2f", c.train_time.raw() / 86400) + " without) against the deadline of " +
        fmt("%g", *options.deadline_days) + " days.";
-  if (!r.fixed_size) s += r.fabric_limit > 0 ? " Give a larger fabric or raise the deadline." : " Raise --max-gpus or the deadline.";
+  if (!r.fixed_size)
+    s += r.fabric_limit > 0 ? " Give a larger fabric or raise the deadline." : " Raise --max-gpus or the deadline.";
   return s;
 }
 

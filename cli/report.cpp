@@ -370,12 +370,13 @@ void check_output_path(const std::string& path) {
   const long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX), path_max = ::pathconf(dir.c_str(), _PC_PATH_MAX);
   const std::size_t name = target.filename().string().size();
   if (name_max > 0 && name > static_cast<std::size_t>(name_max))
-    throw InputError(path, 0, 0, "", "cannot write output file: its name has " + std::to_string(name) +
-                                         " characters, more than the " + std::to_string(name_max) +
-                                         " this folder's file system allows");
+    throw InputError(path, 0, 0, "",
+                     "cannot write output file: its name has " + std::to_string(name) + " characters, more than the " +
+                         std::to_string(name_max) + " this folder's file system allows");
   if (path_max > 0 && fs::absolute(target, ec).string().size() >= static_cast<std::size_t>(path_max))
-    throw InputError(path, 0, 0, "", "cannot write output file: the path is longer than the " +
-                                         std::to_string(path_max) + " characters the system allows");
+    throw InputError(path, 0, 0, "",
+                     "cannot write output file: the path is longer than the " + std::to_string(path_max) +
+                         " characters the system allows");
 }
 
 void write_file_atomically(const std::string& path, const std::string& content) {

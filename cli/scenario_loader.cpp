@@ -250,7 +250,8 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
   out.attention = p.flash_attention() ? workloads::AttentionKernel::kFlash : workloads::AttentionKernel::kExplicit;
   // Ring attention runs fused attention kernels (TransformerEngine); Megatron's unfused attention asserts cp 1.
   if (out.cp > 1 && out.attention != workloads::AttentionKernel::kFlash)
-    in.fail(pre + "parallel.cp", "context parallelism runs ring attention on fused kernels: needs flash_attention: true");
+    in.fail(pre + "parallel.cp",
+            "context parallelism runs ring attention on fused kernels: needs flash_attention: true");
   if (p.has_flash_kernel() && p.flash_kernel() != schema::Parallelism::FLASH_KERNEL_UNSPECIFIED) {
     if (!p.flash_attention())
       in.fail(pre + "parallel.flash_kernel", "names a FlashAttention kernel, but flash_attention is not true");
@@ -383,8 +384,8 @@ void check_layout(const ParsedText& in, const std::string& pre, const workloads:
                                      " attention heads");
   // Megatron-LM splits the key/value heads (query groups) too: divide(num_query_groups, tp).
   if (m.n_kv() % p.tp != 0)
-    in.fail(pre + "parallel.tp", std::to_string(p.tp) + " does not divide " + std::to_string(m.n_kv()) +
-                                     " key/value heads (query groups)");
+    in.fail(pre + "parallel.tp",
+            std::to_string(p.tp) + " does not divide " + std::to_string(m.n_kv()) + " key/value heads (query groups)");
   if (m.layers % (p.pp * p.vp) != 0)
     in.fail(pre + "parallel.pp", "pp " + std::to_string(p.pp) + " x vp " + std::to_string(p.vp) + " does not divide " +
                                      std::to_string(m.layers) + " layers");

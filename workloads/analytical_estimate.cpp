@@ -18,13 +18,6 @@
 namespace clustersim::workloads {
 namespace {
 
-// The graph's rule for the MoE dispatch/combine all-to-alls (megatron_graph.cpp stage_ops, ep > 1).
-bool ep_sync_after(const std::string& name) {
-  return name.ends_with(".moe_dispatch.fwd") || name.ends_with(".moe_dispatch.recompute") ||
-         name.ends_with(".expert_fc2.fwd") || name.ends_with(".expert_fc2.recompute") ||
-         name.ends_with(".moe_combine.bwd") || name.ends_with(".expert_fc1.wgrad");
-}
-
 bool is_expert_op(const Op& op) { return op.name.find(".expert_fc") != std::string::npos; }
 
 // An MoE layer's communication with expert parallelism: the all-to-all, and with tp > 1 the TP group's
@@ -34,9 +27,12 @@ struct MoeComm {
   double tp_after(const std::string& name) const {
     if (gather <= 0 && scatter <= 0) return 0;  // no EP x TP: skip the name checks (sweep scoring's hot path)
     switch (expert_tp_sync_after(name)) {
-      case ExpertTpSync::kAllGather: return gather;
-      case ExpertTpSync::kReduceScatter: return scatter;
-      case ExpertTpSync::kNone: break;
+      case ExpertTpSync::kAllGather:
+        return gather;
+      case ExpertTpSync::kReduceScatter:
+        return scatter;
+      case ExpertTpSync::kNone:
+        break;
     }
     return 0;
   }
@@ -505,9 +501,10 @@ struct AnalyticalEstimator::Impl {
 
   double model_flops_of(std::uint32_t mb) {
     if (const auto it = model_flops_by_mb.find(mb); it != model_flops_by_mb.end()) return it->second;
-    const double f = model_flops(job.model, mb, routed_fraction_computed(job.model, job.parallel.moe_capacity_factor,
-                                                                         job.parallel.moe_token_skew))
-                         .raw();
+    const double f =
+        model_flops(job.model, mb,
+                    routed_fraction_computed(job.model, job.parallel.moe_capacity_factor, job.parallel.moe_token_skew))
+            .raw();
     model_flops_by_mb.emplace(mb, f);
     return f;
   }

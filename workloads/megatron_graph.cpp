@@ -1,8 +1,8 @@
 #include "workloads/megatron_graph.h"
 
 #include <algorithm>
-#include <cassert>
 #include <array>
+#include <cassert>
 #include <map>
 #include <optional>
 #include <string>
@@ -58,6 +58,12 @@ bool tp_sync_after(const std::string& name, std::uint32_t ep) {
          (ep == 1 && mlp("expert_"));
 }
 
+bool ep_sync_after(const std::string& name) {
+  return name.ends_with(".moe_dispatch.fwd") || name.ends_with(".moe_dispatch.recompute") ||
+         name.ends_with(".expert_fc2.fwd") || name.ends_with(".expert_fc2.recompute") ||
+         name.ends_with(".moe_combine.bwd") || name.ends_with(".expert_fc1.wgrad");
+}
+
 ExpertTpSync expert_tp_sync_after(const std::string& name) {
   if (name.ends_with(".moe_dispatch.fwd") || name.ends_with(".moe_dispatch.recompute") ||
       name.ends_with(".moe_combine.bwd"))
@@ -89,8 +95,7 @@ StageOps stage_ops(const ModelSpec& model, const OpConfig& config, bool forward)
     const bool scatter_after = expert_tp == ExpertTpSync::kReduceScatter;
     if (config.ep > 1 && config.tp > 1 && scatter_after)
       out.syncs.push_back({i + 1, CollectiveOp::kReduceScatter, SyncComm::kExpertTensor});
-    if (config.ep > 1 && (gather_after || ends_with(op.name, ".expert_fc2.fwd") ||
-                          ends_with(op.name, ".expert_fc2.recompute") || ends_with(op.name, ".expert_fc1.wgrad")))
+    if (config.ep > 1 && ep_sync_after(op.name))
       out.syncs.push_back({i + 1, CollectiveOp::kAllToAll, SyncComm::kExpert});
     if (config.ep > 1 && config.tp > 1 && gather_after)
       out.syncs.push_back({i + 1, CollectiveOp::kAllGather, SyncComm::kExpertTensor});

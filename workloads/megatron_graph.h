@@ -78,6 +78,10 @@ bool tp_sync_after(const std::string& name, std::uint32_t ep);
 // after the experts' fc2 (forward, recomputed) and after their fc1 data gradient.
 enum class ExpertTpSync { kNone, kAllGather, kReduceScatter };
 ExpertTpSync expert_tp_sync_after(const std::string& name);
+// With expert parallelism: whether an MoE all-to-all follows the op of this name — the dispatch after the
+// permutation (forward, recomputed) and after the experts' last weight gradient, the combine after the experts'
+// fc2 (forward, recomputed) and after the combine's backward.
+bool ep_sync_after(const std::string& name);
 
 // Megatron's gradient bucket: parameters' gradients fill a bucket (in backward order) until it holds at least
 // this many bytes. The scenario's ddp_bucket_mib where it gives one; otherwise Megatron-Core's default bucket

@@ -285,7 +285,7 @@ void NetworkModel::run(const CollectivePlan& plan, const CollectiveRequest& req,
       const std::size_t k = plan.channels;
       const double per_edge = S * (chain ? 1.0 : busbw_factor(req.op, static_cast<std::uint32_t>(n))) / double(k);
       // A chunk crosses one edge per step (a chain's n − 1 edges once).
-      const double steps = chain ? double(n - 1) : req.op == CollectiveOp::kAllReduce ? 2.0 * double(n - 1) : double(n - 1);
+      const double steps = req.op == CollectiveOp::kAllReduce && !chain ? 2.0 * double(n - 1) : double(n - 1);
       Seconds link_latency;
       for (std::size_t c = 0; c < k; ++c) {
         Coflow f;

@@ -248,7 +248,8 @@ TEST_CASE("compare: a layout that runs out of memory is never marked best; host 
   skewed.replace(skewed.find("moe_capacity_factor: 1.25"), 25, "");
   skewed.replace(skewed.find("moe_token_skew: 0.2"), 19, "moe_token_skew: 0.5");
   { std::ofstream(dir / "ep8-dropless.textproto") << skewed; }
-  BinaryRun r = run("compare scenarios/mixtral-8x7b-ep/ep4.textproto " + (dir / "ep8-dropless.textproto").string(), dir);
+  BinaryRun r =
+      run("compare scenarios/mixtral-8x7b-ep/ep4.textproto " + (dir / "ep8-dropless.textproto").string(), dir);
   REQUIRE(r.status == 0);
   const auto line_of = [](const std::string& text, const std::string& start) {
     const std::size_t at = text.find("\n  " + start);

@@ -222,8 +222,9 @@ TEST_CASE("topology loader: bad clusters name file, line:col and field") {
   // Explicit: g1 only on switch s1, g2 only on s2, g0 and g3 (the first and the last GPU) on both: both anchors
   // reach every GPU, but g1 and g2 have no route between them (GPUs do not forward). Every pair is checked.
   {
-    std::string text = "nodes: 1 gpus_per_node: 4 gpu: \"X\" nvlink_gbytes_per_s_per_direction: 1 "
-                       "nic_gbits_per_s_per_direction: 1\n";
+    std::string text =
+        "nodes: 1 gpus_per_node: 4 gpu: \"X\" nvlink_gbytes_per_s_per_direction: 1 "
+        "nic_gbits_per_s_per_direction: 1\n";
     for (const char* g : {"g0", "g1", "g2", "g3"}) text += "vertices { name: \"" + std::string(g) + "\" kind: GPU }\n";
     text += "vertices { name: \"s1\" kind: NVSWITCH } vertices { name: \"s2\" kind: NVSWITCH }\n";
     for (const char* l : {"g0 s1", "g0 s2", "g1 s1", "g2 s2", "g3 s1", "g3 s2"}) {

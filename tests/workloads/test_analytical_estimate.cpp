@@ -107,25 +107,35 @@ TEST_CASE("analytical estimate: interleaved pipelines whose first or last stage 
   // last stage's LM head and fp32 loss outweigh its layers, so the stages are far from balanced, which the
   // closed form's bubble of (sum of stage times − the slowest) / v only approximates (−0.6…−0.9 % here).
   const std::vector<Case> cases = {
-      {1, "gpt-1p7b layers: 8 hidden: 1024 heads: 16 ffn_hidden: 4096 vocab: 256000", "dp: 2 pp: 4 vp: 2 micro_batch: 1 grad_accum: 8"},
-      {1, "gpt-1p7b layers: 16 hidden: 1024 heads: 16 ffn_hidden: 4096 vocab: 256000", "dp: 2 pp: 4 vp: 2 micro_batch: 2 grad_accum: 4"},
-      {1, "gpt-1p7b layers: 16 hidden: 1024 heads: 16 ffn_hidden: 4096 vocab: 256000", "dp: 1 tp: 2 pp: 4 vp: 4 micro_batch: 1 grad_accum: 8"},
-      {2, "gpt-1p7b layers: 24 hidden: 1024 heads: 16 ffn_hidden: 4096 vocab: 256000", "dp: 2 tp: 2 pp: 4 vp: 3 micro_batch: 1 grad_accum: 12"},
+      {1, "gpt-1p7b layers: 8 hidden: 1024 heads: 16 ffn_hidden: 4096 vocab: 256000",
+       "dp: 2 pp: 4 vp: 2 micro_batch: 1 grad_accum: 8"},
+      {1, "gpt-1p7b layers: 16 hidden: 1024 heads: 16 ffn_hidden: 4096 vocab: 256000",
+       "dp: 2 pp: 4 vp: 2 micro_batch: 2 grad_accum: 4"},
+      {1, "gpt-1p7b layers: 16 hidden: 1024 heads: 16 ffn_hidden: 4096 vocab: 256000",
+       "dp: 1 tp: 2 pp: 4 vp: 4 micro_batch: 1 grad_accum: 8"},
+      {2, "gpt-1p7b layers: 24 hidden: 1024 heads: 16 ffn_hidden: 4096 vocab: 256000",
+       "dp: 2 tp: 2 pp: 4 vp: 3 micro_batch: 1 grad_accum: 12"},
   };
   check_cases(cases);
 }
 
 TEST_CASE("analytical estimate: context and expert parallelism agree with the Megatron graph within 5%") {
   const std::vector<Case> cases = {
-      {1, kLong, "dp: 4 cp: 2 micro_batch: 1 grad_accum: 4 flash_attention: true"},                                     // ring, DP over dp·cp
-      {1, kLong, "dp: 1 tp: 2 cp: 4 micro_batch: 1 grad_accum: 2 sequence_parallel: true flash_attention: true"},       // cp 4
-      {1, kLong, "dp: 1 tp: 2 cp: 2 pp: 2 micro_batch: 1 grad_accum: 4 recompute: FULL flash_attention: true"},        // recomputed ring
-      {2, kLong, "dp: 2 tp: 2 cp: 4 micro_batch: 1 grad_accum: 2 distributed_optimizer: true flash_attention: true"},  // ring across nodes
+      // ring, DP over dp·cp
+      {1, kLong, "dp: 4 cp: 2 micro_batch: 1 grad_accum: 4 flash_attention: true"},
+      // cp 4
+      {1, kLong, "dp: 1 tp: 2 cp: 4 micro_batch: 1 grad_accum: 2 sequence_parallel: true flash_attention: true"},
+      // recomputed ring
+      {1, kLong, "dp: 1 tp: 2 cp: 2 pp: 2 micro_batch: 1 grad_accum: 4 recompute: FULL flash_attention: true"},
+      // ring across nodes
+      {2, kLong, "dp: 2 tp: 2 cp: 4 micro_batch: 1 grad_accum: 2 distributed_optimizer: true flash_attention: true"},
       {1, kLong, "dp: 2 cp: 4 micro_batch: 1 grad_accum: 2 flash_attention: true recompute: SELECTIVE"},
-      {2, kLong, "dp: 1 tp: 8 cp: 2 micro_batch: 1 grad_accum: 2 flash_attention: true"},       // every ring hop between nodes
+      // every ring hop between nodes
+      {2, kLong, "dp: 1 tp: 8 cp: 2 micro_batch: 1 grad_accum: 2 flash_attention: true"},
       {1, kMoe2, "dp: 8 ep: 8 micro_batch: 1 grad_accum: 2"},                                     // one expert a rank
       {1, kMoe2, "dp: 4 tp: 2 ep: 2 micro_batch: 1 grad_accum: 4 sequence_parallel: true moe_token_skew: 0.5"},
-      {1, kMoe4, "dp: 2 cp: 2 pp: 2 ep: 2 micro_batch: 1 grad_accum: 4 distributed_optimizer: true flash_attention: true"},
+      {1, kMoe4,
+       "dp: 2 cp: 2 pp: 2 ep: 2 micro_batch: 1 grad_accum: 4 distributed_optimizer: true flash_attention: true"},
       {1, kMoe2, "dp: 8 ep: 4 micro_batch: 1 grad_accum: 2 recompute: FULL moe_capacity_factor: 1.25 "
                  "moe_token_skew: 0.5"},
       {2, kMoe2, "dp: 16 ep: 8 micro_batch: 1 grad_accum: 1 overlap_grad_reduce: true"},          // split buckets
@@ -139,7 +149,8 @@ TEST_CASE("analytical estimate: rings mixing NVLink and NIC hops agree within 5%
   // longest for its K/V, the others run ahead and their next layer's transfers start early. The fast path
   // follows every member's clock through the chunk's layers (run_ops), as the graph does.
   const std::vector<Case> cases = {
-      {2, kLong, "dp: 1 tp: 4 cp: 4 micro_batch: 1 grad_accum: 2 flash_attention: true"},  // hops NVLink, NIC, NVLink, NIC
+      // hops NVLink, NIC, NVLink, NIC
+      {2, kLong, "dp: 1 tp: 4 cp: 4 micro_batch: 1 grad_accum: 2 flash_attention: true"},
       {2, kLong, "dp: 1 cp: 16 micro_batch: 1 grad_accum: 2 flash_attention: true"},       // 14 NVLink hops, 2 NIC hops
       {2, kLong, "dp: 1 tp: 2 cp: 8 micro_batch: 1 grad_accum: 4 recompute: FULL flash_attention: true"},
       {4, kLong, "dp: 1 tp: 4 cp: 4 pp: 2 micro_batch: 1 grad_accum: 4 sequence_parallel: true flash_attention: true"},
@@ -160,7 +171,8 @@ TEST_CASE("analytical estimate: FSDP and DeepSpeed ZeRO agree with the ZeRO grap
       {2, kGpt8, "dp: 16 micro_batch: 2 grad_accum: 2 framework: FSDP zero_stage: 3 hybrid_shard: true"},
       {2, kGpt8, "dp: 16 micro_batch: 1 grad_accum: 2 framework: FSDP zero_stage: 2 hybrid_shard: true"},
       {2, "gpt-1p7b", "dp: 16 micro_batch: 1 grad_accum: 16 framework: FSDP zero_stage: 3"},  // m = 16: extrapolated
-      {1, kGpt8, "dp: 8 micro_batch: 2 grad_accum: 2 framework: FSDP zero_stage: 3 recompute: FULL flash_attention: true"},
+      {1, kGpt8,
+       "dp: 8 micro_batch: 2 grad_accum: 2 framework: FSDP zero_stage: 3 recompute: FULL flash_attention: true"},
       {1, kGpt8, "dp: 8 micro_batch: 2 grad_accum: 2 framework: DEEPSPEED zero_stage: 2 recompute: FULL"},
   };
   check_cases(cases);

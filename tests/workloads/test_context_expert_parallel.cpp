@@ -132,8 +132,8 @@ TEST_CASE("expert parallelism with tensor parallelism: all-to-alls of the sequen
   // reduce-scatters the experts' partial outputs: T·top_k·h·e = 4096·2·4096·2 = 67,108,864 B in all.
   const Scenario sc = scenario("dp: 4 tp: 2 ep: 4 micro_batch: 1 grad_accum: 2 sequence_parallel: true", 8, kMixtral);
   const Built b = build(sc);
-  for (const char* name : {"alltoall.ep.dispatch", "alltoall.ep.combine", "alltoall.ep.dispatch.bwd",
-                           "alltoall.ep.combine.bwd"}) {
+  for (const char* name :
+       {"alltoall.ep.dispatch", "alltoall.ep.combine", "alltoall.ep.dispatch.bwd", "alltoall.ep.combine.bwd"}) {
     CAPTURE(name);
     // 2 layers · 2 micro-batches · 2 EP groups (one per tensor rank) = 8 calls of each kind, on 4 ranks.
     REQUIRE(b.bytes.at(name).size() == 8);
@@ -380,10 +380,8 @@ TEST_CASE("context parallelism: compute about halves from cp 1 to cp 2, activati
   // efficiency of the smaller shapes.
   for (const std::string kernel : {"", " flash_kernel: FA2"}) {
     CAPTURE(kernel);
-    const Scenario one =
-        scenario("dp: 1 micro_batch: 1 grad_accum: 1 flash_attention: true" + kernel, 1, kLong);
-    const Scenario two =
-        scenario("dp: 1 cp: 2 micro_batch: 1 grad_accum: 1 flash_attention: true" + kernel, 2, kLong);
+    const Scenario one = scenario("dp: 1 micro_batch: 1 grad_accum: 1 flash_attention: true" + kernel, 1, kLong);
+    const Scenario two = scenario("dp: 1 cp: 2 micro_batch: 1 grad_accum: 1 flash_attention: true" + kernel, 2, kLong);
     const ModelSpec& m = one.jobs[0].model;
     OpConfig c1, c2;
     c1.attention = c2.attention = AttentionKernel::kFlash;
@@ -437,8 +435,8 @@ TEST_CASE("scenario checks for context and expert parallelism") {
     return testing::input_error_of([&] { scenario(parallel, gpus, model); });
   };
   // 2·cp = 6 does not divide s = 8192.
-  CHECK(error("dp: 1 cp: 3 micro_batch: 1 flash_attention: true", 3, kLong).find("parallel.cp: 2 x cp = 6 does not divide seq_len 8192") !=
-        std::string::npos);
+  CHECK(error("dp: 1 cp: 3 micro_batch: 1 flash_attention: true", 3, kLong)
+            .find("parallel.cp: 2 x cp = 6 does not divide seq_len 8192") != std::string::npos);
   CHECK(error("dp: 2 ep: 2 micro_batch: 1", 2, kLong).find("parallel.ep: expert parallelism needs a mixture-of-experts") !=
         std::string::npos);
   // 8 experts over ep 16.

@@ -237,8 +237,8 @@ TEST_CASE("PCIe-only nodes: FLOW's rings leave each node once per channel, as th
   // every GPU its own domain, so all channels left each node through one GPU's NIC: FLOW took 83.1 ms
   // against the closed form's 43.5 ms (1.9x). Grouped by node, FLOW is 52.2 ms: what remains is the PCIe
   // switches' shared uplinks (two GPUs per switch), which the contention-free closed form does not see.
-  const Scenario sc = cluster_only("node_preset: \"pcie-8gpu-sys-4029gp-trt\" nodes: 4 gpu: \"A100-SXM4-80GB\"",
-                                   "a100-sxm4-80gb");
+  const Scenario sc =
+      cluster_only("node_preset: \"pcie-8gpu-sys-4029gp-trt\" nodes: 4 gpu: \"A100-SXM4-80GB\"", "a100-sxm4-80gb");
   const double flow = collective_seconds(sc, Fidelity::kFlow, MiB(256), CollectiveOp::kAllReduce);
   const double analytical = collective_seconds(sc, Fidelity::kAnalytical, MiB(256), CollectiveOp::kAllReduce);
   CHECK(flow > analytical);

@@ -112,8 +112,10 @@ TEST_CASE("symmetry: reduced and full simulation agree for Megatron layouts acro
                        1);
   }
   SUBCASE("tp 2 x cp 2 x dp 4, ring attention, distributed optimizer") {
-    check_mirrors_full(scenario("tp: 2 cp: 2 dp: 4 micro_batch: 1 grad_accum: 2 distributed_optimizer: true flash_attention: true", 4, 4),
-                       1);
+    check_mirrors_full(
+        scenario("tp: 2 cp: 2 dp: 4 micro_batch: 1 grad_accum: 2 distributed_optimizer: true flash_attention: true", 4,
+                 4),
+        1);
   }
   SUBCASE("tp 2 x pp 2 x dp 4, scatter/gather sends, overlapped reduction in small buckets") {
     check_mirrors_full(scenario("tp: 2 pp: 2 dp: 4 micro_batch: 1 grad_accum: 3 pp_scatter_gather: true "

@@ -105,6 +105,17 @@ std::string canonical_algorithm(std::string_view name) {
   return {};
 }
 
+// NCCL algorithms (NCCL_ALGO names, nccl.md) that clustersim does not model, so that no band can stand for them:
+// NVLSTree (NVLS inside each node, a tree between nodes), CollNetChain, PAT (AllGather/ReduceScatter with one
+// GPU per node). clustersim-bench measures them by default. "" for any other name.
+std::string unmodelled_algorithm(std::string_view name) {
+  const std::string key = lower(name);
+  if (key == "nvlstree" || key == "nvls_tree") return "nvlstree";
+  if (key == "collnetchain" || key == "collnet_chain") return "collnetchain";
+  if (key == "pat") return "pat";
+  return {};
+}
+
 std::string canonical_protocol(std::string_view name) {
   const std::string key = lower(name);
   if (key.empty() || key == "default") return "default";
@@ -194,7 +205,8 @@ std::string sha256_hex(std::string_view bytes) {
 // ---- import ---------------------------------------------------------------------------------------------
 
 schema::RawMeasurements import_measured_runs(const std::vector<MeasuredRun>& runs, const ImportOptions& options) {
-  const std::string algorithm = canonical_algorithm(options.algorithm);
+  std::string algorithm = canonical_algorithm(options.algorithm);
+  if (algorithm.empty()) algorithm = unmodelled_algorithm(options.algorithm);  // imported; `fit` skips it
   if (algorithm.empty())
     throw InputError("command line", 0, 0, "--algo",
                      "\"" + options.algorithm + "\" is not an algorithm; one of " + list_of(kAlgorithms));
@@ -221,6 +233,7 @@ schema::RawMeasurements import_measured_runs(const std::vector<MeasuredRun>& run
     if (prov.nccl_version().empty() && run.nccl_version) prov.set_nccl_version(*run.nccl_version);
     if (prov.gpus() == 0) prov.set_gpus(*run.gpus);
     if (prov.hosts() == 0 && run.nodes) prov.set_hosts(*run.nodes);
+    prov.set_hosts_per_nvlink_domain(options.hosts_per_nvlink_domain);
     if (prov.launch_mode().empty() && run.gpus_per_process)
       prov.set_launch_mode(*run.gpus_per_process == 1
                                ? "one process per GPU"
@@ -237,7 +250,7 @@ schema::RawMeasurements import_measured_runs(const std::vector<MeasuredRun>& run
       if (row.size_bytes == 0) continue;  // nothing ran (AG/RS sizes below ranks·16 B)
       for (const bool in_place : {false, true}) {
         const double time = in_place ? row.time_us_ip : row.time_us_oop;
-        if (!std::isfinite(time)) continue;
+        if (!std::isfinite(time) || has_wrong(row, in_place)) continue;  // not run, or broken (wrong_rows_note)
         schema::CollectiveSample& s = *out.add_collectives();
         s.set_op(op);
         s.set_algorithm(algorithm);
@@ -387,6 +400,21 @@ Base choose_base(const std::vector<RawInput>& raws, const FitOptions& options) {
                      "no built-in profile matches the measured GPU \"" + gpu +
                          "\"; choose the base profile with --base: " + builtin_choices() +
                          ", or a profile file (or name the GPU when importing: import-nccl-tests --gpu NAME)");
+  // The same chip in another form factor is another machine: an H100 PCIe card has 756 dense BF16 TFLOP/s and
+  // 2.0 TB/s of HBM2e, not the SXM part's 989 and 3.35 TB/s; an H100 NVL has 94 GB. The chip token alone would
+  // pick the SXM profile and quietly keep its peaks for everything not measured, so the user must choose.
+  const std::vector<std::string> device = tokens(gpu);
+  const std::vector<std::string> profile_gpu = tokens(load_builtin_profile(*name)->gpu.gpu);
+  for (const std::string form : {"PCIE", "NVL"})
+    if (std::find(device.begin(), device.end(), form) != device.end() &&
+        std::find(profile_gpu.begin(), profile_gpu.end(), form) == profile_gpu.end())
+      throw InputError("command line", 0, 0, "--base",
+                       "the measured GPU \"" + gpu + "\" is " + (form == "PCIE" ? "a PCIe" : "an NVL") +
+                           " part, but the nearest built-in profile, " + *name + ", is " +
+                           load_builtin_profile(*name)->gpu.gpu +
+                           " (other peak TFLOP/s, memory bandwidth or capacity, which the fit keeps for everything "
+                           "not measured); choose the base with --base: " + *name +
+                           " to accept it, or a profile file of this GPU");
   b.name = *name;
   b.reason = "the measured GPU \"" + gpu + "\"";
   b.text = *builtin_profile_source(*name);
@@ -618,6 +646,8 @@ FitResult fit_profile(const std::vector<RawInput>& raws, const FitOptions& optio
 
   // ---- collective bands
   std::map<BandKey, std::vector<Point>> samples;
+  std::map<std::string, std::size_t> unmodelled;  // algorithm → samples skipped
+  bool domains_unknown = false;                   // a multi-host sample without hosts_per_nvlink_domain
   for (const RawInput& r : raws) {
     const schema::RawProvenance& p = r.raw->provenance();
     for (int i = 0; i < r.raw->collectives_size(); ++i) {
@@ -626,6 +656,10 @@ FitResult fit_profile(const std::vector<RawInput>& raws, const FitOptions& optio
       const std::string op = canonical_op(s.op());
       if (op.empty()) r.fail(path + ".op", "\"" + s.op() + "\" is not a collective; one of " + list_of(kOps));
       const std::string algo = canonical_algorithm(s.algorithm());
+      if (algo.empty() && !unmodelled_algorithm(s.algorithm()).empty()) {
+        ++unmodelled[unmodelled_algorithm(s.algorithm())];
+        continue;
+      }
       if (algo.empty())
         r.fail(path + ".algorithm", "\"" + s.algorithm() + "\" is not an algorithm; one of " + list_of(kAlgorithms));
       const std::string proto = canonical_protocol(s.protocol());
@@ -636,12 +670,28 @@ FitResult fit_profile(const std::vector<RawInput>& raws, const FitOptions& optio
       if (s.size_bytes() == 0) continue;  // nothing ran
       if (!std::isfinite(s.time_us()) || s.time_us() <= 0)
         r.fail(path + ".time_us", format_number(s.time_us()) + " must be a number > 0 (microseconds)");
+      // The link kind the simulator asks for: NVLINK while the ranks stay inside one NVLink domain, which on
+      // multi-node NVLink (GB200 NVL72: 18 hosts) spans hosts; NET once they cross domains.
       const std::uint32_t nodes = s.nodes() ? s.nodes() : p.hosts();
-      const int link = nodes > 1 ? schema::AlphaBetaBand::NET : schema::AlphaBetaBand::NVLINK;
+      const std::uint32_t per_domain = std::max<std::uint32_t>(1, p.hosts_per_nvlink_domain());
+      const std::uint32_t domains = nodes == 0 ? 1 : (nodes + per_domain - 1) / per_domain;
+      if (nodes > 1 && p.hosts_per_nvlink_domain() == 0) domains_unknown = true;
+      const int link = domains > 1 ? schema::AlphaBetaBand::NET : schema::AlphaBetaBand::NVLINK;
       samples[{op, algo, proto, link, ranks}].push_back(
           Point{static_cast<double>(s.size_bytes()) * busbw_factor(op, ranks), s.time_us(), s.size_bytes()});
     }
   }
+  for (const auto& [algo, n] : unmodelled)
+    result.notes.push_back(std::to_string(n) + " " + algo + " sample" + (n == 1 ? "" : "s") +
+                           " skipped: clustersim does not model NCCL's " + algo + " algorithm, so no band is fitted");
+  // Only rack-scale NVLink parts say so: elsewhere every host is its own NVLink domain, and the note is noise.
+  const std::string gpu_names = lower(out.gpu().gpu() + " " + raws.front().raw->provenance().gpu());
+  if (domains_unknown && (gpu_names.find("gb200") != std::string::npos ||
+                          gpu_names.find("gb300") != std::string::npos || gpu_names.find("nvl72") != std::string::npos))
+    result.notes.push_back(
+        "samples from several hosts are fitted as NET bands (each host its own NVLink domain); on multi-node NVLink "
+        "such as GB200 NVL72, import or measure with --hosts-per-nvlink-domain (18 per NVL72 rack), so that runs "
+        "inside one rack fit the NVLINK bands the simulator uses there");
   std::vector<std::uint64_t> edges = {0};
   edges.insert(edges.end(), options.band_edges.begin(), options.band_edges.end());
   schema::CollectiveProfile& coll = *out.mutable_collectives();

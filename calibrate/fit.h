@@ -54,6 +54,7 @@ struct ImportOptions {
   std::string algorithm = "default";  // what NCCL_ALGO forced when measuring
   std::string protocol = "default";   // what NCCL_PROTO forced
   std::string gpu;                    // device name; empty: from the logs
+  std::uint32_t hosts_per_nvlink_domain = 0;  // multi-node NVLink (GB200 NVL72: 18); 0: one host per domain
 };
 
 // The runs as raw measurements. Throws InputError (file, field) when a run does not say which collective it

@@ -78,8 +78,15 @@ std::vector<Line> split_lines(std::string_view text) {
   return out;
 }
 
-// `mpirun --tag-output` writes "[1,0]<stdout>:" before every line.
+// `mpirun --tag-output` writes "[1,0]<stdout>:" before every line, `srun --label` "0: " (the task number).
 void strip_launcher_prefix(Line& line) {
+  std::size_t digits = 0;
+  while (digits < line.text.size() && digits < 8 && line.text[digits] >= '0' && line.text[digits] <= '9') ++digits;
+  if (digits > 0 && line.text.substr(digits, 2) == ": ") {  // a result row never has ':' after its first number
+    line.text.remove_prefix(digits + 2);
+    line.offset += static_cast<int>(digits + 2);
+    return;
+  }
   if (line.text.empty() || line.text.front() != '[') return;
   const std::size_t tag = line.text.find("]<stdout>:");
   if (tag == std::string_view::npos || tag > 24) return;
@@ -281,6 +288,7 @@ struct Columns {
   int time_oop = 5, algbw_oop = 6, busbw_oop = 7;
   int time_ip = 9, algbw_ip = 10, busbw_ip = 11;
   std::vector<int> numeric_extras{8, 12};  // #wrong/error, #bitdiff, i_* columns: numbers or N/A
+  int wrong_oop = 8, wrong_ip = 12;         // "#wrong" (a count of wrong elements); -1 where none
 };
 
 Columns modern_columns() {
@@ -293,6 +301,7 @@ Columns legacy_columns() {  // older nccl-tests: no root, "error" instead of "#w
   c.root = -1;
   c.time_oop = 4, c.algbw_oop = 5, c.busbw_oop = 6, c.time_ip = 8, c.algbw_ip = 9, c.busbw_ip = 10;
   c.numeric_extras = {7, 11};
+  c.wrong_oop = c.wrong_ip = -1;  // "error" is the largest deviation, within tolerance when non-zero
   return c;
 }
 
@@ -304,6 +313,7 @@ std::optional<Columns> columns_from_header(const std::vector<Token>& names) {
   c.fields = 0;
   c.redop = c.root = c.time_oop = c.algbw_oop = c.busbw_oop = c.time_ip = c.algbw_ip = c.busbw_ip = -1;
   c.numeric_extras.clear();
+  c.wrong_oop = c.wrong_ip = -1;
   for (std::size_t i = 0; i < names.size(); ++i) {
     const std::string_view n = names[i].text;
     const int at = static_cast<int>(i);
@@ -323,8 +333,10 @@ std::optional<Columns> columns_from_header(const std::vector<Token>& names) {
       (c.algbw_oop < 0 ? c.algbw_oop : c.algbw_ip) = at;
     else if (n == "busbw")
       (c.busbw_oop < 0 ? c.busbw_oop : c.busbw_ip) = at;
-    else
+    else {
       c.numeric_extras.push_back(at);
+      if (n == "#wrong") (c.wrong_oop < 0 ? c.wrong_oop : c.wrong_ip) = at;
+    }
   }
   if (c.time_oop < 0 || c.algbw_oop < 0 || c.busbw_oop < 0) return std::nullopt;
   return c;
@@ -332,6 +344,7 @@ std::optional<Columns> columns_from_header(const std::vector<Token>& names) {
 
 MeasuredRow parse_log_row(const Reader& r, const std::vector<Token>& t, const Columns& c, int line) {
   MeasuredRow row;
+  row.line = line;
   row.size_bytes = r.unsigned_field(t[static_cast<std::size_t>(c.size)], line, "size");
   row.count = r.unsigned_field(t[static_cast<std::size_t>(c.count)], line, "count");
   const Token& type = t[static_cast<std::size_t>(c.type)];
@@ -356,6 +369,8 @@ MeasuredRow parse_log_row(const Reader& r, const std::vector<Token>& t, const Co
   row.busbw_ip = num(c.busbw_ip, "in-place busbw");
   for (int extra : c.numeric_extras)
     if (static_cast<std::size_t>(extra) < t.size()) (void)num(extra, "#wrong/error");
+  if (c.wrong_oop >= 0) row.wrong_oop = num(c.wrong_oop, "#wrong");
+  if (c.wrong_ip >= 0) row.wrong_ip = num(c.wrong_ip, "#wrong");
   return row;
 }
 
@@ -386,6 +401,12 @@ MeasuredRun parse_log(const std::vector<Line>& lines, const std::string& file) {
       const std::size_t hash = static_cast<std::size_t>(text.data() - l.text.data());
       const std::string_view body = text.substr(1);
       if (!run.rows.empty() && body.find("Avg bus bandwidth") != std::string_view::npos) run.complete = true;
+      // "# Out of bounds values : 3 FAILED"
+      if (const std::size_t at = body.find("Out of bounds values"); at != std::string_view::npos) {
+        const std::vector<Token> w = split_whitespace(body.substr(at + 20));
+        if (w.size() >= 3 && w[0].text == ":" && all_digits(w[1].text) && w[2].text == "FAILED")
+          std::from_chars(w[1].text.data(), w[1].text.data() + w[1].text.size(), run.out_of_bounds);
+      }
       facts.comment_line(body, l.number);
       const std::vector<Token> names = split_whitespace(body, l.offset + static_cast<int>(hash) + 2);
       if (const auto c = columns_from_header(names)) {
@@ -455,6 +476,27 @@ std::string cut_off_note(const MeasuredRun& run) {
          " B): the run may be cut off\n";
 }
 
+std::string wrong_rows_note(const MeasuredRun& run, const std::string& what) {
+  std::string rows;
+  std::size_t n = 0;
+  for (const MeasuredRow& row : run.rows) {
+    if (!has_wrong(row, false) && !has_wrong(row, true)) continue;
+    ++n;
+    rows += (rows.empty() ? "" : ", ") + std::to_string(row.size_bytes) + " B (line " + std::to_string(row.line) +
+            (has_wrong(row, false) && has_wrong(row, true) ? ""
+             : has_wrong(row, false)                       ? ", out-of-place"
+                                                           : ", in-place") +
+            ")";
+  }
+  if (n > 0)
+    return "# note: " + run.source_file + ": nccl-tests found wrong results (#wrong > 0) in " + std::to_string(n) +
+           (n == 1 ? " row" : " rows") + "; " + what + ": " + rows + "\n";
+  if (run.out_of_bounds > 0)
+    return "# note: " + run.source_file + " ends with \"Out of bounds values : " + std::to_string(run.out_of_bounds) +
+           " FAILED\": some results were wrong, in rows it does not mark; its times may not measure the hardware\n";
+  return "";
+}
+
 namespace {
 
 MeasuredRun parse_csv(const std::vector<Line>& lines, std::size_t header_index, const std::string& file) {
@@ -493,6 +535,7 @@ MeasuredRun parse_csv(const std::vector<Line>& lines, std::size_t header_index, 
              "the row ends after " + std::to_string(f.size()) + " of its 9 fields: the file is cut off");
     if (f.size() > 9) r.fail(l.number, f[9].column, "the row has more than 9 fields");
     MeasuredRow row;
+    row.line = l.number;
     row.size_bytes = r.unsigned_field(f[0], l.number, "size");
     row.count = r.unsigned_field(f[1], l.number, "count");
     if (!is_word(f[2].text) || all_digits(f[2].text))
@@ -520,6 +563,7 @@ std::string nccl_version_from_code(std::uint64_t code) {
 }
 
 MeasuredRun parse_measured_run(std::string_view text, const std::string& file) {
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a UTF-8 byte-order mark (spreadsheet exports)
   std::vector<Line> lines = split_lines(text);
   for (const Line& l : lines)
     if (l.text.find('\0') != std::string_view::npos)

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,6 +34,7 @@
 namespace clustersim::calibrate {
 
 struct MeasuredRow {
+  int line = 0;                  // where the row is in its file (1-based)
   std::uint64_t size_bytes = 0;  // nccl-tests "size" (bytes)
   std::uint64_t count = 0;       // elements, as printed (per rank for AllGather/ReduceScatter/AlltoAll)
   std::string type;              // "float", "double", "bfloat16", ...
@@ -44,7 +46,17 @@ struct MeasuredRow {
   double time_us_ip = 0;         // in-place; NaN when N/A
   double algbw_ip = 0;
   double busbw_ip = 0;
+  // nccl-tests' "#wrong" columns (-c 1 checks every result): elements that came out wrong, out-of-place and
+  // in-place; NaN where not checked (N/A, the CSV layout, older logs whose "error" column is a max deviation).
+  // A row with wrong elements measured a broken collective: its times are no measurement of the hardware.
+  double wrong_oop = std::numeric_limits<double>::quiet_NaN();
+  double wrong_ip = std::numeric_limits<double>::quiet_NaN();
 };
+
+// True when nccl-tests found wrong elements in that half of the row.
+inline bool has_wrong(const MeasuredRow& row, bool in_place) {
+  return (in_place ? row.wrong_ip : row.wrong_oop) > 0;
+}
 
 enum class MeasuredFormat { kNcclTestsLog, kValidationCsv };
 
@@ -64,10 +76,16 @@ struct MeasuredRun {
   // nccl-tests ends each test with "# Avg bus bandwidth : …" after the rows; a text log without it may have been
   // cut off between two rows (a CSV has no such line: always true).
   bool complete = true;
+  // nccl-tests' closing "# Out of bounds values : N FAILED" (N wrong elements over the whole run), else 0.
+  std::uint64_t out_of_bounds = 0;
 };
 
 // "" for a complete run; else a `#` line saying that the log may be cut off after its last row.
 std::string cut_off_note(const MeasuredRun& run);
+
+// "" when nccl-tests found no wrong results; else `#` lines naming the rows (sizes and lines) whose results were
+// wrong, after `what` says what happens to them ("not imported").
+std::string wrong_rows_note(const MeasuredRun& run, const std::string& what);
 
 // Parses `text` (read from `file`, which is used only in errors and as source_file).
 MeasuredRun parse_measured_run(std::string_view text, const std::string& file);

@@ -1,6 +1,8 @@
 #include "cli/calibrate_command.h"
 
 #include <array>
+#include <charconv>
+#include <limits>
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdarg>
@@ -74,7 +76,7 @@ std::vector<std::uint64_t> parse_bands(const std::string& text) {
     if (i < item.size()) {
       const char u = item[i++];
       const int shift = u == 'K' || u == 'k' ? 10 : u == 'M' || u == 'm' ? 20 : u == 'G' || u == 'g' ? 30 : -1;
-      if (shift < 0) fail_option("--bands", bad);
+      if (shift < 0 || v > (std::numeric_limits<std::uint64_t>::max() >> shift)) fail_option("--bands", bad);
       v <<= shift;
     }
     if (i != item.size() || v == 0 || (!out.empty() && v <= out.back())) fail_option("--bands", bad);
@@ -82,6 +84,15 @@ std::vector<std::uint64_t> parse_bands(const std::string& text) {
     begin = end + 1;
   }
   return out;
+}
+
+// A whole number in [1, max] ("18"); boost's own conversion would take "-1" as 4294967295.
+std::uint32_t parse_count_option(const std::string& text, const std::string& option, std::uint32_t max = 4096) {
+  std::uint32_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v == 0 || v > max)
+    fail_option(option, "\"" + text + "\" is not a whole number from 1 to " + std::to_string(max));
+  return v;
 }
 
 std::string output_option(const ParsedCommand& parsed, const std::string& what) {
@@ -103,7 +114,10 @@ int import_command(const std::vector<std::string>& args, std::ostream& out) {
       "proto", po::value<std::string>()->value_name("PROTO"),
       "the protocol NCCL_PROTO forced when measuring (LL, LL128, Simple; default: NCCL's choice)")(
       "gpu", po::value<std::string>()->value_name("NAME"),
-      "the GPU's device name, when the logs do not say (e.g. \"NVIDIA H100 80GB HBM3\")");
+      "the GPU's device name, when the logs do not say (e.g. \"NVIDIA H100 80GB HBM3\")")(
+      "hosts-per-nvlink-domain", po::value<std::string>()->value_name("N"),
+      "hosts that share one NVLink domain, on multi-node NVLink (18 per GB200 NVL72 rack; default: each host its "
+      "own), so that `fit` labels runs inside one domain as NVLINK bands");
   const ParsedCommand parsed = parse_command(args, named, "calibrate import-nccl-tests");
   const po::variables_map& vm = parsed.options;
   if (vm.count("help")) {
@@ -116,6 +130,9 @@ int import_command(const std::vector<std::string>& args, std::ostream& out) {
   if (vm.count("algo")) options.algorithm = vm["algo"].as<std::string>();
   if (vm.count("proto")) options.protocol = vm["proto"].as<std::string>();
   if (vm.count("gpu")) options.gpu = vm["gpu"].as<std::string>();
+  if (vm.count("hosts-per-nvlink-domain"))
+    options.hosts_per_nvlink_domain =
+        parse_count_option(vm["hosts-per-nvlink-domain"].as<std::string>(), "--hosts-per-nvlink-domain");
   std::vector<calibrate::MeasuredRun> runs;
   for (const std::string& path : parsed.scenarios) runs.push_back(calibrate::read_measured_run(path));
   const schema::RawMeasurements raw = calibrate::import_measured_runs(runs, options);
@@ -127,9 +144,10 @@ int import_command(const std::vector<std::string>& args, std::ostream& out) {
   summary += "\n# GPU " + (raw.provenance().gpu().empty() ? std::string("(not stated)") : raw.provenance().gpu()) +
              ", " + std::to_string(raw.provenance().gpus()) + " GPUs, " +
              (raw.provenance().hosts() ? std::to_string(raw.provenance().hosts()) : std::string("?")) +
-             " hosts, NCCL " +
+             (raw.provenance().hosts() == 1 ? " host" : " hosts") + ", NCCL " +
              (raw.provenance().nccl_version().empty() ? std::string("?") : raw.provenance().nccl_version()) + "\n";
-  for (const calibrate::MeasuredRun& run : runs) summary += calibrate::cut_off_note(run);
+  for (const calibrate::MeasuredRun& run : runs)
+    summary += calibrate::cut_off_note(run) + calibrate::wrong_rows_note(run, "not imported");
   write_file_atomically(output, calibrate::message_text(raw,
                                                         "Raw measurements imported by `clustersim calibrate "
                                                         "import-nccl-tests` (schema: calibrate/raw.proto)."));

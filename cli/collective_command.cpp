@@ -306,7 +306,8 @@ std::string comparison_text(const Comparison& c, const calibrate::MeasuredRun& m
   if (measured.nccl_version) out += ", NCCL " + *measured.nccl_version;
   if (measured.gpus) out += ", " + std::to_string(*measured.gpus) + " GPUs";
   if (measured.nodes) out += " on " + std::to_string(*measured.nodes) + (*measured.nodes == 1 ? " node" : " nodes");
-  out += "\n" + calibrate::cut_off_note(measured);
+  out += "\n" + calibrate::cut_off_note(measured) +
+         calibrate::wrong_rows_note(measured, "left out of the comparison where the out-of-place half was wrong");
   // Releases differ in their tuning (nccl.md 1.5: the NVLS model was rewritten twice in two years), so the
   // algorithm and protocol the run used may not be the ones the profile's constants choose.
   if (!c.profile_nccl_version.empty() && (!measured.nccl_version || *measured.nccl_version != c.profile_nccl_version))
@@ -433,6 +434,7 @@ Comparison compare_collective(const workloads::Scenario& scenario, CollectiveOp 
   std::vector<double> err_1mib, err_64mib;
   for (const calibrate::MeasuredRow& m : measured.rows) {
     if (m.size_bytes == 0) continue;  // nccl-tests prints 0 for AG/RS sizes below n·16 B: nothing ran
+    if (calibrate::has_wrong(m, false)) continue;  // a broken run's time (wrong_rows_note says which)
     ComparisonRow r;
     r.size_bytes = m.size_bytes;
     r.measured_time_us = m.time_us_oop;

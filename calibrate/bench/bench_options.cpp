@@ -91,6 +91,10 @@ options:
                         the other ranks wait for it (use a fresh path per job on a shared file
                         system)
   --nccl-id-timeout S   how long the other ranks wait for the id file (default 600 s)
+  --hosts-per-nvlink-domain N
+                        hosts that share one NVLink domain (multi-node NVLink: 18 per GB200
+                        NVL72 rack; default: each host its own), recorded so that `fit` labels
+                        runs inside one domain as NVLINK bands
   -h, --help            this text
 
 multi-process runs (one process per GPU): rank and world size are read from
@@ -172,6 +176,8 @@ BenchOptions parse_bench_options(int argc, const char* const* argv) {
       if (options.nccl_id_file.empty()) throw UsageError("--nccl-id-file: empty path");
     } else if (flag == "--nccl-id-timeout") {
       options.nccl_id_timeout_s = parse_count(next_value(), flag, 1);
+    } else if (flag == "--hosts-per-nvlink-domain") {
+      options.hosts_per_nvlink_domain = static_cast<std::uint32_t>(parse_count(next_value(), flag, 1));
     } else {
       throw UsageError("unknown argument \"" + std::string(argv[i]) + "\"");
     }

@@ -31,6 +31,7 @@ struct BenchOptions {
   std::vector<std::string> protos;  // forced NCCL_PROTO values, e.g. "LL128"
   std::string nccl_id_file;         // multi-process: where rank 0 publishes the id
   double nccl_id_timeout_s = 600.0;
+  std::uint32_t hosts_per_nvlink_domain = 0;  // 0: each host its own NVLink domain
   bool help = false;
   std::string command_line;  // argv joined, for the provenance
 };

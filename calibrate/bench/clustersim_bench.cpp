@@ -85,6 +85,7 @@ void fill_provenance(const BenchOptions& options, const LaunchEnv& env, int devi
   provenance.set_nccl_version(nccl_version_string(nccl));
   provenance.set_date(utc_now());
   provenance.set_hostname(host_name());
+  provenance.set_hosts_per_nvlink_domain(options.hosts_per_nvlink_domain);
   provenance.set_hosts(1);
   provenance.set_gpus(1);
   provenance.set_launch_mode("one process, 1 GPU");

@@ -182,6 +182,79 @@ TEST_CASE("fit: bad input is an InputError naming the file and field") {
         "x.pb: not a RawMeasurements binary protobuf (calibrate/raw.proto), nor text");
 }
 
+namespace {
+
+// Two exact ring all_reduce points of 8 ranks on `hosts` hosts: t = 20 us + S·1.75 / 600 GB/s (busbw factor
+// 2(n−1)/n = 1.75; 600 GB/s = 6e5 B/us): 1 MiB → 20 + 1835008/6e5 = 23.05835 us, 32 MiB → 20 + 58720256/6e5 =
+// 117.86709 us. Plus `extra` samples.
+calibrate::FitResult fit_text(const std::string& provenance, const std::string& extra, const std::string& base) {
+  const std::string text = "provenance { " + provenance + " gpus: 8 }\n" +
+                           "collectives { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" ranks: 8 "
+                           "size_bytes: 1048576 time_us: 23.0583466667 }\n"
+                           "collectives { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" ranks: 8 "
+                           "size_bytes: 33554432 time_us: 117.867093333 }\n" +
+                           extra;
+  std::vector<calibrate::RawInput> raws;
+  raws.push_back(calibrate::parse_raw(text, "raw.textproto"));
+  calibrate::FitOptions options;
+  options.base = base;
+  return calibrate::fit_profile(raws, options);
+}
+
+}  // namespace
+
+TEST_CASE("fit: a band's link kind follows the NVLink domain, which on GB200 NVL72 spans 18 hosts") {
+  // 2 hosts of one NVL72 rack (hosts_per_nvlink_domain 18): ceil(2 / 18) = 1 domain, so NVLINK, the kind the
+  // simulator asks for inside one rack; unset, each host is its own domain: 2 domains, NET, and a note says how
+  // to say otherwise. 8 hosts of 4 per domain: 2 domains, NET, no note.
+  const calibrate::FitResult rack = fit_text("gpu: \"NVIDIA GB200\" hosts: 2 hosts_per_nvlink_domain: 18", "", "gb200");
+  REQUIRE(rack.bands.size() == 1);
+  CHECK(rack.bands[0].link == "NVLINK");
+  CHECK(rack.bands[0].alpha_us == doctest::Approx(20.0).epsilon(1e-6));
+  CHECK(rack.bands[0].busbw_GBps == doctest::Approx(600.0).epsilon(1e-6));
+  CHECK(rack.notes.empty());
+  const calibrate::FitResult hosts = fit_text("gpu: \"NVIDIA GB200\" hosts: 2", "", "gb200");
+  CHECK(hosts.bands[0].link == "NET");
+  REQUIRE(hosts.notes.size() == 1);
+  CHECK(hosts.notes[0].find("--hosts-per-nvlink-domain") != std::string::npos);
+  const calibrate::FitResult two = fit_text("gpu: \"NVIDIA GB200\" hosts: 8 hosts_per_nvlink_domain: 4", "", "gb200");
+  CHECK(two.bands[0].link == "NET");
+  CHECK(two.notes.empty());
+  // An H100 cluster of 2 hosts: NET, and no note (every DGX H100 is its own NVLink domain).
+  CHECK(fit_text("gpu: \"NVIDIA H100 80GB HBM3\" hosts: 2", "", "").notes.empty());
+}
+
+TEST_CASE("fit: samples of NCCL algorithms clustersim does not model are skipped with a note, not refused") {
+  // clustersim-bench's default --algos measure NVLSTree, CollNetChain and PAT; their 3 samples leave the ring
+  // band of the 2 exact points alone (alpha 20 us, busbw 600 GB/s).
+  const std::string extra =
+      "collectives { op: \"all_reduce\" algorithm: \"nvlstree\" protocol: \"Simple\" ranks: 8 size_bytes: 1048576 "
+      "time_us: 5 }\n"
+      "collectives { op: \"all_reduce\" algorithm: \"NVLSTree\" protocol: \"Simple\" ranks: 8 size_bytes: 33554432 "
+      "time_us: 50 }\n"
+      "collectives { op: \"all_gather\" algorithm: \"pat\" protocol: \"Simple\" ranks: 8 size_bytes: 1048576 "
+      "time_us: 9 }\n";
+  const calibrate::FitResult r = fit_text("gpu: \"NVIDIA H100 80GB HBM3\" hosts: 1", extra, "");
+  REQUIRE(r.bands.size() == 1);
+  CHECK(r.bands[0].alpha_us == doctest::Approx(20.0).epsilon(1e-6));
+  CHECK(r.bands[0].busbw_GBps == doctest::Approx(600.0).epsilon(1e-6));
+  REQUIRE(r.notes.size() == 2);
+  CHECK(r.notes[0] == "2 nvlstree samples skipped: clustersim does not model NCCL's nvlstree algorithm, so no band is "
+                      "fitted");
+  CHECK(r.notes[1].find("1 pat sample skipped") == 0);
+}
+
+TEST_CASE("fit: a PCIe or NVL card is not silently fitted on the SXM part's profile") {
+  // "NVIDIA H100 PCIe" shares only the chip token with H100-SXM5-80GB, whose 989.4 BF16 TFLOP/s and 3.35 TB/s
+  // the fit would keep (the PCIe card: 756 and 2.0): the base must be chosen.
+  CHECK(input_error_of([] { fit_text("gpu: \"NVIDIA H100 PCIe\" hosts: 1", "", ""); })
+            .find("command line: --base: the measured GPU \"NVIDIA H100 PCIe\" is a PCIe part, but the nearest "
+                  "built-in profile, h100-sxm5-80gb, is H100-SXM5-80GB") == 0);
+  CHECK(input_error_of([] { fit_text("gpu: \"NVIDIA H100 NVL\" hosts: 1", "", ""); }).find("is an NVL part") !=
+        std::string::npos);
+  CHECK(fit_text("gpu: \"NVIDIA H100 PCIe\" hosts: 1", "", "h100-sxm5-80gb").base_name == "h100-sxm5-80gb");
+}
+
 TEST_CASE("builtin_profile_for_gpu: driver device names pick the built-in profile") {
   CHECK(calibrate::builtin_profile_for_gpu("NVIDIA H100 80GB HBM3") == std::optional<std::string>("h100-sxm5-80gb"));
   CHECK(calibrate::builtin_profile_for_gpu("NVIDIA A100-SXM4-80GB") == std::optional<std::string>("a100-sxm4-80gb"));

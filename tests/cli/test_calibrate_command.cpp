@@ -181,7 +181,7 @@ TEST_CASE("calibrate import: the recorded fixture is what importing the CSV give
   CHECK(run.status == 0);
   CHECK(run.out ==
         "# imported 62 collective samples from 1 file: all_reduce 62\n"
-        "# GPU NVIDIA H100 80GB HBM3, 8 GPUs, 1 hosts, NCCL 2.26.2\n"
+        "# GPU NVIDIA H100 80GB HBM3, 8 GPUs, 1 host, NCCL 2.26.2\n"
         "# wrote " +
             (dir / "raw.textproto").string() + "\n");
   CHECK(clustersim::testing::slurp(dir / "raw.textproto") ==
@@ -253,6 +253,63 @@ TEST_CASE("calibrate: bad input exits 2 with file and field") {
   CHECK(err("calibrate frobnicate") ==
         "error: command line: calibrate: unknown subcommand 'frobnicate'; one of fit, import-nccl-tests, show\n");
   CHECK_FALSE(std::filesystem::exists(dir / "x.textproto"));
+}
+
+TEST_CASE("calibrate import: rows nccl-tests found wrong are left out; srun labels and a byte-order mark are read") {
+  // The H100 ring AllReduce CSV (31 sizes) as an nccl-tests log, with #wrong 123 out-of-place at 32 MiB and 5
+  // in-place at 64 MiB: those 2 of its 2 x 31 = 62 samples are not imported (60 left); the note names both rows.
+  const calibrate::MeasuredRun csv =
+      calibrate::read_measured_run(kSource + "/validation/nccl/h100_8gpu_nvswitch_allreduce_ring.csv");
+  std::string text = nccl_tests_text(csv, "NVIDIA H100 80GB HBM3", false);
+  auto mark = [&](const std::string& size, int which, const std::string& wrong) {
+    const std::size_t row = text.find("\n" + std::string(12 - size.size(), ' ') + size + "  ");
+    REQUIRE(row != std::string::npos);
+    const std::size_t end = text.find('\n', row + 1);
+    std::string line = text.substr(row + 1, end - row - 1);
+    std::size_t at = 0;
+    for (int k = 0; k <= which; ++k) at = line.find("       0", at + 1);  // "%6g" of 0 after two spaces
+    REQUIRE(at != std::string::npos);
+    line.replace(at + 8 - wrong.size(), wrong.size(), wrong);
+    text.replace(row + 1, end - row - 1, line);
+  };
+  mark("33554432", 0, "123");
+  mark("67108864", 1, "5");
+  const calibrate::MeasuredRun log = calibrate::parse_measured_run(text, "wrong.log");
+  calibrate::ImportOptions options;
+  options.algorithm = "ring";
+  const schema::RawMeasurements raw = calibrate::import_measured_runs({log}, options);
+  REQUIRE(log.rows.size() == 31);
+  CHECK(raw.collectives_size() == 2 * 31 - 2);
+  for (const schema::CollectiveSample& s : raw.collectives()) {
+    CHECK_FALSE((s.size_bytes() == 33554432 && !s.in_place()));
+    CHECK_FALSE((s.size_bytes() == 67108864 && s.in_place()));
+  }
+  const std::string note = calibrate::wrong_rows_note(log, "not imported");
+  CHECK(note.find("# note: wrong.log: nccl-tests found wrong results (#wrong > 0) in 2 rows; not imported: 33554432 B "
+                  "(line ") == 0);
+  CHECK(note.find(", out-of-place), 67108864 B (line ") != std::string::npos);
+  CHECK(note.find(", in-place)\n") != std::string::npos);
+  // `srun --label` prefixes ("3: ") and a UTF-8 byte-order mark parse to the same rows.
+  std::string labelled, line;
+  for (std::size_t b = 0, e; b < text.size(); b = e + 1) {
+    e = text.find('\n', b);
+    if (e == std::string::npos) e = text.size();
+    labelled += "3: " + text.substr(b, e - b) + "\n";
+  }
+  const calibrate::MeasuredRun srun = calibrate::parse_measured_run(labelled, "srun.log");
+  REQUIRE(srun.rows.size() == log.rows.size());
+  CHECK(srun.rows[20].time_us_oop == log.rows[20].time_us_oop);
+  CHECK(srun.gpus == log.gpus);
+  const std::string csv_text = clustersim::testing::slurp(
+      std::filesystem::path(kSource) / "validation/nccl/h100_8gpu_nvswitch_allreduce_ring.csv");
+  CHECK(calibrate::parse_measured_run("\xEF\xBB\xBF" + csv_text, "bom.csv").rows.size() == csv.rows.size());
+  // --bands: 17179869185G is 2^64 + 2^30 bytes, which a 64-bit shift would wrap to 1 GiB.
+  const std::filesystem::path dir = scratch_dir("calibrate-bands");
+  const auto r = run_clustersim("calibrate fit tests/data/calibrate/two_points.textproto --bands 17179869185G -o " +
+                                    (dir / "x.textproto").string(),
+                                dir);
+  CHECK(r.status == 2);
+  CHECK(r.err.find("error: command line: --bands: \"17179869185G\" is not") == 0);
 }
 
 TEST_CASE("calibrate closing the loop: fit H100 ring AllReduce, predict ring AllGather of the same node") {

@@ -568,6 +568,40 @@ void ParsedText::fail(const std::string& field_path, const std::string& message)
   throw InputError(file_, at.line, at.column, field_path, message);
 }
 
+namespace {
+
+// Protobuf enums are open: text format and JSON take any number ("fidelity: 99"), which a switch's default
+// would then silently read as some other value. Every set enum field, at any depth, must name a value.
+void check_enum_numbers(const pb::Message& message, const std::string& prefix, const ParsedText& parsed) {
+  const pb::Reflection* r = message.GetReflection();
+  std::vector<const pb::FieldDescriptor*> fields;
+  r->ListFields(message, &fields);
+  for (const pb::FieldDescriptor* f : fields) {
+    const std::string name = prefix + f->name();
+    const int n = f->is_repeated() ? r->FieldSize(message, f) : 1;
+    for (int i = 0; i < n; ++i) {
+      const std::string path = f->is_repeated() ? name + "[" + std::to_string(i) + "]" : name;
+      if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) {
+        check_enum_numbers(f->is_repeated() ? r->GetRepeatedMessage(message, f, i) : r->GetMessage(message, f),
+                           path + ".", parsed);
+      } else if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_ENUM) {
+        const int v = f->is_repeated() ? r->GetRepeatedEnumValue(message, f, i) : r->GetEnumValue(message, f);
+        const pb::EnumDescriptor* e = f->enum_type();
+        if (e->FindValueByNumber(v) != nullptr) continue;
+        std::string names;
+        for (int k = 0; k < e->value_count(); ++k) {
+          const std::string& value = e->value(k)->name();
+          if (value.size() >= 12 && value.compare(value.size() - 12, 12, "_UNSPECIFIED") == 0) continue;
+          names += (names.empty() ? "" : ", ") + value;
+        }
+        parsed.fail(path, std::to_string(v) + " is not one of " + names);
+      }
+    }
+  }
+}
+
+}  // namespace
+
 ParsedText parse_message(std::string_view raw, const std::string& file, InputSyntax syntax, pb::Message& message) {
   // Old Mac line ends (a CR alone) end lines too: text format would read a file of them as one line, whose
   // first '#' comment hides the rest. CRLF needs nothing (the CR is white space).
@@ -591,7 +625,9 @@ ParsedText parse_message(std::string_view raw, const std::string& file, InputSyn
     auto doc = std::make_shared<JsonValue>();
     if (read_json(text, *doc)) doc.reset();  // protobuf took what this reader refuses: no positions then
     if (doc) check_json_duplicates(file, *doc, root, "");
-    return ParsedText(message, file, syntax, std::string(text), nullptr, std::move(doc));
+    ParsedText parsed(message, file, syntax, std::string(text), nullptr, std::move(doc));
+    check_enum_numbers(message, "", parsed);
+    return parsed;
   }
   auto tree = std::make_unique<pb::TextFormat::ParseInfoTree>();
   FirstErrorCollector errors;
@@ -603,7 +639,9 @@ ParsedText parse_message(std::string_view raw, const std::string& file, InputSyn
     if (errors.has_error()) throw_text_error(text, file, root, errors);
     throw InputError(file, 0, 0, "", "not a valid " + root->name() + " in protobuf text format");
   }
-  return ParsedText(message, file, syntax, std::string(text), std::move(tree));
+  ParsedText parsed(message, file, syntax, std::string(text), std::move(tree));
+  check_enum_numbers(message, "", parsed);
+  return parsed;
 }
 
 std::string read_text_file(const std::string& path) {

@@ -61,7 +61,10 @@ std::string number(double v, const char* format = "%g") {
 std::vector<std::uint64_t> parse_bands(const std::string& text) {
   std::vector<std::uint64_t> out;
   std::size_t begin = 0;
-  const std::string bad = "\"" + text + "\" is not a comma-separated list of increasing sizes such as 64K,1M,64M";
+  const std::string bad =
+      "\"" + text +
+      "\" is not a comma-separated list of increasing sizes in bytes, with units K, M or G, such as "
+      "64K,1M,64M";
   while (begin <= text.size()) {
     std::size_t end = text.find(',', begin);
     if (end == std::string::npos) end = text.size();

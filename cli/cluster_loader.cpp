@@ -12,6 +12,14 @@
 namespace clustersim::cli {
 namespace {
 
+// A link's rate: > 0, and at least 1e-6 of its unit (GB/s or Gbit/s: 125 B/s and up). Anything slower is a unit
+// mistake, and a rate that small times a link fault's factor could round to 0, which stalls every flow on it.
+double link_rate(const ParsedText& in, const std::string& path, bool has, double value, const char* unit) {
+  positive(in, path, has, value, unit);
+  if (value < 1e-6) in.fail(path, format_number(value) + " is below 1e-6 " + unit + ": no interconnect is that slow");
+  return value;
+}
+
 using topology::ClusterSpec;
 using topology::FabricKind;
 using topology::LinkKind;
@@ -70,12 +78,12 @@ Preset load_preset(const std::string& name, std::string_view text) {
   p.layout.nvlink_domain_nodes =
       m.has_nvlink_domain_nodes() ? at_least_one(in, "nvlink_domain_nodes", true, m.nvlink_domain_nodes()) : 1;
   if (p.layout.scale_up == ScaleUp::kNvSwitch) {
-    p.nvlink = GBps(positive(in, "nvlink_gbytes_per_s_per_direction", m.has_nvlink_gbytes_per_s_per_direction(),
-                             m.nvlink_gbytes_per_s_per_direction(), "decimal GB/s per GPU per direction"));
+    p.nvlink = GBps(link_rate(in, "nvlink_gbytes_per_s_per_direction", m.has_nvlink_gbytes_per_s_per_direction(),
+                              m.nvlink_gbytes_per_s_per_direction(), "decimal GB/s per GPU per direction"));
   }
   if (p.layout.scale_up == ScaleUp::kTorus) {
-    p.ici_link = GBps(positive(in, "ici_link_gbytes_per_s_per_direction", m.has_ici_link_gbytes_per_s_per_direction(),
-                               m.ici_link_gbytes_per_s_per_direction(), "decimal GB/s per link per direction"));
+    p.ici_link = GBps(link_rate(in, "ici_link_gbytes_per_s_per_direction", m.has_ici_link_gbytes_per_s_per_direction(),
+                                m.ici_link_gbytes_per_s_per_direction(), "decimal GB/s per link per direction"));
     if (!m.has_torus()) in.fail("torus", "missing (required for scale_up: TORUS)");
     p.layout.torus = {at_least_one(in, "torus.x", m.torus().has_x(), m.torus().x()),
                       at_least_one(in, "torus.y", m.torus().has_y(), m.torus().y()),
@@ -83,8 +91,8 @@ Preset load_preset(const std::string& name, std::string_view text) {
   }
   p.layout.nics_per_node = m.nics_per_node();
   if (p.layout.nics_per_node > 0) {
-    p.nic_port = Gbitps(positive(in, "nic_gbits_per_s_per_direction", m.has_nic_gbits_per_s_per_direction(),
-                                 m.nic_gbits_per_s_per_direction(), "Gbit/s per NIC per direction"));
+    p.nic_port = Gbitps(link_rate(in, "nic_gbits_per_s_per_direction", m.has_nic_gbits_per_s_per_direction(),
+                                  m.nic_gbits_per_s_per_direction(), "Gbit/s per NIC per direction"));
   }
   p.layout.pcie_switches = m.pcie_switches();
   p.layout.cpus = m.cpus();
@@ -92,8 +100,8 @@ Preset load_preset(const std::string& name, std::string_view text) {
                           (p.layout.cpus > 0 && !m.has_c2c_gbytes_per_s_per_direction());
   if (needs_pcie || m.has_pcie_gbytes_per_s_per_direction()) {
     p.layout.pcie_per_direction =
-        GBps(positive(in, "pcie_gbytes_per_s_per_direction", m.has_pcie_gbytes_per_s_per_direction(),
-                      m.pcie_gbytes_per_s_per_direction(), "decimal GB/s per x16 link per direction"));
+        GBps(link_rate(in, "pcie_gbytes_per_s_per_direction", m.has_pcie_gbytes_per_s_per_direction(),
+                       m.pcie_gbytes_per_s_per_direction(), "decimal GB/s per x16 link per direction"));
   }
   if (p.layout.pcie_switches > 0 && p.layout.cpus == 0) in.fail("cpus", "PCIe switches need a CPU above them");
   p.layout.cpu_interconnect_per_direction = GBps(non_negative(
@@ -213,13 +221,13 @@ std::string required_gpu(const ParsedText& in, const schema::Cluster& c, const s
 }
 
 BytesPerSecond nvlink_field(const ParsedText& in, const schema::Cluster& c, const std::string& path) {
-  return GBps(positive(in, join(path, "nvlink_gbytes_per_s_per_direction"), c.has_nvlink_gbytes_per_s_per_direction(),
-                       c.nvlink_gbytes_per_s_per_direction(), "decimal GB/s per GPU per direction"));
+  return GBps(link_rate(in, join(path, "nvlink_gbytes_per_s_per_direction"), c.has_nvlink_gbytes_per_s_per_direction(),
+                        c.nvlink_gbytes_per_s_per_direction(), "decimal GB/s per GPU per direction"));
 }
 
 BytesPerSecond nic_field(const ParsedText& in, const schema::Cluster& c, const std::string& path) {
-  return Gbitps(positive(in, join(path, "nic_gbits_per_s_per_direction"), c.has_nic_gbits_per_s_per_direction(),
-                         c.nic_gbits_per_s_per_direction(), "Gbit/s per GPU per direction"));
+  return Gbitps(link_rate(in, join(path, "nic_gbits_per_s_per_direction"), c.has_nic_gbits_per_s_per_direction(),
+                          c.nic_gbits_per_s_per_direction(), "Gbit/s per GPU per direction"));
 }
 
 void from_preset(const ParsedText& in, const schema::Cluster& c, const std::string& path, ClusterSpec& out) {
@@ -276,7 +284,8 @@ void from_preset(const ParsedText& in, const schema::Cluster& c, const std::stri
         in.fail(join(path, c.has_torus() ? "torus" : "nodes"),
                 "a " + std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]) +
                     " torus holds " + std::to_string(chips) + " chips, but " + plural(out.nodes, "node") + " x " +
-                    std::to_string(out.gpus_per_node) + " per node = " + std::to_string(out.gpu_count()));
+                    std::to_string(out.gpus_per_node) +
+                    " per node = " + std::to_string(std::uint64_t{out.nodes} * out.gpus_per_node));
       }
       out.nvlink_per_direction = c.has_nvlink_gbytes_per_s_per_direction()
                                      ? nvlink_field(in, c, path)
@@ -346,8 +355,8 @@ void explicit_form(const ParsedText& in, const schema::Cluster& c, const std::st
     spec.from = l.from();
     spec.to = l.to();
     spec.kind = link_kind(l.kind());
-    spec.bandwidth = GBps(positive(in, join(lp, "gbytes_per_s_per_direction"), l.has_gbytes_per_s_per_direction(),
-                                   l.gbytes_per_s_per_direction(), "decimal GB/s per direction"));
+    spec.bandwidth = GBps(link_rate(in, join(lp, "gbytes_per_s_per_direction"), l.has_gbytes_per_s_per_direction(),
+                                    l.gbytes_per_s_per_direction(), "decimal GB/s per direction"));
     spec.latency = microseconds(non_negative(in, join(lp, "latency_us"), l.has_latency_us(), l.latency_us(), "us"));
     spec.duplex = !l.has_duplex() || l.duplex();
     out.links.push_back(std::move(spec));
@@ -382,8 +391,8 @@ void fabric(const ParsedText& in, const schema::Cluster& c, const std::string& p
                                               std::to_string(out.fabric.switch_radix) + " ports can give (" +
                                               std::to_string(out.fabric.switch_radix - 1) + ":1)");
   if (f.has_link_gbits_per_s_per_direction()) {
-    const double gbits = positive(in, join(fp, "link_gbits_per_s_per_direction"), true,
-                                  f.link_gbits_per_s_per_direction(), "Gbit/s per direction");
+    const double gbits = link_rate(in, join(fp, "link_gbits_per_s_per_direction"), true,
+                                   f.link_gbits_per_s_per_direction(), "Gbit/s per direction");
     // Within a factor 1000 of the NIC port either way: a leaf needs uplinks and downlinks of comparable speed.
     const double port = out.nic_port_per_direction().raw() * 8 / 1e9;
     if (port > 0 && (gbits > port * 1000 || gbits < port / 1000))
@@ -427,6 +436,9 @@ void faults_and_stragglers(const ParsedText& in, const schema::Cluster& c, const
       if (!(k > 0 && k < 1)) {
         in.fail(join(fp, "bandwidth_factor"), format_number(k) + " must be in (0, 1) (use down: true for 0)");
       }
+      if (k < 1e-6)  // with the slowest link rate (1e-6) still above 0: a flow there must finish
+        in.fail(join(fp, "bandwidth_factor"),
+                format_number(k) + " is below 1e-6: a link that slow is down for any training step (use down: true)");
       fault.bandwidth_factor = k;
     }
     out.link_faults.push_back(std::move(fault));

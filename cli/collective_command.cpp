@@ -316,6 +316,13 @@ std::string comparison_text(const Comparison& c, const calibrate::MeasuredRun& m
            ", the profile's tuning constants are NCCL " + c.profile_nccl_version +
            "'s: where the releases tune\n# differently, the run may have used another algorithm or protocol than "
            "the one shown\n";
+  if (!c.untimed_sizes.empty()) {
+    out += "# note: " + std::to_string(c.untimed_sizes.size()) +
+           (c.untimed_sizes.size() == 1 ? " size has no out-of-place time (N/A or 0) and is left out:"
+                                        : " sizes have no out-of-place time (N/A or 0) and are left out:");
+    for (std::uint64_t b : c.untimed_sizes) out += " " + std::to_string(b);
+    out += "\n";
+  }
   out += "#\n";
   char line[256];
   std::snprintf(line, sizeof line, "# %10s  %9s  %9s  %9s  %9s  %9s  %9s  %12s  %8s\n", "size", "meas time",
@@ -435,6 +442,10 @@ Comparison compare_collective(const workloads::Scenario& scenario, CollectiveOp 
   for (const calibrate::MeasuredRow& m : measured.rows) {
     if (m.size_bytes == 0) continue;  // nccl-tests prints 0 for AG/RS sizes below n·16 B: nothing ran
     if (calibrate::has_wrong(m, false)) continue;  // a broken run's time (wrong_rows_note says which)
+    if (!(m.time_us_oop > 0)) {                    // N/A or 0: nothing to compare with
+      c.untimed_sizes.push_back(m.size_bytes);
+      continue;
+    }
     ComparisonRow r;
     r.size_bytes = m.size_bytes;
     r.measured_time_us = m.time_us_oop;

@@ -194,12 +194,20 @@ std::string html_escape(std::string_view text) {
 
 std::string markdown_escape(std::string_view text) {
   std::string out;
-  for (const char c : text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     if (c == '\n' || c == '\r') {
       out += ' ';
       continue;
     }
-    if (std::string_view("\\`*_<>|#").find(c) != std::string_view::npos) out += '\\';
+    // A name like "A&amp;B [x](http://e)" must stay text: an '&' that starts an entity and a '[' that opens a
+    // link (a later "](" or "][") are escaped; "a & b" and "capacity [GB/s]" read as they are.
+    const bool entity = c == '&' && i + 1 < text.size() &&
+                        (std::isalnum(static_cast<unsigned char>(text[i + 1])) != 0 || text[i + 1] == '#');
+    const std::size_t close = c == '[' ? text.find(']', i) : std::string_view::npos;
+    const bool link = close != std::string_view::npos && close + 1 < text.size() &&
+                      (text[close + 1] == '(' || text[close + 1] == '[');
+    if (std::string_view("\\`*_<>|#").find(c) != std::string_view::npos || entity || link) out += '\\';
     out += c;
   }
   return out;
@@ -427,7 +435,8 @@ std::vector<BarSegment> breakdown_segments(const workloads::TimeBreakdown& b, do
   std::vector<BarSegment> out = {{"compute", b.compute.raw() * to_unit, kComputeColour},
                                  {"exposed communication", b.exposed_comm.raw() * to_unit, kExposedCommColour}};
   out.push_back({"input stall", b.exposed_input.raw() * to_unit, kInputStallColour});
-  if (b.exposed_host.raw() > 0) out.push_back({"host dispatch stall", b.exposed_host.raw() * to_unit, kInputStallColour});
+  if (b.exposed_host.raw() > 0)
+    out.push_back({"host dispatch stall", b.exposed_host.raw() * to_unit, kHostStallColour});
   out.push_back({"idle", b.idle.raw() * to_unit, kIdleColour});
   return out;
 }
@@ -613,28 +622,48 @@ std::vector<std::uint32_t> timeline_gpus(const workloads::Scenario& sc) {
 }
 
 std::string layout_text(const workloads::ParallelPlan& p) {
-  if (!p.megatron())
-    return "DDP: DP " + std::to_string(p.dp) + ", micro-batch " + std::to_string(p.micro_batch) + " x grad-accum " +
-           std::to_string(p.grad_accum);
-  std::string s = "TP " + std::to_string(p.tp) + (p.sequence_parallel ? " (+SP)" : "") + " x PP " +
-                  std::to_string(p.pp) + (p.vp > 1 ? " (vp " + std::to_string(p.vp) + ")" : "") + " x DP " +
-                  std::to_string(p.dp) + ", " + workloads::to_string(p.schedule) + ", micro-batch " +
-                  std::to_string(p.micro_batch) + " x " + std::to_string(p.grad_accum);
+  std::string s;
+  if (p.megatron()) {
+    s = "TP " + std::to_string(p.tp) + (p.sequence_parallel ? " (+SP)" : "") +
+        (p.cp > 1 ? " x CP " + std::to_string(p.cp) : "") + " x PP " + std::to_string(p.pp) +
+        (p.vp > 1 ? " (vp " + std::to_string(p.vp) + ")" : "") + " x DP " + std::to_string(p.dp) +
+        (p.ep > 1 ? " (EP " + std::to_string(p.ep) + " within DP)" : "") + ", " + workloads::to_string(p.schedule) +
+        ", micro-batch " + std::to_string(p.micro_batch) + " x " + std::to_string(p.grad_accum);
+  } else {
+    // The framework by name, as the run summary gives it: Horovod, FSDP and nn.DataParallel are no DDP.
+    const workloads::Framework fw = p.effective_framework();
+    s = std::string(workloads::to_string(fw)) + ": DP " + std::to_string(p.dp) + ", micro-batch " +
+        std::to_string(p.micro_batch) + " x grad-accum " + std::to_string(p.grad_accum);
+    if (fw == workloads::Framework::kFsdp || fw == workloads::Framework::kDeepSpeed)
+      s += ", ZeRO stage " + std::to_string(p.zero_stage) + (p.hybrid_shard ? " (hybrid shard)" : "");
+    if (fw == workloads::Framework::kHorovod)
+      s += ", fusion buffer " + fmt("%g", p.horovod_fusion.raw() / 1048576.0) + " MiB" +
+           (p.horovod_hierarchical ? ", hierarchical AllReduce" : "");
+  }
   if (p.recompute != workloads::Recompute::kNone) s += std::string(", recompute ") + workloads::to_string(p.recompute);
-  if (p.attention != workloads::AttentionKernel::kExplicit)
-    s += std::string(", ") + workloads::to_string(p.attention) + " attention" +
-         (p.flash_kernel != workloads::FlashKernel::kGeneric
-              ? std::string(" (") + workloads::to_string(p.flash_kernel) + ")"
-              : std::string());
+  if (p.attention == workloads::AttentionKernel::kFlash)
+    s += std::string(", FlashAttention") + (p.flash_kernel != workloads::FlashKernel::kGeneric
+                                                ? std::string(" (") + workloads::to_string(p.flash_kernel) + ")"
+                                                : std::string());
   return s;
 }
 
 std::string cluster_text(const workloads::Scenario& sc) {
+  // The scale-up link by its kind (a TPU's ICI is no NVLink; a PCIe-only node has none), the NIC where there is one.
   const auto& c = sc.cluster;
-  return std::to_string(c.nodes) + (c.nodes == 1 ? " node x " : " nodes x ") + std::to_string(c.gpus_per_node) + " " +
-         c.gpu + " = " + std::to_string(c.gpu_count()) + (c.gpu_count() == 1 ? " GPU" : " GPUs") + "; NVLink " +
-         fmt("%g", to_GBps(c.nvlink_per_direction)) + " GB/s and NIC " +
-         fmt("%g", c.nic_per_direction.raw() * 8 / 1e9) + " Gbit/s per GPU per direction";
+  const bool torus = c.node.scale_up == topology::ScaleUp::kTorus;
+  const std::string unit = torus ? " chip" : " GPU";  // a torus of TPU chips
+  std::vector<std::string> links;
+  if (c.node.scale_up != topology::ScaleUp::kPcieOnly)
+    links.push_back(std::string(torus ? "ICI " : "NVLink ") + fmt("%g", to_GBps(c.nvlink_per_direction)) + " GB/s");
+  if (c.nic_per_direction.raw() > 0)
+    links.push_back("NIC " + fmt("%g", c.nic_per_direction.raw() * 8 / 1e9) + " Gbit/s");
+  std::string s = std::to_string(c.nodes) + (c.nodes == 1 ? " node x " : " nodes x ") +
+                  std::to_string(c.gpus_per_node) + " " + c.gpu + " = " + std::to_string(c.gpu_count()) + unit +
+                  (c.gpu_count() == 1 ? "" : "s");
+  if (!links.empty())
+    s += "; " + links[0] + (links.size() > 1 ? " and " + links[1] : "") + " per" + unit + " per direction";
+  return s;
 }
 
 namespace {
@@ -743,10 +772,11 @@ void add_scenario_sections(ReportDocument& doc, int level, const workloads::Scen
 
   // Time breakdown.
   doc.heading(level, "Time breakdown");
-  doc.paragraph(std::string("On each GPU compute + exposed communication + input stall + ") +
+  doc.paragraph(std::string("On each GPU compute + exposed communication + input stall + host dispatch stall + ") +
                 "idle = the iteration time. compute: the compute stream is busy; exposed communication: a "
                 "communication stream is busy while compute is not; " +
                 "input stall: only the data loader or host-to-device copy runs; " +
+                "host dispatch stall: the GPU waits for the host thread to issue kernels; " +
                 "idle: the rest (waiting on other GPUs, the pipeline bubble). A job row is its GPU with the most "
                 "exposed communication; a stage row is the mean over that pipeline stage's GPUs.");
   std::vector<BreakdownRow> rows;

@@ -194,6 +194,7 @@ inline constexpr const char* kComputeColour = "#4e79a7";
 inline constexpr const char* kExposedCommColour = "#e15759";
 inline constexpr const char* kIdleColour = "#bab0ac";
 inline constexpr const char* kInputStallColour = "#edc948";
+inline constexpr const char* kHostStallColour = "#b07aa1";
 
 // The segments of a time-breakdown bar in the chart's unit (seconds x to_unit): compute, exposed
 // communication, input stall, idle.

@@ -71,7 +71,7 @@ std::optional<PlanPoint> plan_for_gpus(const workloads::Scenario& scenario, std:
     pt.mfu = best.estimate.mfu;
   }
   const double tokens_per_step = double(job.training.global_batch) * job.model.seq_len;
-  pt.optimizer_steps = static_cast<std::uint64_t>(std::ceil(options.tokens / tokens_per_step - 1e-9));
+  pt.optimizer_steps = workloads::optimizer_steps_for(options.tokens / tokens_per_step);
   pt.train_time = pt.iteration_time * double(pt.optimizer_steps);
   pt.gpu_hours = pt.train_time.raw() * gpus / 3600.0;
   pt.goodput = goodput(gpus, options.failures_per_gpu_hour, options.checkpoint_write, options.restart);
@@ -171,12 +171,16 @@ PlanResult run_plan(const workloads::Scenario& scenario, const PlanOptions& opti
 
 namespace {
 
+// The compute bound in GPUs: whole below 1e9, else in 4 significant digits (a deadline of seconds asks for 1e29).
+std::string bound_text(double bound) {
+  return bound < 1e9 ? fmt("%.0f", std::ceil(bound)) : fmt("%.4g", bound);
+}
+
 // Why a deadline search found no plan.
 // "N", or "N (capped by --max-gpus; the bound is B)" when the bound lies above the cap.
 std::string compute_bound_text(const PlanOptions& options, const PlanResult& r) {
   std::string s = std::to_string(r.search_from);
-  if (r.compute_bound > options.max_gpus)
-    s += " (--max-gpus; the bound itself is " + fmt("%.0f", std::ceil(r.compute_bound)) + ")";
+  if (r.compute_bound > options.max_gpus) s += " (--max-gpus; the bound itself is " + bound_text(r.compute_bound) + ")";
   return s;
 }
 
@@ -193,6 +197,13 @@ std::string no_plan_sentence(const PlanOptions& options, const PlanResult& r) {
            " GPUs do not meet the deadline (or no layout runs on them), and a torus or explicit cluster is not "
            "resized: give a larger cluster in the scenario.";
   }
+  // The bound alone rules out every count searchable: no layout on fewer GPUs computes the FLOPs in time.
+  const std::uint32_t most = r.fabric_limit > 0 ? r.fabric_limit : options.max_gpus;
+  if (r.compute_bound > most)
+    return "No GPU count can meet the deadline: the compute bound alone, " + bound_text(r.compute_bound) +
+           " GPUs (the training FLOPs at the dense peak within the deadline), is more than the " +
+           std::to_string(most) + (r.fabric_limit > 0 ? " the scenario's fabric holds" : " of --max-gpus") +
+           ". Raise the deadline" + (r.fabric_limit > 0 ? " or give the scenario a larger fabric." : " or --max-gpus.");
   if (r.fabric_limit > 0)
     return "No GPU count up to " + std::to_string(r.fabric_limit) +
            ", the most the scenario's fabric holds, meets the deadline (the compute bound is " +
@@ -203,7 +214,7 @@ std::string no_plan_sentence(const PlanOptions& options, const PlanResult& r) {
 
 // How close the search came, after no_plan_sentence: the tried count with the shortest wall time.
 std::string closest_sentence(const workloads::Scenario& sc, const PlanOptions& options, const PlanResult& r) {
-  if (!r.closest) return "No layout runs on any GPU count tried.";
+  if (!r.closest) return r.searched == 0 ? "" : "No layout runs on any GPU count tried.";
   const PlanPoint& c = *r.closest;
   std::string s = "Closest: " + std::to_string(c.gpus) + " GPUs (" + nodes_text(c.gpus, sc.cluster.gpus_per_node) +
                   "), " + c.layout + ", ";
@@ -231,14 +242,16 @@ std::string plan_text(const workloads::Scenario& sc, const PlanOptions& options,
       << " GPUs (a torus or explicit cluster is not resized)\n";
   else if (options.deadline_days)
     o << "  deadline " << fmt("%g", *options.deadline_days) << " days: searched " << r.searched
-      << " GPU counts from the compute bound " << compute_bound_text(options, r) << " in whole nodes\n";
+      << (r.searched == 1 ? " GPU count" : " GPU counts") << " from the compute bound "
+      << compute_bound_text(options, r) << " in whole nodes\n";
   o << "\n";
   if (!r.point) {
     if (options.gpus)
       o << "No layout runs on " << *options.gpus << " GPUs (every one is out of memory or does not divide the model "
         << "and batch; clustersim sweep SCENARIO --gpus " << *options.gpus << " lists why).\n";
     else
-      o << no_plan_sentence(options, r) << "\n" << closest_sentence(sc, options, r) << "\n";
+      o << no_plan_sentence(options, r) << "\n"
+        << (r.closest || r.searched > 0 ? closest_sentence(sc, options, r) + "\n" : std::string());
     return o.str();
   }
   const PlanPoint& p = *r.point;

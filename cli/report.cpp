@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <sstream>
 
 #include "cli/command_line.h"
+#include "cli/html_report.h"
 #include "sim/input_error.h"
 #include "sim/trace.h"
 #include "workloads/compute_model.h"
@@ -232,23 +234,10 @@ std::string job_json(const workloads::Job& job, const workloads::IterationResult
 
 std::string summary_text(const workloads::Scenario& sc, const workloads::ScenarioResult& result) {
   std::ostringstream o;
-  const auto& c = sc.cluster;
   o << "clustersim run: " << sc.name << "\n";
   o << "  scenario   " << sc.source_file << "\n";
   o << "  profile    " << sc.profile.name << " (" << sc.profile.origin << ")\n";
-  // The scale-up link by its kind (a TPU's ICI is no NVLink; a PCIe-only node has none), the NIC where there is one.
-  const bool torus = c.node.scale_up == topology::ScaleUp::kTorus;
-  const std::string unit = torus ? " chip" : " GPU";  // a torus of TPU chips
-  std::vector<std::string> links;
-  if (c.node.scale_up != topology::ScaleUp::kPcieOnly)
-    links.push_back(std::string(torus ? "ICI " : "NVLink ") + fmt("%g", to_GBps(c.nvlink_per_direction)) + " GB/s");
-  if (c.nic_per_direction.raw() > 0)
-    links.push_back("NIC " + fmt("%g", c.nic_per_direction.raw() * 8 / 1e9) + " Gbit/s");
-  o << "  cluster    " << c.nodes << (c.nodes == 1 ? " node x " : " nodes x ") << c.gpus_per_node << " " << c.gpu
-    << " = " << c.gpu_count() << unit << (c.gpu_count() == 1 ? "" : "s");
-  if (!links.empty())
-    o << "; " << links[0] << (links.size() > 1 ? " and " + links[1] : "") << " per" << unit << " per direction";
-  o << "\n";
+  o << "  cluster    " << cluster_text(sc) << "\n";
   o << "  fidelity   " << workloads::to_string(sc.fidelity)
     << (sc.fidelity == workloads::Fidelity::kFlow ? " (collectives as flows sharing the links max-min)"
                                                   : " (closed-form collectives, no contention)")
@@ -383,6 +372,56 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   write_file_atomically(path, [&](std::ostream& out) { out.write(content.data(), static_cast<std::streamsize>(content.size())); });
 }
 
+namespace {
+
+// Temporary files being written, removed by a SIGINT/SIGTERM/SIGHUP handler before the process dies: a trace of
+// a large job is gigabytes, and Ctrl-C while it is written would leave it behind under a hidden name. The handler
+// only reads these slots and calls unlink, signal and raise, which are async-signal-safe.
+struct TempSlot {
+  std::atomic<int> state{0};  // 0 free, 1 being filled in, 2 a file to remove
+  char path[4096];
+};
+TempSlot g_temp_slots[16];
+
+extern "C" void remove_temp_files_and_die(int sig) {
+  for (TempSlot& slot : g_temp_slots)
+    if (slot.state.load() == 2) ::unlink(slot.path);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+// Registers a temporary file for the handler while it exists (no slot: it is simply not cleaned on a signal).
+class TempFileGuard {
+ public:
+  explicit TempFileGuard(const std::string& path) {
+    static const bool installed = [] {
+      for (int sig : {SIGINT, SIGTERM, SIGHUP})
+        if (std::signal(sig, remove_temp_files_and_die) == SIG_IGN) std::signal(sig, SIG_IGN);  // keep nohup's
+      return true;
+    }();
+    (void)installed;
+    if (path.size() >= sizeof(TempSlot::path)) return;
+    for (TempSlot& s : g_temp_slots) {
+      int free = 0;
+      if (!s.state.compare_exchange_strong(free, 1)) continue;
+      std::memcpy(s.path, path.c_str(), path.size() + 1);
+      s.state.store(2);
+      slot_ = &s;
+      return;
+    }
+  }
+  ~TempFileGuard() {
+    if (slot_) slot_->state.store(0);
+  }
+  TempFileGuard(const TempFileGuard&) = delete;
+  TempFileGuard& operator=(const TempFileGuard&) = delete;
+
+ private:
+  TempSlot* slot_ = nullptr;
+};
+
+}  // namespace
+
 void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write) {
   namespace fs = std::filesystem;
   const fs::path target = output_target(path);
@@ -405,6 +444,7 @@ void write_file_atomically(const std::string& path, const std::function<void(std
   const fs::path tmp_path = (target.has_parent_path() ? target.parent_path() : fs::path(".")) /
                             (".clustersim-" + std::to_string(::getpid()) + "-" + std::to_string(serial++) + ".tmp");
   const std::string tmp = tmp_path.string();
+  const TempFileGuard guard(tmp);  // until renamed or removed
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw InputError(path, 0, 0, "", std::string("cannot write output file: ") + std::strerror(errno));

@@ -355,25 +355,35 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
 }
 
 // The most tasks a simulation may need, by the lower bound below. A task costs about 120 bytes with its share of
-// streams and labels (a 16-GPU DDP job of 32 layers and 2,000 micro-batches: bound 128,000, as a replica is one GPU;
-// 29.0 million tasks, since every replica and every op is simulated; 3.5 GB peak). A bound of 2^26 is at least
-// 67 million tasks (8 GB), usually many times more: beyond any real job (a Megatron replica of 128 GPUs, 7 layers
-// per stage and 64 micro-batches is 114,688), so a mistyped count (grad_accum 99999999) fails here at once.
+// streams and labels (a 16-GPU DDP job of 32 layers and 2,000 micro-batches: bound 16 x 2,000 x 32 x 8 = 8.2
+// million; 29.0 million tasks built; 3.5 GB peak). A bound of 2^26 is at least 67 million tasks (8 GB), usually
+// several times more: beyond any real job (a Megatron replica of 128 GPUs, 7 layers per stage and 64
+// micro-batches is 458,752; all 6,144 GPUs of that job at FLOW fidelity 22 million), so a mistyped count
+// (grad_accum 99999999, layers 1000000) fails here at once instead of after minutes and gigabytes.
 constexpr std::uint64_t kMaxSimulatedTaskBound = std::uint64_t{1} << 26;
 
-// A lower bound of the tasks any fidelity builds: every GPU of one data-parallel replica runs a forward and a
-// backward task per layer it holds and micro-batch.
+// Tasks per layer, micro-batch and GPU that every graph builds at least: the forward and the backward each run
+// four or more kernels per transformer layer (QKV, attention output, the two MLP GEMMs; with norms, attention
+// and host dispatch the builders make 15 to 30).
+constexpr std::uint64_t kMinTasksPerLayer = 8;
+
+// A lower bound of the tasks any fidelity builds: every simulated GPU runs kMinTasksPerLayer per layer it holds
+// and micro-batch. The simulated GPUs are one data-parallel replica where the symmetry reduction may apply
+// (ANALYTICAL, Megatron), else the whole job.
 void check_simulation_size(const ParsedText& in, const std::string& pre, const workloads::ModelSpec& m,
-                           const workloads::ParallelPlan& p, std::size_t job_gpus) {
-  const std::uint64_t replica_gpus = std::max<std::uint64_t>(1, job_gpus / p.dp);
+                           const workloads::ParallelPlan& p, std::size_t job_gpus, workloads::Fidelity fidelity) {
+  const bool one_replica =
+      fidelity == workloads::Fidelity::kAnalytical && p.effective_framework() == workloads::Framework::kMegatron;
+  const std::uint64_t gpus = one_replica ? std::max<std::uint64_t>(1, job_gpus / p.dp) : job_gpus;
   const std::uint64_t stage_layers = (std::uint64_t{m.layers} + p.pp - 1) / p.pp;
-  const double bound = double(replica_gpus) * double(p.grad_accum) * double(stage_layers) * 2.0;
+  const double bound = double(gpus) * double(p.grad_accum) * double(stage_layers) * double(kMinTasksPerLayer);
   if (bound <= double(kMaxSimulatedTaskBound)) return;
   in.fail(pre + (p.grad_accum > stage_layers ? "parallel.grad_accum" : "model.layers"),
           std::to_string(p.grad_accum) + " micro-batches x " + plural(stage_layers, "layer") +
-              " per pipeline stage x " + plural(replica_gpus, "GPU") + " of a data-parallel replica x forward and backward need at least " +
-              format_number(bound) + " tasks, more than the " + std::to_string(kMaxSimulatedTaskBound) +
-              " clustersim builds");
+              " per pipeline stage x " + plural(gpus, "simulated GPU") +
+              (one_replica ? " (one data-parallel replica)" : "") + " x " + std::to_string(kMinTasksPerLayer) +
+              " tasks per layer need at least " + format_number(bound) + " tasks, more than the " +
+              std::to_string(kMaxSimulatedTaskBound) + " clustersim builds");
 }
 
 // The parallel layout must fit the model: TP splits attention heads, the pipeline splits layers.
@@ -386,15 +396,20 @@ void check_layout(const ParsedText& in, const std::string& pre, const workloads:
   if (m.n_kv() % p.tp != 0)
     in.fail(pre + "parallel.tp",
             std::to_string(p.tp) + " does not divide " + std::to_string(m.n_kv()) + " key/value heads (query groups)");
-  if (m.layers % (p.pp * p.vp) != 0)
+  if (m.layers % (std::uint64_t{p.pp} * p.vp) != 0)  // 64-bit: pp 2 x vp 2^31 wraps to 0 in 32 bits
     in.fail(pre + "parallel.pp", "pp " + std::to_string(p.pp) + " x vp " + std::to_string(p.vp) + " does not divide " +
                                      std::to_string(m.layers) + " layers");
   // Ring attention with causal load balancing cuts each sequence into 2·cp chunks.
-  if (p.cp > 1 && m.seq_len % (2 * p.cp) != 0)
-    in.fail(pre + "parallel.cp", "2 x cp = " + std::to_string(2 * p.cp) + " does not divide seq_len " +
+  if (p.cp > 1 && m.seq_len % (2 * std::uint64_t{p.cp}) != 0)
+    in.fail(pre + "parallel.cp", "2 x cp = " + std::to_string(2 * std::uint64_t{p.cp}) + " does not divide seq_len " +
                                      std::to_string(m.seq_len) + " (causal load balancing: 2 chunks per rank)");
   if (p.ep > 1 && !m.is_moe())
     in.fail(pre + "parallel.ep", "expert parallelism needs a mixture-of-experts model (experts > 0)");
+  // Set but unused: a dense model routes no tokens, and the figure would be silently ignored.
+  if (!m.is_moe() && p.moe_capacity_factor > 0)
+    in.fail(pre + "parallel.moe_capacity_factor", "the model is dense (no experts): nothing is routed");
+  if (!m.is_moe() && p.moe_token_skew > 0)
+    in.fail(pre + "parallel.moe_token_skew", "the model is dense (no experts): nothing is routed");
   if (p.ep > 1 && m.experts % p.ep != 0)
     in.fail(pre + "parallel.ep", std::to_string(p.ep) + " does not divide " + std::to_string(m.experts) + " experts");
 }
@@ -650,7 +665,7 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
                                    " x " + plural(out.cluster.gpus_per_node, "GPU") + " per node)",
                                total_gpus);
     check_layout(in, "", job.model, job.parallel);
-    check_simulation_size(in, "", job.model, job.parallel, job.gpus.size());
+    check_simulation_size(in, "", job.model, job.parallel, job.gpus.size(), out.fidelity);
     check_single_node(in, "", job, out.cluster);
     check_equal_nodes(in, "", job, out.cluster);
     job.training = to_training(in, message, "", job.model, job.parallel, out.cluster);
@@ -680,7 +695,7 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
       job.parallel = to_parallel(in, m, pre, "job's " + plural(job.gpus.size(), "GPU") + " (" + pre + "gpus)",
                                  static_cast<std::uint32_t>(job.gpus.size()));
       check_layout(in, pre, job.model, job.parallel);
-      check_simulation_size(in, pre, job.model, job.parallel, job.gpus.size());
+      check_simulation_size(in, pre, job.model, job.parallel, job.gpus.size(), out.fidelity);
       check_single_node(in, pre, job, out.cluster);
       check_equal_nodes(in, pre, job, out.cluster);
       job.training = to_training(in, m, pre, job.model, job.parallel, out.cluster);

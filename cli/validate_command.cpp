@@ -641,7 +641,10 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
     else
       return skip("tflops_per_gpu without iter_time_s, and this source's FLOP convention is not known");
   } else {
-    return skip("no measured iter_time_s or tflops_per_gpu");
+    // An MFU alone (the strong-scaling endpoints) comes without the layout that produced it: nothing to simulate.
+    if (!row.number("mfu_or_pct_peak")) return skip("no measured iter_time_s or tflops_per_gpu");
+    return skip(std::string("only an MFU is measured (no iter_time_s or tflops_per_gpu)") +
+                (row.integer("tp") ? "" : ", without the tensor and pipeline layout it was measured with"));
   }
   if (!out.measured || *out.measured <= 0) return skip("the measured " + out.metric + " is not > 0");
 
@@ -845,7 +848,15 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
   }
   const std::uint32_t kv = row.integer("kv_heads").value_or(0);
   const bool llama = contains(out.model, "llama");
-  if (llama) assume("LLaMA architecture: SwiGLU, RMSNorm, RoPE, no biases, untied output layer");
+  if (llama) assume("LLaMA architecture: SwiGLU, RMSNorm, RoPE, no biases, untied output layer, no dropout");
+  // Nemotron-4 (15B technical report, Parmar et al. 2024, and the 340B report): squared-ReLU MLP, RoPE, no
+  // biases, untied input and output embeddings, dropout 0. Squared ReLU has no enum of its own: the MLP is the
+  // same two GEMMs as GELU's, and the element-wise op costs the same memory pass.
+  const bool nemotron = lower(out.model).rfind("nemotron", 0) == 0;
+  if (nemotron)
+    assume(
+        "Nemotron-4 architecture: squared-ReLU MLP (timed as GELU's: the same two GEMMs), LayerNorm, RoPE, no "
+        "biases, untied output layer, no dropout (Nemotron-4 15B and 340B technical reports)");
 
   // Network.
   const std::string cluster_extra = network_settings(row, node, nodes, assume);
@@ -867,7 +878,9 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
        << " hidden: " << hidden << " heads: " << heads << " ffn_hidden: " << ffn << " vocab: " << vocab
        << " seq_len: " << seq;
   if (kv && kv != heads) body << " kv_heads: " << kv;
-  if (llama) body << " activation: SWIGLU norm: RMSNORM position: ROPE tied_embeddings: false biases: false";
+  if (llama)
+    body << " activation: SWIGLU norm: RMSNORM position: ROPE tied_embeddings: false biases: false dropout: false";
+  if (nemotron) body << " position: ROPE tied_embeddings: false biases: false dropout: false";
   body << " }\n";
   body << "parallel { dp: " << dp << " tp: " << tp << " pp: " << pp;
   if (cp > 1) body << " cp: " << cp;
@@ -915,8 +928,8 @@ void predict_row(ValidationRow& row) {
   }
   row.error_pct = (*row.predicted - *row.measured) / *row.measured * 100;
   if (r.memory.oom)
-    row.notes.push_back("clustersim predicts out of memory (peak " + fmt("%.1f", r.memory.peak.raw() / (1u << 30)) +
-                        " GiB of " + fmt("%.0f", r.memory.capacity.raw() / (1u << 30)) +
+    row.notes.push_back("clustersim predicts out of memory (peak " + fmt("%.2f", r.memory.peak.raw() / (1u << 30)) +
+                        " GiB of " + fmt("%.2f", r.memory.capacity.raw() / (1u << 30)) +
                         " GiB); the time is reported anyway");
 }
 
@@ -1181,6 +1194,20 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out) {
     text = std::string(builtin_training_measurements());
     name = kBuiltinMeasurementsName;
   }
+  if (vm.count("scenarios")) {
+    // The folder itself may be new; its parent must exist, as for every other output path (a typo in the
+    // parent would otherwise grow a tree of folders somewhere unexpected). Checked before minutes of simulation.
+    std::filesystem::path dir = vm["scenarios"].as<std::string>();
+    if (!dir.has_filename()) dir = dir.parent_path();  // "out/" names the folder out
+    const std::filesystem::path parent = dir.has_parent_path() ? dir.parent_path() : std::filesystem::path(".");
+    std::error_code ec;
+    if (dir.empty() || !std::filesystem::is_directory(parent, ec))
+      throw InputError(
+          "command line", 0, 0, "--scenarios",
+          "\"" + vm["scenarios"].as<std::string>() + "\": the folder " + parent.string() + " does not exist");
+    if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec))
+      throw InputError("command line", 0, 0, "--scenarios", "\"" + dir.string() + "\" is a file, not a folder");
+  }
   const CsvTable table = parse_csv(text, name);
   check_measurements(table);
   const ValidationReport report = validate_measurements(table, fidelity, only, threads);
@@ -1189,7 +1216,7 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out) {
   if (vm.count("scenarios")) {
     const std::filesystem::path dir = vm["scenarios"].as<std::string>();
     std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
+    std::filesystem::create_directory(dir, ec);
     if (ec) throw InputError(dir.string(), 0, 0, "--scenarios", "cannot create the directory: " + ec.message());
     for (const ValidationRow& r : report.rows)
       if (!r.scenario_text.empty())

@@ -45,12 +45,15 @@ Seconds exposed_time(const Intervals& busy, const Intervals& cover) {
   return sim::to_seconds(exposed);
 }
 
+std::uint64_t optimizer_steps_for(double steps) {
+  if (!(steps > 0)) return 0;
+  return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(steps * (1 - 1e-12))));
+}
+
 TrainingTime training_time(const TrainingJob& job, std::uint32_t grad_accum, std::uint32_t gpus,
                            Seconds iteration_time) {
   TrainingTime t;
-  const double steps = job.epochs * job.samples_per_epoch / double(job.global_batch);
-  // A partial last batch still costs a step; the epsilon keeps 1000/10 from becoming 101.
-  t.optimizer_steps = static_cast<std::uint64_t>(std::ceil(steps - 1e-9));
+  t.optimizer_steps = optimizer_steps_for(job.epochs * job.samples_per_epoch / double(job.global_batch));
   t.micro_batch_steps = t.optimizer_steps * grad_accum;
   t.time_to_train = iteration_time * double(t.optimizer_steps);
   t.gpu_hours = t.time_to_train.raw() * gpus / 3600.0;

@@ -98,6 +98,11 @@ bool symmetry_may_apply(const Scenario& scenario);
 Seconds exposed_time(const std::vector<std::pair<sim::SimTime, sim::SimTime>>& busy,
                      const std::vector<std::pair<sim::SimTime, sim::SimTime>>& cover);
 
+// Optimizer steps for `steps` global batches of data: a partial last batch still costs a step, so
+// ceil(steps), at least 1 for any data at all. The relative epsilon keeps 1000 / 10 from becoming 101 when the
+// division rounds up by an ulp, at any count (an absolute 1e-9 stops helping past 1e7 steps).
+std::uint64_t optimizer_steps_for(double steps);
+
 TrainingTime training_time(const TrainingJob& job, std::uint32_t grad_accum, std::uint32_t gpus,
                            Seconds iteration_time);
 

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -305,6 +306,32 @@ TEST_CASE("collective --compare says when the run's NCCL is not the release of t
   CHECK(text().find("# the file does not say which NCCL the run used, " + remark) != std::string::npos);
   measured.nccl_version = "2.30.7";
   CHECK(text().find(remark) == std::string::npos);
+}
+
+TEST_CASE("collective --compare leaves out sizes without a time and sizes nccl-tests found wrong, and says so") {
+  // The 31 sizes of the H100 ring AllReduce run: 8 B loses its out-of-place time (N/A), 16 B measures 0 us, and
+  // 32 MiB's out-of-place results were wrong (#wrong 3): 31 − 3 = 28 rows are compared. Before, 0 us printed an
+  // inf error and a wrong row counted like any other.
+  const std::string stem = "h100_8gpu_nvswitch_allreduce_ring";
+  const workloads::Scenario scenario = cli::load_scenario_file(kSource + "/scenarios/nccl/" + stem + ".textproto");
+  calibrate::MeasuredRun measured = calibrate::read_measured_run(kSource + "/validation/nccl/" + stem + ".csv");
+  REQUIRE(measured.rows.size() == 31);
+  measured.rows[0].time_us_oop = std::numeric_limits<double>::quiet_NaN();
+  measured.rows[1].time_us_oop = 0;
+  REQUIRE(measured.rows[22].size_bytes == 33554432);
+  measured.rows[22].wrong_oop = 3;
+  const std::vector<std::uint32_t> gpus = {0, 1, 2, 3, 4, 5, 6, 7};
+  const cli::Comparison c = cli::compare_collective(scenario, workloads::CollectiveOp::kAllReduce, gpus, measured);
+  CHECK(c.rows.size() == 28);
+  for (const cli::ComparisonRow& r : c.rows) {
+    CHECK(std::isfinite(r.busbw_error_pct));
+    CHECK(r.size_bytes != 33554432);
+  }
+  const std::string text = cli::comparison_text(c, measured);
+  CHECK(text.find("# note: 2 sizes have no out-of-place time (N/A or 0) and are left out: 8 16\n") !=
+        std::string::npos);
+  CHECK(text.find("nccl-tests found wrong results (#wrong > 0) in 1 row; left out of the comparison where the "
+                  "out-of-place half was wrong: 33554432 B (line ") != std::string::npos);
 }
 
 TEST_CASE("the AllGather efficiency: FLOW and ANALYTICAL agree on the H100 all_gather ring run") {

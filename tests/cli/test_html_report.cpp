@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/html_report.h"
+#include "cli/scenario_loader.h"
 #include "tests/test_support.h"
 
 namespace fs = std::filesystem;
@@ -113,6 +114,27 @@ std::string find_chromium() {
 TEST_CASE("html report: escaping of HTML and Markdown") {
   CHECK(html_escape("<a href=\"x\">&'") == "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
   CHECK(markdown_escape("a|b*c_d\nE<x> [%]") == "a\\|b\\*c\\_d E\\<x\\> [%]");
+  // An entity or a link in a scenario name stays text: "A&amp;B [x](http://e)" rendered as "A&B" and a live link.
+  CHECK(markdown_escape("A&amp;B [x](http://e) & [y]") == "A\\&amp;B \\[x](http://e) & [y]");
+}
+
+TEST_CASE("html report: the layout and cluster lines name the framework and the links as the run summary does") {
+  // Horovod, nn.DataParallel and FSDP were all "DDP", with no ZeRO stage; a TPU slice had "GPUs", "NVLink" and
+  // "NIC 0 Gbit/s".
+  const std::string dir = std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/";
+  const auto horovod = load_scenario_file(dir + "frameworks-8gpu/horovod.textproto");
+  CHECK(layout_text(horovod.jobs.at(0).parallel) ==
+        "Horovod: DP 8, micro-batch 1 x grad-accum 4, fusion buffer 128 MiB");
+  const auto dp = load_scenario_file(dir + "frameworks-8gpu/data_parallel.textproto");
+  CHECK(layout_text(dp.jobs.at(0).parallel).starts_with("torch.nn.DataParallel: DP 8"));
+  auto fsdp_plan = horovod.jobs.at(0).parallel;
+  fsdp_plan.framework = clustersim::workloads::Framework::kFsdp;
+  fsdp_plan.zero_stage = 3;
+  CHECK(layout_text(fsdp_plan) == "PyTorch FSDP: DP 8, micro-batch 1 x grad-accum 4, ZeRO stage 3");
+  const auto tpu = load_scenario_file(dir + "tpu-vs-gpu/tpu-v4-4x4x4.textproto");
+  CHECK(cluster_text(tpu) == "16 nodes x 4 TPUv4 = 64 chips; ICI 300 GB/s per chip per direction");
+  CHECK(cluster_text(horovod) ==
+        "1 node x 8 A100-SXM4-80GB = 8 GPUs; NVLink 300 GB/s and NIC 200 Gbit/s per GPU per direction");
 }
 
 TEST_CASE("html report: text_table aligns columns, marks the best value and colours only on request") {

@@ -161,6 +161,17 @@ TEST_CASE("plan: the compute bound counts what every layout executes; the fabric
   CHECK(text_out.find("No GPU count up to 512, the most the scenario's fabric holds, meets the deadline") !=
         std::string::npos);
   CHECK(text_out.find("Give a larger fabric or raise the deadline.") != std::string::npos);
+  // A deadline whose compute bound alone is beyond the fabric: 1.94297 · 1e4 = 19,429.7, so 19,430 GPUs at 1e-6 days,
+  // more than the 512 the fabric holds. Nothing is searched, and the sentence says why instead of naming a search from
+  // 32,768 (the cap) that tried no count.
+  o.deadline_days = 1e-6;
+  const cli::PlanResult beyond = cli::run_plan(narrow, o);
+  CHECK(beyond.searched == 0);
+  const std::string beyond_out = cli::plan_text(narrow, o, beyond);
+  CHECK(beyond_out.find("No GPU count can meet the deadline: the compute bound alone, 19430 GPUs (the training FLOPs "
+                        "at the dense peak within the deadline), is more than the 512 the scenario's fabric holds. "
+                        "Raise the deadline or give the scenario a larger fabric.\n") != std::string::npos);
+  CHECK(beyond_out.find("No layout runs on any GPU count tried") == std::string::npos);
 }
 
 TEST_CASE("plan: a torus cluster is not resized; the deadline is judged on its own chips") {

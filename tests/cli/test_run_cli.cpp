@@ -128,8 +128,9 @@ TEST_CASE("an output name the file system refuses is an error before anything is
 TEST_CASE("inputs far outside what hardware does: out of the simulator's time range is an error, not a number") {
   // Simulated time is int64 picoseconds; the engine takes ±2^62 ps (53.4 days). The default scenario's
   // GPU 0 at 10^8 times its compute time needs ~9e7 s (over 1,000 days): it used to wrap around and print
-  // 133,196 s with exit status 0. A NIC of 1e-9 Gbit/s (0.125 B/s) makes a flow end after 10^8 s: that was
-  // reported as a deadlock. Both are now one error line, exit status 2.
+  // 133,196 s with exit status 0. A NIC of 1e-6 Gbit/s (125 B/s, the slowest link rate the loader takes) makes
+  // the 2.7B model's gradient flows (~5.4 GB) end after ~4e7 s: that was reported as a deadlock. Both are now one
+  // error line, exit status 2.
   const fs::path dir = scratch_dir("range");
   const std::string base = slurp(fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios" / "default.textproto");
   auto variant = [&](const std::string& name, const std::string& from, const std::string& to) {
@@ -141,8 +142,8 @@ TEST_CASE("inputs far outside what hardware does: out of the simulator's time ra
     return (dir / name).string();
   };
   const std::string slow = variant("slow.textproto", "cluster {", "cluster {\n  slow_gpus { gpu: 0 compute_slowdown: 1e8 }");
-  const std::string nic = variant("nic.textproto", "nic_gbits_per_s_per_direction: 200",
-                                  "nic_gbits_per_s_per_direction: 1e-9");
+  const std::string nic =
+      variant("nic.textproto", "nic_gbits_per_s_per_direction: 200", "nic_gbits_per_s_per_direction: 1e-6");
   for (const std::string& scenario : {slow, nic}) {
     CAPTURE(scenario);
     const Run r = run("run " + scenario + " --json " + (dir / "out.json").string(), dir);

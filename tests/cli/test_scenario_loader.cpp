@@ -402,20 +402,38 @@ TEST_CASE("bad inline scenarios") {
           "inline.textproto:6:40: training.global_batch: 12 is not micro_batch 5 x grad_accum 2 x dp 1 = 10");
   }
   SUBCASE("a count too large to simulate fails before anything is built") {
-    // The bound: 1 GPU per replica x grad_accum x 2 layers x (forward, backward) = 4 x grad_accum tasks at least;
-    // 4 x 16,777,216 = 2^26 is the most, so 16,777,217 micro-batches (bound 67,108,868) are refused.
+    // The bound: simulated GPUs x grad_accum x layers per stage x 8 tasks per layer at least; on 1 GPU with 2
+    // layers that is 16 x grad_accum, and 16 x 4,194,304 = 2^26 is the most: 4,194,305 micro-batches (bound
+    // 67,108,880) are refused.
     const std::string cluster = kMinimal.substr(0, kMinimal.find("model {"));
-    CHECK(text_error(cluster + "model { layers: 2 hidden: 64 heads: 4 vocab: 100 seq_len: 16 }\n"
-                               "parallel { dp: 1 micro_batch: 5 grad_accum: 16777217 }\n" + good_training) ==
-          "inline.textproto:5:45: parallel.grad_accum: 16777217 micro-batches x 2 layers per pipeline stage x 1 GPU "
-          "of a data-parallel replica x forward and backward need at least 67108868 tasks, more than the 67108864 "
-          "clustersim builds");
-    // 99,999,999 layers x 2 micro-batches x 2 = 399,999,996: the layers are the larger factor and are named.
-    CHECK(text_error(cluster + "model { layers: 99999999 hidden: 64 heads: 4 vocab: 100 seq_len: 16 }\n"
-                               "parallel { dp: 1 micro_batch: 5 grad_accum: 2 }\n" + good_training) ==
-          "inline.textproto:4:17: model.layers: 2 micro-batches x 99999999 layers per pipeline stage x 1 GPU of a "
-          "data-parallel replica x forward and backward need at least 399999996 tasks, more than the 67108864 "
-          "clustersim builds");
+    CHECK(text_error(cluster +
+                     "model { layers: 2 hidden: 64 heads: 4 vocab: 100 seq_len: 16 }\n"
+                     "parallel { dp: 1 micro_batch: 5 grad_accum: 4194305 }\n" +
+                     good_training) ==
+          "inline.textproto:5:45: parallel.grad_accum: 4194305 micro-batches x 2 layers per pipeline stage x 1 "
+          "simulated GPU x 8 tasks per layer need at least 67108880 tasks, more than the 67108864 clustersim builds");
+    CHECK(text_error(cluster +
+                     "model { layers: 2 hidden: 64 heads: 4 vocab: 100 seq_len: 16 }\n"
+                     "parallel { dp: 1 micro_batch: 5 grad_accum: 4194304 }\n" +
+                     good_training)
+              .find("grad_accum") == std::string::npos);
+    // 99,999,999 layers x 2 micro-batches x 8 = 1,599,999,984: the layers are the larger factor and are named.
+    CHECK(text_error(cluster +
+                     "model { layers: 99999999 hidden: 64 heads: 4 vocab: 100 seq_len: 16 }\n"
+                     "parallel { dp: 1 micro_batch: 5 grad_accum: 2 }\n" +
+                     good_training) ==
+          "inline.textproto:4:17: model.layers: 2 micro-batches x 99999999 layers per pipeline stage x 1 simulated "
+          "GPU x 8 tasks per layer need at least 1599999984 tasks, more than the 67108864 clustersim builds");
+    // DDP simulates every GPU, not one per replica: 16 GPUs x 4 micro-batches x 1,000,000 layers x 8 = 5.12e8
+    // (one replica's GPU alone would be 3.2e7, under the bound, and the run took minutes and gigabytes).
+    CHECK(text_error("cluster { nodes: 2 gpus_per_node: 8 gpu: \"A100-SXM4-80GB\"\n"
+                     "          nvlink_gbytes_per_s_per_direction: 300 nic_gbits_per_s_per_direction: 200 }\n"
+                     "profile: \"a100-sxm4-80gb\"\n"
+                     "model { layers: 1000000 hidden: 64 heads: 4 vocab: 100 seq_len: 16 }\n"
+                     "parallel { dp: 16 micro_batch: 1 grad_accum: 4 }\n" +
+                     good_training) ==
+          "inline.textproto:4:17: model.layers: 4 micro-batches x 1000000 layers per pipeline stage x 16 simulated "
+          "GPUs x 8 tasks per layer need at least 5.12e+08 tasks, more than the 67108864 clustersim builds");
   }
   SUBCASE("more training steps than clustersim counts") {
     // 1e300 epochs x 1000 samples / global batch 10 x grad_accum 2 = 2e302 micro-batch steps > 2^53.
@@ -436,6 +454,37 @@ TEST_CASE("bad inline scenarios") {
           "inline.textproto: profile: missing (required: a built-in profile (a100-sxm4-80gb, h100-sxm5-80gb, tpu-v4, "
           "a100-sxm4-40gb, h200-sxm-141gb, gb200, vtrain-a100) "
           "or a path to a profile file, relative to the scenario file)");
+  }
+  SUBCASE("an enum number that names no value, in text and JSON, at any depth") {
+    // Protobuf enums are open: fidelity 99 was run as FLOW, schedule 99 as the automatic one, nccl.algorithm 99
+    // ignored. Each now names the field and the values there are.
+    CHECK(text_error(kMinimal + good_training + "fidelity: 99\n") ==
+          "inline.textproto:7:11: fidelity: 99 is not one of FLOW, ANALYTICAL");
+    CHECK(text_error(kMinimal + good_training + "nccl { algorithm: 42 }\n") ==
+          "inline.textproto:7:19: nccl.algorithm: 42 is not one of RING, TREE, NVLS, COLLNET, HIERARCHICAL, TORUS");
+    const std::string one_f_one_b = "parallel { dp: 1 micro_batch: 5 grad_accum: 2 schedule: 7 }\n";
+    CHECK(text_error(kMinimal.substr(0, kMinimal.find("parallel {")) + one_f_one_b + good_training) ==
+          "inline.textproto:5:57: parallel.schedule: 7 is not one of GPIPE, ONE_F_ONE_B, INTERLEAVED_ONE_F_ONE_B");
+    CHECK(
+        text_error(R"({"fidelity": 99})", true).starts_with("inline.textproto:1:14: fidelity: 99 is not one of FLOW"));
+  }
+  SUBCASE("products of layout numbers are 64-bit: pp 2 x vp 2^31 is not 0") {
+    // pp x vp in 32 bits wrapped to 0, and layers % 0 killed every command with SIGFPE.
+    const std::string cluster =
+        "cluster { nodes: 1 gpus_per_node: 2 gpu: \"A100-SXM4-80GB\"\n"
+        "          nvlink_gbytes_per_s_per_direction: 300 nic_gbits_per_s_per_direction: 200 }\n"
+        "profile: \"a100-sxm4-80gb\"\n"
+        "model { layers: 4 hidden: 64 heads: 4 vocab: 100 seq_len: 16 }\n";
+    CHECK(text_error(cluster + "parallel { dp: 1 pp: 2 vp: 2147483648 micro_batch: 1 grad_accum: 2 }\n" + good_training)
+              .find("parallel.pp: pp 2 x vp 2147483648 does not divide 4 layers") != std::string::npos);
+  }
+  SUBCASE("MoE figures on a dense model are set but unused") {
+    CHECK(text_error(kMinimal.substr(0, kMinimal.find("parallel {")) +
+                     "parallel { dp: 1 micro_batch: 5 grad_accum: 2 moe_token_skew: 1e30 }\n" + good_training) ==
+          "inline.textproto:5:63: parallel.moe_token_skew: the model is dense (no experts): nothing is routed");
+    CHECK(text_error(kMinimal.substr(0, kMinimal.find("parallel {")) +
+                     "parallel { dp: 1 micro_batch: 5 grad_accum: 2 moe_capacity_factor: 1.25 }\n" + good_training) ==
+          "inline.textproto:5:68: parallel.moe_capacity_factor: the model is dense (no experts): nothing is routed");
   }
   SUBCASE("JSON errors") {
     CHECK(text_error(R"({"parallel": {"dp": -1}})", true) ==

@@ -225,6 +225,27 @@ TEST_CASE("validate: a row without micro-batch size records the assumption; inte
   CHECK(big.scenario_text.find("node_preset: \"dgx-a100\" nodes: 192 }") != std::string::npos);
 }
 
+TEST_CASE("validate: LLaMA and Nemotron rows are simulated with their own architecture") {
+  // LLaMA 2 7B (row 149): the project's LLaMA presets run without dropout, so no 1-byte masks are activations.
+  const cli::ValidationRow llama =
+      cli::plan_row(builtin_table(), record_of(builtin_table(), "149"), workloads::Fidelity::kAnalytical);
+  CHECK(llama.scenario_text.find("tied_embeddings: false biases: false dropout: false") != std::string::npos);
+  // Nemotron-4 8B (row 152): RoPE, no biases, untied output layer, no dropout. Untied, the output layer is a
+  // second V·h = 256,000 · 4,096 = 1,048,576,000 parameters besides the input embedding (tied, as GPT, the
+  // model came out at 7.5 B):
+  const cli::ValidationRow nemotron =
+      cli::plan_row(builtin_table(), record_of(builtin_table(), "152"), workloads::Fidelity::kAnalytical);
+  CHECK(nemotron.scenario_text.find("position: ROPE tied_embeddings: false biases: false dropout: false") !=
+        std::string::npos);
+  CHECK(has_text(nemotron.assumptions, "Nemotron-4 architecture: squared-ReLU MLP"));
+  const workloads::Scenario sc = cli::load_scenario_text(nemotron.scenario_text, "row-152.textproto", false, "");
+  const workloads::ModelSpec& m = sc.jobs.at(0).model;
+  // Per layer, no biases, GELU MLP of ffn 16,384: attention 4h² = 67,108,864, MLP 2·h·f = 134,217,728, two
+  // LayerNorms 4h = 16,384 → 201,342,976; 32 layers 6,442,975,232; embeddings 2·V·h = 2,097,152,000 (RoPE: no
+  // position table); final LayerNorm 2h = 8,192. Total 8,540,135,424: the "8B" of Nemotron-4's 8.5B.
+  CHECK(m.parameter_count() == doctest::Approx(8540135424.0));
+}
+
 TEST_CASE("validate: skipped rows say why; every row of the built-in file is planned or explained") {
   const cli::CsvTable& t = builtin_table();
   auto reason = [&](const std::string& id) {
@@ -236,7 +257,10 @@ TEST_CASE("validate: skipped rows say why; every row of the built-in file is pla
   CHECK(reason("25").find("trust C") != std::string::npos);
   CHECK(reason("557").empty());                           // MosaicML FSDP: planned (see the MosaicML cases)
   CHECK(reason("625").empty());                           // MosaicML amp_fp8 on H100: planned as FP8
-  CHECK(reason("45").find("no measured") != std::string::npos);
+  // Megatron-Core strong scaling: an MFU of 47 %, no layout (its tp and pp cells are empty).
+  CHECK(reason("45") ==
+        "only an MFU is measured (no iter_time_s or tflops_per_gpu), without the tensor and pipeline "
+        "layout it was measured with");
   std::size_t planned = 0;
   for (const cli::CsvRecord& r : t.records) {
     const cli::ValidationRow row = cli::plan_row(t, r, workloads::Fidelity::kAnalytical);

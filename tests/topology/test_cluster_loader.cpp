@@ -244,9 +244,20 @@ TEST_CASE("topology loader: bad clusters name file, line:col and field") {
   CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 fabric { oversubscription: 1e300 }") ==
         "c.textproto:1:61: fabric.oversubscription: 1e+300 is more than a leaf of 64 ports can give (63:1)");
   // The dgx-a100 NIC port is 200 Gbit/s.
-  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 fabric { link_gbits_per_s_per_direction: 1e-300 }") ==
-        "c.textproto:1:75: fabric.link_gbits_per_s_per_direction: 1e-300 Gbit/s is more than 1000 times below the "
+  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 fabric { link_gbits_per_s_per_direction: 0.1 }") ==
+        "c.textproto:1:75: fabric.link_gbits_per_s_per_direction: 0.1 Gbit/s is more than 1000 times below the "
         "NIC port's 200 Gbit/s");
+  // Below 1e-6 of its unit a rate is a unit mistake; times a fault's factor it could round to 0 and stall every
+  // flow (reported as a deadlock before).
+  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 fabric { link_gbits_per_s_per_direction: 1e-300 }") ==
+        "c.textproto:1:75: fabric.link_gbits_per_s_per_direction: 1e-300 is below 1e-6 Gbit/s per direction: no "
+        "interconnect is that slow");
+  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 nic_gbits_per_s_per_direction: 1e-9")
+            .find("nic_gbits_per_s_per_direction: 1e-09 is below 1e-6 Gbit/s per GPU per direction") !=
+        std::string::npos);
+  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 link_faults { pattern: \"nic*\" bandwidth_factor: 1e-10 }")
+            .find("link_faults[0].bandwidth_factor: 1e-10 is below 1e-6: a link that slow is down for any training "
+                  "step (use down: true)") != std::string::npos);
   CHECK(text_error("node_preset: \"tpu-v4-cube\" nodes: 16 fabric { switch_radix: 8 }") ==
         "c.textproto:1:38: fabric: a torus has no network fabric (its chips link to each other)");
 }

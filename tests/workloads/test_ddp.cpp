@@ -107,4 +107,13 @@ TEST_CASE("training-time identity: 1000 samples, global batch 10, accumulation 2
   CHECK(t.gpu_hours == doctest::Approx(50.0 / 3600));
   // Two epochs of a partial last batch: 2 · 1005 / 10 = 201 steps.
   CHECK(training_time(TrainingJob{1005, 2, 10, Precision::kBF16}, 1, 1, seconds(1)).optimizer_steps == 201);
+  // Any data at all costs a step: 1e-300 epochs of 1000 samples is a sliver of one batch, 1 step (the absolute
+  // epsilon of ceil(steps − 1e-9) made it 0 and the time to train 0 s).
+  CHECK(training_time(TrainingJob{1000, 1e-300, 10, Precision::kBF16}, 1, 1, seconds(1)).optimizer_steps == 1);
+  // The epsilon is relative: 0.1 · 3 · 1e9 steps is 300,000,000.00000006 in doubles, still 300,000,000 steps;
+  // 300,000,001 whole batches stay 300,000,001.
+  CHECK(workloads::optimizer_steps_for(0.1 * 3 * 1e9) == 300000000);
+  CHECK(workloads::optimizer_steps_for(300000001.0) == 300000001);
+  CHECK(workloads::optimizer_steps_for(300000000.5) == 300000001);
+  CHECK(workloads::optimizer_steps_for(0) == 0);
 }

@@ -583,6 +583,14 @@ workloads::TrainingJob to_training(const ParsedText& in, const M& s, const std::
   out.host_dispatch_per_kernel = microseconds(non_negative(in, pre + "training.host_dispatch_us_per_kernel",
                                                            t.has_host_dispatch_us_per_kernel(),
                                                            t.host_dispatch_us_per_kernel(), "us"));
+  // The Horovod and nn.DataParallel graphs have no host thread (DataParallel's launches are its GPU 0's
+  // kernel_launch x replicas): the figure would be silently ignored.
+  const workloads::Framework fw = parallel.effective_framework();
+  if (out.host_dispatch_per_kernel.raw() > 0 &&
+      (fw == workloads::Framework::kHorovod || fw == workloads::Framework::kDataParallel))
+    in.fail(pre + "training.host_dispatch_us_per_kernel",
+            std::string("not modelled for ") + workloads::to_string(fw) +
+                " (its graph has no host thread); the DDP, FSDP, DeepSpeed and Megatron graphs take it");
   return out;
 }
 

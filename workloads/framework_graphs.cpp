@@ -423,10 +423,18 @@ JobGraph build_horovod_job(const Scenario& sc, const Job& job, sim::TaskGraph& g
 
 MemoryEstimate estimate_data_parallel_memory(const Job& job, const calibrate::GpuPerformance& gpu) {
   const double n = double(job.gpus.size());
-  const double gathered = n * job.parallel.micro_batch * job.model.seq_len * job.model.vocab;
-  return ddp_parts_with(job, gpu,
-                        {{"gathered logits on GPU 0 (n·b·s·V)", bytes(gathered * element_bytes(job.training.precision))},
-                         {"loss log-softmax on GPU 0 (fp32, n·b·s·V)", bytes(gathered * 4)}});
+  const double own = double(job.parallel.micro_batch) * job.model.seq_len * job.model.vocab;  // b·s·V
+  const double gathered = n * own;
+  const double e = element_bytes(job.training.precision);
+  MemoryEstimate est =
+      ddp_parts_with(job, gpu,
+                     {{"gathered logits on GPU 0 (n·b·s·V)", bytes(gathered * e)},
+                      {"loss log-softmax on GPU 0 (fp32, n·b·s·V)", bytes(gathered * 4)}});
+  // The replica's activations count its own loss's fp32 logits, 4·b·s·V·e/2 (estimate_ddp_memory); here the
+  // loss runs on GPU 0 over the gathered logits, which hold this replica's share already: take them out.
+  for (MemoryPart& p : est.parts)
+    if (p.name.rfind("activations", 0) == 0) p.size = p.size - bytes(2 * e * own);
+  return memory_verdict(std::move(est.parts), gpu.memory_capacity);
 }
 
 MemoryEstimate estimate_horovod_memory(const Job& job, const calibrate::GpuPerformance& gpu) {

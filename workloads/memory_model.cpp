@@ -70,14 +70,28 @@ MemoryEstimate estimate_ddp_memory(const Job& job, const calibrate::GpuPerforman
   const double embedding_mask = m.dropout ? s * b * h * scale : 0.0;  // the embedding's dropout mask
   const double activations = layers.raw() + embedding_mask + 4 * s * b * h * (1 + V / h) * scale;
 
+  // The optimizer's own state beside the fp32 weights (formulas.md 2.6): Adam m and v 8 B, momentum 4 B, plain
+  // SGD none. (The fp32 weights are the master copy: autocast only casts them.)
+  const Optimizer optimizer = job.training.optimizer;
+  const double moments = optimizer == Optimizer::kAdam ? 8 : optimizer == Optimizer::kSgdMomentum ? 4 : 0;
   std::vector<MemoryPart> parts = {
       {"weights (fp32)", bytes(4 * psi)},
       {"gradients (fp32)", bytes(4 * psi)},
-      {"optimizer state (Adam m, v fp32)", bytes(8 * psi)},
-      {"DDP gradient buckets (fp32 copy)", bytes(4 * psi)},
+      {std::string("optimizer state (") +
+           (optimizer == Optimizer::kAdam          ? "Adam m, v fp32"
+            : optimizer == Optimizer::kSgdMomentum ? "SGD momentum fp32"
+                                                   : "SGD: none") +
+           ")",
+       bytes(moments * psi)},
   };
+  // DDP copies the gradients into its buckets only where there is something to all-reduce (the graph skips the
+  // copies at dp 1, and so does the memory).
+  if (job.parallel.dp > 1) parts.push_back({"DDP gradient buckets (fp32 copy)", bytes(4 * psi)});
   if (mixed) parts.push_back({"autocast weight copies (16-bit)", bytes(2 * psi)});
   parts.push_back({"activations (one micro-batch)", bytes(activations)});
+  // The same allowance as the Megatron and ZeRO paths, so that their headroom and OOM verdicts compare.
+  parts.push_back({"framework overhead (runtime context, library workspaces, collective buffers, fragmentation)",
+                   MemoryConfig{}.framework_overhead});
   return memory_verdict(std::move(parts), gpu.memory_capacity);
 }
 

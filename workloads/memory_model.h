@@ -66,9 +66,10 @@
 // whose addition, in the listed order, first exceeds the capacity.
 //
 // estimate_ddp_memory() keeps the PyTorch-DDP-with-autocast composition of the DDP path: fp32
-// weights (4), fp32 gradients (4), Adam m and v (8), DDP bucket copy (4), autocast's 16-bit weight
-// copies (2), one micro-batch of activations (the layers as above on one GPU, embedding dropout
-// s·b·h·e/2, output layer 4·s·b·h·(1 + V/h)·e/2), no framework overhead.
+// weights (4), fp32 gradients (4), the optimizer's state (Adam m and v 8, SGD momentum 4, SGD 0), DDP bucket
+// copy (4, where dp > 1), autocast's 16-bit weight copies (2), one micro-batch of activations (the layers as
+// above on one GPU, embedding dropout s·b·h·e/2, output layer 4·s·b·h·(1 + V/h)·e/2), and the framework
+// overhead of the other paths.
 #pragma once
 
 #include <cstdint>

@@ -478,6 +478,13 @@ TEST_CASE("bad inline scenarios") {
     CHECK(text_error(cluster + "parallel { dp: 1 pp: 2 vp: 2147483648 micro_batch: 1 grad_accum: 2 }\n" + good_training)
               .find("parallel.pp: pp 2 x vp 2147483648 does not divide 4 layers") != std::string::npos);
   }
+  SUBCASE("host dispatch on a framework whose graph has no host thread is set but unused") {
+    const std::string horovod = kMinimal.substr(0, kMinimal.find("parallel {")) +
+                                "parallel { dp: 1 micro_batch: 5 grad_accum: 2 framework: HOROVOD }\n";
+    CHECK(text_error(horovod + "training { samples: 1000 host_dispatch_us_per_kernel: 200 }\n") ==
+          "inline.textproto:6:55: training.host_dispatch_us_per_kernel: not modelled for Horovod (its graph has no "
+          "host thread); the DDP, FSDP, DeepSpeed and Megatron graphs take it");
+  }
   SUBCASE("MoE figures on a dense model are set but unused") {
     CHECK(text_error(kMinimal.substr(0, kMinimal.find("parallel {")) +
                      "parallel { dp: 1 micro_batch: 5 grad_accum: 2 moe_token_skew: 1e30 }\n" + good_training) ==

@@ -285,20 +285,36 @@ TEST_CASE("report: parts, peak, capacity, and the part that breaks an 80 GiB GPU
 
 TEST_CASE("the DDP path keeps its composition: 22 B per parameter + one micro-batch of activations") {
   // The test_ddp model (l=2, h=1024, a=16, f=4h, V=51200, s=1024, b=4), bf16: P = 78,671,872;
-  // weights 4 + grads 4 + Adam 8 + DDP copy 4 + autocast 2 = 22 B → 1,730,781,184 B.
+  // weights 4 + grads 4 + Adam 8 + DDP copy 4 (dp > 1) + autocast 2 = 22 B → 1,730,781,184 B.
   // Activations: per layer sbh·34 + 5·a·s²·b = 142,606,336 + 335,544,320 = 478,150,656, × 2 layers,
   // + embedding dropout sbh 4,194,304 + output layer 4·sbh·(1 + V/h) = 855,638,016 → 1,816,133,632 B.
+  // Framework overhead 2 GiB = 2,147,483,648 B, as on the Megatron and ZeRO paths.
+  const double overhead = 2147483648.0;
   Job job;
   job.model = ModelSpec{"small", 2, 1024, 16, 4096, 51200, 1024};
   job.parallel.micro_batch = 4;
+  job.parallel.dp = 2;
   calibrate::GpuPerformance gpu;
   gpu.memory_capacity = GiB(80);
   const MemoryEstimate e = estimate_ddp_memory(job, gpu);
-  CHECK(e.peak.raw() == doctest::Approx(1730781184.0 + 1816133632.0).epsilon(1e-12));
+  CHECK(e.peak.raw() == doctest::Approx(1730781184.0 + 1816133632.0 + overhead).epsilon(1e-12));
   CHECK(!e.oom);
   // fp32 (e = 4, no autocast copies: 20 B/param = 1,573,437,440 B). Per layer sbh·(32·2 + 2) +
   // a·s²·b·(2·4 + 1) = 276,824,064 + 603,979,776 = 880,803,840, × 2; embedding 2·sbh = 8,388,608;
   // output 8·sbh·51 = 1,711,276,032 → activations 3,481,272,320 B.
   job.training.precision = Precision::kFP32;
-  CHECK(estimate_ddp_memory(job, gpu).peak.raw() == doctest::Approx(1573437440.0 + 3481272320.0).epsilon(1e-12));
+  CHECK(estimate_ddp_memory(job, gpu).peak.raw() ==
+        doctest::Approx(1573437440.0 + 3481272320.0 + overhead).epsilon(1e-12));
+  // The optimizer decides its state (formulas.md 2.6): SGD with momentum 4 B, plain SGD none. fp32, dp 2:
+  // 20 − 8 + 4 = 16 B → 1,258,749,952 B; 20 − 8 = 12 B → 944,062,464 B.
+  job.training.optimizer = Optimizer::kSgdMomentum;
+  CHECK(estimate_ddp_memory(job, gpu).peak.raw() ==
+        doctest::Approx(1258749952.0 + 3481272320.0 + overhead).epsilon(1e-12));
+  job.training.optimizer = Optimizer::kSgd;
+  CHECK(estimate_ddp_memory(job, gpu).peak.raw() ==
+        doctest::Approx(944062464.0 + 3481272320.0 + overhead).epsilon(1e-12));
+  // At dp 1 there is nothing to all-reduce: no bucket copy (the graph makes none): 12 − 4 = 8 B.
+  job.parallel.dp = 1;
+  CHECK(estimate_ddp_memory(job, gpu).peak.raw() ==
+        doctest::Approx(629374976.0 + 3481272320.0 + overhead).epsilon(1e-12));
 }

@@ -211,7 +211,9 @@ class LayerBuilder {
     ops.push_back(attention_gemm(p + "attn_scores.fwd", d_.s, d_.d, d_.s, Ba, d_.e * (qt + kvt + scores)));
     // Megatron's CoreAttention: the fused scale-mask-softmax kernel (reads the scores, writes P), then the
     // attention dropout as its own kernel (reads P, writes the dropped P and a 1-byte mask): 4e + 1 B per score.
-    Op softmax = elementwise(p + "softmax.fwd", 5 * scores, d_.e * 4 * scores + scores);
+    // Without dropout (p = 0: PyTorch's dropout returns its input, no kernel, no mask) 2e B.
+    Op softmax = elementwise(p + "softmax.fwd", 5 * scores,
+                             m_.dropout ? d_.e * 4 * scores + scores : d_.e * 2 * scores);
     softmax.attention_core = true;
     ops.push_back(softmax);
     // P·V per head: [s x s]·[s x d].
@@ -233,8 +235,9 @@ class LayerBuilder {
     // dP = dO·Vᵀ and dV = Pᵀ·dO: twice the forward FLOPs.
     ops.push_back(attention_gemm(p + "attn_values.bwd", d_.s, d_.d, d_.s, 2 * Ba, d_.e * (2 * scores + 2 * qt + 2 * kvt)));
     // The dropout's backward (reads dP' and the mask, writes dP) and the fused softmax backward (reads dP and
-    // P, writes dS): 5e + 1 B per score.
-    Op softmax = elementwise(p + "softmax.bwd", 4 * scores, d_.e * 5 * scores + scores);
+    // P, writes dS): 5e + 1 B per score; 3e without dropout.
+    Op softmax = elementwise(p + "softmax.bwd", 4 * scores,
+                             m_.dropout ? d_.e * 5 * scores + scores : d_.e * 3 * scores);
     softmax.attention_core = true;
     ops.push_back(softmax);
     // dQ = dS·K and dK = dSᵀ·Q.

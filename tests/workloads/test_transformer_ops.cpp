@@ -277,6 +277,14 @@ TEST_CASE("explicit attention: the softmax and the attention dropout each pass o
   CHECK(find(backward_ops(m, config(2)), "L0.softmax.bwd").bytes.raw() == 1476395008.0);
   CHECK(9 * scores == 1207959552.0);
   CHECK(11 * scores == 1476395008.0);
+  // Without dropout (LLaMA's recipes, dropout: false) there is no dropout kernel: PyTorch's dropout at p = 0
+  // returns its input. The softmax alone: 4 B per score forward (536,870,912 B), 6 B backward (805,306,368 B).
+  ModelSpec no_dropout = m;
+  no_dropout.dropout = false;
+  CHECK(find(forward_ops(no_dropout, config(2)), "L0.softmax.fwd").bytes.raw() == 4 * scores);
+  CHECK(find(backward_ops(no_dropout, config(2)), "L0.softmax.bwd").bytes.raw() == 6 * scores);
+  CHECK(4 * scores == 536870912.0);
+  CHECK(6 * scores == 805306368.0);
 }
 
 TEST_CASE("the loss: Megatron's fp32 vocab-parallel cross-entropy passes over the T x V/t logits") {

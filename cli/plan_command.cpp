@@ -311,7 +311,8 @@ std::string plan_report(const workloads::Scenario& sc, const PlanOptions& option
   if (!r.point) {
     doc.paragraph(options.gpus ? "No layout runs on " + std::to_string(*options.gpus) +
                                      " GPUs (every one is out of memory or does not divide the model and batch)."
-                               : no_plan_sentence(options, r) + " " + closest_sentence(sc, options, r));
+                               : no_plan_sentence(options, r) +
+                                     (r.closest || r.searched > 0 ? " " + closest_sentence(sc, options, r) : ""));
     return format == ReportFormat::kHtml ? doc.html() : doc.markdown();
   }
   const PlanPoint& p = *r.point;

@@ -71,9 +71,11 @@ MemoryEstimate estimate_ddp_memory(const Job& job, const calibrate::GpuPerforman
   const double activations = layers.raw() + embedding_mask + 4 * s * b * h * (1 + V / h) * scale;
 
   // The optimizer's own state beside the fp32 weights (formulas.md 2.6): Adam m and v 8 B, momentum 4 B, plain
-  // SGD none. (The fp32 weights are the master copy: autocast only casts them.)
+  // SGD none: model_state_bytes of fp32 training, unsharded (the fp32 weights are the master copy: autocast
+  // only casts them, so no second fp32 copy is added).
   const Optimizer optimizer = job.training.optimizer;
-  const double moments = optimizer == Optimizer::kAdam ? 8 : optimizer == Optimizer::kSgdMomentum ? 4 : 0;
+  const double moments =
+      model_state_bytes(optimizer, Precision::kFP32, GradientDtype::kFp32, Sharding::kNone, 1).optimizer;
   std::vector<MemoryPart> parts = {
       {"weights (fp32)", bytes(4 * psi)},
       {"gradients (fp32)", bytes(4 * psi)},

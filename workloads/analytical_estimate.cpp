@@ -143,6 +143,25 @@ struct AnalyticalEstimator::Impl {
   std::unordered_map<CommKey, std::vector<double>, CommKeyHash> ring_edge_times;
   std::vector<double> ring_clock, ring_base, kv_end, dkv_end, scratch, op_cost;  // run_ops scratch
   std::unordered_map<std::uint32_t, double> model_flops_by_mb;
+  // PyTorch DDP's eager mixed precision and gradient accumulation per micro-batch size (ddp_graph.h
+  // autocast_weights_op): the forward's weight casts, and the backward's gradient epilogues summed over its
+  // ops, without (the first micro-batch) and with the accumulation into .grad.
+  struct EagerCosts {
+    double weight_cast = 0, gradient_cast = 0, gradient_cast_accumulate = 0;
+  };
+  std::unordered_map<std::uint32_t, EagerCosts> eager_by_mb;
+  const EagerCosts& eager_costs(std::uint32_t micro_batch) {
+    if (const auto it = eager_by_mb.find(micro_batch); it != eager_by_mb.end()) return it->second;
+    EagerCosts c;
+    const Op cast = autocast_weights_op(forward_ops(job.model, micro_batch, prec), prec);
+    c.weight_cast = cast.bytes.raw() > 0 ? op_seconds(cast) : 0;
+    for (const Op& op : backward_ops(job.model, micro_batch, prec)) {
+      const Op first = gradient_epilogue_op(op, prec, false), later = gradient_epilogue_op(op, prec, true);
+      if (first.bytes.raw() > 0) c.gradient_cast += op_seconds(first);
+      if (later.bytes.raw() > 0) c.gradient_cast_accumulate += op_seconds(later);
+    }
+    return eager_by_mb.emplace(micro_batch, c).first->second;
+  }
   std::vector<std::uint32_t> node_of_rank;  // the node of each rank's GPU (ZeRO hybrid sharding)
 
   Impl(const Scenario& s, const Job& j)
@@ -540,23 +559,27 @@ struct AnalyticalEstimator::Impl {
   // Fills `flushes` with the DDP-sized buckets of a chunk's last backward (starting at `start`), in the order
   // they become ready: gradients fill a bucket until it holds `cap` bytes (`first_cap` the first). With
   // `split` (expert parallelism) the dense and the expert gradients fill their own buckets
-  // (megatron_graph.cpp gradient_buckets).
+  // (megatron_graph.cpp gradient_buckets). `per_param` > 0 (PyTorch DDP): the compute stream spends that long per
+  // parameter after the op producing its gradient (the gradient's cast, accumulation and copy into its bucket,
+  // all proportional to the parameters), so a gradient is ready that much later for each parameter produced
+  // up to it.
   void form_buckets(const std::vector<const Segment*>& walk, double start, double grad_bytes, double first_cap,
-                    double cap, bool split) {
+                    double cap, bool split, double per_param = 0) {
     struct Acc {
       double size = 0, ready = 0;
       std::size_t op = 0, segment = 0;
       bool first = true;
     } acc[2];
     flushes.clear();
-    double offset = start;
+    double offset = start, produced = 0;
     std::size_t index = 0;
     for (std::size_t k = 0; k < walk.size(); ++k) {
       const Segment& s = *walk[k];
       for (std::size_t i = 0; i < s.grad_end.size(); ++i, ++index) {
         Acc& a = acc[split && s.grad_expert[i] ? 1 : 0];
         a.size += grad_bytes * s.grad_params[i];
-        a.ready = offset + s.grad_end[i];
+        produced += s.grad_params[i];
+        a.ready = offset + s.grad_end[i] + per_param * produced;
         a.op = index;
         a.segment = k;
         if (a.size >= (a.first ? first_cap : cap)) {
@@ -574,10 +597,12 @@ struct AnalyticalEstimator::Impl {
   }
 
   // Runs the buckets of a chunk's last backward (starting at `start`, form_buckets) on a comm stream free at
-  // `free`, in the order they become ready; returns when the stream is free again.
+  // `free`, in the order they become ready; returns when the stream is free again. `per_param`: compute-stream
+  // time per parameter whose gradient is produced, before the framework sees it (form_buckets).
   double overlapped_buckets(const ChunkView& cv, const Segments& segs, double start, double free, double grad_bytes,
-                            double first_cap, double cap, const ParallelPlan& p, CollectiveOp op, bool split) {
-    form_buckets(chunk_segments(cv, segs), start, grad_bytes, first_cap, cap, split);
+                            double first_cap, double cap, const ParallelPlan& p, CollectiveOp op, bool split,
+                            double per_param = 0) {
+    form_buckets(chunk_segments(cv, segs), start, grad_bytes, first_cap, cap, split, per_param);
     for (const Flush& f : flushes)
       free = std::max(free, f.ready) + comm_time(p, f.experts ? Group::kExpertData : Group::kData, op, f.size);
     return free;
@@ -820,8 +845,18 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
   const double ddp_copy = !megatron && dense_ranks > 1
                               ? op_seconds(copy_op("ddp.copy", bytes(job.model.parameter_count() * grad_bytes)))
                               : 0.0;
-  if (ddp_copy > 0)
-    for (double& e : end) e += ddp_copy;
+  // And its eager mixed precision and gradient accumulation (ddp_graph.h): every micro-batch's weight casts and
+  // gradient casts, every later micro-batch's accumulation. `tail`: the part inside the last backward (its
+  // gradient epilogues and bucket copies), spread over its gradients by parameter count (form_buckets).
+  double eager = 0, tail = 0;
+  if (!megatron) {
+    const EagerCosts& e = eager_costs(plan.micro_batch);
+    eager = m * e.weight_cast + e.gradient_cast + (m - 1.0) * e.gradient_cast_accumulate;
+    tail = (m > 1 ? e.gradient_cast_accumulate : e.gradient_cast) + ddp_copy;
+  }
+  if (ddp_copy + eager > 0)
+    for (double& e : end) e += ddp_copy + eager;
+  const double tail_per_param = tail > 0 ? tail / job.model.parameter_count() : 0.0;
   std::vector<double> dp_done(end);
   if (dense_ranks > 1 || (split && expert_ranks > 1)) {
     for (std::uint32_t s = 0; s < p; ++s) {
@@ -833,8 +868,8 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
           const ChunkView cv = chunk_view(vs);
           // Chunk c's last backward runs c groups of p backward steps before chunk 0's (interleaved cooldown).
           const double chunk_end = end[s] - c * p * chunk[vs].b;
-          free = overlapped_buckets(cv, segs, chunk_end - chunk[vs].b, free, grad_bytes, first_bucket_bytes,
-                                    bucket_bytes, plan, grad_op, split);
+          free = overlapped_buckets(cv, segs, chunk_end - chunk[vs].b - tail, free, grad_bytes, first_bucket_bytes,
+                                    bucket_bytes, plan, grad_op, split, tail_per_param);
         }
         free = std::max(free, end[s]);
       } else {
@@ -895,7 +930,7 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
 
   AnalyticalEstimate out;
   out.iteration_time = seconds(iteration);
-  out.compute = seconds(m * stage[last_stage].compute + opt_last + 2 * ddp_copy);
+  out.compute = seconds(m * stage[last_stage].compute + opt_last + 2 * ddp_copy + eager);
   out.tp_comm = seconds(m * stage[last_stage].tp);
   out.cp_comm = seconds(m * stage[last_stage].cp);
   out.ep_comm = seconds(m * stage[last_stage].ep);

@@ -46,6 +46,11 @@
 //    they fill, on one stream. The distributed optimizer reduce-scatters, steps dense/(dp·cp) +
 //    experts/((dp/ep)·cp) parameters and all-gathers them after the step. Tied embeddings with a pipeline:
 //    the first and last stage all-reduce the word-embedding gradients before their optimizer step.
+//    PyTorch DDP (ddp_graph.h) also runs, per micro-batch, autocast's weight casts and the gradients' casts
+//    (and from the second micro-batch their accumulation), and copies the gradients into the buckets and back:
+//    each is added to the compute stream whole, and the part inside the last backward delays each bucket by
+//    its share of the parameters produced up to it (the graph runs each after the op producing its gradient;
+//    these costs are proportional to the parameters, except the per-op launch floors).
 //  * Optimizer: op_time(optimizer_op(rank parameters)) after the reduction; the step ends at the latest rank.
 //  * ZeRO / FSDP (zero_graph.h), data parallelism on d_s-rank shard groups (all ranks, or one node's with
 //    hybrid sharding). Units: the root (embedding; final norm, head, loss) and one per block, forward times

@@ -10,6 +10,52 @@ namespace clustersim::workloads {
 
 Bytes ddp_gradient_bytes(Precision) { return bytes(4); }
 
+namespace {
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.ends_with(suffix);
+}
+
+}  // namespace
+
+double autocast_weight_elements(const Op& op, Precision precision) {
+  if (!sixteen_bit(precision) || op.kind != OpKind::kGemm || op.attention_core || op.fp8) return 0;
+  // A linear layer's GEMMs (transformer_ops.cpp): forward [T x K]·[K x N], weight K·N; the weight
+  // gradient [K x T]·[T x N], weight m·n. Per batch entry (the grouped experts').
+  if (ends_with(op.name, ".fwd")) return op.batch * op.k * op.n;
+  if (ends_with(op.name, ".wgrad")) return op.batch * op.m * op.n;
+  return 0;
+}
+
+Op autocast_weights_op(const std::vector<Op>& forward, Precision precision) {
+  Op op = copy_op("amp.weight_cast", Bytes{});
+  double elements = 0, tensors = 0;
+  for (const Op& f : forward) {
+    const double e = autocast_weight_elements(f, precision);
+    elements += e;
+    tensors += e > 0 ? 1 : 0;
+  }
+  op.bytes = bytes(6 * elements);
+  op.kernels = tensors;
+  return op;
+}
+
+Op gradient_epilogue_op(const Op& backward_op, Precision precision, bool accumulate) {
+  const std::string& name = backward_op.name;
+  std::string base = name;
+  for (std::string_view suffix : {".wgrad", ".bwd"})
+    if (ends_with(base, suffix)) base.resize(base.size() - suffix.size());
+  const double cast = ends_with(name, ".wgrad") ? autocast_weight_elements(backward_op, precision) : 0;
+  const double add = accumulate ? backward_op.grad_parameters : 0;
+  Op op = copy_op(base + (cast > 0 && add > 0 ? ".grad_cast_accumulate"
+                          : cast > 0          ? ".grad_cast"
+                                              : ".grad_accumulate"),
+                  Bytes{});
+  op.bytes = bytes(6 * cast + 12 * add);
+  op.kernels = (cast > 0 ? 1 : 0) + (add > 0 ? 1 : 0);
+  return op;
+}
+
 std::vector<GradientBucket> ddp_buckets(const std::vector<Op>& backward, Bytes bytes_per_gradient,
                                         Bytes first_bucket_cap, Bytes bucket_cap) {
   std::vector<GradientBucket> buckets;
@@ -40,6 +86,42 @@ std::vector<sim::TaskArg> op_args(const Op& op, std::uint32_t micro_batch_index)
 }
 
 }  // namespace
+
+EagerExtras::EagerExtras(const std::vector<Op>& forward, const std::vector<Op>& backward, Precision precision,
+                         std::uint32_t grad_accum, const calibrate::GpuPerformance& gpu, sim::TaskGraph& graph,
+                         bool accumulate) {
+  auto make = [&](const Op& op, std::uint32_t mb) {
+    Piece p;
+    if (op.bytes.raw() <= 0) return p;
+    p.label = graph.add_label({op.name, kCategoryCompute, op_args(op, mb)});
+    p.time = op_time(op, gpu, precision);
+    p.kernels = op.kernels;
+    p.present = true;
+    return p;
+  };
+  const Op cast = autocast_weights_op(forward, precision);
+  for (std::uint32_t mb = 0; mb < grad_accum; ++mb) {
+    weight_cast_.push_back(make(cast, mb));
+    std::vector<Piece> epilogue;
+    for (const Op& op : backward)
+      epilogue.push_back(make(gradient_epilogue_op(op, precision, accumulate && mb > 0), mb));
+    epilogue_.push_back(std::move(epilogue));
+  }
+}
+
+std::optional<sim::TaskId> EagerExtras::add(const Piece& p, sim::TaskGraph& graph,
+                                            std::span<const sim::StreamId> stream, double slowdown, HostProgram* host,
+                                            std::uint32_t rank) const {
+  if (!p.present) return std::nullopt;
+  const sim::TaskId t = graph.add(p.label, stream, p.time * slowdown);
+  if (host) host->issue(rank, t, p.kernels);
+  return t;
+}
+
+Seconds EagerExtras::epilogue_time(std::size_t op, std::uint32_t mb) const {
+  const Piece& p = epilogue_.at(mb).at(op);
+  return p.present ? p.time : Seconds{};
+}
 
 JobGraph build_ddp_job(const Scenario& sc, const Job& job, sim::TaskGraph& graph, CollectiveEngine& collectives) {
   JobGraph it;
@@ -76,6 +158,10 @@ JobGraph build_ddp_job(const Scenario& sc, const Job& job, sim::TaskGraph& graph
     for (const Op& op : fwd) fwd_label[mb].push_back(graph.add_label({op.name, kCategoryCompute, op_args(op, mb)}));
     for (const Op& op : bwd) bwd_label[mb].push_back(graph.add_label({op.name, kCategoryCompute, op_args(op, mb)}));
   }
+  // Eager mixed precision and gradient accumulation (the header of autocast_weights_op): the forward's weight
+  // casts after its first op (the embedding, which autocast leaves in fp32), and each gradient's cast and
+  // accumulation after the op that produces it.
+  const EagerExtras extras(fwd, bwd, prec, ga, sc.profile.gpu, graph);
   // Every rank reads its own micro-batches (input_pipeline.h).
   std::vector<std::uint32_t> readers(ranks);
   for (std::uint32_t r = 0; r < ranks; ++r) readers[r] = r;
@@ -103,12 +189,14 @@ JobGraph build_ddp_job(const Scenario& sc, const Job& job, sim::TaskGraph& graph
         const sim::TaskId t = graph.add(fwd_label[mb][i], cs, fwd_time[i] * slow,
                                         i == 0 ? std::span<const sim::TaskId>(first_input) : std::span<const sim::TaskId>{});
         if (host) it.host.issue(r, t, fwd[i].kernels);
+        if (i == 0) extras.add_weight_cast(graph, cs, mb, slow, host ? &it.host : nullptr, r);
       }
       const bool last = mb + 1 == ga;
       std::size_t next_bucket = 0;
       for (std::size_t i = 0; i < bwd.size(); ++i) {
         const sim::TaskId t = graph.add(bwd_label[mb][i], cs, bwd_time[i] * slow);
         if (host) it.host.issue(r, t, bwd[i].kernels);
+        extras.add_epilogue(graph, cs, i, mb, slow, host ? &it.host : nullptr, r);
         while (communicate && last && next_bucket < it.buckets.size() && it.buckets[next_bucket].ready_after_op == i) {
           const sim::TaskId copied = graph.add(copy_in_label[next_bucket], cs, copy_in_time[next_bucket] * slow);
           if (host) it.host.issue(r, copied, 1);

@@ -16,6 +16,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -47,6 +49,63 @@ std::vector<GradientBucket> ddp_buckets(const std::vector<Op>& backward, Bytes b
 Bytes ddp_gradient_bytes(Precision precision);
 
 inline constexpr Bytes kFirstBucketCap = MiB(1);  // torch.distributed._DEFAULT_FIRST_BUCKET_BYTES
+
+// What PyTorch's eager mode adds around the model's kernels in DDP, Horovod and DataParallel, which train
+// fp32 parameters (FSDP and Megatron-LM handle their 16-bit copies themselves: zero_graph.h, megatron_graph.h).
+//  * torch.autocast (BF16/FP16 mixed precision; torch/csrc/autograd/autocast_mode.cpp) casts a linear layer's
+//    fp32 weight to 16 bits when an op first uses it, and caches the copy until the autocast region (one
+//    forward) exits: every micro-batch casts every weight again (these graphs run without recomputation). A
+//    cast reads 4 B and writes 2 B per element: 6 B.
+//  * autograd casts that copy's 16-bit gradient back to fp32 (the cast's backward) before AccumulateGrad:
+//    read 2 B, write 4 B per element: 6 B.
+//  * AccumulateGrad adds the gradient into .grad in place from the second micro-batch of a step on (read 4 +
+//    4 B, write 4 B: 12 B per parameter, also in fp32 training); the first micro-batch's gradient becomes .grad
+//    without a kernel. DDP's and Horovod's hooks run after AccumulateGrad, so these kernels come before a
+//    bucket's AllReduce.
+// FP8 linear layers are Transformer Engine's, which casts its weights itself (the ops' FP8 casts) and writes
+// fp32 weight gradients: no autocast work. Biases are cast with their weights; their 6 B per element are left
+// out (h or f of h·f elements).
+double autocast_weight_elements(const Op& op, Precision precision);  // 16-bit weight elements `op`'s cast covers
+// The forward's autocast weight casts as one op (bytes 0 in fp32 training or when nothing is cast).
+Op autocast_weights_op(const std::vector<Op>& forward, Precision precision);
+// The work on the gradients `backward_op` produces before the framework's hook sees them: the cast back to fp32
+// and, with `accumulate`, the add into .grad. Bytes 0 when there is none.
+Op gradient_epilogue_op(const Op& backward_op, Precision precision, bool accumulate);
+
+// The tasks of those casts and accumulations for a replica's micro-batches, labelled once and added to a rank's
+// compute stream by the frameworks' graphs. Each add_* adds nothing where the work is none (nullopt), else the
+// task.
+class EagerExtras {
+ public:
+  // accumulate = false: the replica's gradients are not accumulated where it runs (DataParallel's replicas).
+  EagerExtras(const std::vector<Op>& forward, const std::vector<Op>& backward, Precision precision,
+              std::uint32_t grad_accum, const calibrate::GpuPerformance& gpu, sim::TaskGraph& graph,
+              bool accumulate = true);
+  std::optional<sim::TaskId> add_weight_cast(sim::TaskGraph& graph, std::span<const sim::StreamId> stream,
+                                             std::uint32_t mb, double slowdown, HostProgram* host,
+                                             std::uint32_t rank) const {
+    return add(weight_cast_.at(mb), graph, stream, slowdown, host, rank);
+  }
+  std::optional<sim::TaskId> add_epilogue(sim::TaskGraph& graph, std::span<const sim::StreamId> stream, std::size_t op,
+                                          std::uint32_t mb, double slowdown, HostProgram* host,
+                                          std::uint32_t rank) const {
+    return add(epilogue_.at(mb).at(op), graph, stream, slowdown, host, rank);
+  }
+  // The epilogue's time after backward op `op` in micro-batch `mb` (0 if none), before any slowdown.
+  Seconds epilogue_time(std::size_t op, std::uint32_t mb) const;
+
+ private:
+  struct Piece {
+    sim::LabelId label = 0;
+    Seconds time;
+    double kernels = 0;
+    bool present = false;
+  };
+  std::optional<sim::TaskId> add(const Piece& p, sim::TaskGraph& graph, std::span<const sim::StreamId> stream,
+                                 double slowdown, HostProgram* host, std::uint32_t rank) const;
+  std::vector<Piece> weight_cast_;            // per micro-batch
+  std::vector<std::vector<Piece>> epilogue_;  // per micro-batch, per backward op
+};
 
 class CollectiveEngine;
 

@@ -142,6 +142,13 @@ JobGraph build_data_parallel_job(const Scenario& sc, const Job& job, sim::TaskGr
     for (std::size_t k = first; k <= last; ++k) s += tensor_bytes[k];
     chunks.push_back(s);
   }
+  // Eager mixed precision (ddp_graph.h): every replica casts the weights it was given (its parameters are the
+  // broadcast's outputs, not leaves, so autocast does not cache them either) and its 16-bit weight gradients
+  // back to fp32 before they are reduced onto GPU 0, where AccumulateGrad adds them into .grad from the second
+  // micro-batch on (one GPU: DataParallel calls the module itself, and that replica accumulates).
+  const EagerExtras extras(fwd, bwd, prec, job.parallel.grad_accum, gpu, graph, n == 1);
+  Op accumulate = copy_op("grads.accumulate", Bytes{});
+  accumulate.bytes = bytes(12 * model.parameter_count());
   const Bytes input_share = micro_batch_input_bytes(model, b);
   const Bytes logits = bytes(double(b) * model.seq_len * model.vocab * element_bytes(prec));
 
@@ -165,19 +172,26 @@ JobGraph build_data_parallel_job(const Scenario& sc, const Job& job, sim::TaskGr
   };
   const sim::StreamId cs0[] = {it.compute_stream[0]};
   sim::TaskId last_reduce = 0;
+  std::optional<sim::TaskId> accumulated;  // GPU 0's latest accumulation of reduced gradients into .grad
   for (std::uint32_t mb = 0; mb < ga; ++mb) {
     const std::string tag = ".mb" + std::to_string(mb);
     const sim::TaskId batch_on_gpu0[] = {input.ready.at({0, mb})};
-    // 1–2. Scatter the inputs, 3. replicate the module.
+    // 1–2. Scatter the inputs, 3. replicate the module. Both come after the previous micro-batch's accumulation
+    // into .grad, which runs on the same (current) stream of GPU 0.
+    std::vector<sim::TaskId> scatter_deps = {batch_on_gpu0[0]};
+    if (accumulated) scatter_deps.push_back(*accumulated);
     std::vector<sim::TaskId> scatter(n);
     for (std::uint32_t r = 1; r < n; ++r)
-      scatter[r] = p2p("scatter.input.r" + std::to_string(r) + tag, 0, r, input_share, batch_on_gpu0);
+      scatter[r] = p2p("scatter.input.r" + std::to_string(r) + tag, 0, r, input_share, scatter_deps);
     // Issued after the scatter on GPU 0's stream (DataParallel.forward scatters, then replicates).
     sim::TaskId broadcast = 0;
+    const std::vector<sim::TaskId> after_accumulate =
+        accumulated ? std::vector<sim::TaskId>{*accumulated} : std::vector<sim::TaskId>{};
     for (std::size_t c = 0; c < chunks.size(); ++c)
-      broadcast = collectives.add(graph, "replicate.broadcast.chunk" + std::to_string(c) + tag, kCategoryDpComm,
-                                  CollectiveRequest{CollectiveOp::kBroadcast, job.gpus, chunks[c], 0}, it.comm_stream,
-                                  {});
+      broadcast =
+          collectives.add(graph, "replicate.broadcast.chunk" + std::to_string(c) + tag, kCategoryDpComm,
+                          CollectiveRequest{CollectiveOp::kBroadcast, job.gpus, chunks[c], 0}, it.comm_stream,
+                          c == 0 ? std::span<const sim::TaskId>(after_accumulate) : std::span<const sim::TaskId>{});
     // 4. The replicas' forwards.
     std::vector<sim::TaskId> forward_end(n);
     for (std::uint32_t r = 0; r < n; ++r) {
@@ -188,6 +202,8 @@ JobGraph build_data_parallel_job(const Scenario& sc, const Job& job, sim::TaskGr
         const sim::LabelId label = graph.add_label({fwd[i].name, kCategoryCompute, op_args(fwd[i], mb)});
         forward_end[r] = graph.add(label, cs, fwd_time[i] * slowdown(r),
                                    i == 0 ? std::span<const sim::TaskId>(first_deps) : std::span<const sim::TaskId>{});
+        if (i == 0)
+          forward_end[r] = extras.add_weight_cast(graph, cs, mb, slowdown(r), nullptr, r).value_or(forward_end[r]);
       }
     }
     // 5. Gather the logits, 6. loss on GPU 0 and the scatter of its gradient.
@@ -216,6 +232,7 @@ JobGraph build_data_parallel_job(const Scenario& sc, const Job& job, sim::TaskGr
         const sim::LabelId label = graph.add_label({bwd[i].name, kCategoryCompute, op_args(bwd[i], mb)});
         t = graph.add(label, cs, bwd_time[i] * slowdown(r),
                       i == 0 ? std::span<const sim::TaskId>(first) : std::span<const sim::TaskId>{});
+        t = extras.add_epilogue(graph, cs, i, mb, slowdown(r), nullptr, r).value_or(t);
       }
       backward_end.push_back(t);
     }
@@ -224,6 +241,12 @@ JobGraph build_data_parallel_job(const Scenario& sc, const Job& job, sim::TaskGr
                                     CollectiveRequest{CollectiveOp::kReduce, job.gpus, chunks[c], 0}, it.comm_stream,
                                     c == 0 ? std::span<const sim::TaskId>(backward_end) : std::span<const sim::TaskId>{});
     if (chunks.empty()) last_reduce = backward_end[0];
+    if (mb > 0 && !chunks.empty()) {
+      const sim::LabelId label = graph.add_label({accumulate.name, kCategoryCompute, op_args(accumulate, mb)});
+      const sim::TaskId dep[] = {last_reduce};
+      last_reduce = graph.add(label, cs0, op_time(accumulate, gpu, prec) * slowdown(0), dep);
+      accumulated = last_reduce;
+    }
   }
   // 8. The optimizer on GPU 0 alone.
   const sim::LabelId opt_label = graph.add_label({opt.name, kCategoryCompute, op_args(opt, 0)});
@@ -251,8 +274,13 @@ JobGraph build_horovod_job(const Scenario& sc, const Job& job, sim::TaskGraph& g
   auto slowdown = [&](std::uint32_t rank) { return sc.cluster.compute_slowdown(job.gpus[rank]); };
   double slowest = 1.0;
   for (std::uint32_t r = 0; r < ranks; ++r) slowest = std::max(slowest, slowdown(r));
+  const std::uint32_t ga = par.grad_accum;
+  // Eager mixed precision and gradient accumulation (ddp_graph.h): Horovod's hooks, like DDP's, see a gradient
+  // after its cast and accumulation, so the last micro-batch's epilogues count in the tensors' ready times.
+  const EagerExtras extras(fwd, bwd, prec, ga, gpu, graph);
   std::vector<Seconds> slowest_bwd;
-  for (const Seconds& t : bwd_time) slowest_bwd.push_back(t * slowest);
+  for (std::size_t i = 0; i < bwd.size(); ++i)
+    slowest_bwd.push_back((bwd_time[i] + extras.epilogue_time(i, ga - 1)) * slowest);
   const std::vector<GradientTensor> tensors = gradient_tensors(bwd, slowest_bwd, ddp_gradient_bytes(prec));
   const std::vector<FusedAllReduce> responses = horovod_responses(tensors, par.horovod_cycle, par.horovod_fusion);
   const bool communicate = ranks > 1;
@@ -261,7 +289,6 @@ JobGraph build_horovod_job(const Scenario& sc, const Job& job, sim::TaskGraph& g
     it.compute_stream.push_back(graph.add_stream(g, kComputeStream));
     it.comm_stream.push_back(graph.add_stream(g, kDpCommStream));
   }
-  const std::uint32_t ga = par.grad_accum;
   std::vector<std::uint32_t> readers(ranks);
   for (std::uint32_t r = 0; r < ranks; ++r) readers[r] = r;
   InputPipeline input = add_input_pipeline(sc, job, graph, readers, ga);
@@ -274,13 +301,15 @@ JobGraph build_horovod_job(const Scenario& sc, const Job& job, sim::TaskGraph& g
       const sim::TaskId first_input[] = {input.ready.at({r, mb})};
       for (std::size_t i = 0; i < fwd.size(); ++i) {
         const sim::LabelId label = graph.add_label({fwd[i].name, kCategoryCompute, op_args(fwd[i], mb)});
-        const sim::TaskId t = graph.add(label, cs, fwd_time[i] * slowdown(r),
-                                        i == 0 ? std::span<const sim::TaskId>(first_input) : std::span<const sim::TaskId>{});
+        sim::TaskId t = graph.add(label, cs, fwd_time[i] * slowdown(r),
+                                  i == 0 ? std::span<const sim::TaskId>(first_input) : std::span<const sim::TaskId>{});
+        if (i == 0) t = extras.add_weight_cast(graph, cs, mb, slowdown(r), nullptr, r).value_or(t);
         if (r == 0 && mb + 1 == ga) backward_start = t;
       }
       for (std::size_t i = 0; i < bwd.size(); ++i) {
         const sim::LabelId label = graph.add_label({bwd[i].name, kCategoryCompute, op_args(bwd[i], mb)});
-        const sim::TaskId t = graph.add(label, cs, bwd_time[i] * slowdown(r));
+        sim::TaskId t = graph.add(label, cs, bwd_time[i] * slowdown(r));
+        t = extras.add_epilogue(graph, cs, i, mb, slowdown(r), nullptr, r).value_or(t);
         if (mb + 1 == ga) bwd_task[r].push_back(t);
       }
     }

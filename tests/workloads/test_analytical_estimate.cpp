@@ -60,21 +60,25 @@ constexpr const char* kGpt8 = "gpt-1p7b layers: 8";
 
 TEST_CASE("analytical estimate agrees with the event-driven simulation within 5% on contention-free layouts") {
   const std::vector<Case> cases = {
-      {1, "gpt-1p7b", "dp: 8 micro_batch: 2 grad_accum: 4"},                                      // DDP
+      {1, "gpt-1p7b", "dp: 8 micro_batch: 2 grad_accum: 4"},  // DDP
+      // DDP across nodes, buckets overlapping the backward behind the gradients' casts (and accumulation).
+      {2, "gpt-1p7b", "dp: 16 micro_batch: 1"},
+      {2, "gpt-1p7b", "dp: 16 micro_batch: 1 grad_accum: 2"},
       {1, "gpt-1p7b", "dp: 4 tp: 2 micro_batch: 2 grad_accum: 4"},                                // TP
       {2, "gpt-1p7b", "dp: 2 tp: 4 pp: 2 micro_batch: 1 grad_accum: 8 sequence_parallel: true"},  // TP+SP, 1F1B
       {2, "gpt-1p7b", "dp: 4 pp: 4 micro_batch: 4 grad_accum: 4"},                                // PP only
       {1, "gpt-3p6b", "dp: 2 tp: 2 pp: 2 micro_batch: 1 grad_accum: 8 recompute: SELECTIVE"},
       {4, "gpt-3p6b", "dp: 2 tp: 8 pp: 2 micro_batch: 1 grad_accum: 16 sequence_parallel: true recompute: FULL"},
-      {4, "gpt-7p5b", "dp: 2 tp: 4 pp: 4 vp: 3 micro_batch: 1 grad_accum: 8"},                    // interleaved
+      {4, "gpt-7p5b", "dp: 2 tp: 4 pp: 4 vp: 3 micro_batch: 1 grad_accum: 8"},  // interleaved
       {8, "gpt-7p5b", "dp: 2 tp: 8 pp: 4 micro_batch: 2 grad_accum: 8 distributed_optimizer: true"},
       {2, "llama2-7b", "dp: 4 tp: 2 pp: 2 micro_batch: 1 grad_accum: 4 flash_attention: true"},
       {8, "gpt-7p5b", "dp: 2 tp: 8 pp: 4 micro_batch: 1 grad_accum: 16 schedule: GPIPE recompute: FULL"},
       {6, "gpt-7p5b", "dp: 1 tp: 4 pp: 12 micro_batch: 2 grad_accum: 8"},  // deep pipeline, m < p
       // TP collectives beside the GEMMs (tp_comm_overlap): each sync costs what it outlasts its GEMM.
       {2, "gpt-7p5b", "dp: 2 tp: 8 micro_batch: 1 grad_accum: 4 sequence_parallel: true tp_comm_overlap: true"},
-      {4, "gpt-7p5b", "dp: 2 tp: 8 pp: 2 micro_batch: 1 grad_accum: 8 sequence_parallel: true tp_comm_overlap: true "
-                      "recompute: FULL"},
+      {4, "gpt-7p5b",
+       "dp: 2 tp: 8 pp: 2 micro_batch: 1 grad_accum: 8 sequence_parallel: true tp_comm_overlap: true "
+       "recompute: FULL"},
   };
   check_cases(cases);
 }

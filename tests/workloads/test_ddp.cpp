@@ -1,7 +1,12 @@
 #include <doctest/doctest.h>
 
-#include "workloads/input_pipeline.h"
+#include <map>
+#include <string>
+
 #include "tests/test_profiles.h"
+#include "workloads/compute_model.h"
+#include "workloads/ddp_graph.h"
+#include "workloads/input_pipeline.h"
 #include "workloads/iteration_result.h"
 
 using namespace clustersim;
@@ -74,11 +79,75 @@ TEST_CASE("DDP with gradient accumulation communicates only after the last micro
   // compute(two) = 2·compute(one) − optimizer step; the optimizer is < 1% of compute here.
   CHECK(two.breakdown.compute.raw() == doctest::Approx(2 * one.breakdown.compute.raw()).epsilon(0.01));
   CHECK(two.breakdown.compute.raw() < 2 * one.breakdown.compute.raw());
-  // Tasks: per GPU 2×(copy + fwd + bwd) + a copy into each of the 2 buckets + one copy out + optimizer, plus 2
-  // AllReduce tasks shared by both GPUs. Doubling the one-micro-batch graph counts twice what runs once per
-  // step: 2 optimizers, 2 copies out, 2 × 2 copies in and 2 AllReduces.
+  // Tasks: per GPU 2×(copy + fwd + weight cast + bwd + the gradients' epilogues) + a copy into each of the 2
+  // buckets + one copy out + optimizer, plus 2 AllReduce tasks shared by both GPUs. Doubling the one-micro-batch
+  // graph counts twice what runs once per step: 2 optimizers, 2 copies out, 2 × 2 copies in and 2 AllReduces.
+  // The first micro-batch's epilogues are the weight gradients' casts; the second's add the accumulation, also
+  // of the 6 gradients no cast precedes (2 layers × 2 LayerNorms, the final LayerNorm, the embedding): 6 more
+  // tasks per GPU.
   REQUIRE(one.buckets.size() == 2);
-  CHECK(all_two.tasks == 2 * all_one.tasks - 2 - 2 - 2 * 2 - 2);
+  CHECK(all_two.tasks == 2 * all_one.tasks - 2 - 2 - 2 * 2 - 2 + 2 * 6);
+}
+
+TEST_CASE("DDP under autocast: weight casts every forward, gradient casts, accumulation from micro-batch 2") {
+  // small_gpt: l = 2, h = 1024, f = 4h, V = 51200, tied embeddings, biases. torch.autocast casts the linear
+  // layers' weights (qkv h·3h, proj h·h, fc1 h·4h, fc2 4h·h: 12h² per layer) and the tied LM head's V·h:
+  //   W = 2·12·1024² + 51200·1024 = 25,165,824 + 52,428,800 = 77,594,624 elements;
+  // forward cast 4 B read + 2 B written = 6·W = 465,567,744 B per micro-batch; the gradients' casts back to
+  // fp32 (2 B read + 4 B written) the same 465,567,744 B; the accumulation from the second micro-batch on
+  // 12 B per parameter: 12 · 78,671,872 = 944,062,464 B (test "DDP buckets" derives P).
+  struct Tasks : sim::TraceSink {
+    std::map<std::string, std::vector<std::pair<double, double>>> bytes_and_seconds;  // GPU 0, by name
+    double epilogue_bytes[2] = {0, 0};                                                // GPU 0, per micro-batch
+    std::map<std::string, sim::SimTime> end, start;                                   // GPU 0, last micro-batch
+    void on_task(const sim::TaskRecord& r) override {
+      if (r.gpu != 0) return;
+      double bytes = 0, mb = 0;
+      for (const sim::TaskArg& a : *r.args) {
+        if (a.key == "bytes") bytes = a.number;
+        if (a.key == "micro_batch") mb = a.number;
+      }
+      const std::string name(r.name);
+      bytes_and_seconds[name].push_back({bytes, sim::to_seconds(r.end - r.start).raw()});
+      if (name.find(".grad_") != std::string::npos) epilogue_bytes[mb > 0 ? 1 : 0] += bytes;
+      if (mb == 1 || name.starts_with("allreduce")) end[name] = r.end, start[name] = r.start;
+    }
+  };
+  Tasks t;
+  const Scenario sc = small_ddp(2, 2, MiB(10000));
+  simulate_scenario(sc, {&t});
+  const double W = 77594624, P = 78671872;
+  REQUIRE(t.bytes_and_seconds["amp.weight_cast"].size() == 2);  // one per micro-batch
+  CHECK(t.bytes_and_seconds["amp.weight_cast"][0].first == doctest::Approx(6 * W));
+  // Timed as an element-wise op of those bytes: a copy of 3·W bytes reads and writes each byte.
+  CHECK(t.bytes_and_seconds["amp.weight_cast"][0].second ==
+        doctest::Approx(op_time(copy_op("c", bytes(3 * W)), sc.profile.gpu, Precision::kBF16).raw()));
+  // Micro-batch 1: the casts only. Micro-batch 2: casts and accumulation.
+  CHECK(t.epilogue_bytes[0] == doctest::Approx(6 * W));
+  CHECK(t.epilogue_bytes[1] == doctest::Approx(6 * W + 12 * P));
+  CHECK(t.bytes_and_seconds["L0.qkv.grad_cast"].size() == 1);
+  CHECK(t.bytes_and_seconds["L0.qkv.grad_cast_accumulate"].size() == 1);
+  // The tied head's gradient is cast after its GEMM in both; it accumulates with the embedding's, which is fp32
+  // already (the lookup runs outside autocast's list): 12 B × (V + s)·h, the word and position embeddings.
+  CHECK(t.bytes_and_seconds["lm_head.grad_cast"].size() == 2);
+  CHECK(t.bytes_and_seconds["lm_head.grad_cast"][1].first == doctest::Approx(6 * 51200.0 * 1024));
+  CHECK(t.bytes_and_seconds["embed.grad_accumulate"][0].first == doctest::Approx(12 * (51200.0 + 1024) * 1024));
+  // DDP's hook sees a gradient after its epilogue: bucket 0 (final LayerNorm … L1.fc2) is copied, then reduced,
+  // after L1.fc2's cast and accumulation.
+  CHECK(t.end["L1.fc2.grad_cast_accumulate"] <= t.start["ddp.bucket0.copy_in"]);
+  CHECK(t.end["ddp.bucket0.copy_in"] <= t.start["allreduce.bucket0"]);
+
+  // FP32 training: nothing to cast; the second micro-batch still accumulates 12 B per parameter.
+  Scenario fp32 = sc;
+  fp32.jobs[0].training.precision = Precision::kFP32;
+  Tasks u;
+  simulate_scenario(fp32, {&u});
+  std::size_t fp32_casts = 0;
+  for (const auto& [name, list] : u.bytes_and_seconds)
+    if (name.find("cast") != std::string::npos) fp32_casts += list.size();
+  CHECK(fp32_casts == 0);
+  CHECK(u.epilogue_bytes[0] == 0);
+  CHECK(u.epilogue_bytes[1] == doctest::Approx(12 * P));
 }
 
 TEST_CASE("a single GPU has no gradient communication") {

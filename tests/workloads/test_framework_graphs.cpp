@@ -149,6 +149,64 @@ TEST_CASE("framework DataParallel: slower than DDP, memory of GPU 0") {
   for (const MemoryPart& p : m.parts) CHECK(!starts_with(p.name, "DDP"));
 }
 
+TEST_CASE("framework DataParallel and Horovod under autocast: casts on every replica, accumulation where .grad is") {
+  // The DDP test's model under bf16 autocast (test_ddp.cpp "DDP under autocast"): W = 77,594,624 weight elements
+  // cast (6·W = 465,567,744 B per forward, the same per backward for the gradients), P = 78,671,872 parameters.
+  const double W = 77594624, P = 78671872;
+  auto sum_bytes = [](const sim::TaskGraph& g, const std::vector<sim::TaskId>& tasks, const std::string& part,
+                      double mb) {
+    double b = 0;
+    for (sim::TaskId t : tasks)
+      if (g.label(t).name.find(part) != std::string::npos && number_arg(g.label(t), "micro_batch") == mb)
+        b += number_arg(g.label(t), "bytes");
+    return b;
+  };
+  SUBCASE("DataParallel, 4 GPUs, 2 micro-batches: the replicas cast, GPU 0 accumulates the reduced gradients") {
+    Scenario sc = small(Framework::kDataParallel, 1, 4);
+    sc.jobs[0].parallel.grad_accum = 2;
+    const auto r = run(sc);
+    const sim::TaskGraph& g = r->graph;
+    for (std::uint32_t gpu : {0u, 3u}) {
+      const auto tasks = g.stream_tasks(r->job.compute_stream[gpu]);
+      for (double mb : {0.0, 1.0}) {
+        CHECK(sum_bytes(g, tasks, "amp.weight_cast", mb) == doctest::Approx(6 * W));
+        CHECK(sum_bytes(g, tasks, ".grad_cast", mb) == doctest::Approx(6 * W));
+        CHECK(sum_bytes(g, tasks, "_accumulate", mb) == 0);  // a replica's gradients are reduced, not accumulated
+      }
+    }
+    // The reduced gradients of micro-batch 2 are added into GPU 0's .grad (12 B per parameter), after the
+    // last Reduce and before the optimizer.
+    const auto acc = named(g, "grads.accumulate");
+    REQUIRE(acc.size() == 1);
+    CHECK(number_arg(g.label(acc[0]), "bytes") == doctest::Approx(12 * P));
+    CHECK(g.stream(g.lanes(acc[0])[0]).gpu == 0);
+    sim::SimTime last_reduce = 0;
+    for (sim::TaskId t : named(g, "reduce_add")) last_reduce = std::max(last_reduce, r->executor->end_time(t));
+    CHECK(r->executor->start_time(acc[0]) >= last_reduce);
+    CHECK(r->executor->end_time(acc[0]) <= r->executor->start_time(r->job.optimizer_task[0]));
+  }
+  SUBCASE("Horovod, 2 GPUs: a response waits for its last gradient's cast") {
+    Scenario sc = small(Framework::kHorovod, 2, 1);
+    sc.jobs[0].parallel.horovod_cycle = milliseconds(0.5);
+    sc.jobs[0].parallel.horovod_fusion = MiB(16);
+    const auto r = run(sc);
+    const sim::TaskGraph& g = r->graph;
+    std::map<std::string, sim::SimTime> end_on_gpu0;
+    for (sim::TaskId t : g.stream_tasks(r->job.compute_stream[0]))
+      end_on_gpu0[g.label(t).name] = r->executor->end_time(t);
+    std::size_t after_cast = 0;
+    for (std::size_t k = 0; k < r->job.buckets.size(); ++k) {
+      std::string last = r->job.buckets[k].last_op;  // "L1.fc2.wgrad" → its epilogue "L1.fc2.grad_cast"
+      if (!last.ends_with(".wgrad")) continue;
+      last.resize(last.size() - 6);
+      REQUIRE(end_on_gpu0.count(last + ".grad_cast") == 1);
+      CHECK(r->executor->start_time(r->job.bucket_allreduce[k]) >= end_on_gpu0.at(last + ".grad_cast"));
+      ++after_cast;
+    }
+    CHECK(after_cast >= 2);
+  }
+}
+
 TEST_CASE("framework Horovod: fusion of tensors ready by each tick") {
   // Cycle 1 ms, fusion buffer 64 MiB. Tensors (MiB) ready at (ms): 10 @0.2, 30 @0.5, 30 @0.9, 100 @1.5, 5 @2.1,
   // 5 @2.2. First tick at or after each: ⌈t / 1 ms⌉ = 1, 1, 1, 2, 3, 3.

@@ -1,6 +1,7 @@
 #include "workloads/nccl_model.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cctype>
 #include <cmath>
 #include <limits>
@@ -579,10 +580,22 @@ bool torus_applies(const topology::ClusterSpec& c, const CollectiveRequest& req)
 
 }  // namespace
 
+std::uint32_t torus_axis_parts(const topology::ClusterSpec& cluster, const CollectiveRequest& req) {
+  if (!torus_applies(cluster, req) || req.gpus.size() <= 1) return 1;
+  if (req.op != CollectiveOp::kAllReduce && req.op != CollectiveOp::kReduceScatter &&
+      req.op != CollectiveOp::kAllGather)
+    return 1;
+  const topology::TorusBox box = *topology::torus_box(cluster.node.torus, req.gpus);
+  std::uint32_t axes = 0;
+  for (int a = 0; a < 3; ++a) axes += box.extent(a) > 1 ? 1 : 0;
+  return std::max(1u, axes);
+}
+
 std::vector<TorusPhase> torus_phases(const topology::ClusterSpec& cluster, const calibrate::HardwareProfile& profile,
-                                     const CollectiveRequest& req) {
+                                     const CollectiveRequest& req, std::uint32_t parts) {
   std::vector<TorusPhase> out;
   if (!torus_applies(cluster, req) || req.gpus.size() <= 1) return out;
+  assert((parts == 1 || parts == torus_axis_parts(cluster, req)) && "one part per axis order");
   const topology::TorusDims& dims = cluster.node.torus;
   const double link = cluster.nvlink_per_direction.raw() / topology::torus_links_per_chip(dims) *
                       profile.collectives.nvlink_bus_efficiency;  // b, bytes/s per direction of one ICI link
@@ -632,7 +645,7 @@ std::vector<TorusPhase> torus_phases(const topology::ClusterSpec& cluster, const
 
   // A bidirectional ring over the members of a line: each direction's ring carries (k−1)/k of half the data per
   // edge; the busiest link carries (its edge count) × that.
-  auto ring = [&](TorusStep kind, int a, double held) {
+  auto ring = [&](TorusStep kind, int a, double held, std::uint32_t stage, std::uint32_t part) {
     const auto& m = box.coords[static_cast<std::size_t>(a)];
     const std::uint32_t D = dims[static_cast<std::size_t>(a)], k = static_cast<std::uint32_t>(m.size());
     std::vector<topology::AxisTransfer> t;
@@ -644,7 +657,7 @@ std::vector<TorusPhase> torus_phases(const topology::ClusterSpec& cluster, const
       hops += topology::axis_distance(D, u, v);
     }
     const double edges_on_busiest = topology::axis_max_load(D, t);
-    TorusPhase p{kind, a, k, bytes(held), k - 1, {}, {}, edges_on_busiest * (k - 1.0) / k / 2.0, {}};
+    TorusPhase p{kind, a, k, bytes(held), k - 1, {}, {}, edges_on_busiest * (k - 1.0) / k / 2.0, {}, stage, part};
     finish(p, (k - 1.0) * hops / k);  // k−1 steps over edges of hops/k links on average
   };
   // Pipelined chains from the root's position both ways round the line (half the buffer each; all of it when
@@ -674,29 +687,33 @@ std::vector<TorusPhase> torus_phases(const topology::ClusterSpec& cluster, const
 
   const std::array<int, 3> forward = {0, 1, 2}, backward = {2, 1, 0};
   auto active = [&](int a) { return box.extent(a) > 1; };
+  std::vector<int> axes;  // the box's axes with more than one member, x first
+  for (int a : forward)
+    if (active(a)) axes.push_back(a);
+  const auto A = static_cast<std::uint32_t>(axes.size());
+  // Part j's reduce-scatter order: the axes rotated by j (one part: x, y, z); its all-gather runs it backwards.
+  auto rs_axis = [&](std::uint32_t part, std::uint32_t i) { return axes[(part + i) % A]; };
   switch (req.op) {
     case CollectiveOp::kAllReduce:
-    case CollectiveOp::kReduceScatter: {
-      double cur = S;
-      for (int a : forward)
-        if (active(a)) {
-          ring(TorusStep::kReduceScatter, a, cur);
-          cur /= box.extent(a);
-        }
-      if (req.op == CollectiveOp::kReduceScatter) break;
-      for (int a : backward)
-        if (active(a)) {
-          cur *= box.extent(a);
-          ring(TorusStep::kAllGather, a, cur);
-        }
-      break;
-    }
+    case CollectiveOp::kReduceScatter:
     case CollectiveOp::kAllGather: {
-      double cur = S / n;
-      for (int a : backward)
-        if (active(a)) {
-          cur *= box.extent(a);
-          ring(TorusStep::kAllGather, a, cur);
+      const bool gather_only = req.op == CollectiveOp::kAllGather;
+      std::uint32_t stage = 0;
+      if (!gather_only) {
+        for (std::uint32_t i = 0; i < A; ++i, ++stage)
+          for (std::uint32_t j = 0; j < parts; ++j) {
+            double held = S / parts;
+            for (std::uint32_t before = 0; before < i; ++before) held /= box.extent(rs_axis(j, before));
+            ring(TorusStep::kReduceScatter, rs_axis(j, i), held, stage, j);
+          }
+        if (req.op == CollectiveOp::kReduceScatter) break;
+      }
+      // All-gather: part j goes back along its reduce-scatter axes, last first, from S/(parts·n) per chip.
+      for (std::uint32_t i = 0; i < A; ++i, ++stage)
+        for (std::uint32_t j = 0; j < parts; ++j) {
+          double held = S / parts / n;
+          for (std::uint32_t done = 0; done <= i; ++done) held *= box.extent(rs_axis(j, A - 1 - done));
+          ring(TorusStep::kAllGather, rs_axis(j, A - 1 - i), held, stage, j);
         }
       break;
     }
@@ -711,6 +728,9 @@ std::vector<TorusPhase> torus_phases(const topology::ClusterSpec& cluster, const
     default:
       break;
   }
+  for (std::size_t i = 0; i < out.size() && (req.op == CollectiveOp::kBroadcast || req.op == CollectiveOp::kReduce);
+       ++i)
+    out[i].stage = static_cast<std::uint32_t>(i);  // chains one axis after another
   return out;
 }
 
@@ -726,14 +746,44 @@ CollectivePlan torus_plan(const topology::ClusterSpec& cluster, const calibrate:
   plan.op = req.op;
   plan.algorithm = Algorithm::kTorus;
   plan.protocol = Protocol::kSimple;
-  plan.channels = 1;
-  const std::vector<TorusPhase> phases = torus_phases(cluster, profile, req);
-  Seconds latency = profile.collectives.ring_base_latency, hops, transfer;
-  for (const TorusPhase& p : phases) {
-    latency += p.step_latency + p.hop_latency;
-    hops += p.hop_latency;
-    transfer += p.transfer;
+  // A stage takes its slowest phase's latency and its slowest phase's transfer (the phases of a stage run on
+  // disjoint links; FLOW runs a stage as one set of flows after its latency). The buffer in one part (the axes
+  // one after another) or in one part per axis (every axis busy in every stage), whichever is faster: the
+  // split pays max_k (k−1) steps per stage, more than Σ (k−1) over the stages on a box of unequal sides, and
+  // wins once the transfer dominates.
+  struct Timed {
+    Seconds latency, hops, transfer;
+    std::uint32_t parts = 1;
+  };
+  auto timed = [&](std::uint32_t parts) {
+    Timed t;
+    t.parts = parts;
+    t.latency = profile.collectives.ring_base_latency;
+    const std::vector<TorusPhase> phases = torus_phases(cluster, profile, req, parts);
+    for (std::size_t i = 0; i < phases.size();) {
+      Seconds lat, hop, transfer;
+      std::size_t j = i;
+      for (; j < phases.size() && phases[j].stage == phases[i].stage; ++j) {
+        if (phases[j].step_latency + phases[j].hop_latency > lat) {
+          lat = phases[j].step_latency + phases[j].hop_latency;
+          hop = phases[j].hop_latency;
+        }
+        transfer = std::max(transfer, phases[j].transfer);
+      }
+      t.latency += lat;
+      t.hops += hop;
+      t.transfer += transfer;
+      i = j;
+    }
+    return t;
+  };
+  Timed best = timed(1);
+  if (const std::uint32_t parts = torus_axis_parts(cluster, req); parts > 1) {
+    const Timed split = timed(parts);
+    if (split.latency + split.transfer < best.latency + best.transfer) best = split;
   }
+  plan.channels = best.parts;
+  const Seconds latency = best.latency, hops = best.hops, transfer = best.transfer;
   plan.latency = latency;
   plan.hop_latency = hops;
   plan.time = req.gpus.size() <= 1 ? seconds(0) : std::max(latency + transfer, settings.launch_overhead);

@@ -12,8 +12,9 @@
 //    launch overhead per call, and a bandwidth from the links the algorithm actually loads — NVLink per
 //    GPU and the NIC rails per NVLink domain, derated by the profile's measured bus efficiencies — with the
 //    protocol's wire efficiency (LL: 8 of 16 bytes are data; LL128: 120 of 128) and the NVLS rate measured
-//    on H100 (§1.12); AllGather takes the profile's own NVLink efficiency for it where there is one. At ANALYTICAL fidelity this is the time; at FLOW fidelity the same algorithm runs as
-//    flows on the topology (network_model.h) and the bandwidth comes from max-min sharing instead.
+//    on H100 (§1.12); AllGather takes the profile's own NVLink efficiency for it where there is one. At ANALYTICAL
+//    fidelity this is the time; at FLOW fidelity the same algorithm runs as flows on the topology (network_model.h) and
+//    the bandwidth comes from max-min sharing instead.
 //
 // On a torus (ScaleUp::kTorus: TPU chips joined by ICI links, no NCCL) a communicator that is a box of the torus
 // (topology/torus.h) runs Algorithm::kTorus, the way TPU ICI collectives are decomposed per dimension:
@@ -25,6 +26,14 @@
 //   ring; b = one ICI link's bandwidth × the profile's nvlink_bus_efficiency; where the ring's edges share a
 //   link — k = 2, or members that are not neighbours — β = 2·b / the busiest link's edge count) and
 //   α = the profile's nvlink_step_latency (a step over ICI) + the ICI links' latency along one edge.
+//   That keeps 2 of a chip's 6 ICI links busy at a time. The 2-D torus all-reduce of TPU pods (Ying et al.,
+//   "Image Classification at Supercomputer Scale", arXiv:1811.06992, 2018) generalised: the buffer is split in
+//   one part per axis of the box with more than one member (A parts), part j runs the axes in the order rotated
+//   by j (x,y,z | y,z,x | z,x,y), so that in each of the A reduce-scatter stages (and the A all-gather stages,
+//   each part's order reversed) every axis carries one part: on a cube the transfer drops to 1/A, all links
+//   busy. A stage takes its slowest part's latency and transfer; where the axes differ the split pays
+//   max_k (k−1) steps per stage instead of Σ (k−1), so the plan takes the split only when it is faster
+//   (CollectivePlan::channels = the parts). Broadcast and Reduce do not split.
 //   ReduceScatter and AllGather are the halves; Broadcast (Reduce) pipelines the buffer along each axis in
 //   turn in two chains from (to) the root's line, half each way (≈ S / (2b) per axis); AlltoAll sends every
 //   pair's S/n directly on shortest paths, bounded by the busiest axis's links; Send/Recv takes one path.
@@ -128,11 +137,19 @@ struct TorusPhase {
   Seconds hop_latency;        // steps × the ICI links' latency along one edge (the longest route for kAllToAll)
   double max_link_load = 0;   // bytes on the busiest directed link per byte of `bytes`
   Seconds transfer;           // bytes · max_link_load / b (b: one ICI link × nvlink_bus_efficiency)
+  std::uint32_t stage = 0;    // phases of one stage run at once, each part on its own axis; stages in order
+  std::uint32_t part = 0;     // which part of the buffer (torus_phases' `parts`)
 };
 // The phases of `request` on a torus cluster, or empty when the cluster is no torus or the communicator is no
-// box of it (Send/Recv: any two chips). One chip: empty.
+// box of it (Send/Recv: any two chips). One chip: empty. `parts` > 1 (AllReduce, ReduceScatter, AllGather on
+// a box of A = torus_axis_parts() > 1 axes; parts = A): the buffer is split in A parts that run the axes in A
+// rotated orders at once (part j reduce-scatters along the box's axes a_j, a_{j+1}, … and all-gathers back in
+// the reverse order), so that in every stage each axis's links carry one part (see the header).
 std::vector<TorusPhase> torus_phases(const topology::ClusterSpec& cluster, const calibrate::HardwareProfile& profile,
-                                     const CollectiveRequest& request);
+                                     const CollectiveRequest& request, std::uint32_t parts = 1);
+// The parts torus_phases can split `request` into: the box's axes with more than one member for AllReduce,
+// ReduceScatter and AllGather, else 1.
+std::uint32_t torus_axis_parts(const topology::ClusterSpec& cluster, const CollectiveRequest& request);
 
 class CollectiveModel {
  public:

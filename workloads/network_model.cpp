@@ -159,7 +159,7 @@ void NetworkModel::run_phases(std::shared_ptr<Phases> phases, std::size_t next,
 void NetworkModel::run_torus(const CollectivePlan& plan, const CollectiveRequest& req, std::function<void()> done) {
   const topology::ClusterSpec& cluster = impl_->scenario.cluster;
   const topology::TorusDims& dims = cluster.node.torus;
-  const std::vector<TorusPhase> phases = torus_phases(cluster, impl_->scenario.profile, req);
+  const std::vector<TorusPhase> phases = torus_phases(cluster, impl_->scenario.profile, req, plan.channels);
   const double wire = plan.wire_factor;
   const double n = static_cast<double>(req.gpus.size());
   auto out = std::make_shared<Phases>();
@@ -201,7 +201,12 @@ void NetworkModel::run_torus(const CollectivePlan& plan, const CollectiveRequest
   const topology::TorusBox box = *topology::torus_box(dims, req.gpus);
   const topology::TorusCoords root =
       topology::torus_coords(dims, req.gpus[std::min<std::size_t>(req.root, req.gpus.size() - 1)]);
-  for (const TorusPhase& p : phases) {
+  // The phases of one stage (torus_phases: one per part, each on its own axis) run as one set of flows after the
+  // longest of their latencies.
+  std::vector<Coflow> stage_flows;
+  Seconds stage_latency;
+  for (std::size_t index = 0; index < phases.size(); ++index) {
+    const TorusPhase& p = phases[index];
     const int a = p.axis;
     const auto ua = static_cast<std::size_t>(a);
     const auto& m = box.coords[ua];
@@ -258,9 +263,15 @@ void NetworkModel::run_torus(const CollectivePlan& plan, const CollectiveRequest
         first_line = false;
       }
     }
-    Seconds latency = p.step_latency + link_latency;
-    if (out->empty()) latency += impl_->scenario.profile.collectives.ring_base_latency;
-    out->emplace_back(std::move(flows), latency);
+    stage_latency = std::max(stage_latency, p.step_latency + link_latency);
+    for (Coflow& f : flows) stage_flows.push_back(std::move(f));
+    if (index + 1 == phases.size() || phases[index + 1].stage != p.stage) {
+      Seconds latency = stage_latency;
+      if (out->empty()) latency += impl_->scenario.profile.collectives.ring_base_latency;
+      out->emplace_back(std::move(stage_flows), latency);
+      stage_flows.clear();
+      stage_latency = Seconds{};
+    }
   }
   run_phases(out, 0, std::make_shared<std::function<void()>>(std::move(done)));
 }

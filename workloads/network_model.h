@@ -16,7 +16,9 @@
 // latency — NCCL's base latency plus per-step latencies along the pipeline (collective_model.h)
 // plus the links' own latencies — its bytes flow at the max-min rate the network grants.
 //
-// Torus (Algorithm::kTorus, nccl_model.h torus_phases): the phases run one after another. A reduce-scatter or
+// Torus (Algorithm::kTorus, nccl_model.h torus_phases): the stages run one after another, the phases of a stage
+// (one per part of a split buffer, each on its own axis) as one set of flows after the longest of their
+// latencies. A reduce-scatter or
 // all-gather phase along an axis runs, on every line of the box along that axis, two rate-coupled ring
 // flows — clockwise and counter-clockwise over the line's members in coordinate order, each carrying
 // (k−1)/k · S'/2 per edge — so each direction of each ICI link carries one ring where the members are

@@ -129,32 +129,90 @@ TEST_CASE("torus AllReduce time per dimension on a 4x4x4 slice (ANALYTICAL close
   // Latency per phase: 3 steps × (α 1 µs + one 0.5 µs ICI link) = 4.5 µs; 2(k−1) = 6 steps per dimension.
   CHECK(to_us(ph[0].step_latency) == doctest::Approx(3.0));
   CHECK(to_us(ph[0].hop_latency) == doctest::Approx(1.5));
-  // Whole call: 5 µs base + 6 phases × 4.5 µs = 32 µs, plus 2 · (63/64) · S / 90e9
-  //   = 1.96875 · 67,108,864 / 90e9 = 1468.0064 µs  =>  1500.0064 µs.
+  // In this order, one axis at a time: 5 µs base + 6 phases × 4.5 µs = 32 µs, plus 2 · (63/64) · S / 90e9
+  //   = 1.96875 · 67,108,864 / 90e9 = 1468.0064 µs  =>  1500.0064 µs, with 2 of a chip's 6 links busy.
+  double serial = 5;
+  for (const TorusPhase& p : ph) serial += to_us(p.step_latency + p.hop_latency + p.transfer);
+  CHECK(serial == doctest::Approx(1500.0064).epsilon(1e-6));
+  // Split in 3 parts, part j reduce-scattering along axes j, j+1, j+2 (mod 3) and all-gathering back: in each of
+  // the 6 stages every axis carries one part. Stage transfers 3/4 · S' / 90e9 with S' = S/3, S/12, S/48:
+  //   186.4135 + 46.6034 + 11.6508 = 244.6677 µs per half, 489.3354 µs in all
+  //   (= 2 · (1/3)(1 + 1/4 + 1/16) · 3/4 · S / 90e9, a third of the serial 1468.0064 µs less one per mille);
+  // latency unchanged (k = 4 on every axis: 3 steps per stage): 32 µs  =>  521.3354 µs.
+  const std::vector<TorusPhase> split = torus_phases(c, tpu(), req, 3);
+  REQUIRE(split.size() == 18);
+  for (std::uint32_t stage = 0; stage < 6; ++stage)
+    for (std::uint32_t part = 0; part < 3; ++part) {
+      const TorusPhase& p = split[stage * 3 + part];
+      CHECK(p.stage == stage);
+      CHECK(p.part == part);
+      // Reduce-scatter stage i: axis (j + i) mod 3; all-gather stage i: axis (j + 2 − i) mod 3.
+      const std::uint32_t i = stage < 3 ? stage : stage - 3;
+      CHECK(p.axis == int(stage < 3 ? (part + i) % 3 : (part + 2 - i) % 3));
+    }
+  CHECK(split[0].bytes.raw() == doctest::Approx(67108864.0 / 3));
+  CHECK(split[3].bytes.raw() == doctest::Approx(67108864.0 / 12));
+  CHECK(split[17].bytes.raw() == doctest::Approx(67108864.0 / 3));
   const CollectivePlan plan = CollectiveModel(c, tpu()).plan(req);
   CHECK(plan.algorithm == Algorithm::kTorus);
   CHECK(plan.protocol == Protocol::kSimple);
+  CHECK(plan.channels == 3);  // the parts
   CHECK(to_us(plan.latency) == doctest::Approx(32.0));
   CHECK(to_us(plan.hop_latency) == doctest::Approx(9.0));
-  CHECK(to_us(plan.time) == doctest::Approx(1500.0064).epsilon(1e-6));
+  CHECK(to_us(plan.time) == doctest::Approx(521.3354).epsilon(1e-6));
+  // busbw 2 · (63/64) · S / 521.3354 µs = 253.4 GB/s, near a chip's 6 links × 45 GB/s = 270 GB/s.
+  CHECK(plan.bus_bandwidth.raw() == doctest::Approx(1.96875 * 67108864 / 489.3354e-6).epsilon(1e-6));
   // And the same number through the ANALYTICAL engine.
-  CHECK(to_us(run_collective(scenario(c, Fidelity::kAnalytical), req).time) ==
-        doctest::Approx(1500.0064).epsilon(1e-6));
+  CHECK(to_us(run_collective(scenario(c, Fidelity::kAnalytical), req).time) == doctest::Approx(521.3354).epsilon(1e-6));
+}
+
+TEST_CASE("torus: one part per axis order once the transfer outweighs the extra steps") {
+  // The 4x2 box of chips 0–7 (x 0–3, y 0–1, z 0) of a 4x4x4 torus, no link latency. Along x a bidirectional ring
+  // of 4 (load 3/8 of what a chip holds on its busiest link); along y two neighbours, whose two rings share the
+  // one cable (load 1/2). With b = 45e9 B/s:
+  //   one part, x then y:  RS = 3/8 · S/b + 1/2 · S/4/b = 1/2 · S/b, 3 + 1 steps; AllReduce S/b, 8 steps.
+  //   two parts (x,y | y,x): stage 0 max(3/8 · S/2, 1/2 · S/2)/b = 1/4 · S/b; stage 1 max(1/2 · S/8,
+  //     3/8 · S/4)/b = 3/32 · S/b; RS = 11/32 · S/b, 3 + 3 steps; AllReduce 11/16 · S/b, 12 steps.
+  // The split costs 4 steps (4 µs) more and saves 5/16 · S/b: it pays from S = 4e-6 · 45e9 · 16/5 = 576,000 B.
+  //   64 KiB: one part 5 + 8 + 65,536/45e9 = 14.45636 µs (the split: 5 + 12 + 1.0012 = 18.0012 µs);
+  //   8 MiB:  the split 5 + 12 + 11/16 · 8,388,608/45e9 = 17 + 128.1593 = 145.1593 µs (one part 199.4135 µs).
+  const auto c = torus(4, 4, 4);
+  const CollectiveModel m(c, tpu());
+  const CollectivePlan small = m.plan({CollectiveOp::kAllReduce, first(8), bytes(65536), 0});
+  CHECK(small.channels == 1);
+  CHECK(to_us(small.time) == doctest::Approx(14.45636).epsilon(1e-6));
+  const CollectivePlan large = m.plan({CollectiveOp::kAllReduce, first(8), MiB(8), 0});
+  CHECK(large.channels == 2);
+  CHECK(to_us(large.time) == doctest::Approx(145.1593).epsilon(1e-6));
+  // FLOW runs the same stages as flows: the parts of a stage use disjoint links, so it takes the same time.
+  CHECK(to_us(run_collective(scenario(c, Fidelity::kFlow), {CollectiveOp::kAllReduce, first(8), MiB(8), 0}).time) ==
+        doctest::Approx(145.1593).epsilon(1e-6));
+  // Broadcast, Reduce, AlltoAll and Send/Recv do not split.
+  CHECK(torus_axis_parts(c, {CollectiveOp::kBroadcast, first(8), MiB(8), 0}) == 1);
+  CHECK(torus_axis_parts(c, {CollectiveOp::kReduceScatter, first(8), MiB(8), 0}) == 2);
+  CHECK(torus_axis_parts(c, {CollectiveOp::kAllReduce, chips({0, 1, 2, 3}), MiB(8), 0}) == 1);  // one axis
 }
 
 TEST_CASE("torus ReduceScatter, AllGather, Broadcast and AlltoAll closed forms on 4x4x4") {
   const auto c = torus(4, 4, 4);
   const CollectiveModel m(c, tpu());
   const Bytes S = MiB(64);  // nccl-tests size: the total for ReduceScatter/AllGather/AlltoAll
-  // ReduceScatter = the AllReduce's first half: 5 µs + 9 steps × 1 µs + (63/64) · S / 90e9 = 14 + 734.0032 µs.
-  CHECK(to_us(m.plan({CollectiveOp::kReduceScatter, first(64), S, 0}).time) == doctest::Approx(748.0032).epsilon(1e-6));
+  // ReduceScatter = the AllReduce's first half, in 3 parts (previous test): 5 µs + 9 steps × 1 µs + 244.6677 µs
+  // = 258.6677 µs (one part at a time: 14 + (63/64) · S / 90e9 = 14 + 734.0032 µs).
+  CHECK(to_us(m.plan({CollectiveOp::kReduceScatter, first(64), S, 0}).time) == doctest::Approx(258.6677).epsilon(1e-6));
   // AllGather along z, y, x from S/64 per chip: z leaves S/16, y S/4, x S: the same bytes as the RS, reversed.
   const auto ag = torus_phases(c, tpu(), {CollectiveOp::kAllGather, first(64), S, 0});
   REQUIRE(ag.size() == 3);
   CHECK(ag[0].axis == 2);
   CHECK(ag[0].bytes.raw() == doctest::Approx(4194304.0));
   CHECK(ag[2].bytes.raw() == doctest::Approx(67108864.0));
-  CHECK(to_us(m.plan({CollectiveOp::kAllGather, first(64), S, 0}).time) == doctest::Approx(748.0032).epsilon(1e-6));
+  // In 3 parts part j gathers along axes j+2, j+1, j (mod 3) from S/192: S/48, S/12, S/3 leave its stages.
+  const auto ag3 = torus_phases(c, tpu(), {CollectiveOp::kAllGather, first(64), S, 0}, 3);
+  REQUIRE(ag3.size() == 9);
+  CHECK(ag3[1].axis == 0);  // part 1, stage 0: (1 + 2) mod 3
+  CHECK(ag3[1].bytes.raw() == doctest::Approx(67108864.0 / 48));
+  CHECK(ag3[8].bytes.raw() == doctest::Approx(67108864.0 / 3));
+  CHECK(to_us(m.plan({CollectiveOp::kAllGather, first(64), S, 0}).time) == doctest::Approx(258.6677).epsilon(1e-6));
   // Broadcast from chip 0, per axis two pipelined chains (2 hops clockwise, 1 counter-clockwise), S/2 each:
   //   S/2 / b = 33,554,432 / 45e9 = 745.6540 µs per axis; latency 2 steps × 1 µs per axis; 5 µs base.
   //   3 × 745.6540 + 6 + 5 = 2247.9621 µs.
@@ -191,10 +249,11 @@ TEST_CASE("torus FLOW agrees with ANALYTICAL within 5% from 1 MiB (contention-fr
   const auto c = torus(4, 4, 4, 0.5);
   const Scenario flow = scenario(c, Fidelity::kFlow), analytical = scenario(c, Fidelity::kAnalytical);
   const std::vector<std::vector<std::uint32_t>> comms = {
-      first(64),                    // the whole slice: x, y, z
-      chips({0, 1, 2, 3}),          // one x line (a TP group of tp 4)
+      first(64),                                                             // the whole slice: x, y, z
+      chips({0, 1, 2, 3}),                                                   // one x line (a TP group of tp 4)
       chips({0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60}),  // x = 0, the y-z plane (DP group)
-      first(16),                    // the z = 0 plane
+      first(16),                                                             // the z = 0 plane
+      first(8),  // a 4x2 box: unequal sides (the parts' stages take the slower axis)
   };
   for (const auto& gpus : comms) {
     for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kReduceScatter, CollectiveOp::kAllGather,

@@ -33,6 +33,12 @@ std::uint32_t axis_distance(std::uint32_t D, std::uint32_t i, std::uint32_t j) {
   return D > 2 ? std::min(d, D - d) : d;
 }
 
+bool axis_forward(std::uint32_t D, std::uint32_t from, std::uint32_t to, int tie) {
+  if (D <= 2) return to > from;
+  const std::uint32_t fwd = (to + D - from) % D, back = D - fwd;
+  return fwd < back || (fwd == back && tie >= 0);
+}
+
 double axis_max_load(std::uint32_t D, std::span<const AxisTransfer> transfers) {
   // plus[i]: link i -> i+1 (mod D); minus[i]: link i+1 -> i (mod D).
   std::vector<double> plus(D, 0.0), minus(D, 0.0);
@@ -56,9 +62,9 @@ double axis_max_load(std::uint32_t D, std::span<const AxisTransfer> transfers) {
       continue;
     }
     const std::uint32_t fwd = (t.to + D - t.from) % D, back = D - fwd;
-    if (fwd < back) {
+    if (fwd < back || (fwd == back && t.tie > 0)) {
       walk(t.from, fwd, true, t.weight);
-    } else if (back < fwd) {
+    } else if (back < fwd || t.tie < 0) {
       walk(t.from, back, false, t.weight);
     } else {
       walk(t.from, fwd, true, t.weight / 2);

@@ -38,13 +38,19 @@ std::optional<TorusBox> torus_box(const TorusDims& dims, std::span<const std::ui
 // Hops between positions i and j of an axis of D chips, the short way round.
 std::uint32_t axis_distance(std::uint32_t D, std::uint32_t i, std::uint32_t j);
 
-// A transfer along one axis: `weight` units from position `from` to position `to`.
+// A transfer along one axis: `weight` units from position `from` to position `to`. Where both ways round are
+// equally short, `tie` picks one: +1 the way of increasing positions, −1 the other, 0 half each.
 struct AxisTransfer {
   std::uint32_t from = 0, to = 0;
   double weight = 0;
+  int tie = 0;
 };
+// Whether a transfer from `from` to `to` on an axis of D chips goes the way of increasing positions (true) or
+// the other (false): the short way round; on a tie the way `tie` says (0: increasing). D ≤ 2 has no
+// wraparound.
+bool axis_forward(std::uint32_t D, std::uint32_t from, std::uint32_t to, int tie);
 // The most units any directed link of an axis of D chips carries when every transfer takes the short way
-// round (ties split evenly): with all transfers at one rate r, the busiest link runs at r × this load.
+// round (ties as the transfer says): with all transfers at one rate r, the busiest link runs at r × this load.
 double axis_max_load(std::uint32_t D, std::span<const AxisTransfer> transfers);
 
 }  // namespace clustersim::topology

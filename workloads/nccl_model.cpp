@@ -652,8 +652,10 @@ std::vector<TorusPhase> torus_phases(const topology::ClusterSpec& cluster, const
     double hops = 0;
     for (std::uint32_t i = 0; i < k; ++i) {
       const std::uint32_t u = m[i], v = m[(i + 1) % k];
-      t.push_back({u, v, 1.0});  // clockwise ring
-      t.push_back({v, u, 1.0});  // counter-clockwise ring
+      // Between members half the axis apart either way is as short: the clockwise ring (members in increasing
+      // order) goes the way of increasing positions, the counter-clockwise ring the other, as FLOW routes them.
+      t.push_back({u, v, 1.0, +1});  // clockwise ring
+      t.push_back({v, u, 1.0, -1});  // counter-clockwise ring
       hops += topology::axis_distance(D, u, v);
     }
     const double edges_on_busiest = topology::axis_max_load(D, t);
@@ -674,13 +676,14 @@ std::vector<TorusPhase> torus_phases(const topology::ClusterSpec& cluster, const
     double hops = 0;
     for (std::uint32_t j = 0; j < cw; ++j) {
       const std::uint32_t u = m[(r + j) % k], v = m[(r + j + 1) % k];
-      t.push_back(kind == TorusStep::kBroadcast ? topology::AxisTransfer{u, v, cw_share}
-                                                : topology::AxisTransfer{v, u, cw_share});
+      t.push_back(kind == TorusStep::kBroadcast ? topology::AxisTransfer{u, v, cw_share, +1}
+                                                : topology::AxisTransfer{v, u, cw_share, -1});
       hops += topology::axis_distance(D, u, v);
     }
     for (std::uint32_t j = 0; j < ccw; ++j) {
       const std::uint32_t u = m[(r + k - j) % k], v = m[(r + k - j - 1) % k];
-      t.push_back(kind == TorusStep::kBroadcast ? topology::AxisTransfer{u, v, 0.5} : topology::AxisTransfer{v, u, 0.5});
+      t.push_back(kind == TorusStep::kBroadcast ? topology::AxisTransfer{u, v, 0.5, -1}
+                                                : topology::AxisTransfer{v, u, 0.5, +1});
     }
     finish(TorusPhase{kind, a, k, req.size, cw, {}, {}, topology::axis_max_load(D, t), {}}, hops);
   };

@@ -225,17 +225,27 @@ void NetworkModel::run_torus(const CollectivePlan& plan, const CollectiveRequest
         const bool later_c = p.step == TorusStep::kReduce ? c < ua : c > ua;
         const bool chain = p.step == TorusStep::kBroadcast || p.step == TorusStep::kReduce;
         if (chain && ((later_b && yb != root[b]) || (later_c && yc != root[c]))) continue;
-        auto chip = [&](std::uint32_t i) {
+        // From member i to member j of the line, link by link along the axis, the way topology::axis_forward
+        // takes (the short way; half the axis apart, `tie`: the clockwise ring and chain go the way of
+        // increasing positions, the others the other way, as torus_phases counts the links' loads).
+        auto hop_by_hop = [&](std::vector<sim::LinkId>& path, std::uint32_t i, std::uint32_t j, int tie,
+                              Seconds* latency) {
+          const std::uint32_t D = dims[ua], to = m[j % k];
+          const bool forward = topology::axis_forward(D, m[i % k], to, tie);
           topology::TorusCoords q = at;
           q[ua] = m[i % k];
-          return topology::torus_chip(dims, q);
+          while (q[ua] != to) {
+            const std::uint32_t from = topology::torus_chip(dims, q);
+            q[ua] = forward ? (q[ua] + 1) % D : (q[ua] + D - 1) % D;
+            append_route(path, from, topology::torus_chip(dims, q), 0, 1, latency);
+          }
         };
         Seconds lat;
         if (!chain) {
           Coflow cw, ccw;
           for (std::uint32_t i = 0; i < k; ++i) {
-            append_route(cw.path, chip(i), chip(i + 1), 0, 1, &lat);
-            append_route(ccw.path, chip(i + 1), chip(i), 1, 1, nullptr);
+            hop_by_hop(cw.path, i, i + 1, +1, &lat);
+            hop_by_hop(ccw.path, i + 1, i, -1, nullptr);
           }
           cw.bytes = ccw.bytes = bytes((k - 1.0) / k * p.bytes.raw() / 2.0 * wire);
           flows.push_back(std::move(cw));
@@ -247,12 +257,18 @@ void NetworkModel::run_torus(const CollectivePlan& plan, const CollectiveRequest
           const bool reduce = p.step == TorusStep::kReduce;
           Coflow cw, ccw;
           for (std::uint32_t j = 0; j < ncw; ++j) {
-            const std::uint32_t u = chip(r + j), v = chip(r + j + 1);
-            append_route(cw.path, reduce ? v : u, reduce ? u : v, 0, 1, &lat);
+            const std::uint32_t u = r + j, v = r + j + 1;
+            if (reduce)
+              hop_by_hop(cw.path, v, u, -1, &lat);
+            else
+              hop_by_hop(cw.path, u, v, +1, &lat);
           }
           for (std::uint32_t j = 0; j < nccw; ++j) {
-            const std::uint32_t u = chip(r + k - j), v = chip(r + k - j - 1);
-            append_route(ccw.path, reduce ? v : u, reduce ? u : v, 1, 1, nullptr);
+            const std::uint32_t u = r + k - j, v = r + k - j - 1;
+            if (reduce)
+              hop_by_hop(ccw.path, v, u, +1, nullptr);
+            else
+              hop_by_hop(ccw.path, u, v, -1, nullptr);
           }
           cw.bytes = bytes(p.bytes.raw() * (nccw > 0 ? 0.5 : 1.0) * wire);
           ccw.bytes = bytes(p.bytes.raw() * 0.5 * wire);

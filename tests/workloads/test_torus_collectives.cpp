@@ -94,6 +94,23 @@ TEST_CASE("axis link loads: rings, two-member lines and ties") {
         doctest::Approx(2.0));
   // 0 -> 2 on a 4-cycle: 2 hops either way, split evenly: 0.5 on each of the four links used.
   CHECK(topology::axis_max_load(4, std::vector<AxisTransfer>{{0, 2, 1}}) == doctest::Approx(0.5));
+  // ... unless the transfer picks a way: the bidirectional ring over {0, 2} sends 0 -> 2 and 2 -> 0 clockwise
+  // (increasing positions: 0->1->2, 2->3->0) and both counter-clockwise (2->1->0, 0->3->2): one unit per link.
+  const std::vector<AxisTransfer> two_apart = {{0, 2, 1, +1}, {2, 0, 1, +1}, {2, 0, 1, -1}, {0, 2, 1, -1}};
+  CHECK(topology::axis_max_load(4, two_apart) == doctest::Approx(1.0));
+  CHECK(topology::axis_max_load(4, std::vector<AxisTransfer>{{0, 2, 1, +1}, {0, 2, 1, +1}}) == doctest::Approx(2.0));
+  CHECK(topology::axis_forward(4, 0, 2, +1));
+  CHECK_FALSE(topology::axis_forward(4, 0, 2, -1));
+  CHECK_FALSE(topology::axis_forward(4, 0, 3, +1));  // not a tie: the short way, backwards
+  // The ring over {0, 1, 2}: clockwise 0->1, 1->2, 2->0 (2->3->0, forwards on the tie), counter-clockwise 1->0,
+  // 2->1, 0->2 (0->3->2, backwards): every directed link carries one edge. Splitting the ties evenly would put
+  // 1.5 on 0->1 (the clockwise edge and half of 0->2).
+  const std::vector<AxisTransfer> three = {{0, 1, 1, +1}, {1, 2, 1, +1}, {2, 0, 1, +1},
+                                           {1, 0, 1, -1}, {2, 1, 1, -1}, {0, 2, 1, -1}};
+  CHECK(topology::axis_max_load(4, three) == doctest::Approx(1.0));
+  std::vector<AxisTransfer> three_split = three;
+  for (AxisTransfer& t : three_split) t.tie = 0;
+  CHECK(topology::axis_max_load(4, three_split) == doctest::Approx(1.5));
   // 0 -> 3 on a 4-cycle: 1 hop backwards (wraparound), not 3 forwards.
   CHECK(topology::axis_distance(4, 0, 3) == 1);
   CHECK(topology::axis_distance(2, 0, 1) == 1);
@@ -254,6 +271,11 @@ TEST_CASE("torus FLOW agrees with ANALYTICAL within 5% from 1 MiB (contention-fr
       chips({0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60}),  // x = 0, the y-z plane (DP group)
       first(16),                                                             // the z = 0 plane
       first(8),  // a 4x2 box: unequal sides (the parts' stages take the slower axis)
+      // Members that are not neighbours (tp 2 along x leaves dp groups at x = 0 and 2): half the axis apart,
+      // either way round is as short, and FLOW routes each ring the way torus_phases counts it.
+      chips({0, 2}),
+      chips({0, 2, 8, 10}),
+      chips({0, 1, 2}),
   };
   for (const auto& gpus : comms) {
     for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kReduceScatter, CollectiveOp::kAllGather,

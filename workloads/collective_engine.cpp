@@ -3,6 +3,7 @@
 #include <cassert>
 #include <memory>
 
+#include "sim/input_error.h"
 #include "sim/trace.h"
 #include "workloads/network_model.h"
 
@@ -80,7 +81,9 @@ void CollectiveEngine::run(sim::TaskId task, std::function<void()> done) {
   network_->run(call.plan, call.request, one_done);
 }
 
-CollectiveRun run_collective(const Scenario& scenario, const CollectiveRequest& request) {
+namespace {
+
+CollectiveRun run_one(const Scenario& scenario, const CollectiveRequest& request) {
   sim::Simulation simulation;
   std::unique_ptr<NetworkModel> network;
   if (scenario.fidelity == Fidelity::kFlow) network = std::make_unique<NetworkModel>(simulation, scenario);
@@ -94,6 +97,16 @@ CollectiveRun run_collective(const Scenario& scenario, const CollectiveRequest& 
   simulation.run();
   executor.finish();
   return CollectiveRun{engine.model().plan(request), sim::to_seconds(executor.end_time(id) - executor.start_time(id))};
+}
+
+}  // namespace
+
+CollectiveRun run_collective(const Scenario& scenario, const CollectiveRequest& request) {
+  try {
+    return run_one(scenario, request);
+  } catch (const sim::TimeRangeError& e) {
+    throw InputError(scenario.source_file, 0, 0, "", e.what());  // as simulate_scenario names it
+  }
 }
 
 }  // namespace clustersim::workloads

@@ -2,16 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
-
 #include <memory>
 
 #include "sim/executor.h"
+#include "sim/input_error.h"
 #include "workloads/collective_engine.h"
-#include "workloads/megatron_graph.h"
-#include "workloads/zero_graph.h"
-#include "workloads/framework_graphs.h"
-#include "workloads/network_model.h"
 #include "workloads/compute_model.h"
+#include "workloads/framework_graphs.h"
+#include "workloads/megatron_graph.h"
+#include "workloads/network_model.h"
+#include "workloads/zero_graph.h"
 
 namespace clustersim::workloads {
 
@@ -65,9 +65,28 @@ bool symmetry_may_apply(const Scenario& sc) {
          sc.cluster.link_faults.empty() && sc.jobs[0].parallel.megatron();
 }
 
+namespace {
+
+ScenarioResult simulate(const Scenario& sc, const std::vector<sim::TraceSink*>& sinks,
+                        sim::ChromeTraceWriter* link_counters, std::size_t counter_links, Symmetry symmetry);
+
+}  // namespace
+
 ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::TraceSink*>& sinks,
                                  sim::ChromeTraceWriter* link_counters, std::size_t counter_links,
                                  Symmetry symmetry) {
+  try {
+    return simulate(sc, sinks, link_counters, counter_links, symmetry);
+  } catch (const sim::TimeRangeError& e) {
+    // The inputs asked for it: name the scenario the way every input error does.
+    throw InputError(sc.source_file, 0, 0, "", e.what());
+  }
+}
+
+namespace {
+
+ScenarioResult simulate(const Scenario& sc, const std::vector<sim::TraceSink*>& sinks,
+                        sim::ChromeTraceWriter* link_counters, std::size_t counter_links, Symmetry symmetry) {
   sim::Simulation simulation;
   for (sim::TraceSink* s : sinks) simulation.add_sink(s);
   std::unique_ptr<NetworkModel> network;
@@ -258,5 +277,7 @@ ScenarioResult simulate_scenario(const Scenario& sc, const std::vector<sim::Trac
   }
   return out;
 }
+
+}  // namespace
 
 }  // namespace clustersim::workloads

@@ -130,7 +130,7 @@ TEST_CASE("inputs far outside what hardware does: out of the simulator's time ra
   // GPU 0 at 10^8 times its compute time needs ~9e7 s (over 1,000 days): it used to wrap around and print
   // 133,196 s with exit status 0. A NIC of 1e-6 Gbit/s (125 B/s, the slowest link rate the loader takes) makes
   // the 2.7B model's gradient flows (~5.4 GB) end after ~4e7 s: that was reported as a deadlock. Both are now one
-  // error line, exit status 2.
+  // error line naming the scenario, exit status 2.
   const fs::path dir = scratch_dir("range");
   const std::string base = slurp(fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios" / "default.textproto");
   auto variant = [&](const std::string& name, const std::string& from, const std::string& to) {
@@ -148,7 +148,8 @@ TEST_CASE("inputs far outside what hardware does: out of the simulator's time ra
     CAPTURE(scenario);
     const Run r = run("run " + scenario + " --json " + (dir / "out.json").string(), dir);
     CHECK(r.status == 2);
-    CHECK(r.err.rfind("error: simulated time out of range: ", 0) == 0);
+    // The line names the scenario, as every input error does.
+    CHECK(r.err.rfind("error: " + scenario + ": simulated time out of range: ", 0) == 0);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
     CHECK_FALSE(fs::exists(dir / "out.json"));
   }

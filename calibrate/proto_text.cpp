@@ -128,11 +128,13 @@ ErrorContext context_at(std::string_view text, int line, int column) {
   struct Frame {
     std::string name;
     bool in_list;
+    int index;  // how many messages of this name its parent opened before it (repeated fields: the element)
   };
   std::vector<Frame> stack;
+  std::vector<std::map<std::string, int>> opened(1);  // per open message: messages opened in it, by field name
   const auto path_of = [](const std::vector<Frame>& frames) {
     std::string out;
-    for (const Frame& f : frames) out += (out.empty() ? "" : ".") + f.name;
+    for (const Frame& f : frames) out += (out.empty() ? "" : ".") + f.name + "[" + std::to_string(f.index) + "]";
     return out;
   };
   std::string value_path;
@@ -148,7 +150,8 @@ ErrorContext context_at(std::string_view text, int line, int column) {
     const bool closes = is_symbol && (t.text == "}" || t.text == ">");
     const bool is_value = !is_symbol;
     auto push = [&](bool in_list) {
-      stack.push_back({field, in_list});
+      stack.push_back({field, in_list, opened.back()[field]++});
+      opened.emplace_back();
       state = State::kName;
     };
     for (bool again = true; again;) {
@@ -164,6 +167,7 @@ ErrorContext context_at(std::string_view text, int line, int column) {
             field = stack.back().name;
             state = stack.back().in_list ? State::kList : State::kName;
             stack.pop_back();
+            opened.pop_back();
           }
           break;
         case State::kAfterName:
@@ -427,9 +431,26 @@ std::string quoted(std::string_view message, std::size_t after = 0) {
   return std::string(message.substr(open + 1, close - open - 1));
 }
 
+// context_at's path ("jobs[1].parallel[0].dpp") with the index kept only on repeated fields the schema has
+// ("jobs[1].parallel.dpp"), as the loaders name fields.
+std::string schema_path(const pb::Descriptor* root, std::string_view indexed) {
+  std::string out;
+  const pb::Descriptor* d = root;
+  for (const std::string& segment : split_path(indexed)) {
+    const auto [name, index] = split_index(segment);
+    const pb::FieldDescriptor* f = find_field(d, name);
+    out += (out.empty() ? "" : ".") + name;
+    if (f != nullptr && f->is_repeated() && index >= 0) out += "[" + std::to_string(index) + "]";
+    d = f != nullptr ? f->message_type() : nullptr;
+  }
+  return out;
+}
+
 [[noreturn]] void throw_text_error(std::string_view text, const std::string& file, const pb::Descriptor* root,
                                    const FirstErrorCollector& errors) {
   ErrorContext context = context_at(text, errors.line(), errors.column());
+  context.path = schema_path(root, context.path);
+  context.value_path = schema_path(root, context.value_path);
   int line = errors.line();
   int column = errors.column();
   std::string message = errors.message();

@@ -363,6 +363,16 @@ TEST_CASE("bad inline scenarios") {
           "inline.textproto:7:1: seed: unknown field \"seed\" (Scenario has: name, cluster, profile, model, "
           "parallel, training, fidelity, jobs, nccl)");
   }
+  SUBCASE("text format: a parse error inside a repeated message names its element, as JSON and the loader do") {
+    // The second `jobs` block (jobs[1]), in block and list syntax; a non-repeated message gets no index.
+    const std::string a = "jobs { name: \"a\" parallel { dp: 1 } }\n";
+    CHECK(text_error(a + "jobs { name: \"b\" parallel { dpp: 1 } }\n")
+              .starts_with("inline.textproto:2:29: jobs[1].parallel.dpp: unknown field \"dpp\" (Parallelism has: dp,"));
+    CHECK(text_error(a + "jobs { name: \"b\" model { layers: -1 } }\n") ==
+          "inline.textproto:2:34: jobs[1].model.layers: Expected integer, got: -");
+    CHECK(text_error("jobs: [ { name: \"a\" }, { name: \"b\" }, { model < layers: x > } ]\n") ==
+          "inline.textproto:1:57: jobs[2].model.layers: Expected integer, got: x");
+  }
   SUBCASE("protobuf counts a tab as reaching the next multiple of 8 columns") {
     CHECK(text_error("cluster {\n\tnodes: x }\n") ==
           "inline.textproto:2:16: cluster.nodes: Expected integer, got: x");

@@ -147,7 +147,8 @@ struct AnalyticalEstimator::Impl {
   // autocast_weights_op): the forward's weight casts, and the backward's gradient epilogues summed over its
   // ops, without (the first micro-batch) and with the accumulation into .grad.
   struct EagerCosts {
-    double weight_cast = 0, gradient_cast = 0, gradient_cast_accumulate = 0;
+    double weight_cast = 0, gradient_cast = 0, gradient_cast_accumulate = 0;  // GPU seconds
+    double weight_cast_kernels = 0, gradient_cast_kernels = 0, gradient_cast_accumulate_kernels = 0;
   };
   std::unordered_map<std::uint32_t, EagerCosts> eager_by_mb;
   const EagerCosts& eager_costs(std::uint32_t micro_batch) {
@@ -155,12 +156,24 @@ struct AnalyticalEstimator::Impl {
     EagerCosts c;
     const Op cast = autocast_weights_op(forward_ops(job.model, micro_batch, prec), prec);
     c.weight_cast = cast.bytes.raw() > 0 ? op_seconds(cast) : 0;
-    for (const Op& op : backward_ops(job.model, micro_batch, prec)) {
-      const Op first = gradient_epilogue_op(op, prec, false), later = gradient_epilogue_op(op, prec, true);
-      if (first.bytes.raw() > 0) c.gradient_cast += op_seconds(first);
-      if (later.bytes.raw() > 0) c.gradient_cast_accumulate += op_seconds(later);
+    c.weight_cast_kernels = cast.bytes.raw() > 0 ? cast.kernels : 0;
+    const std::vector<Op> backward = backward_ops(job.model, micro_batch, prec);
+    const double tied = tied_head_elements(backward);
+    for (const Op& op : backward) {
+      const Op first = gradient_epilogue_op(op, prec, false, tied), later = gradient_epilogue_op(op, prec, true, tied);
+      if (first.bytes.raw() > 0) c.gradient_cast += op_seconds(first), c.gradient_cast_kernels += first.kernels;
+      if (later.bytes.raw() > 0)
+        c.gradient_cast_accumulate += op_seconds(later), c.gradient_cast_accumulate_kernels += later.kernels;
     }
     return eager_by_mb.emplace(micro_batch, c).first->second;
+  }
+  // PyTorch DDP's buckets for a bucket cap (ddp_graph.h; the gradients per op do not depend on the micro-batch).
+  std::unordered_map<double, std::size_t> ddp_bucket_count_by_cap;
+  std::size_t ddp_bucket_count(Bytes cap) {
+    if (const auto it = ddp_bucket_count_by_cap.find(cap.raw()); it != ddp_bucket_count_by_cap.end()) return it->second;
+    const std::size_t n =
+        ddp_buckets(backward_ops(job.model, 1, prec), ddp_gradient_bytes(prec), kFirstBucketCap, cap).size();
+    return ddp_bucket_count_by_cap.emplace(cap.raw(), n).first->second;
   }
   std::vector<std::uint32_t> node_of_rank;  // the node of each rank's GPU (ZeRO hybrid sharding)
 
@@ -180,6 +193,10 @@ struct AnalyticalEstimator::Impl {
   }
 
   double op_seconds(const Op& op) const { return op_time(op, sc.profile.gpu, prec).raw() * slowdown; }
+  // PyTorch DDP's copy of the step's fp32 gradients into its buckets (and, as long, back out; ddp_graph.h).
+  double ddp_copy_seconds() const {
+    return op_seconds(copy_op("ddp.copy", bytes(job.model.parameter_count() * ddp_gradient_bytes(prec).raw())));
+  }
 
   // The GPUs of a group of the layout with degrees (tp, cp, dp, pp, ep): the one holding rank 0.
   std::vector<std::uint32_t> group_ranks(const CommKey& k) const {
@@ -782,13 +799,41 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
     pipeline = m * stage[0].time;
     if (host > 0) {
       // No synchronisation: the host runs ahead over all m micro-batches, forward then backward each.
+      // PyTorch DDP's eager kernels (eager_costs) as two more segments: the weight casts after the embedding,
+      // the gradients' epilogues after the backward (the graph runs each after its op; one segment each here),
+      // the micro-batches' average (the first has no accumulation), so that m passes add up to the step's.
+      auto single = [](double host_s, double gpu_s) {
+        HostSegment sg;
+        sg.host = host_s, sg.gpu = gpu_s;
+        const double h[] = {host_s}, g[] = {gpu_s};
+        sg.excursion = host_excursion(h, g);
+        return sg;
+      };
+      // And the last backward's copy of each bucket and the launch of its AllReduce (one kernel each), spread
+      // over the m passes alike.
       std::vector<HostSegment> pass;
+      double eager_gpu = 0;  // the eager kernels' GPU time, which joins the step below (`eager`, `ddp_copy`)
       for (std::uint32_t vs = 0; vs < pv; ++vs)
-        for (bool forward : {true, false})
-          for (const HostSegment& sg : host_segments(vs, forward)) pass.push_back(sg);
-      const double hosted = std::max(pipeline, host_gpu_segments(pass, m));
-      host_exposed = hosted - pipeline;
-      pipeline = hosted;
+        for (bool forward : {true, false}) {
+          std::vector<HostSegment> list = host_segments(vs, forward);
+          if (!megatron && vs == 0) {
+            const EagerCosts& e = eager_costs(plan.micro_batch);
+            if (forward && e.weight_cast_kernels > 0 && !list.empty())
+              list.insert(list.begin() + 1, single(e.weight_cast_kernels * host, e.weight_cast));
+            double kernels = (e.gradient_cast_kernels + (m - 1.0) * e.gradient_cast_accumulate_kernels) / m;
+            double gpu = (e.gradient_cast + (m - 1.0) * e.gradient_cast_accumulate) / m;
+            if (d > 1) {
+              kernels += double(ddp_bucket_count(plan.ddp_bucket)) * (1 + kCollectiveKernels) / m;
+              gpu += ddp_copy_seconds() / m;
+            }
+            if (!forward && kernels > 0) list.push_back(single(kernels * host, gpu));
+            if (!forward) eager_gpu = m * (e.weight_cast + gpu);
+          }
+          for (const HostSegment& sg : list) pass.push_back(sg);
+        }
+      const double hosted = std::max(pipeline + eager_gpu, host_gpu_segments(pass, m));
+      host_exposed = hosted - pipeline - eager_gpu;
+      pipeline = hosted - eager_gpu;
     }
   } else if (plan.schedule == PipelineSchedule::kGPipe) {
     pipeline = sum_t + (m - 1) * (std::max(max_f, send) + std::max(max_b, send)) + 2.0 * (p - 1) * send;
@@ -842,9 +887,7 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
   // PyTorch DDP copies each bucket's gradients into it during the backward (on the compute stream) and all of
   // them back after the last AllReduce (ddp_graph.h): timed here as one copy of the step's gradients each way,
   // the first lengthening the backward, the second before the optimizer.
-  const double ddp_copy = !megatron && dense_ranks > 1
-                              ? op_seconds(copy_op("ddp.copy", bytes(job.model.parameter_count() * grad_bytes)))
-                              : 0.0;
+  const double ddp_copy = !megatron && dense_ranks > 1 ? ddp_copy_seconds() : 0.0;
   // And its eager mixed precision and gradient accumulation (ddp_graph.h): every micro-batch's weight casts and
   // gradient casts, every later micro-batch's accumulation. `tail`: the part inside the last backward (its
   // gradient epilogues and bucket copies), spread over its gradients by parameter count (form_buckets).
@@ -880,6 +923,17 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
   }
   std::vector<double> opt_start(p);
   for (std::uint32_t s = 0; s < p; ++s) opt_start[s] = std::max(end[s], dp_done[s]) + ddp_copy;
+  // DDP with host dispatch: after the backward the host issues the copy back out of the buckets (one kernel per
+  // bucket) and the optimizer's kernels; a host-bound step (the host done with the backward when the GPU is)
+  // starts the optimizer only once they are issued.
+  if (!megatron && host > 0) {
+    const double buckets = dense_ranks > 1 ? double(ddp_bucket_count(plan.ddp_bucket)) : 0.0;
+    const Op unscale = grad_unscale_op(job.model.parameter_count(), prec);
+    const double kernels =
+        buckets + optimizer_op(job.model.parameter_count(), job.training.optimizer, grad_bytes, false).kernels +
+        (unscale.bytes.raw() > 0 ? unscale.kernels : 0);
+    for (std::uint32_t s = 0; s < p; ++s) opt_start[s] = std::max(opt_start[s], end[s] + kernels * host);
+  }
   if (megatron && p > 1 && job.model.tied_embeddings) {
     const double size = double(job.model.vocab) * job.model.hidden / t * grad_bytes;
     const double done = std::max(opt_start[0], opt_start[p - 1]) +
@@ -916,6 +970,8 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
       opt = op_seconds(optimizer_op(params, job.training.optimizer, grad_bytes, half));
     } else {
       opt = op_seconds(optimizer_op(job.model.parameter_count(), job.training.optimizer, grad_bytes, false));
+      const Op unscale = grad_unscale_op(job.model.parameter_count(), prec);  // FP16 (ddp_graph.h)
+      if (unscale.bytes.raw() > 0) opt += op_seconds(unscale);
     }
     double step_end = opt_start[s] + opt + gather_wait;
     if (distributed && !gather_overlap)

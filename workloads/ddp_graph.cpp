@@ -1,5 +1,6 @@
 #include "workloads/ddp_graph.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "workloads/collective_engine.h"
@@ -10,20 +11,12 @@ namespace clustersim::workloads {
 
 Bytes ddp_gradient_bytes(Precision) { return bytes(4); }
 
-namespace {
-
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.ends_with(suffix);
-}
-
-}  // namespace
-
 double autocast_weight_elements(const Op& op, Precision precision) {
-  if (!sixteen_bit(precision) || op.kind != OpKind::kGemm || op.attention_core || op.fp8) return 0;
+  if (!sixteen_bit(precision) || op.kind != OpKind::kGemm || op.attention_core) return 0;
   // A linear layer's GEMMs (transformer_ops.cpp): forward [T x K]·[K x N], weight K·N; the weight
   // gradient [K x T]·[T x N], weight m·n. Per batch entry (the grouped experts').
-  if (ends_with(op.name, ".fwd")) return op.batch * op.k * op.n;
-  if (ends_with(op.name, ".wgrad")) return op.batch * op.m * op.n;
+  if (op.name.ends_with(".fwd")) return op.batch * op.k * op.n;
+  if (op.name.ends_with(".wgrad")) return op.batch * op.m * op.n;
   return 0;
 }
 
@@ -40,19 +33,33 @@ Op autocast_weights_op(const std::vector<Op>& forward, Precision precision) {
   return op;
 }
 
-Op gradient_epilogue_op(const Op& backward_op, Precision precision, bool accumulate) {
+double tied_head_elements(const std::vector<Op>& backward) {
+  for (const Op& op : backward)  // transformer_ops.cpp: a tied head's GEMM completes no parameter's gradient
+    if (op.name == "lm_head.wgrad" && op.grad_parameters <= 0) return op.batch * op.m * op.n;
+  return 0;
+}
+
+Op gradient_epilogue_op(const Op& backward_op, Precision precision, bool accumulate, double tied_elements) {
   const std::string& name = backward_op.name;
   std::string base = name;
   for (std::string_view suffix : {".wgrad", ".bwd"})
-    if (ends_with(base, suffix)) base.resize(base.size() - suffix.size());
-  const double cast = ends_with(name, ".wgrad") ? autocast_weight_elements(backward_op, precision) : 0;
-  const double add = accumulate ? backward_op.grad_parameters : 0;
+    if (base.ends_with(suffix)) base.resize(base.size() - suffix.size());
+  const double cast = name.ends_with(".wgrad") ? autocast_weight_elements(backward_op, precision) : 0;
+  // Accumulated elements: into .grad from the second micro-batch; a tied embedding's two gradients every time.
+  const double add = (accumulate ? backward_op.grad_parameters : 0) + (name == "embed.bwd" ? tied_elements : 0);
   Op op = copy_op(base + (cast > 0 && add > 0 ? ".grad_cast_accumulate"
                           : cast > 0          ? ".grad_cast"
                                               : ".grad_accumulate"),
                   Bytes{});
   op.bytes = bytes(6 * cast + 12 * add);
   op.kernels = (cast > 0 ? 1 : 0) + (add > 0 ? 1 : 0);
+  return op;
+}
+
+Op grad_unscale_op(double parameters, Precision precision) {
+  Op op = copy_op("amp.grad_unscale", Bytes{});
+  // torch.amp.GradScaler.unscale_: _amp_foreach_non_finite_check_and_unscale_ over the fp32 gradients.
+  op.bytes = bytes(precision == Precision::kFP16 ? 8 * parameters : 0);
   return op;
 }
 
@@ -89,22 +96,23 @@ std::vector<sim::TaskArg> op_args(const Op& op, std::uint32_t micro_batch_index)
 
 EagerExtras::EagerExtras(const std::vector<Op>& forward, const std::vector<Op>& backward, Precision precision,
                          std::uint32_t grad_accum, const calibrate::GpuPerformance& gpu, sim::TaskGraph& graph,
-                         bool accumulate) {
-  auto make = [&](const Op& op, std::uint32_t mb) {
+                         bool accumulate, Seconds forward_floor_per_kernel) {
+  auto make = [&](const Op& op, std::uint32_t mb, Seconds floor_per_kernel) {
     Piece p;
     if (op.bytes.raw() <= 0) return p;
     p.label = graph.add_label({op.name, kCategoryCompute, op_args(op, mb)});
-    p.time = op_time(op, gpu, precision);
+    p.time = std::max(op_time(op, gpu, precision), floor_per_kernel * op.kernels);
     p.kernels = op.kernels;
     p.present = true;
     return p;
   };
   const Op cast = autocast_weights_op(forward, precision);
+  const double tied = tied_head_elements(backward);
   for (std::uint32_t mb = 0; mb < grad_accum; ++mb) {
-    weight_cast_.push_back(make(cast, mb));
+    weight_cast_.push_back(make(cast, mb, forward_floor_per_kernel));
     std::vector<Piece> epilogue;
     for (const Op& op : backward)
-      epilogue.push_back(make(gradient_epilogue_op(op, precision, accumulate && mb > 0), mb));
+      epilogue.push_back(make(gradient_epilogue_op(op, precision, accumulate && mb > 0, tied), mb, Seconds{}));
     epilogue_.push_back(std::move(epilogue));
   }
 }
@@ -224,11 +232,20 @@ JobGraph build_ddp_job(const Scenario& sc, const Job& job, sim::TaskGraph& graph
   const sim::LabelId copy_out_label = it.bucket_allreduce.empty()
                                           ? sim::kNewLabel
                                           : graph.add_label({copy_out.name, kCategoryCompute, op_args(copy_out, ga - 1)});
+  // FP16: GradScaler unscales the gradients before the step (ddp_graph.h).
+  const Op unscale = grad_unscale_op(job.model.parameter_count(), prec);
+  const sim::LabelId unscale_label =
+      unscale.bytes.raw() > 0 ? graph.add_label({unscale.name, kCategoryCompute, op_args(unscale, ga - 1)}) : 0;
+  const Seconds unscale_time = op_time(unscale, sc.profile.gpu, prec);
   for (std::uint32_t r = 0; r < ranks; ++r) {
     const sim::StreamId cs[] = {it.compute_stream[r]};
     if (!it.bucket_allreduce.empty()) {
       const sim::TaskId out = graph.add(copy_out_label, cs, copy_out_time * slowdown(r), opt_deps);
       if (host) it.host.issue(r, out, double(it.buckets.size()));
+    }
+    if (unscale.bytes.raw() > 0) {
+      const sim::TaskId u = graph.add(unscale_label, cs, unscale_time * slowdown(r), opt_deps);
+      if (host) it.host.issue(r, u, unscale.kernels);
     }
     it.optimizer_task.push_back(graph.add(opt_label, cs, opt_time * slowdown(r), opt_deps));
     if (host) it.host.issue(r, it.optimizer_task.back(), opt.kernels);

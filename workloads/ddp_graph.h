@@ -62,15 +62,27 @@ inline constexpr Bytes kFirstBucketCap = MiB(1);  // torch.distributed._DEFAULT_
 //    4 B, write 4 B: 12 B per parameter, also in fp32 training); the first micro-batch's gradient becomes .grad
 //    without a kernel. DDP's and Horovod's hooks run after AccumulateGrad, so these kernels come before a
 //    bucket's AllReduce.
-// FP8 linear layers are Transformer Engine's, which casts its weights itself (the ops' FP8 casts) and writes
-// fp32 weight gradients: no autocast work. Biases are cast with their weights; their 6 B per element are left
-// out (h or f of h·f elements).
-double autocast_weight_elements(const Op& op, Precision precision);  // 16-bit weight elements `op`'s cast covers
+//  * A tied word embedding is a leaf with two uses (the lookup and the LM head): autograd adds the two
+//    gradients (the head's cast back to fp32, the lookup's) before AccumulateGrad, in every micro-batch:
+//    12 B per element, after the embedding's backward.
+//  * FP16 (not BF16) needs GradScaler: unscale_ reads and rewrites every fp32 gradient (with its inf check)
+//    before the optimizer each step: 8 B per parameter (grad_unscale_op).
+// FP8 linear layers are Transformer Engine's without Megatron's hooks (no is_first_microbatch, no
+// fuse_wgrad_accumulation into a main_grad): it quantises the fp32 weight to FP8 and its transpose every forward
+// (read 4 B, write 1 + 1 B: 6 B per element), and its weight-gradient GEMM writes the activation dtype (bf16),
+// which autograd casts to the fp32 parameter's (6 B): the same bytes as autocast's. Biases are cast with their
+// weights; their 6 B per element are left out (h or f of h·f elements).
+double autocast_weight_elements(const Op& op, Precision precision);  // weight elements `op`'s cast covers
 // The forward's autocast weight casts as one op (bytes 0 in fp32 training or when nothing is cast).
 Op autocast_weights_op(const std::vector<Op>& forward, Precision precision);
-// The work on the gradients `backward_op` produces before the framework's hook sees them: the cast back to fp32
-// and, with `accumulate`, the add into .grad. Bytes 0 when there is none.
-Op gradient_epilogue_op(const Op& backward_op, Precision precision, bool accumulate);
+// The elements of a tied LM head's weight (the word embedding) in `backward`, 0 when the head is untied.
+double tied_head_elements(const std::vector<Op>& backward);
+// The work on the gradients `backward_op` produces before the framework's hook sees them: the cast back to fp32,
+// the sum of a tied embedding's two gradients (`tied_elements`, at the embedding's backward) and, with
+// `accumulate`, the add into .grad. Bytes 0 when there is none.
+Op gradient_epilogue_op(const Op& backward_op, Precision precision, bool accumulate, double tied_elements = 0);
+// GradScaler's unscale of the step's fp32 gradients before the optimizer (FP16 only; bytes 0 otherwise).
+Op grad_unscale_op(double parameters, Precision precision);
 
 // The tasks of those casts and accumulations for a replica's micro-batches, labelled once and added to a rank's
 // compute stream by the frameworks' graphs. Each add_* adds nothing where the work is none (nullopt), else the
@@ -78,9 +90,11 @@ Op gradient_epilogue_op(const Op& backward_op, Precision precision, bool accumul
 class EagerExtras {
  public:
   // accumulate = false: the replica's gradients are not accumulated where it runs (DataParallel's replicas).
+  // forward_floor_per_kernel: the least time each forward cast kernel takes (DataParallel's launches under
+  // the GIL).
   EagerExtras(const std::vector<Op>& forward, const std::vector<Op>& backward, Precision precision,
               std::uint32_t grad_accum, const calibrate::GpuPerformance& gpu, sim::TaskGraph& graph,
-              bool accumulate = true);
+              bool accumulate = true, Seconds forward_floor_per_kernel = Seconds{});
   std::optional<sim::TaskId> add_weight_cast(sim::TaskGraph& graph, std::span<const sim::StreamId> stream,
                                              std::uint32_t mb, double slowdown, HostProgram* host,
                                              std::uint32_t rank) const {

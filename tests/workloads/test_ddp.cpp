@@ -27,6 +27,15 @@ Scenario small_ddp(std::uint32_t nodes, std::uint32_t grad_accum, Bytes bucket_c
   return sc;
 }
 
+// A linear layer's forward GEMM [M x K]·[K x N] as transformer_ops builds it (the weight is K x N).
+Op gemm_for_test(const std::string& name, double M, double K, double N) {
+  Op op;
+  op.name = name;
+  op.kind = OpKind::kGemm;
+  op.m = M, op.k = K, op.n = N;
+  return op;
+}
+
 }  // namespace
 
 TEST_CASE("DDP buckets: first bucket capped at 1 MiB, then the configured cap, in backward order") {
@@ -82,11 +91,11 @@ TEST_CASE("DDP with gradient accumulation communicates only after the last micro
   // Tasks: per GPU 2×(copy + fwd + weight cast + bwd + the gradients' epilogues) + a copy into each of the 2
   // buckets + one copy out + optimizer, plus 2 AllReduce tasks shared by both GPUs. Doubling the one-micro-batch
   // graph counts twice what runs once per step: 2 optimizers, 2 copies out, 2 × 2 copies in and 2 AllReduces.
-  // The first micro-batch's epilogues are the weight gradients' casts; the second's add the accumulation, also
-  // of the 6 gradients no cast precedes (2 layers × 2 LayerNorms, the final LayerNorm, the embedding): 6 more
-  // tasks per GPU.
+  // The first micro-batch's epilogues are the weight gradients' casts and the tied embedding's gradient sum; the
+  // second's add the accumulation, also of the 5 gradients no cast precedes (2 layers × 2 LayerNorms, the final
+  // LayerNorm): 5 more tasks per GPU.
   REQUIRE(one.buckets.size() == 2);
-  CHECK(all_two.tasks == 2 * all_one.tasks - 2 - 2 - 2 * 2 - 2 + 2 * 6);
+  CHECK(all_two.tasks == 2 * all_one.tasks - 2 - 2 - 2 * 2 - 2 + 2 * 5);
 }
 
 TEST_CASE("DDP under autocast: weight casts every forward, gradient casts, accumulation from micro-batch 2") {
@@ -95,7 +104,9 @@ TEST_CASE("DDP under autocast: weight casts every forward, gradient casts, accum
   //   W = 2·12·1024² + 51200·1024 = 25,165,824 + 52,428,800 = 77,594,624 elements;
   // forward cast 4 B read + 2 B written = 6·W = 465,567,744 B per micro-batch; the gradients' casts back to
   // fp32 (2 B read + 4 B written) the same 465,567,744 B; the accumulation from the second micro-batch on
-  // 12 B per parameter: 12 · 78,671,872 = 944,062,464 B (test "DDP buckets" derives P).
+  // 12 B per parameter: 12 · 78,671,872 = 944,062,464 B (test "DDP buckets" derives P); and in every
+  // micro-batch the sum of the tied word embedding's two gradients (head and lookup), 12 B · V·h =
+  // 12 · 52,428,800 = 629,145,600 B.
   struct Tasks : sim::TraceSink {
     std::map<std::string, std::vector<std::pair<double, double>>> bytes_and_seconds;  // GPU 0, by name
     double epilogue_bytes[2] = {0, 0};                                                // GPU 0, per micro-batch
@@ -122,22 +133,26 @@ TEST_CASE("DDP under autocast: weight casts every forward, gradient casts, accum
   // Timed as an element-wise op of those bytes: a copy of 3·W bytes reads and writes each byte.
   CHECK(t.bytes_and_seconds["amp.weight_cast"][0].second ==
         doctest::Approx(op_time(copy_op("c", bytes(3 * W)), sc.profile.gpu, Precision::kBF16).raw()));
-  // Micro-batch 1: the casts only. Micro-batch 2: casts and accumulation.
-  CHECK(t.epilogue_bytes[0] == doctest::Approx(6 * W));
-  CHECK(t.epilogue_bytes[1] == doctest::Approx(6 * W + 12 * P));
+  // Micro-batch 1: the casts and the tied sum. Micro-batch 2: casts, tied sum and accumulation.
+  const double tied = 12.0 * 51200 * 1024;
+  CHECK(t.epilogue_bytes[0] == doctest::Approx(6 * W + tied));
+  CHECK(t.epilogue_bytes[1] == doctest::Approx(6 * W + 12 * P + tied));
   CHECK(t.bytes_and_seconds["L0.qkv.grad_cast"].size() == 1);
   CHECK(t.bytes_and_seconds["L0.qkv.grad_cast_accumulate"].size() == 1);
-  // The tied head's gradient is cast after its GEMM in both; it accumulates with the embedding's, which is fp32
-  // already (the lookup runs outside autocast's list): 12 B × (V + s)·h, the word and position embeddings.
+  // The tied head's gradient is cast after its GEMM in both; after the lookup's backward (fp32 already: the
+  // lookup runs outside autocast's list) the two are summed (12 B · V·h), and in the second micro-batch also
+  // accumulated with the position embedding into .grad: 12 B × (V + s)·h more.
   CHECK(t.bytes_and_seconds["lm_head.grad_cast"].size() == 2);
   CHECK(t.bytes_and_seconds["lm_head.grad_cast"][1].first == doctest::Approx(6 * 51200.0 * 1024));
-  CHECK(t.bytes_and_seconds["embed.grad_accumulate"][0].first == doctest::Approx(12 * (51200.0 + 1024) * 1024));
+  CHECK(t.bytes_and_seconds["embed.grad_accumulate"][0].first == doctest::Approx(tied));
+  CHECK(t.bytes_and_seconds["embed.grad_accumulate"][1].first == doctest::Approx(tied + 12 * (51200.0 + 1024) * 1024));
   // DDP's hook sees a gradient after its epilogue: bucket 0 (final LayerNorm … L1.fc2) is copied, then reduced,
   // after L1.fc2's cast and accumulation.
   CHECK(t.end["L1.fc2.grad_cast_accumulate"] <= t.start["ddp.bucket0.copy_in"]);
   CHECK(t.end["ddp.bucket0.copy_in"] <= t.start["allreduce.bucket0"]);
 
-  // FP32 training: nothing to cast; the second micro-batch still accumulates 12 B per parameter.
+  // FP32 training: nothing to cast; the tied sum in both, and the second micro-batch still accumulates 12 B per
+  // parameter.
   Scenario fp32 = sc;
   fp32.jobs[0].training.precision = Precision::kFP32;
   Tasks u;
@@ -146,8 +161,26 @@ TEST_CASE("DDP under autocast: weight casts every forward, gradient casts, accum
   for (const auto& [name, list] : u.bytes_and_seconds)
     if (name.find("cast") != std::string::npos) fp32_casts += list.size();
   CHECK(fp32_casts == 0);
-  CHECK(u.epilogue_bytes[0] == 0);
-  CHECK(u.epilogue_bytes[1] == doctest::Approx(12 * P));
+  CHECK(u.epilogue_bytes[0] == doctest::Approx(tied));
+  CHECK(u.epilogue_bytes[1] == doctest::Approx(12 * P + tied));
+  CHECK(u.bytes_and_seconds.count("amp.grad_unscale") == 0);  // BF16 and FP32 need no loss scaling
+
+  // FP16: the same casts, and GradScaler's unscale of the fp32 gradients before each step: 8 B per parameter
+  // (read and write), once per GPU per step, before the optimizer.
+  Scenario fp16 = sc;
+  fp16.jobs[0].training.precision = Precision::kFP16;
+  Tasks h;
+  simulate_scenario(fp16, {&h});
+  CHECK(h.epilogue_bytes[0] == doctest::Approx(6 * W + tied));
+  REQUIRE(h.bytes_and_seconds["amp.grad_unscale"].size() == 1);
+  CHECK(h.bytes_and_seconds["amp.grad_unscale"][0].first == doctest::Approx(8 * P));
+
+  // Transformer Engine's FP8 linear layers cast too: the fp32 weight to FP8 and its transpose each forward
+  // (4 + 1 + 1 B), the bf16 weight gradient back to fp32 (2 + 4 B).
+  Op fc1 = gemm_for_test("L0.fc1.fwd", 4096, 1024, 4096);
+  fc1.fp8 = true;
+  CHECK(autocast_weight_elements(fc1, Precision::kFP8) == doctest::Approx(1024.0 * 4096));
+  CHECK(autocast_weight_elements(fc1, Precision::kFP32) == 0);
 }
 
 TEST_CASE("a single GPU has no gradient communication") {

@@ -171,7 +171,9 @@ TEST_CASE("framework DataParallel and Horovod under autocast: casts on every rep
       for (double mb : {0.0, 1.0}) {
         CHECK(sum_bytes(g, tasks, "amp.weight_cast", mb) == doctest::Approx(6 * W));
         CHECK(sum_bytes(g, tasks, ".grad_cast", mb) == doctest::Approx(6 * W));
-        CHECK(sum_bytes(g, tasks, "_accumulate", mb) == 0);  // a replica's gradients are reduced, not accumulated
+        // A replica's gradients are reduced, not accumulated; only its tied embedding's two gradients are summed
+        // (12 B · V·h = 12 · 51,200 · 1,024 = 629,145,600 B).
+        CHECK(sum_bytes(g, tasks, "_accumulate", mb) == doctest::Approx(629145600.0));
       }
     }
     // The reduced gradients of micro-batch 2 are added into GPU 0's .grad (12 B per parameter), after the

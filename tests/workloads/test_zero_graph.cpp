@@ -105,8 +105,8 @@ TEST_CASE("DeepSpeed ZeRO-1: reduce-scatter after the backward, step the shard, 
   // reduce-scatter of Ψ·2 B (Ψ < 5e8 elements: one bucket), the optimizer over Ψ/2 fp32 parameters
   // (4 + 8 + 16 = 28 B each), and one all-gather of Ψ·2 B. DDP's compute stream holds F, its copy of each
   // bucket's fp32 gradients into the bucket, the copy of all of them back, its optimizer over Ψ, and autocast's
-  // casts of its fp32 weights (forward) and of their gradients (backward) (ddp_graph.h; test_ddp.cpp derives
-  // their bytes), which DeepSpeed's 16-bit module does not have, so
+  // casts of its fp32 weights (forward) and of their gradients (backward) with the tied embedding's gradient sum
+  // (ddp_graph.h; test_ddp.cpp derives their bytes), which DeepSpeed's 16-bit module does not have, so
   // F = compute(DDP) − copies − opt(Ψ) − casts.
   const Scenario z1 = scenario("dp: 2 micro_batch: 1 framework: DEEPSPEED zero_stage: 1", 1, 2);
   const Scenario ddp = scenario("dp: 2 micro_batch: 1", 1, 2);
@@ -121,8 +121,9 @@ TEST_CASE("DeepSpeed ZeRO-1: reduce-scatter after the backward, step the shard, 
   double casts = op_time(autocast_weights_op(forward_ops(ddp.jobs[0].model, 1, Precision::kBF16), Precision::kBF16),
                          gpu, Precision::kBF16)
                      .raw();
-  for (const Op& op : backward_ops(ddp.jobs[0].model, 1, Precision::kBF16))
-    if (const Op e = gradient_epilogue_op(op, Precision::kBF16, false); e.bytes.raw() > 0)
+  const std::vector<Op> bwd = backward_ops(ddp.jobs[0].model, 1, Precision::kBF16);
+  for (const Op& op : bwd)
+    if (const Op e = gradient_epilogue_op(op, Precision::kBF16, false, tied_head_elements(bwd)); e.bytes.raw() > 0)
       casts += op_time(e, gpu, Precision::kBF16).raw();
   const double F = b.jobs[0].breakdown.compute.raw() - copies - opt_full - casts;
   const CollectiveModel model(z1.cluster, z1.profile);

@@ -268,6 +268,15 @@ void from_preset(const ParsedText& in, const schema::Cluster& c, const std::stri
     out.node.torus = {at_least_one(in, t + ".x", c.torus().has_x(), c.torus().x()),
                       at_least_one(in, t + ".y", c.torus().has_y(), c.torus().y()),
                       at_least_one(in, t + ".z", c.torus().has_z(), c.torus().z())};
+    // TPU v4 slices have sides of 1, 2 or a multiple of 4 (Cloud TPU v4 topologies: 2x2x1 … 4x4x4 … 16x16x16);
+    // a side of 4k closes into a ring through the optical switches, which the torus model assumes for every
+    // side above 2. A side of 3 or 6 is no slice, and would get a wraparound link it does not have.
+    const char* axis_names[] = {"x", "y", "z"};
+    for (int a = 0; a < 3; ++a)
+      if (const std::uint32_t side = out.node.torus[static_cast<std::size_t>(a)]; side > 2 && side % 4 != 0)
+        in.fail(t + "." + axis_names[a], std::to_string(side) +
+                                             " is not a side of a TPU v4 slice (1, 2 or a multiple of 4, which "
+                                             "closes into a ring)");
   }
   switch (p.layout.scale_up) {
     case ScaleUp::kPcieOnly:

@@ -1,6 +1,7 @@
 #include "cli/collective_command.h"
 
 #include <algorithm>
+#include <array>
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include "cli/report.h"
 #include "sim/input_error.h"
 #include "sim/trace.h"
+#include "topology/torus.h"
 #include "workloads/collective_engine.h"
 
 namespace po = boost::program_options;
@@ -162,12 +164,21 @@ Prediction predict_time(const workloads::Scenario& scenario, CollectiveOp op, co
                       workloads::to_string(run.plan.protocol)};
   }
   Prediction worst{-1, "", ""};
-  std::set<std::tuple<std::uint32_t, std::uint32_t, bool>> timed;
+  // Pairs that take the same time are timed once: on a switched cluster the same local GPUs within a node or
+  // across two; on a torus the same hops along each axis.
+  std::set<std::array<std::uint32_t, 4>> timed;
   const std::uint32_t per_node = scenario.cluster.gpus_per_node;
+  const bool torus = scenario.cluster.node.scale_up == topology::ScaleUp::kTorus && !scenario.cluster.is_explicit();
   for (std::size_t r = 0; r < gpus.size(); ++r) {
     const std::uint32_t src = gpus[r], dst = gpus[(r + 1) % gpus.size()];
-    const auto key =
-        std::make_tuple(src % per_node, dst % per_node, scenario.cluster.node_of(src) == scenario.cluster.node_of(dst));
+    std::array<std::uint32_t, 4> key{src % per_node, dst % per_node,
+                                     scenario.cluster.node_of(src) == scenario.cluster.node_of(dst) ? 1u : 0u, 0};
+    if (torus) {
+      const auto& dims = scenario.cluster.node.torus;
+      const topology::TorusCoords a = topology::torus_coords(dims, src), b = topology::torus_coords(dims, dst);
+      for (std::size_t x = 0; x < 3; ++x) key[x] = topology::axis_distance(dims[x], a[x], b[x]);
+      key[3] = 1;
+    }
     if (!timed.insert(key).second) continue;
     request.gpus = {src, dst};
     const workloads::CollectiveRun run = workloads::run_collective(scenario, request);

@@ -219,10 +219,12 @@ void NetworkModel::run_torus(const CollectivePlan& plan, const CollectiveRequest
       for (std::uint32_t yc : box.coords[c]) {
         topology::TorusCoords at{};
         at[b] = yb, at[c] = yc;
-        // Broadcast (axes x, y, z in turn) and Reduce (z, y, x) act on the lines whose coordinates on the axes
-        // still to come are the root's: those that hold (broadcast) or must deliver (reduce) the data.
-        const bool later_b = p.step == TorusStep::kReduce ? b < ua : b > ua;
-        const bool later_c = p.step == TorusStep::kReduce ? c < ua : c > ua;
+        // Broadcast (axes x, y, z in turn) acts on the lines whose coordinates on the axes still to come are the
+        // root's (those that hold the data); Reduce (z, y, x) on the lines whose coordinates on the axes already
+        // reduced are the root's (those that still hold partial sums: every line of the first axis, then the root's
+        // plane, then the root's line). Either way: the axes after `ua` in x, y, z order.
+        const bool later_b = b > ua;
+        const bool later_c = c > ua;
         const bool chain = p.step == TorusStep::kBroadcast || p.step == TorusStep::kReduce;
         if (chain && ((later_b && yb != root[b]) || (later_c && yc != root[c]))) continue;
         // From member i to member j of the line, link by link along the axis, the way topology::axis_forward

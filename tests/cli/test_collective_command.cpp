@@ -450,3 +450,26 @@ TEST_CASE("collective: where a forced algorithm cannot run, the option or the sc
                "(candidates: ring tree hierarchical)");
   fs::remove_all(dir);
 }
+
+TEST_CASE("collective sendrecv on a torus times the pair with the most hops, whatever the chips' local numbers") {
+  // `--op sendrecv --ranks A,B,...` times each send to the next rank (the last to the first) and prints the slowest.
+  // On the 4x4x4 TPU v4 cube with 1 µs per ICI link: chip g = (g % 4, g / 4 % 4, g / 16). 0 -> 37 (1, 1, 2) is
+  // 1 + 1 + 2 = 4 hops and so is 37 -> 0: 4 µs of links plus the profile's 5 µs base and 1 µs step = 10.02 µs at
+  // 1 KiB (1,024 B / 45e9 B/s = 0.02 µs). In 0, 5, 16, 37 the pair 37 -> 0 has the same local numbers (GPU 1 to
+  // GPU 0 of another tray) as 5 -> 16 (1 + 1 + 1 = 3 hops), so timing one pair per local numbers missed it.
+  const fs::path dir = scratch_dir("collective-torus-sendrecv");
+  std::string text =
+      clustersim::testing::slurp(fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios/tpu-vs-gpu/tpu-v4-4x4x4.textproto");
+  const std::size_t at = text.find("  nodes: 16");
+  REQUIRE(at != std::string::npos);
+  text.insert(at, "  nvlink_hop_latency_us: 1\n");
+  std::ofstream(dir / "hop.textproto") << text;
+  for (const char* ranks : {"0,37", "0,5,16,37"}) {
+    CAPTURE(ranks);
+    const Exit r = run_binary(
+        "collective " + (dir / "hop.textproto").string() + " --op sendrecv --ranks " + ranks + " --sizes 1K:1K", dir);
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("     1024           256     float    none      -1    10.02 ") != std::string::npos);
+  }
+  fs::remove_all(dir);
+}

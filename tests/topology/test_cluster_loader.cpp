@@ -191,6 +191,10 @@ TEST_CASE("topology loader: bad clusters name file, line:col and field") {
         "GPUs talk over PCIe");
   CHECK(text_error("node_preset: \"tpu-v4-cube\" nodes: 2") ==
         "c.textproto:1:35: nodes: a 4x4x4 torus holds 64 chips, but 2 nodes x 4 per node = 8");
+  // 6x2x2 = 24 chips = 6 trays, but a side of 6 is no TPU v4 slice (and would wrap around where v4 does not).
+  CHECK(text_error("node_preset: \"tpu-v4-cube\" nodes: 6 torus { x: 6 y: 2 z: 2 }") ==
+        "c.textproto:1:48: torus.x: 6 is not a side of a TPU v4 slice (1, 2 or a multiple of 4, which closes into a "
+        "ring)");
   CHECK(text_error("node_preset: \"dgx-a100\" nodes: 300") ==
         "c.textproto:1:32: nodes: 80 leaves exceed the 64 ports of a spine; a two-level tree of radix 64 holds at "
         "most 64 leaves (use CLOS_THREE_LEVEL)");

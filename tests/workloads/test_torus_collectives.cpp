@@ -6,15 +6,18 @@
 //   ring_base_latency 5 µs per call; nvlink_step_latency α = 1 µs per ring step
 #include <doctest/doctest.h>
 
+#include <map>
 #include <numeric>
 #include <string>
 
 #include "calibrate/hardware_profile.h"
 #include "sim/input_error.h"
+#include "sim/simulation.h"
 #include "topology/topology.h"
 #include "topology/torus.h"
 #include "workloads/collective_engine.h"
 #include "workloads/nccl_model.h"
+#include "workloads/network_model.h"
 #include "workloads/scenario.h"
 
 using namespace clustersim;
@@ -330,4 +333,33 @@ TEST_CASE("torus algorithm choice: boxes only, ring when forced or not a box; GP
   //   1 MiB: 1,048,576 / 45e9 = 23.3017 µs + 6 µs = 29.3017 µs.
   CHECK(to_us(m.plan({CollectiveOp::kSendRecv, chips({0, 21}), MiB(1), 0}).time) ==
         doctest::Approx(29.3017).epsilon(1e-6));
+}
+
+TEST_CASE("torus FLOW Reduce: every line of the first axis, then the root's plane, then the root's line") {
+  // Reduce to chip 0 on 4x4x4 runs z, y, x: first every z line (all 64 chips hold partial sums), then the z = 0
+  // plane's y lines, then the root's x line (y = z = 0). Broadcast runs x, y, z the other way round. Chip
+  // g = x + 4y + 16z is GPU g % 4 of node g / 4. So the x link between chips 5 (1,1,0) and 4 (0,1,0), on the
+  // x line y = 1, z = 0, carries nothing in a Reduce to chip 0; the z link from chip 21 (1,1,1) to chip 5 (1,1,0)
+  // carries part of the buffer (its line's chain towards z = 0).
+  const auto c = torus(4, 4, 4);
+  for (CollectiveOp op : {CollectiveOp::kReduce, CollectiveOp::kBroadcast}) {
+    CAPTURE(to_string(op));
+    const Scenario sc = scenario(c, Fidelity::kFlow);
+    sim::Simulation simulation;
+    NetworkModel network(simulation, sc);
+    const CollectiveRequest req{op, first(64), MiB(64), 0};
+    bool done = false;
+    network.run(CollectiveModel(c, tpu()).plan(req), req, [&] { done = true; });
+    simulation.run();
+    REQUIRE(done);
+    std::map<std::string, double> carried;
+    for (const LinkUsage& u : network.link_usage()) carried[u.name] = u.bytes_carried.raw();
+    // Off the root's x line no x link is used; every z line is (Reduce: towards z = 0; Broadcast: away from it).
+    CHECK(carried.count("n1/gpu1->n1/gpu0") + carried.count("n1/gpu0->n1/gpu1") == 0);
+    const std::string z_link = op == CollectiveOp::kReduce ? "n5/gpu1->n1/gpu1" : "n1/gpu1->n5/gpu1";
+    REQUIRE(carried.count(z_link) == 1);
+    // Chains from position 0 both ways round a line of 4: 2 hops one way with half the buffer, 1 the other with
+    // the other half: the link next to the root carries S/2.
+    CHECK(carried[z_link] == doctest::Approx(67108864.0 / 2));
+  }
 }

@@ -53,4 +53,8 @@ bool axis_forward(std::uint32_t D, std::uint32_t from, std::uint32_t to, int tie
 // round (ties as the transfer says): with all transfers at one rate r, the busiest link runs at r × this load.
 double axis_max_load(std::uint32_t D, std::span<const AxisTransfer> transfers);
 
+// The chips a transfer from chip `from` to chip `to` passes, both included: along x, then y, then z, each the
+// short way round (a tie the way of increasing positions). Dimension-order routing, one fixed shortest path.
+std::vector<std::uint32_t> torus_walk(const TorusDims& dims, std::uint32_t from, std::uint32_t to);
+
 }  // namespace clustersim::topology

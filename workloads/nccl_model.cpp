@@ -39,7 +39,31 @@ struct Shape {
   double b_intra = 0;         // bytes/s per GPU inside a domain, after efficiency
   double b_nic = 0;           // bytes/s per GPU's NIC, after efficiency
   double egress = 0;          // bytes/s a domain's rails carry out at once (rails × NIC)
+  // A ring on a torus: its edges between chips that are not neighbours take several ICI links in dimension
+  // order (topology::torus_walk, as FLOW routes them): the most edges any directed link carries, and the links
+  // per edge on average. 1 and 1 elsewhere.
+  double torus_ring_load = 1;
+  double torus_ring_hops = 1;
 };
+
+// The ring's link loads on a torus (Shape::torus_ring_load): the ring over `order` (a chain without the closing
+// edge for Broadcast and Reduce, from the root).
+void torus_ring_routes(const topology::TorusDims& dims, const std::vector<std::uint32_t>& order, bool chain,
+                       Shape& sh) {
+  const std::size_t n = order.size(), edges = chain ? n - 1 : n;
+  if (n < 2 || edges == 0) return;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, double> load;  // directed link (chip, next chip) -> edges
+  double hops = 0;
+  for (std::size_t i = 0; i < edges; ++i) {
+    const std::vector<std::uint32_t> walk = topology::torus_walk(dims, order[i], order[(i + 1) % n]);
+    for (std::size_t h = 0; h + 1 < walk.size(); ++h) load[{walk[h], walk[h + 1]}] += 1;
+    hops += static_cast<double>(walk.size() - 1);
+  }
+  double most = 0;
+  for (const auto& [link, edges_on_it] : load) most = std::max(most, edges_on_it);
+  sh.torus_ring_load = std::max(1.0, most);
+  sh.torus_ring_hops = std::max(1.0, hops / static_cast<double>(edges));
+}
 
 std::uint32_t nsteps(CollectiveOp op, std::uint32_t n) {
   switch (op) {
@@ -274,6 +298,13 @@ struct Evaluator {
     sh.b_intra = span.max_ranks_per_node > 1 ? scale_up * k.nvlink_bus_efficiency : kInf;
     sh.b_nic = cluster.nic_per_direction.raw() * k.network_bus_efficiency;
     sh.egress = sh.domains > 1 ? sh.b_nic * sh.rails : kInf;
+    if (cluster.node.scale_up == topology::ScaleUp::kTorus && !cluster.is_explicit()) {
+      const bool chain = req.op == CollectiveOp::kBroadcast || req.op == CollectiveOp::kReduce;
+      std::vector<std::uint32_t> order = req.gpus;
+      if (chain && !order.empty())
+        std::rotate(order.begin(), order.begin() + std::min<std::size_t>(req.root, order.size() - 1), order.end());
+      torus_ring_routes(cluster.node.torus, order, chain, sh);
+    }
   }
 
   const calibrate::NcclTuning& t() const { return profile.collectives.nccl; }
@@ -412,7 +443,7 @@ struct Evaluator {
     const double b_intra = !raw && req.op == CollectiveOp::kAllGather && ag_efficiency > 0
                                ? sh.b_intra * ag_efficiency / profile.collectives.nvlink_bus_efficiency
                                : sh.b_intra;
-    const double ring_bus = std::min(b_intra, sh.egress);
+    const double ring_bus = std::min(b_intra / sh.torus_ring_load, sh.egress);
     auto protocol_cap = [&](double bus_Bps) {  // ring protocols: wire efficiency and NCCL's per-channel caps
       if (!k.present || raw) return bus_Bps;
       if (p == Protocol::kLL) return std::min(k.ll_max_bus_GBps[sh.idx] * 1e9, bus_Bps * 0.5);
@@ -497,7 +528,8 @@ struct Evaluator {
       const double edges = chain ? n - 1 : n;
       const double network_edges = domains > 1 ? (chain ? domains - 1 : domains) : 0;
       const double inter = steps * network_edges / edges;
-      hops = (steps - inter) * cluster.nvlink_hop_latency.raw() + inter * cluster.network_hop_latency.raw();
+      hops = (steps - inter) * sh.torus_ring_hops * cluster.nvlink_hop_latency.raw() +
+             inter * cluster.network_hop_latency.raw();
     } else if (a == Algorithm::kPointToPoint && sh.n > 1) {
       // One hop: over the network when the pair (for AlltoAll, the farthest pair) is in different domains.
       hops = (sh.domains > 1 ? cluster.network_hop_latency : cluster.nvlink_hop_latency).raw();

@@ -38,7 +38,9 @@
 //   turn in two chains from (to) the root's line, half each way (≈ S / (2b) per axis); AlltoAll sends every
 //   pair's S/n directly on shortest paths, bounded by the busiest axis's links; Send/Recv takes one path.
 // Plus the profile's ring_base_latency once per call. FLOW runs the same phases as flows on the torus links.
-// A communicator that is not a box (or a forced --algo ring) runs NCCL's ring over one ICI link per edge.
+// A communicator that is not a box (or a forced --algo ring) runs NCCL's ring in rank order, each edge routed in
+// dimension order (topology::torus_walk): an edge between chips that are not neighbours takes several ICI links,
+// and the ring runs at one link's bandwidth over the most edges any link carries (FLOW routes the same way).
 //
 // Sizes follow nccl-tests: `size` is the buffer nccl-tests prints — count·type for AllReduce, Broadcast,
 // Reduce and Send/Recv; the total (all ranks) for AllGather, ReduceScatter and AlltoAll.

@@ -102,10 +102,19 @@ void NetworkModel::ring_path(const std::vector<std::uint32_t>& gpus, std::size_t
                              std::size_t& inter_edges) const {
   const Domains d = group(impl_->topo, gpus);
   const std::size_t domains = d.ranks.size();
+  // On a torus an edge between chips that are not neighbours goes link by link in dimension order
+  // (topology::torus_walk), the route the ANALYTICAL ring counts its links' loads on (nccl_model.cpp).
+  const topology::ClusterSpec& cluster = impl_->scenario.cluster;
+  const bool torus = cluster.node.scale_up == topology::ScaleUp::kTorus && !cluster.is_explicit();
   if (domains == 1) {
     const std::size_t n = gpus.size();
     for (std::size_t i = 0; i + (chain ? 1 : 0) < n; ++i) {
-      append_route(path, gpus[i], gpus[(i + 1) % n], c, 1, &intra);
+      if (torus) {
+        const std::vector<std::uint32_t> walk = topology::torus_walk(cluster.node.torus, gpus[i], gpus[(i + 1) % n]);
+        for (std::size_t h = 0; h + 1 < walk.size(); ++h) append_route(path, walk[h], walk[h + 1], c, 1, &intra);
+      } else {
+        append_route(path, gpus[i], gpus[(i + 1) % n], c, 1, &intra);
+      }
       ++intra_edges;
     }
     return;

@@ -40,8 +40,18 @@ bool axis_forward(std::uint32_t D, std::uint32_t from, std::uint32_t to, int tie
 }
 
 double axis_max_load(std::uint32_t D, std::span<const AxisTransfer> transfers) {
+  std::vector<double> plus, minus;
+  axis_loads(D, transfers, plus, minus);
+  double most = 0;
+  for (std::uint32_t i = 0; i < D; ++i) most = std::max({most, plus[i], minus[i]});
+  return most;
+}
+
+void axis_loads(std::uint32_t D, std::span<const AxisTransfer> transfers, std::vector<double>& plus,
+                std::vector<double>& minus) {
   // plus[i]: link i -> i+1 (mod D); minus[i]: link i+1 -> i (mod D).
-  std::vector<double> plus(D, 0.0), minus(D, 0.0);
+  plus.assign(D, 0.0);
+  minus.assign(D, 0.0);
   auto walk = [&](std::uint32_t from, std::uint32_t hops, bool forward, double w) {
     for (std::uint32_t h = 0; h < hops; ++h) {
       if (forward) {
@@ -71,9 +81,6 @@ double axis_max_load(std::uint32_t D, std::span<const AxisTransfer> transfers) {
       walk(t.from, back, false, t.weight / 2);
     }
   }
-  double most = 0;
-  for (std::uint32_t i = 0; i < D; ++i) most = std::max({most, plus[i], minus[i]});
-  return most;
 }
 
 std::vector<std::uint32_t> torus_walk(const TorusDims& dims, std::uint32_t from, std::uint32_t to) {

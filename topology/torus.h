@@ -52,6 +52,10 @@ bool axis_forward(std::uint32_t D, std::uint32_t from, std::uint32_t to, int tie
 // The most units any directed link of an axis of D chips carries when every transfer takes the short way
 // round (ties as the transfer says): with all transfers at one rate r, the busiest link runs at r × this load.
 double axis_max_load(std::uint32_t D, std::span<const AxisTransfer> transfers);
+// The units each directed link of the axis carries: plus[i] on the link from position i to i + 1 (mod D),
+// minus[i] on the link from i + 1 to i.
+void axis_loads(std::uint32_t D, std::span<const AxisTransfer> transfers, std::vector<double>& plus,
+                std::vector<double>& minus);
 
 // The chips a transfer from chip `from` to chip `to` passes, both included: along x, then y, then z, each the
 // short way round (a tie the way of increasing positions). Dimension-order routing, one fixed shortest path.

@@ -170,7 +170,6 @@ void NetworkModel::run_torus(const CollectivePlan& plan, const CollectiveRequest
   const topology::TorusDims& dims = cluster.node.torus;
   const std::vector<TorusPhase> phases = torus_phases(cluster, impl_->scenario.profile, req, plan.channels);
   const double wire = plan.wire_factor;
-  const double n = static_cast<double>(req.gpus.size());
   auto out = std::make_shared<Phases>();
 
   if (req.op == CollectiveOp::kSendRecv || req.op == CollectiveOp::kAllToAll) {
@@ -184,23 +183,40 @@ void NetworkModel::run_torus(const CollectivePlan& plan, const CollectiveRequest
       f.bytes = bytes(p.bytes.raw() * wire);
       flows.push_back(std::move(f));
     } else {
-      // Every rank sends S/n to each other rank at once, each pair as kSpread flows of different ECMP keys: the
-      // router spreads a pair over its shortest paths (on a torus a pair has several), which one flow per pair
-      // on one hashed path would not.
-      constexpr std::uint64_t kSpread = 4;
-      for (std::size_t i = 0; i < req.gpus.size(); ++i) {
-        for (std::size_t j = 0; j < req.gpus.size(); ++j) {
-          if (j == i) continue;
-          for (std::uint64_t key = 0; key < kSpread; ++key) {
-            Coflow f;
-            Seconds lat;
-            append_route(f.path, req.gpus[i], req.gpus[j], key, 1, &lat);
-            longest = std::max(longest, lat);
-            f.bytes = bytes(p.bytes.raw() / n / double(kSpread) * wire);
-            flows.push_back(std::move(f));
-          }
-        }
+      // Every rank sends S/n to each other rank at once, in dimension order (x, then y, then z; a tie split
+      // over both ways). On each line of the box along axis a the pairs whose a-coordinates are (i, j) send
+      // S/k_a between them (torus_phases); topology::axis_loads turns that into each directed link's share of S.
+      // One flow per loaded link carries it: n² pair flows (4,096 on a 4x4x4 cube, 262,144 on 8x8x8) would add
+      // nothing to the contention-free time, and the links' totals are what other traffic shares with.
+      const topology::TorusBox box = *topology::torus_box(dims, req.gpus);
+      for (std::size_t a = 0; a < 3; ++a) {
+        const auto& m = box.coords[a];
+        const std::uint32_t D = dims[a];
+        if (m.size() < 2) continue;
+        std::vector<topology::AxisTransfer> t;
+        for (std::uint32_t i : m)
+          for (std::uint32_t j : m)
+            if (i != j) t.push_back({i, j, 1.0 / double(m.size())});
+        std::vector<double> plus, minus;
+        topology::axis_loads(D, t, plus, minus);
+        const std::size_t b = (a + 1) % 3, c = (a + 2) % 3;
+        for (std::uint32_t yb : box.coords[b])
+          for (std::uint32_t yc : box.coords[c])
+            for (std::uint32_t i = 0; i < D; ++i)
+              for (const bool forward : {true, false}) {
+                const double load = forward ? plus[i] : minus[i];
+                if (!(load > 0)) continue;
+                topology::TorusCoords u{}, v{};
+                u[b] = v[b] = yb, u[c] = v[c] = yc;
+                u[a] = forward ? i : (i + 1) % D;
+                v[a] = forward ? (i + 1) % D : i;
+                Coflow f;
+                append_route(f.path, topology::torus_chip(dims, u), topology::torus_chip(dims, v), 0, 1, nullptr);
+                f.bytes = bytes(p.bytes.raw() * load * wire);
+                flows.push_back(std::move(f));
+              }
       }
+      longest = p.hop_latency;  // the farthest pair's links (torus_phases)
     }
     out->emplace_back(std::move(flows), impl_->scenario.profile.collectives.ring_base_latency + p.step_latency + longest);
     run_phases(out, 0, std::make_shared<std::function<void()>>(std::move(done)));

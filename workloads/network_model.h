@@ -18,13 +18,14 @@
 //
 // Torus (Algorithm::kTorus, nccl_model.h torus_phases): the stages run one after another, the phases of a stage
 // (one per part of a split buffer, each on its own axis) as one set of flows after the longest of their
-// latencies. A reduce-scatter or
-// all-gather phase along an axis runs, on every line of the box along that axis, two rate-coupled ring
-// flows — clockwise and counter-clockwise over the line's members in coordinate order, each carrying
-// (k−1)/k · S'/2 per edge — so each direction of each ICI link carries one ring where the members are
-// neighbours. Broadcast/Reduce phases are two chain flows per line that holds (or receives) the data;
-// AlltoAll sends each pair's share on its route; Send/Recv its one route. Each phase's latency is its steps'
-// latency plus the routed links' latencies along the steps; the profile's base latency opens the first.
+// latencies. A reduce-scatter or all-gather phase along an axis runs, on every line of the box along that axis,
+// two rate-coupled ring flows — clockwise and counter-clockwise over the line's members in coordinate order,
+// each carrying (k−1)/k · S'/2 per edge — so each direction of each ICI link carries one ring where the members
+// are neighbours. Broadcast/Reduce phases are two chain flows per line that holds (or receives) the data.
+// AlltoAll is one flow per directed link with the share of the buffer that every pair's dimension-order route
+// puts on it (ties split over both ways; topology::axis_loads); Send/Recv takes its one route. Each phase's
+// latency is its steps' latency plus the routed links' latencies along the steps; the profile's base latency
+// opens the first.
 #pragma once
 
 #include <cstdint>

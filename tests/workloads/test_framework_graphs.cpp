@@ -35,6 +35,14 @@ Scenario small(Framework fw, std::uint32_t nodes, std::uint32_t per_node) {
   return sc;
 }
 
+// Horovod on 2 nodes x 1 GPU with a 0.5 ms cycle and a 16 MiB fusion buffer: responses spread over several ticks.
+Scenario small_horovod() {
+  Scenario sc = small(Framework::kHorovod, 2, 1);
+  sc.jobs[0].parallel.horovod_cycle = milliseconds(0.5);
+  sc.jobs[0].parallel.horovod_fusion = MiB(16);
+  return sc;
+}
+
 // One job's graph, run to the end.
 struct Run {
   sim::Simulation simulation;
@@ -188,10 +196,7 @@ TEST_CASE("framework DataParallel and Horovod under autocast: casts on every rep
     CHECK(r->executor->end_time(acc[0]) <= r->executor->start_time(r->job.optimizer_task[0]));
   }
   SUBCASE("Horovod, 2 GPUs: a response waits for its last gradient's cast") {
-    Scenario sc = small(Framework::kHorovod, 2, 1);
-    sc.jobs[0].parallel.horovod_cycle = milliseconds(0.5);
-    sc.jobs[0].parallel.horovod_fusion = MiB(16);
-    const auto r = run(sc);
+    const auto r = run(small_horovod());
     const sim::TaskGraph& g = r->graph;
     std::map<std::string, sim::SimTime> end_on_gpu0;
     for (sim::TaskId t : g.stream_tasks(r->job.compute_stream[0]))
@@ -249,10 +254,7 @@ TEST_CASE("framework Horovod: fusion of tensors ready by each tick") {
 }
 
 TEST_CASE("framework Horovod: an AllReduce never starts before the tick after its tensors are ready") {
-  Scenario sc = small(Framework::kHorovod, 2, 1);
-  sc.jobs[0].parallel.horovod_cycle = milliseconds(0.5);
-  sc.jobs[0].parallel.horovod_fusion = MiB(16);
-  const auto r = run(sc);
+  const auto r = run(small_horovod());
   const sim::TaskGraph& g = r->graph;
   const sim::Executor& ex = *r->executor;
   // The backward starts when GPU 0's last forward op (loss.fwd) ends.

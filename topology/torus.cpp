@@ -83,13 +83,13 @@ void axis_loads(std::uint32_t D, std::span<const AxisTransfer> transfers, std::v
   }
 }
 
-std::vector<std::uint32_t> torus_walk(const TorusDims& dims, std::uint32_t from, std::uint32_t to) {
+std::vector<std::uint32_t> torus_walk(const TorusDims& dims, std::uint32_t from, std::uint32_t to, int tie) {
   std::vector<std::uint32_t> out = {from};
   TorusCoords at = torus_coords(dims, from);
   const TorusCoords goal = torus_coords(dims, to);
   for (std::size_t a = 0; a < 3; ++a) {
     const std::uint32_t D = dims[a];
-    const bool forward = axis_forward(D, at[a], goal[a], +1);
+    const bool forward = axis_forward(D, at[a], goal[a], tie);
     while (at[a] != goal[a]) {
       at[a] = forward ? (at[a] + 1) % D : (at[a] + D - 1) % D;
       out.push_back(torus_chip(dims, at));

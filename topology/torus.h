@@ -58,7 +58,8 @@ void axis_loads(std::uint32_t D, std::span<const AxisTransfer> transfers, std::v
                 std::vector<double>& minus);
 
 // The chips a transfer from chip `from` to chip `to` passes, both included: along x, then y, then z, each the
-// short way round (a tie the way of increasing positions). Dimension-order routing, one fixed shortest path.
-std::vector<std::uint32_t> torus_walk(const TorusDims& dims, std::uint32_t from, std::uint32_t to);
+// short way round (a tie as `tie` says: +1 the way of increasing positions, −1 the other). Dimension-order
+// routing, one fixed shortest path.
+std::vector<std::uint32_t> torus_walk(const TorusDims& dims, std::uint32_t from, std::uint32_t to, int tie = +1);
 
 }  // namespace clustersim::topology

@@ -144,11 +144,11 @@ struct AnalyticalEstimator::Impl {
   std::vector<double> ring_clock, ring_base, kv_end, dkv_end, scratch, op_cost;  // run_ops scratch
   std::unordered_map<std::uint32_t, double> model_flops_by_mb;
   // PyTorch DDP's eager mixed precision and gradient accumulation per micro-batch size (ddp_graph.h
-  // autocast_weights_op): the forward's weight casts, and the backward's gradient epilogues summed over its
-  // ops, without (the first micro-batch) and with the accumulation into .grad.
+  // autocast_weights_op): the forward's weight casts, and the backward's gradient epilogues (gradient_epilogue_op)
+  // summed over its ops, in the first micro-batch (no accumulation into .grad) and in a later one.
   struct EagerCosts {
-    double weight_cast = 0, gradient_cast = 0, gradient_cast_accumulate = 0;  // GPU seconds
-    double weight_cast_kernels = 0, gradient_cast_kernels = 0, gradient_cast_accumulate_kernels = 0;
+    double weight_cast = 0, epilogue_first = 0, epilogue_later = 0;  // GPU seconds
+    double weight_cast_kernels = 0, epilogue_first_kernels = 0, epilogue_later_kernels = 0;
   };
   std::unordered_map<std::uint32_t, EagerCosts> eager_by_mb;
   const EagerCosts& eager_costs(std::uint32_t micro_batch) {
@@ -161,9 +161,8 @@ struct AnalyticalEstimator::Impl {
     const double tied = tied_head_elements(backward);
     for (const Op& op : backward) {
       const Op first = gradient_epilogue_op(op, prec, false, tied), later = gradient_epilogue_op(op, prec, true, tied);
-      if (first.bytes.raw() > 0) c.gradient_cast += op_seconds(first), c.gradient_cast_kernels += first.kernels;
-      if (later.bytes.raw() > 0)
-        c.gradient_cast_accumulate += op_seconds(later), c.gradient_cast_accumulate_kernels += later.kernels;
+      if (first.bytes.raw() > 0) c.epilogue_first += op_seconds(first), c.epilogue_first_kernels += first.kernels;
+      if (later.bytes.raw() > 0) c.epilogue_later += op_seconds(later), c.epilogue_later_kernels += later.kernels;
     }
     return eager_by_mb.emplace(micro_batch, c).first->second;
   }
@@ -820,8 +819,8 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
             const EagerCosts& e = eager_costs(plan.micro_batch);
             if (forward && e.weight_cast_kernels > 0 && !list.empty())
               list.insert(list.begin() + 1, single(e.weight_cast_kernels * host, e.weight_cast));
-            double kernels = (e.gradient_cast_kernels + (m - 1.0) * e.gradient_cast_accumulate_kernels) / m;
-            double gpu = (e.gradient_cast + (m - 1.0) * e.gradient_cast_accumulate) / m;
+            double kernels = (e.epilogue_first_kernels + (m - 1.0) * e.epilogue_later_kernels) / m;
+            double gpu = (e.epilogue_first + (m - 1.0) * e.epilogue_later) / m;
             if (d > 1) {
               kernels += double(ddp_bucket_count(plan.ddp_bucket)) * (1 + kCollectiveKernels) / m;
               gpu += ddp_copy_seconds() / m;
@@ -894,8 +893,8 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
   double eager = 0, tail = 0;
   if (!megatron) {
     const EagerCosts& e = eager_costs(plan.micro_batch);
-    eager = m * e.weight_cast + e.gradient_cast + (m - 1.0) * e.gradient_cast_accumulate;
-    tail = (m > 1 ? e.gradient_cast_accumulate : e.gradient_cast) + ddp_copy;
+    eager = m * e.weight_cast + e.epilogue_first + (m - 1.0) * e.epilogue_later;
+    tail = (m > 1 ? e.epilogue_later : e.epilogue_first) + ddp_copy;
   }
   if (ddp_copy + eager > 0)
     for (double& e : end) e += ddp_copy + eager;

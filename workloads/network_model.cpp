@@ -252,20 +252,17 @@ void NetworkModel::run_torus(const CollectivePlan& plan, const CollectiveRequest
         const bool later_c = c > ua;
         const bool chain = p.step == TorusStep::kBroadcast || p.step == TorusStep::kReduce;
         if (chain && ((later_b && yb != root[b]) || (later_c && yc != root[c]))) continue;
-        // From member i to member j of the line, link by link along the axis, the way topology::axis_forward
-        // takes (the short way; half the axis apart, `tie`: the clockwise ring and chain go the way of
-        // increasing positions, the others the other way, as torus_phases counts the links' loads).
+        // From member i to member j of the line, link by link along the axis (topology::torus_walk: the short
+        // way; half the axis apart, `tie`: the clockwise ring and chain go the way of increasing positions, the
+        // others the other way, as torus_phases counts the links' loads).
         auto hop_by_hop = [&](std::vector<sim::LinkId>& path, std::uint32_t i, std::uint32_t j, int tie,
                               Seconds* latency) {
-          const std::uint32_t D = dims[ua], to = m[j % k];
-          const bool forward = topology::axis_forward(D, m[i % k], to, tie);
-          topology::TorusCoords q = at;
-          q[ua] = m[i % k];
-          while (q[ua] != to) {
-            const std::uint32_t from = topology::torus_chip(dims, q);
-            q[ua] = forward ? (q[ua] + 1) % D : (q[ua] + D - 1) % D;
-            append_route(path, from, topology::torus_chip(dims, q), 0, 1, latency);
-          }
+          topology::TorusCoords from = at, to = at;
+          from[ua] = m[i % k];
+          to[ua] = m[j % k];
+          const std::vector<std::uint32_t> walk =
+              topology::torus_walk(dims, topology::torus_chip(dims, from), topology::torus_chip(dims, to), tie);
+          for (std::size_t h = 0; h + 1 < walk.size(); ++h) append_route(path, walk[h], walk[h + 1], 0, 1, latency);
         };
         Seconds lat;
         if (!chain) {

@@ -121,6 +121,7 @@ TEST_CASE("axis link loads: rings, two-member lines and ties") {
   CHECK(topology::torus_walk(cube, 7, 9) == std::vector<std::uint32_t>{7, 4, 5, 9});
   CHECK(topology::torus_walk(cube, 9, 0) == std::vector<std::uint32_t>{9, 8, 12, 0});
   CHECK(topology::torus_walk(cube, 5, 5) == std::vector<std::uint32_t>{5});
+  CHECK(topology::torus_walk(cube, 0, 2, -1) == std::vector<std::uint32_t>{0, 3, 2});  // the tie taken backwards
   // 0 -> 3 on a 4-cycle: 1 hop backwards (wraparound), not 3 forwards.
   CHECK(topology::axis_distance(4, 0, 3) == 1);
   CHECK(topology::axis_distance(2, 0, 1) == 1);

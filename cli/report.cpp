@@ -128,6 +128,10 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
   o << "Where the time goes (GPU " << r.breakdown_gpu << ", the one with the most exposed communication)\n";
   o << "  compute           " << fmt("%.6f", r.breakdown.compute.raw()) << " s  " << pct(r.breakdown.compute.raw(), it)
     << "\n";
+  if (r.breakdown.compute_eager.raw() > 0)
+    o << "    of which eager  " << fmt("%.6f", r.breakdown.compute_eager.raw()) << " s  "
+      << pct(r.breakdown.compute_eager.raw(), it)
+      << "   (PyTorch autocast: weight and gradient casts, accumulation into .grad)\n";
   o << "  exposed comm      " << fmt("%.6f", r.breakdown.exposed_comm.raw()) << " s  "
     << pct(r.breakdown.exposed_comm.raw(), it)
     << [&] {
@@ -207,6 +211,8 @@ std::string job_json(const workloads::Job& job, const workloads::IterationResult
   o << in << "\"hardware_flops_per_step\": " << num(r.hardware_flops_per_step.raw()) << ",\n";
   o << in << "\"breakdown_gpu\": " << r.breakdown_gpu << ",\n";
   o << in << "\"breakdown_s\": " << breakdown(r.breakdown) << ",\n";
+  // Of breakdown_s.compute: PyTorch eager mixed-precision work (DDP, Horovod, DataParallel), 0 otherwise.
+  o << in << "\"compute_eager_s\": " << num(r.breakdown.compute_eager.raw()) << ",\n";
   o << in << "\"per_gpu_breakdown_s\": [";
   for (std::size_t g = 0; g < r.per_gpu.size(); ++g)
     o << (g ? ",\n  " : "\n  ") << in << "{\"gpu\": " << job.gpus[g] << ", \"s\": " << breakdown(r.per_gpu[g]) << "}";

@@ -100,7 +100,7 @@ EagerExtras::EagerExtras(const std::vector<Op>& forward, const std::vector<Op>& 
   auto make = [&](const Op& op, std::uint32_t mb, Seconds floor_per_kernel) {
     Piece p;
     if (op.bytes.raw() <= 0) return p;
-    p.label = graph.add_label({op.name, kCategoryCompute, op_args(op, mb)});
+    p.label = graph.add_label({op.name, kCategoryEager, op_args(op, mb)});
     p.time = std::max(op_time(op, gpu, precision), floor_per_kernel * op.kernels);
     p.kernels = op.kernels;
     p.present = true;
@@ -235,7 +235,7 @@ JobGraph build_ddp_job(const Scenario& sc, const Job& job, sim::TaskGraph& graph
   // FP16: GradScaler unscales the gradients before the step (ddp_graph.h).
   const Op unscale = grad_unscale_op(job.model.parameter_count(), prec);
   const sim::LabelId unscale_label =
-      unscale.bytes.raw() > 0 ? graph.add_label({unscale.name, kCategoryCompute, op_args(unscale, ga - 1)}) : 0;
+      unscale.bytes.raw() > 0 ? graph.add_label({unscale.name, kCategoryEager, op_args(unscale, ga - 1)}) : 0;
   const Seconds unscale_time = op_time(unscale, sc.profile.gpu, prec);
   for (std::uint32_t r = 0; r < ranks; ++r) {
     const sim::StreamId cs[] = {it.compute_stream[r]};

@@ -32,6 +32,8 @@ inline constexpr const char* kComputeStream = "compute";
 inline constexpr const char* kDpCommStream = "dp-comm";
 inline constexpr const char* kCategoryCompute = "compute";
 inline constexpr const char* kCategoryDpComm = "dp_comm";
+// PyTorch eager mixed-precision work (autocast_weights_op and below): compute, reported apart as part of it.
+inline constexpr const char* kCategoryEager = "eager";
 
 struct GradientBucket {
   Bytes size;

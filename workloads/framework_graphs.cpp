@@ -242,7 +242,7 @@ JobGraph build_data_parallel_job(const Scenario& sc, const Job& job, sim::TaskGr
                                     c == 0 ? std::span<const sim::TaskId>(backward_end) : std::span<const sim::TaskId>{});
     if (chunks.empty()) last_reduce = backward_end[0];
     if (mb > 0 && !chunks.empty()) {
-      const sim::LabelId label = graph.add_label({accumulate.name, kCategoryCompute, op_args(accumulate, mb)});
+      const sim::LabelId label = graph.add_label({accumulate.name, kCategoryEager, op_args(accumulate, mb)});
       const sim::TaskId dep[] = {last_reduce};
       last_reduce = graph.add(label, cs0, op_time(accumulate, gpu, prec) * slowdown(0), dep);
       accumulated = last_reduce;
@@ -250,7 +250,7 @@ JobGraph build_data_parallel_job(const Scenario& sc, const Job& job, sim::TaskGr
   }
   // 8. The optimizer on GPU 0 alone (after GradScaler's unscale with FP16, ddp_graph.h).
   if (const Op unscale = grad_unscale_op(model.parameter_count(), prec); unscale.bytes.raw() > 0) {
-    const sim::LabelId label = graph.add_label({unscale.name, kCategoryCompute, op_args(unscale, ga - 1)});
+    const sim::LabelId label = graph.add_label({unscale.name, kCategoryEager, op_args(unscale, ga - 1)});
     const sim::TaskId dep[] = {last_reduce};
     last_reduce = graph.add(label, cs0, op_time(unscale, gpu, prec) * slowdown(0), dep);
   }
@@ -446,7 +446,7 @@ JobGraph build_horovod_job(const Scenario& sc, const Job& job, sim::TaskGraph& g
   const sim::LabelId opt_label = graph.add_label({opt.name, kCategoryCompute, op_args(opt, 0)});
   const Op unscale = grad_unscale_op(job.model.parameter_count(), prec);  // FP16: GradScaler (ddp_graph.h)
   const sim::LabelId unscale_label =
-      unscale.bytes.raw() > 0 ? graph.add_label({unscale.name, kCategoryCompute, op_args(unscale, ga - 1)}) : 0;
+      unscale.bytes.raw() > 0 ? graph.add_label({unscale.name, kCategoryEager, op_args(unscale, ga - 1)}) : 0;
   for (std::uint32_t r = 0; r < ranks; ++r) {
     const sim::StreamId cs[] = {it.compute_stream[r]};
     std::vector<sim::TaskId> deps;

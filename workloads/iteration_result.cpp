@@ -125,7 +125,7 @@ ScenarioResult simulate(const Scenario& sc, const std::vector<sim::TraceSink*>& 
   sim::Executor executor(simulation, graph, &collectives);
   // NCCL kernels occupy SMs: compute slows by the profile's factor while communication runs on its GPU.
   executor.set_comm_slowdown({sc.profile.gpu.compute_slowdown_during_comm,
-                              {kCategoryCompute},
+                              {kCategoryCompute, kCategoryEager},
                               {kCategoryDpComm, kCategoryTpComm, kCategoryPpComm, kCategoryCpComm, kCategoryEpComm}});
   executor.start();
   ScenarioResult out;
@@ -176,12 +176,14 @@ ScenarioResult simulate(const Scenario& sc, const std::vector<sim::TraceSink*>& 
       // Compute-stream tasks are compute, except tensor-parallel collectives (Megatron waits for them on
       // the compute stream): those are exposed communication by construction.
       Intervals compute, comm;
-      sim::SimTime tp_comm = 0;
+      sim::SimTime tp_comm = 0, eager = 0;
       for (sim::TaskId t : graph.stream_tasks(it.compute_stream[rank])) {
-        if (graph.label(t).category == kCategoryTpComm)
+        if (graph.label(t).category == kCategoryTpComm) {
           tp_comm += executor.end_time(t) - executor.start_time(t);
-        else
+        } else {
           compute.emplace_back(executor.start_time(t), executor.end_time(t));
+          if (graph.label(t).category == kCategoryEager) eager += executor.end_time(t) - executor.start_time(t);
+        }
       }
       Intervals busy_compute_stream = intervals(it.compute_stream[rank]);
       comm = intervals(it.comm_stream[rank]);
@@ -216,6 +218,7 @@ ScenarioResult simulate(const Scenario& sc, const std::vector<sim::TraceSink*>& 
       b.exposed_input = sim::to_seconds(stalled);
       b.exposed_host = sim::to_seconds(host_stalled);
       b.idle = sim::to_seconds(end - busy - exposed - stalled - host_stalled);
+      b.compute_eager = sim::to_seconds(eager);
       r.per_gpu.push_back(b);
       if (b.exposed_comm > r.per_gpu[worst].exposed_comm) worst = rank;
     }

@@ -38,6 +38,9 @@ struct TimeBreakdown {
   Seconds exposed_input;   // data loader and host-to-device copies while nothing else runs
   Seconds exposed_host;    // the host thread issuing kernels while the GPU runs nothing (host_dispatch.h)
   Seconds idle;
+  // Of `compute`: PyTorch eager mixed-precision work (DDP, Horovod, DataParallel; ddp_graph.h): autocast's weight
+  // and gradient casts, the accumulation into .grad, GradScaler's unscale. 0 for the other frameworks.
+  Seconds compute_eager;
 };
 
 struct TrainingTime {

@@ -50,14 +50,19 @@ TEST_CASE("--json has the documented keys and the training identity holds") {
   const Run r = run("run scenarios/grad-accum-example/one-gpu.textproto --json " + (dir / "r.json").string(), dir);
   REQUIRE(r.status == 0);
   const std::string j = slurp(dir / "r.json");
-  for (const char* key : {"iteration_time_s", "tokens_per_s", "mfu", "breakdown_s", "compute", "exposed_comm",
-                          "training", "optimizer_steps", "micro_batch_steps", "time_to_train_s", "gpu_hours"})
+  for (const char* key :
+       {"iteration_time_s", "tokens_per_s", "mfu", "breakdown_s", "compute", "exposed_comm", "compute_eager_s",
+        "training", "optimizer_steps", "micro_batch_steps", "time_to_train_s", "gpu_hours"})
     CHECK_MESSAGE(j.find(std::string("\"") + key + "\"") != std::string::npos, "JSON lacks " << key);
   // 1000 samples · 1 epoch / global batch 10 = 100 optimizer steps; × accumulation 2 = 200 micro-batch steps.
   CHECK(json_number(j, "optimizer_steps") == 100);
   CHECK(json_number(j, "micro_batch_steps") == 200);
   const double it = json_number(j, "iteration_time_s");
   CHECK(it > 0);
+  // DDP under BF16 autocast: part of the compute is eager mixed-precision work, and the summary says so.
+  CHECK(json_number(j, "compute_eager_s") > 0);
+  CHECK(json_number(j, "compute_eager_s") < json_number(j, "compute"));
+  CHECK(r.out.find("    of which eager  ") != std::string::npos);
   CHECK(json_number(j, "time_to_train_s") == doctest::Approx(100 * it).epsilon(1e-12));
   CHECK(json_number(j, "gpu_hours") == doctest::Approx(100 * it / 3600).epsilon(1e-12));
   // One GPU: nothing to communicate.

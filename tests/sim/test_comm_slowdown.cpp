@@ -209,7 +209,8 @@ DdpRun run_ddp(double factor) {
   sim::TaskGraph graph;
   const JobGraph it = build_ddp_job(sc, sc.jobs[0], graph, collectives);
   sim::Executor ex(simulation, graph, &collectives);
-  if (factor > 0) ex.set_comm_slowdown({factor, {kCategoryCompute}, {kCategoryDpComm}});
+  if (factor > 0)
+    ex.set_comm_slowdown({factor, {kCategoryCompute, kCategoryEager}, {kCategoryDpComm}});  // as simulate_scenario
   ex.start();
   simulation.run();
   ex.finish();

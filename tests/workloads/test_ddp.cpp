@@ -111,6 +111,7 @@ TEST_CASE("DDP under autocast: weight casts every forward, gradient casts, accum
     std::map<std::string, std::vector<std::pair<double, double>>> bytes_and_seconds;  // GPU 0, by name
     double epilogue_bytes[2] = {0, 0};                                                // GPU 0, per micro-batch
     std::map<std::string, sim::SimTime> end, start;                                   // GPU 0, last micro-batch
+    double eager_seconds = 0;                                                         // GPU 0, kCategoryEager
     void on_task(const sim::TaskRecord& r) override {
       if (r.gpu != 0) return;
       double bytes = 0, mb = 0;
@@ -120,13 +121,18 @@ TEST_CASE("DDP under autocast: weight casts every forward, gradient casts, accum
       }
       const std::string name(r.name);
       bytes_and_seconds[name].push_back({bytes, sim::to_seconds(r.end - r.start).raw()});
+      if (r.category == kCategoryEager) eager_seconds += sim::to_seconds(r.end - r.start).raw();
       if (name.find(".grad_") != std::string::npos) epilogue_bytes[mb > 0 ? 1 : 0] += bytes;
       if (mb == 1 || name.starts_with("allreduce")) end[name] = r.end, start[name] = r.start;
     }
   };
   Tasks t;
   const Scenario sc = small_ddp(2, 2, MiB(10000));
-  simulate_scenario(sc, {&t});
+  const ScenarioResult result = simulate_scenario(sc, {&t});
+  // The breakdown reports them as the eager part of compute: the sum of their tasks' times on the GPU.
+  CHECK(t.eager_seconds > 0);
+  CHECK(result.jobs[0].per_gpu[0].compute_eager.raw() == doctest::Approx(t.eager_seconds).epsilon(1e-9));
+  CHECK(result.jobs[0].per_gpu[0].compute_eager < result.jobs[0].per_gpu[0].compute);
   const double W = 77594624, P = 78671872;
   REQUIRE(t.bytes_and_seconds["amp.weight_cast"].size() == 2);  // one per micro-batch
   CHECK(t.bytes_and_seconds["amp.weight_cast"][0].first == doctest::Approx(6 * W));

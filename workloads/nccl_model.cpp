@@ -846,8 +846,8 @@ CollectivePlan CollectiveModel::plan(const CollectiveRequest& request) const {
   const bool p2p_op = request.op == CollectiveOp::kAllToAll || request.op == CollectiveOp::kSendRecv;
   const bool forced = settings_.algorithm.has_value() &&
                       !(p2p_op && *settings_.algorithm != Algorithm::kPointToPoint);
-  // A torus box runs the per-dimension ICI decomposition unless another algorithm is forced (NCCL's ring, over
-  // one ICI link per edge, stays available for comparison).
+  // A torus box runs the per-dimension ICI decomposition unless another algorithm is forced (NCCL's ring, each
+  // edge routed in dimension order over the ICI links, stays available for comparison).
   if ((!forced || *settings_.algorithm == Algorithm::kTorus) && torus_applies(cluster_, request))
     return torus_plan(cluster_, profile_, settings_, request);
   Evaluator e(cluster_, profile_, settings_, request);

@@ -129,6 +129,11 @@ std::vector<Row> rows_for_job(const std::vector<Entry>& entries, std::size_t j, 
       [](const Job&, const IterationResult& r) { return r.iteration_time.raw(); });
   add("  compute [s]", "compute_s", Better::kLower, "%.6f",
       [](const Job&, const IterationResult& r) { return r.breakdown.compute.raw(); });
+  bool any_eager = false;  // PyTorch eager mixed-precision work, part of the compute (DDP, Horovod, DataParallel)
+  for (const Entry& e : entries) any_eager = any_eager || e.result.jobs[j].breakdown.compute_eager.raw() > 0;
+  if (any_eager)
+    add("    of which eager [s]", "compute_eager_s", Better::kLower, "%.6f",
+        [](const Job&, const IterationResult& r) { return r.breakdown.compute_eager.raw(); });
   add("  exposed comm [s]", "exposed_comm_s", Better::kLower, "%.6f",
       [](const Job&, const IterationResult& r) { return r.breakdown.exposed_comm.raw(); });
   add("  input stall [s]", "input_stall_s", Better::kLower, "%.6f",
@@ -287,6 +292,7 @@ std::string compare_json(const std::vector<Entry>& entries, const std::vector<st
         << ", \"exposed_input\": " << format_number(r.breakdown.exposed_input.raw())
         << ", \"exposed_host\": " << format_number(r.breakdown.exposed_host.raw())
         << ", \"idle\": " << format_number(r.breakdown.idle.raw()) << "},\n";
+      o << "          \"compute_eager_s\": " << format_number(r.breakdown.compute_eager.raw()) << ",\n";
       o << "          \"tokens_per_s\": " << format_number(r.tokens_per_s) << ",\n";
       o << "          \"mfu\": " << format_number(r.mfu) << ",\n";
       o << "          \"memory\": {\"peak_bytes\": " << format_number(r.memory.peak.raw())

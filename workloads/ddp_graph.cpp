@@ -108,6 +108,9 @@ EagerExtras::EagerExtras(const std::vector<Op>& forward, const std::vector<Op>& 
   };
   const Op cast = autocast_weights_op(forward, precision);
   const double tied = tied_head_elements(backward);
+  double parameters = 0;  // every parameter's gradient completes in exactly one backward op
+  for (const Op& op : backward) parameters += op.grad_parameters;
+  unscale_ = make(grad_unscale_op(parameters, precision), grad_accum - 1, Seconds{});
   for (std::uint32_t mb = 0; mb < grad_accum; ++mb) {
     weight_cast_.push_back(make(cast, mb, forward_floor_per_kernel));
     std::vector<Piece> epilogue;
@@ -119,9 +122,9 @@ EagerExtras::EagerExtras(const std::vector<Op>& forward, const std::vector<Op>& 
 
 std::optional<sim::TaskId> EagerExtras::add(const Piece& p, sim::TaskGraph& graph,
                                             std::span<const sim::StreamId> stream, double slowdown, HostProgram* host,
-                                            std::uint32_t rank) const {
+                                            std::uint32_t rank, std::span<const sim::TaskId> deps) const {
   if (!p.present) return std::nullopt;
-  const sim::TaskId t = graph.add(p.label, stream, p.time * slowdown);
+  const sim::TaskId t = graph.add(p.label, stream, p.time * slowdown, deps);
   if (host) host->issue(rank, t, p.kernels);
   return t;
 }
@@ -232,21 +235,13 @@ JobGraph build_ddp_job(const Scenario& sc, const Job& job, sim::TaskGraph& graph
   const sim::LabelId copy_out_label = it.bucket_allreduce.empty()
                                           ? sim::kNewLabel
                                           : graph.add_label({copy_out.name, kCategoryCompute, op_args(copy_out, ga - 1)});
-  // FP16: GradScaler unscales the gradients before the step (ddp_graph.h).
-  const Op unscale = grad_unscale_op(job.model.parameter_count(), prec);
-  const sim::LabelId unscale_label =
-      unscale.bytes.raw() > 0 ? graph.add_label({unscale.name, kCategoryEager, op_args(unscale, ga - 1)}) : 0;
-  const Seconds unscale_time = op_time(unscale, sc.profile.gpu, prec);
   for (std::uint32_t r = 0; r < ranks; ++r) {
     const sim::StreamId cs[] = {it.compute_stream[r]};
     if (!it.bucket_allreduce.empty()) {
       const sim::TaskId out = graph.add(copy_out_label, cs, copy_out_time * slowdown(r), opt_deps);
       if (host) it.host.issue(r, out, double(it.buckets.size()));
     }
-    if (unscale.bytes.raw() > 0) {
-      const sim::TaskId u = graph.add(unscale_label, cs, unscale_time * slowdown(r), opt_deps);
-      if (host) it.host.issue(r, u, unscale.kernels);
-    }
+    extras.add_unscale(graph, cs, opt_deps, slowdown(r), host ? &it.host : nullptr, r);  // FP16: GradScaler
     it.optimizer_task.push_back(graph.add(opt_label, cs, opt_time * slowdown(r), opt_deps));
     if (host) it.host.issue(r, it.optimizer_task.back(), opt.kernels);
   }

@@ -107,6 +107,12 @@ class EagerExtras {
                                           std::uint32_t rank) const {
     return add(epilogue_.at(mb).at(op), graph, stream, slowdown, host, rank);
   }
+  // GradScaler's unscale of the step's gradients (FP16), after `deps` (the gradients' reduction).
+  std::optional<sim::TaskId> add_unscale(sim::TaskGraph& graph, std::span<const sim::StreamId> stream,
+                                         std::span<const sim::TaskId> deps, double slowdown, HostProgram* host,
+                                         std::uint32_t rank) const {
+    return add(unscale_, graph, stream, slowdown, host, rank, deps);
+  }
   // The epilogue's time after backward op `op` in micro-batch `mb` (0 if none), before any slowdown.
   Seconds epilogue_time(std::size_t op, std::uint32_t mb) const;
 
@@ -118,9 +124,11 @@ class EagerExtras {
     bool present = false;
   };
   std::optional<sim::TaskId> add(const Piece& p, sim::TaskGraph& graph, std::span<const sim::StreamId> stream,
-                                 double slowdown, HostProgram* host, std::uint32_t rank) const;
+                                 double slowdown, HostProgram* host, std::uint32_t rank,
+                                 std::span<const sim::TaskId> deps = {}) const;
   std::vector<Piece> weight_cast_;            // per micro-batch
   std::vector<std::vector<Piece>> epilogue_;  // per micro-batch, per backward op
+  Piece unscale_;                             // once per step, labelled with the last micro-batch
 };
 
 class CollectiveEngine;

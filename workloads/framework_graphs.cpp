@@ -249,11 +249,8 @@ JobGraph build_data_parallel_job(const Scenario& sc, const Job& job, sim::TaskGr
     }
   }
   // 8. The optimizer on GPU 0 alone (after GradScaler's unscale with FP16, ddp_graph.h).
-  if (const Op unscale = grad_unscale_op(model.parameter_count(), prec); unscale.bytes.raw() > 0) {
-    const sim::LabelId label = graph.add_label({unscale.name, kCategoryEager, op_args(unscale, ga - 1)});
-    const sim::TaskId dep[] = {last_reduce};
-    last_reduce = graph.add(label, cs0, op_time(unscale, gpu, prec) * slowdown(0), dep);
-  }
+  const sim::TaskId reduced[] = {last_reduce};
+  last_reduce = extras.add_unscale(graph, cs0, reduced, slowdown(0), nullptr, 0).value_or(last_reduce);
   const sim::LabelId opt_label = graph.add_label({opt.name, kCategoryCompute, op_args(opt, 0)});
   const sim::TaskId opt_deps[] = {last_reduce};
   it.optimizer_task.push_back(graph.add(opt_label, cs0, op_time(opt, gpu, prec) * slowdown(0), opt_deps));
@@ -444,14 +441,11 @@ JobGraph build_horovod_job(const Scenario& sc, const Job& job, sim::TaskGraph& g
   }
   if (hierarchical) it.bucket_allreduce.clear();
   const sim::LabelId opt_label = graph.add_label({opt.name, kCategoryCompute, op_args(opt, 0)});
-  const Op unscale = grad_unscale_op(job.model.parameter_count(), prec);  // FP16: GradScaler (ddp_graph.h)
-  const sim::LabelId unscale_label =
-      unscale.bytes.raw() > 0 ? graph.add_label({unscale.name, kCategoryEager, op_args(unscale, ga - 1)}) : 0;
   for (std::uint32_t r = 0; r < ranks; ++r) {
     const sim::StreamId cs[] = {it.compute_stream[r]};
     std::vector<sim::TaskId> deps;
     if (!last_comm.empty()) deps.push_back(last_comm[r]);
-    if (unscale.bytes.raw() > 0) graph.add(unscale_label, cs, op_time(unscale, gpu, prec) * slowdown(r), deps);
+    extras.add_unscale(graph, cs, deps, slowdown(r), nullptr, r);  // FP16: GradScaler (ddp_graph.h)
     it.optimizer_task.push_back(graph.add(opt_label, cs, op_time(opt, gpu, prec) * slowdown(r), deps));
   }
   for (sim::TaskId t : input.refill_end) it.step_end_task.push_back(t);

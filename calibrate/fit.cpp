@@ -219,17 +219,19 @@ schema::RawMeasurements import_measured_runs(const std::vector<MeasuredRun>& run
   std::string sources;
   for (const MeasuredRun& run : runs) {
     const std::string& file = run.source_file;
+    const int line = run.test_line;  // where the test begins in a log of several, else 0
     if (!run.op)
-      throw InputError(file, 0, 0, "",
+      throw InputError(file, line, 0, "",
                        "does not say which collective it measured (no \"Collective test\" line, "
                        "\"collective=\" or *_perf command); nothing to import");
     const std::string op = canonical_op(*run.op);
-    if (op.empty()) throw InputError(file, 0, 0, "", "measured " + *run.op + "; known collectives: " + list_of(kOps));
+    if (op.empty())
+      throw InputError(file, line, 0, "", "measured " + *run.op + "; known collectives: " + list_of(kOps));
     if (!run.gpus)
-      throw InputError(file, 0, 0, "",
+      throw InputError(file, line, 0, "",
                        "does not say how many GPUs took part (no \"# Rank\" lines or \"GPUs=\"); the bus bandwidth "
                        "needs it");
-    sources += (sources.empty() ? "" : ", ") + file;
+    if (sources != file && !sources.ends_with(", " + file)) sources += (sources.empty() ? "" : ", ") + file;
     if (prov.nccl_version().empty() && run.nccl_version) prov.set_nccl_version(*run.nccl_version);
     if (prov.gpus() == 0) prov.set_gpus(*run.gpus);
     if (prov.hosts() == 0 && run.nodes) prov.set_hosts(*run.nodes);
@@ -243,8 +245,9 @@ schema::RawMeasurements import_measured_runs(const std::vector<MeasuredRun>& run
     if (prov.gpu().empty()) {
       prov.set_gpu(gpu);
     } else if (!gpu.empty() && gpu != prov.gpu()) {
-      throw InputError(file, 0, 0, "", "measured on \"" + gpu + "\", an earlier file on \"" + prov.gpu() +
-                                           "\"; import one GPU type at a time");
+      throw InputError(
+          file, line, 0, "",
+          "measured on \"" + gpu + "\", an earlier file on \"" + prov.gpu() + "\"; import one GPU type at a time");
     }
     for (const MeasuredRow& row : run.rows) {
       if (row.size_bytes == 0) continue;  // nothing ran (AG/RS sizes below ranks·16 B)

@@ -1,6 +1,7 @@
 #include "calibrate/nccl_tests_log.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -374,6 +375,54 @@ MeasuredRow parse_log_row(const Reader& r, const std::vector<Token>& t, const Co
   return row;
 }
 
+// Whether a `#` line (its text after the '#') opens a test: nccl-tests prints "# nccl-tests version …" and
+// "# Collective test starting: all_gather_perf" (since 2.13) or, in older builds, "# nThread 1 nGpus 8 …" first.
+enum class TestMarker { kNone, kPreamble, kStarting };
+TestMarker test_marker(std::string_view body) {
+  if (body.find("Collective test starting:") != std::string_view::npos) return TestMarker::kStarting;
+  const std::vector<Token> t = split_whitespace(body);
+  if (!t.empty() && (t[0].text == "nccl-tests" || t[0].text == "nThread")) return TestMarker::kPreamble;
+  return TestMarker::kNone;
+}
+
+// A log that a script wrote by running several tests one after the other (all_reduce_perf; all_gather_perf; …),
+// cut into one piece per test. A new test begins at a marker line once the current piece has result rows (a line
+// that starts with digits and has 12 or more fields), or at a second "Collective test starting" line (a test that
+// printed no rows). A file of one test stays one piece.
+std::vector<std::vector<Line>> split_tests(const std::vector<Line>& lines) {
+  std::vector<std::vector<Line>> tests(1);
+  bool rows = false, starting = false;
+  for (const Line& l : lines) {
+    const std::string_view text = trim(l.text);
+    if (!text.empty() && text.front() == '#') {
+      const TestMarker m = test_marker(text.substr(1));
+      if (m != TestMarker::kNone && (rows || (m == TestMarker::kStarting && starting))) {
+        tests.emplace_back();
+        rows = starting = false;
+      }
+      starting = starting || m == TestMarker::kStarting;
+    } else {
+      const std::vector<Token> t = split_whitespace(text);
+      if (t.size() >= 12 && all_digits(t[0].text)) rows = true;
+    }
+    tests.back().push_back(l);
+  }
+  return tests;
+}
+
+// The collective a piece of a log names in its "Collective test starting" line, if any.
+std::optional<std::string> test_op(const std::vector<Line>& test) {
+  for (const Line& l : test) {
+    const std::string_view text = trim(l.text);
+    const std::size_t at = text.find("Collective test starting:");
+    if (text.empty() || text.front() != '#' || at == std::string_view::npos) continue;
+    const std::vector<Token> rest =
+        split_whitespace(text.substr(at + std::string_view("Collective test starting:").size()));
+    if (!rest.empty() && !test_name_to_op(rest[0].text).empty()) return test_name_to_op(rest[0].text);
+  }
+  return std::nullopt;
+}
+
 MeasuredRun parse_log(const std::vector<Line>& lines, const std::string& file) {
   const Reader r(file);
   RunFacts facts(r);
@@ -469,9 +518,15 @@ MeasuredRun parse_log(const std::vector<Line>& lines, const std::string& file) {
 
 }  // namespace
 
+std::string run_label(const MeasuredRun& run) {
+  if (run.test_line <= 0) return run.source_file;
+  return run.source_file + " (its " + run.op.value_or("unnamed") + " test, from line " + std::to_string(run.test_line) +
+         ")";
+}
+
 std::string cut_off_note(const MeasuredRun& run) {
   if (run.complete || run.rows.empty()) return "";
-  return "# note: " + run.source_file + " ends without nccl-tests' closing \"# Avg bus bandwidth\" line after its " +
+  return "# note: " + run_label(run) + " ends without nccl-tests' closing \"# Avg bus bandwidth\" line after its " +
          std::to_string(run.rows.size()) + " rows (the last of " + std::to_string(run.rows.back().size_bytes) +
          " B): the run may be cut off\n";
 }
@@ -489,10 +544,10 @@ std::string wrong_rows_note(const MeasuredRun& run, const std::string& what) {
             ")";
   }
   if (n > 0)
-    return "# note: " + run.source_file + ": nccl-tests found wrong results (#wrong > 0) in " + std::to_string(n) +
+    return "# note: " + run_label(run) + ": nccl-tests found wrong results (#wrong > 0) in " + std::to_string(n) +
            (n == 1 ? " row" : " rows") + "; " + what + ": " + rows + "\n";
   if (run.out_of_bounds > 0)
-    return "# note: " + run.source_file + " ends with \"Out of bounds values : " + std::to_string(run.out_of_bounds) +
+    return "# note: " + run_label(run) + " ends with \"Out of bounds values : " + std::to_string(run.out_of_bounds) +
            " FAILED\": some results were wrong, in rows it does not mark; its times may not measure the hardware\n";
   return "";
 }
@@ -562,7 +617,7 @@ std::string nccl_version_from_code(std::uint64_t code) {
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(code % 100);
 }
 
-MeasuredRun parse_measured_run(std::string_view text, const std::string& file) {
+std::vector<MeasuredRun> parse_measured_runs(std::string_view text, const std::string& file) {
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a UTF-8 byte-order mark (spreadsheet exports)
   std::vector<Line> lines = split_lines(text);
   for (const Line& l : lines)
@@ -574,14 +629,88 @@ MeasuredRun parse_measured_run(std::string_view text, const std::string& file) {
   for (std::size_t i = 0; i < lines.size(); ++i) {
     const std::string_view t = trim(lines[i].text);
     if (t.empty() || t.front() == '#') continue;
-    if (t.substr(0, std::min<std::size_t>(t.size(), 10)) == "size_bytes") return parse_csv(lines, i, file);
+    if (t.substr(0, std::min<std::size_t>(t.size(), 10)) == "size_bytes") return {parse_csv(lines, i, file)};
     break;
   }
-  return parse_log(lines, file);
+  const std::vector<std::vector<Line>> tests = split_tests(lines);
+  if (tests.size() == 1) return {parse_log(lines, file)};
+  std::vector<MeasuredRun> runs;
+  for (const std::vector<Line>& test : tests) {
+    const int first = test.front().number;
+    MeasuredRun run;
+    try {
+      run = parse_log(test, file);
+    } catch (const InputError& e) {
+      // A test that printed its preamble and no rows (it failed, or the log ends there): say so at its start.
+      const std::optional<std::string> op = test_op(test);
+      if (e.message().find("no result table found") == std::string::npos &&
+          e.message().find("the result table has no rows") == std::string::npos)
+        throw;
+      throw InputError(file, first, 0, "",
+                       "the " + (op ? *op + " " : std::string()) +
+                           "test that starts here printed no result rows (it failed, or the log is cut off); remove "
+                           "it from the file");
+    }
+    run.test_line = first;
+    // What a test does not restate (NCCL prints its version once per process), it shares with the test before it.
+    if (!runs.empty()) {
+      const MeasuredRun& before = runs.back();
+      if (!run.nccl_version) run.nccl_version = before.nccl_version;
+      if (!run.gpus) run.gpus = before.gpus;
+      if (!run.nodes) run.nodes = before.nodes;
+      if (!run.gpus_per_process) run.gpus_per_process = before.gpus_per_process;
+    }
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+MeasuredRun parse_measured_run(std::string_view text, const std::string& file) {
+  std::vector<MeasuredRun> runs = parse_measured_runs(text, file);
+  if (runs.size() > 1)
+    throw InputError(file, runs[1].test_line, 0, "",
+                     "this file holds results of " + std::to_string(runs.size()) + " tests (" + tests_text(runs) +
+                         "); one is expected here");
+  return std::move(runs.front());
+}
+
+std::vector<MeasuredRun> read_measured_runs(const std::string& path) {
+  return parse_measured_runs(read_text_file(path), path);
 }
 
 MeasuredRun read_measured_run(const std::string& path) {
   return parse_measured_run(read_text_file(path), path);
+}
+
+std::string tests_text(const std::vector<MeasuredRun>& runs) {
+  std::string out;
+  for (const MeasuredRun& run : runs)
+    out += (out.empty() ? "" : ", ") + run.op.value_or("an unnamed test") + " at line " +
+           std::to_string(run.test_line > 0 ? run.test_line : 1);
+  return out;
+}
+
+const MeasuredRun& select_run(const std::vector<MeasuredRun>& runs, const std::string& op, const std::string& option) {
+  if (runs.size() == 1) return runs.front();
+  auto key = [](std::string_view name) {  // "all_reduce", "allreduce" and "AllReduce" name the same collective
+    std::string k;
+    for (char c : name)
+      if (c != '_') k += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return k;
+  };
+  std::vector<const MeasuredRun*> matching;
+  for (const MeasuredRun& run : runs)
+    if (run.op && key(*run.op) == key(op)) matching.push_back(&run);
+  const std::string& file = runs.front().source_file;
+  if (matching.empty())
+    throw InputError(
+        "command line", 0, 0, option,
+        file + " holds " + std::to_string(runs.size()) + " tests (" + tests_text(runs) + "), none of " + op);
+  if (matching.size() > 1)
+    throw InputError(file, matching[1]->test_line, 0, "",
+                     "a second " + op + " test starts here (the first at line " +
+                         std::to_string(matching[0]->test_line) + "); keep the one to compare with");
+  return *matching.front();
 }
 
 }  // namespace clustersim::calibrate

@@ -78,7 +78,13 @@ struct MeasuredRun {
   bool complete = true;
   // nccl-tests' closing "# Out of bounds values : N FAILED" (N wrong elements over the whole run), else 0.
   std::uint64_t out_of_bounds = 0;
+  // In a log of several tests (a script running all_reduce_perf, all_gather_perf, … into one file): the line where
+  // this test begins (1-based). 0 when the file holds one test.
+  int test_line = 0;
 };
+
+// The file's name, and in a log of several tests which one: "x.log (its all_gather test, from line 40)".
+std::string run_label(const MeasuredRun& run);
 
 // "" for a complete run; else a `#` line saying that the log may be cut off after its last row.
 std::string cut_off_note(const MeasuredRun& run);
@@ -87,11 +93,27 @@ std::string cut_off_note(const MeasuredRun& run);
 // wrong, after `what` says what happens to them ("not imported").
 std::string wrong_rows_note(const MeasuredRun& run, const std::string& what);
 
-// Parses `text` (read from `file`, which is used only in errors and as source_file).
+// Parses `text` (read from `file`, which is used only in errors and as source_file): every test in it, in file
+// order. A log may hold several tests one after the other, as a script that runs all_reduce_perf, all_gather_perf,
+// … into one file writes them; each begins at nccl-tests' "# nccl-tests version", "# Collective test starting" or
+// (older builds) "# nThread" line after the previous test's rows. Facts a test does not restate (the NCCL version,
+// the ranks) are the previous test's. A CSV holds one run.
+std::vector<MeasuredRun> parse_measured_runs(std::string_view text, const std::string& file);
+
+// The same for a file that must hold one test (InputError naming the tests when it holds several).
 MeasuredRun parse_measured_run(std::string_view text, const std::string& file);
 
 // Reads and parses a file (InputError when it cannot be read).
+std::vector<MeasuredRun> read_measured_runs(const std::string& path);
 MeasuredRun read_measured_run(const std::string& path);
+
+// "all_reduce at line 2, all_gather at line 40": the tests of one file, for messages.
+std::string tests_text(const std::vector<MeasuredRun>& runs);
+
+// The test of `runs` (one file's, as parse_measured_runs returns them) that measured `op` (nccl-tests' name without
+// "_perf": "all_gather"): the only run of a one-test file whatever it measured (the caller checks), else the one
+// test of that collective. InputError naming `option` when none is, or naming the file when two are.
+const MeasuredRun& select_run(const std::vector<MeasuredRun>& runs, const std::string& op, const std::string& option);
 
 // NCCL's version code as nccl-tests prints it (`nccl-library=22602`) → "2.26.2". Codes since 2.9 are
 // major·10000 + minor·100 + patch; older ones major·1000 + minor·100 + patch (NCCL_VERSION_CODE, nccl.h).

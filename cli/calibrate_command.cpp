@@ -108,8 +108,9 @@ std::string output_option(const ParsedCommand& parsed, const std::string& what) 
 int import_command(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description named(
       "clustersim calibrate import-nccl-tests LOG... -o RAW.textproto [options]\n\n"
-      "Reads nccl-tests text logs (any collective; out-of-place and in-place columns become two samples) or\n"
-      "CSVs in the layout of validation/nccl/, and writes raw measurements (calibrate/raw.proto).\n\nOptions");
+      "Reads nccl-tests text logs (any collective; out-of-place and in-place columns become two samples; a log of\n"
+      "several tests gives each of them) or CSVs in the layout of validation/nccl/, and writes raw measurements\n"
+      "(calibrate/raw.proto).\n\nOptions");
   named.add_options()("help,h", "show this help")("output,o", po::value<std::string>()->value_name("RAW"),
                                                   "the raw measurements file to write (text format)")(
       "algo", po::value<std::string>()->value_name("ALGO"),
@@ -137,12 +138,15 @@ int import_command(const std::vector<std::string>& args, std::ostream& out) {
     options.hosts_per_nvlink_domain =
         parse_count_option(vm["hosts-per-nvlink-domain"].as<std::string>(), "--hosts-per-nvlink-domain");
   std::vector<calibrate::MeasuredRun> runs;
-  for (const std::string& path : parsed.scenarios) runs.push_back(calibrate::read_measured_run(path));
+  for (const std::string& path : parsed.scenarios)
+    for (calibrate::MeasuredRun& run : calibrate::read_measured_runs(path)) runs.push_back(std::move(run));
   const schema::RawMeasurements raw = calibrate::import_measured_runs(runs, options);
   std::map<std::string, int> per_op;
   for (const schema::CollectiveSample& s : raw.collectives()) ++per_op[s.op()];
+  const std::size_t files = parsed.scenarios.size();
   std::string summary = "# imported " + std::to_string(raw.collectives_size()) + " collective samples from " +
-                        std::to_string(runs.size()) + (runs.size() == 1 ? " file" : " files") + ":";
+                        std::to_string(files) + (files == 1 ? " file" : " files") +
+                        (runs.size() != files ? " (" + std::to_string(runs.size()) + " tests)" : std::string()) + ":";
   for (const auto& [op, n] : per_op) summary += " " + op + " " + std::to_string(n);
   summary += "\n# GPU " + (raw.provenance().gpu().empty() ? std::string("(not stated)") : raw.provenance().gpu()) +
              ", " + std::to_string(raw.provenance().gpus()) + " GPUs, " +

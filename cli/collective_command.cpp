@@ -313,7 +313,7 @@ std::string comparison_json(const workloads::Scenario& scenario, CollectiveOp op
 }  // namespace
 
 std::string comparison_text(const Comparison& c, const calibrate::MeasuredRun& measured) {
-  std::string out = "# measured: " + measured.source_file;
+  std::string out = "# measured: " + calibrate::run_label(measured);
   if (measured.nccl_version) out += ", NCCL " + *measured.nccl_version;
   if (measured.gpus) out += ", " + std::to_string(*measured.gpus) + " GPUs";
   if (measured.nodes) out += " on " + std::to_string(*measured.nodes) + (*measured.nodes == 1 ? " node" : " nodes");
@@ -529,8 +529,9 @@ int collective_command(const std::vector<std::string>& args, std::ostream& out) 
       "force the protocol, like NCCL_PROTO (LL, LL128, Simple)")("csv", po::value<std::string>()->value_name("FILE"),
                                                                  "write the rows as CSV")(
       "compare", po::value<std::string>()->value_name("FILE"),
-      "compare with a measured run: an nccl-tests log or a CSV in the layout of validation/nccl/")(
-      "json", po::value<std::string>()->value_name("FILE"), "write the rows (and the comparison summary) as JSON");
+      "compare with a measured run: an nccl-tests log (from a log of several tests, the one of --op) or a CSV in "
+      "the layout of validation/nccl/")("json", po::value<std::string>()->value_name("FILE"),
+                                        "write the rows (and the comparison summary) as JSON");
   const ParsedCommand parsed = parse_command(args, named, "collective");
   const po::variables_map& vm = parsed.options;
   if (vm.count("help")) {
@@ -631,7 +632,8 @@ int run_collective(const workloads::Scenario& scenario, CollectiveOp op, const s
   std::string text = preamble(scenario, op, gpus);
   std::string csv, json;
   if (vm.count("compare")) {
-    const calibrate::MeasuredRun measured = calibrate::read_measured_run(vm["compare"].as<std::string>());
+    const std::vector<calibrate::MeasuredRun> runs = calibrate::read_measured_runs(vm["compare"].as<std::string>());
+    const calibrate::MeasuredRun& measured = calibrate::select_run(runs, workloads::nccl_tests_name(op), "--op");
     const Comparison c = compare_collective(scenario, op, gpus, measured);
     text += comparison_text(c, measured);
     csv = comparison_csv(c);

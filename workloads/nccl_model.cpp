@@ -218,16 +218,6 @@ double busbw_factor(CollectiveOp op, std::uint32_t ranks) {
   }
 }
 
-namespace {
-
-// ---- Fitted alpha-beta bands (clustersim calibrate fit) -------------------------------------------------
-// When the profile has a band for the chosen (op, algorithm, protocol, link kind: NVLINK if the communicator
-// lies in one NVLink domain, else NET) covering the size (calibrate::find_band: the op's own bands first, then
-// the same algorithm of another ring-family op), the measured
-//   t = max(alpha + size · busbw_factor(op, n) / busbw, launch overhead)
-// replaces the physical model's time. NCCL's choice of algorithm and protocol is untouched. The band's alpha
-// already holds the real hops, so the plan's latency is alpha and its hop part is capped by it; FLOW fidelity
-// gets a wire factor that makes a contention-free run take the band's time.
 const char* nccl_tests_name(CollectiveOp op) {
   switch (op) {
     case CollectiveOp::kAllReduce:
@@ -247,6 +237,17 @@ const char* nccl_tests_name(CollectiveOp op) {
   }
   return "?";
 }
+
+namespace {
+
+// ---- Fitted alpha-beta bands (clustersim calibrate fit) -------------------------------------------------
+// When the profile has a band for the chosen (op, algorithm, protocol, link kind: NVLINK if the communicator
+// lies in one NVLink domain, else NET) covering the size (calibrate::find_band: the op's own bands first, then
+// the same algorithm of another ring-family op), the measured
+//   t = max(alpha + size · busbw_factor(op, n) / busbw, launch overhead)
+// replaces the physical model's time. NCCL's choice of algorithm and protocol is untouched. The band's alpha
+// already holds the real hops, so the plan's latency is alpha and its hop part is capped by it; FLOW fidelity
+// gets a wire factor that makes a contention-free run take the band's time.
 
 void apply_fitted_band(const calibrate::CollectiveConstants& k, const CollectiveRequest& req, std::uint32_t ranks,
                        std::uint32_t domains, double raw_algbw, Seconds launch_overhead, CollectivePlan& plan) {

@@ -72,6 +72,9 @@ const char* to_string(Protocol p);       // "LL", "LL128", "Simple"
 std::optional<CollectiveOp> parse_collective_op(std::string_view name);
 std::optional<Algorithm> parse_algorithm(std::string_view name);
 std::optional<Protocol> parse_protocol(std::string_view name);
+// nccl-tests' name of the collective without "_perf": "all_reduce", "reduce_scatter", "all_gather", "broadcast",
+// "reduce", "alltoall", "sendrecv".
+const char* nccl_tests_name(CollectiveOp op);
 
 // nccl-tests' bus-bandwidth factor (doc/PERFORMANCE.md): busbw = algbw · factor.
 double busbw_factor(CollectiveOp op, std::uint32_t ranks);

@@ -378,16 +378,23 @@ TEST_CASE("measured runs: cut-off and foreign input are InputErrors with file:li
                                                     6),
                                         "a.out");
         }) == "a.out:1:5: binary data: not an nccl-tests log or a validation CSV");
-  // Two tests concatenated into one file.
+  // Two tests one after the other: the second (line 7) printed its start and nothing else.
   CHECK(error_of([&] {
-          calibrate::parse_measured_run("# Collective test starting: all_reduce_perf\n" + header + row1 +
-                                            "# Collective test starting: all_gather_perf\n",
-                                        "two.log");
+          calibrate::parse_measured_runs("# Collective test starting: all_reduce_perf\n" + header + row1 +
+                                             "# Collective test starting: all_gather_perf\n",
+                                         "two.log");
         }) ==
-        "two.log:7: this file holds results of more than one test (all_reduce at line 1, all_gather here); "
-        "give one test per file");
+        "two.log:7: the all_gather test that starts here printed no result rows (it failed, or the log is cut off); "
+        "remove it from the file");
+  // Two tests of an older nccl-tests (each opens with "# nThread"): two runs, which a one-test reader refuses.
+  CHECK(calibrate::parse_measured_runs(header + row1 + header + row1, "twice.log").size() == 2);
   CHECK(error_of([&] { calibrate::parse_measured_run(header + row1 + header + row1, "twice.log"); }) ==
-        "twice.log:8:1: a second result table starts here (the first has 1 rows); give one run per file");
+        "twice.log:6: this file holds results of 2 tests (an unnamed test at line 1, an unnamed test at line 6); one "
+        "is expected here");
+  // A second table header after rows, with no line that opens a test before it, is no second test.
+  const std::string table = header.substr(header.find("#\n"));
+  CHECK(error_of([&] { calibrate::parse_measured_runs(header + row1 + table + row1, "twice.log"); }) ==
+        "twice.log:7:1: a second result table starts here (the first has 1 rows); give one run per file");
   // Without a header, a row's field count must be one of the two layouts.
   CHECK(error_of([&] {
           calibrate::parse_measured_run("8 2 float sum -1 37.33\n", "frag.log");

@@ -4,13 +4,16 @@
 // the same node.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "calibrate/fit.h"
 #include "calibrate/nccl_tests_log.h"
@@ -310,6 +313,87 @@ TEST_CASE("calibrate import: rows nccl-tests found wrong are left out; srun labe
                                 dir);
   CHECK(r.status == 2);
   CHECK(r.err.find("error: command line: --bands: \"17179869185G\" is not") == 0);
+}
+
+TEST_CASE("nccl-tests logs of several tests: each is a run; --compare takes --op's, import takes all of them") {
+  // One log as a script writes it, all_reduce_perf then all_gather_perf into one file: the H100 ring AllReduce and
+  // AllGather CSVs of one node rebuilt as nccl-tests text, with the blank line nccl-tests ends a test with between
+  // them. The AllGather test's version line names no library: it shares the AllReduce test's NCCL 2.26.2.
+  const calibrate::MeasuredRun ar =
+      calibrate::read_measured_run(kSource + "/validation/nccl/h100_8gpu_nvswitch_allreduce_ring.csv");
+  const calibrate::MeasuredRun ag =
+      calibrate::read_measured_run(kSource + "/validation/nccl/h100_8gpu_nvswitch_allgather_ring.csv");
+  const std::string ar_text = nccl_tests_text(ar, "NVIDIA H100 80GB HBM3", false);
+  std::string ag_text = nccl_tests_text(ag, "NVIDIA H100 80GB HBM3", false);
+  ag_text.replace(0, ag_text.find('\n'), "# nccl-tests version 2.17.9");
+  const std::string text = ar_text + "\n" + ag_text;
+  const std::vector<calibrate::MeasuredRun> runs = calibrate::parse_measured_runs(text, "sweep.log");
+  REQUIRE(runs.size() == 2);
+  // The AllReduce test has 1 + 1 + 1 + 1 + 1 + 8 + 1 + 3 + 31 + 4 = 52 lines (version, start, nThread, "#",
+  // "Using devices", 8 ranks, "#", 3 header lines, 31 rows, 4 footer lines); the blank line is 53, the AllGather
+  // test begins at 54.
+  CHECK(std::count(ar_text.begin(), ar_text.end(), '\n') == 52);
+  CHECK(runs[0].test_line == 1);
+  CHECK(runs[1].test_line == 54);
+  CHECK(runs[0].op == std::optional<std::string>("all_reduce"));
+  CHECK(runs[1].op == std::optional<std::string>("all_gather"));
+  CHECK(runs[1].nccl_version == std::optional<std::string>("2.26.2"));
+  for (std::size_t k = 0; k < 2; ++k) {
+    const calibrate::MeasuredRun& csv = k == 0 ? ar : ag;
+    CAPTURE(k);
+    CHECK(runs[k].complete);
+    CHECK(runs[k].gpus == std::optional<std::uint32_t>(8));
+    CHECK(runs[k].nodes == std::optional<std::uint32_t>(1));
+    REQUIRE(runs[k].rows.size() == csv.rows.size());
+    for (std::size_t i = 0; i < csv.rows.size(); ++i) {
+      CHECK(runs[k].rows[i].size_bytes == csv.rows[i].size_bytes);
+      CHECK(runs[k].rows[i].time_us_oop == csv.rows[i].time_us_oop);
+      CHECK(runs[k].rows[i].busbw_ip == csv.rows[i].busbw_ip);
+    }
+  }
+  CHECK(calibrate::run_label(runs[1]) == "sweep.log (its all_gather test, from line 54)");
+  CHECK(calibrate::select_run(runs, "allgather", "--op").test_line == 54);
+
+  // Through the binary: --compare with the log and --op allgather prints the rows the AllGather CSV alone gives.
+  const std::filesystem::path dir = scratch_dir("calibrate-sweep");
+  const std::string log = (dir / "sweep.log").string();
+  { std::ofstream(log) << text; }
+  const std::string scenario = "scenarios/nccl/h100_8gpu_nvswitch_allgather_ring.textproto --op allgather --compare ";
+  const auto from_log = run_clustersim("collective " + scenario + log, dir);
+  const auto from_csv =
+      run_clustersim("collective " + scenario + "validation/nccl/h100_8gpu_nvswitch_allgather_ring.csv", dir);
+  REQUIRE(from_log.status == 0);
+  REQUIRE(from_csv.status == 0);
+  auto rows_of = [](const std::string& out) {  // the table: every line that is not a `#` line
+    std::string rows;
+    for (std::size_t b = 0, e; b < out.size(); b = e + 1) {
+      e = out.find('\n', b);
+      if (e == std::string::npos) e = out.size();
+      if (out.compare(b, 1, "#") != 0) rows += out.substr(b, e - b) + "\n";
+    }
+    return rows;
+  };
+  CHECK(rows_of(from_log.out).size() > 1000);  // 31 rows of about 100 characters
+  CHECK(rows_of(from_log.out) == rows_of(from_csv.out));
+  CHECK(from_log.out.find("# measured: " + log +
+                          " (its all_gather test, from line 54), NCCL 2.26.2, 8 GPUs on 1 node\n") !=
+        std::string::npos);
+  // A collective the log did not measure: exit status 2 and the tests it holds.
+  const auto none = run_clustersim(
+      "collective scenarios/nccl/h100_8gpu_nvswitch_allgather_ring.textproto --op reducescatter "
+      "--compare " +
+          log,
+      dir);
+  CHECK(none.status == 2);
+  CHECK(none.err == "error: command line: --op: " + log +
+                        " holds 2 tests (all_reduce at line 1, all_gather at line 54), none of reduce_scatter\n");
+
+  // import-nccl-tests takes both tests: 2 samples (out-of-place, in-place) per row of size > 0, so 2 x 31 for the
+  // AllReduce rows and 2 x 27 for the AllGather rows (its first 4 rows have size 0: nothing ran).
+  const auto import =
+      run_clustersim("calibrate import-nccl-tests " + log + " -o " + (dir / "raw.textproto").string(), dir);
+  CHECK(import.status == 0);
+  CHECK(import.out.find("# imported 116 collective samples from 1 file (2 tests): all_gather 54 all_reduce 62\n") == 0);
 }
 
 TEST_CASE("calibrate closing the loop: fit H100 ring AllReduce, predict ring AllGather of the same node") {

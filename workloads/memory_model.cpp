@@ -60,15 +60,18 @@ MemoryEstimate estimate_ddp_memory(const Job& job, const calibrate::GpuPerforman
   const double e = element_bytes(job.training.precision);
   // Korthikanti's byte counts assume 16-bit activations and 1-byte masks; the 16-bit parts scale by
   // e/2 for fp32 training. Per layer this is layer_activation_bytes() on one GPU (for a GPT:
-  // s·b·h·((34 − 2)·e/2 + 2) + a·s²·b·(2·e + 1)); the embedding and output terms scale as a whole.
+  // s·b·h·((34 − 2)·e/2 + 2) + a·s²·b·(2·e + 1); under autocast s·b·h·38 + 7·a·s²·b); the embedding and output
+  // terms scale as a whole, and under autocast the final norm's input is fp32 (2·s·b·h more).
   const double scale = e / 2.0;
   MemoryConfig one_gpu;
   one_gpu.micro_batch = job.parallel.micro_batch;
   one_gpu.precision = job.training.precision;
+  one_gpu.autocast = mixed;
   Bytes layers;
   for (std::uint32_t l = 0; l < m.layers; ++l) layers += layer_activation_bytes(m, l, one_gpu);
   const double embedding_mask = m.dropout ? s * b * h * scale : 0.0;  // the embedding's dropout mask
-  const double activations = layers.raw() + embedding_mask + 4 * s * b * h * (1 + V / h) * scale;
+  const double final_norm = mixed ? 2 * s * b * h : 0.0;              // its fp32 input beyond the 16-bit count
+  const double activations = layers.raw() + embedding_mask + 4 * s * b * h * (1 + V / h) * scale + final_norm;
 
   // The optimizer's own state beside the fp32 weights (formulas.md 2.6): Adam m and v 8 B, momentum 4 B, plain
   // SGD none: model_state_bytes of fp32 training, unsharded (the fp32 weights are the master copy: autocast
@@ -217,9 +220,10 @@ Bytes layer_activation_bytes(const ModelSpec& m, std::uint32_t layer, const Memo
   const double a = m.heads;
   const double q = a * m.d_head(), kv = double(m.n_kv()) * m.d_head(), g = m.gated_mlp ? 3 : 2;
   const double mask = m.dropout ? 1 : 0;  // ModelSpec::dropout: the masks exist only when trained with it
-  if (c.recompute == Recompute::kFull) return bytes(e * T * h / sp);
+  const double residual = c.autocast ? 4 : e;  // the residual stream's element: fp32 under autocast
+  if (c.recompute == Recompute::kFull) return bytes(residual * T * h / sp);
   // Kept whole unless sequence-parallel: norm inputs, QKV and MLP inputs, dropout masks.
-  double whole = 2 * e * T * h + e * T * h + e * T * h + 2 * mask * T * h;
+  double whole = 2 * residual * T * h + e * T * h + e * T * h + 2 * mask * T * h;
   // Inside the tensor-parallel regions: Q, K, V, output-projection input, MLP internals.
   double split = e * T * (q + 2 * kv) + e * T * q;
   double gathered = 0;  // whole on every TP rank, with or without sequence parallelism
@@ -235,7 +239,9 @@ Bytes layer_activation_bytes(const ModelSpec& m, std::uint32_t layer, const Memo
   if (c.attention == AttentionKernel::kFlash || cp > 1) {
     attention = 4 * a * s * b;  // fp32 softmax statistics per row (of the rank's s/cp rows)
   } else if (c.recompute != Recompute::kSelective) {
-    attention = (e + mask + mask * e) * a * s * s * b;  // softmax output, dropout mask, dropout output
+    // Softmax output, dropout mask, dropout output (·V's input; without dropout ·V reads the softmax output).
+    // Under autocast softmax writes fp32, and ·V keeps the 16-bit copy autocast casts its input to.
+    attention = (c.autocast ? 4 + mask + e : e + mask + mask * e) * a * s * s * b;
   }
   return bytes(whole / sp + gathered + split / t + attention / t);
 }

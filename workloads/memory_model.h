@@ -69,7 +69,10 @@
 // weights (4), fp32 gradients (4), the optimizer's state (Adam m and v 8, SGD momentum 4, SGD 0), DDP bucket
 // copy (4, where dp > 1), autocast's 16-bit weight copies (2), one micro-batch of activations (the layers as
 // above on one GPU, embedding dropout s·b·h·e/2, output layer 4·s·b·h·(1 + V/h)·e/2), and the framework
-// overhead of the other paths.
+// overhead of the other paths. Under autocast (16-bit precision) the activations are those of an fp32 model run
+// in torch.autocast (MemoryConfig::autocast): per layer the two norm inputs are fp32 (2·2·s·b·h more than
+// Korthikanti's 16-bit count) and the explicit attention keeps the fp32 softmax output and the 16-bit copy ·V
+// reads ((4 + mask + 2)·a·s²·b against (2 + mask + 2·mask)); the final norm's input is fp32 too (2·s·b·h more).
 #pragma once
 
 #include <cstdint>
@@ -134,6 +137,10 @@ struct MemoryConfig {
   GradientDtype gradients = GradientDtype::kFp32;
   Sharding sharding = Sharding::kNone;          // distributed optimizer: kOptimizer
   bool ddp_bucket_copy = false;                 // PyTorch DDP's separate bucket copy of the gradients
+  // PyTorch eager autocast around fp32 parameters (the DDP path, 16-bit precision): the residual stream stays fp32
+  // (the embedding's output is fp32 and a 16-bit branch added to it promotes), so each norm keeps a 4-byte input,
+  // and softmax runs in fp32: its saved output is 4 B per score, and the ·V product keeps its own 16-bit copy.
+  bool autocast = false;
   Bytes framework_overhead = GiB(2);            // see the header
 };
 

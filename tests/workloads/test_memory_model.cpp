@@ -51,6 +51,20 @@ TEST_CASE("activations per layer: Korthikanti et al.'s GPT-3 175B rows (s=2048, 
   CHECK(layer_activation_bytes(gpt3_175b(), 0, plan(8, false, Recompute::kSelective)).raw() == 13 * sbh);
   CHECK(layer_activation_bytes(gpt3_175b(), 0, plan(8, true, Recompute::kSelective)).raw() == 4.25 * sbh);
   CHECK(layer_activation_bytes(gpt3_175b(), 0, plan(8, false, Recompute::kFull)).raw() == 2 * sbh);
+  // The same layer as an fp32 model under torch.autocast (MemoryConfig::autocast): the norm inputs are fp32
+  // (2·2 sbh more: 38 sbh) and the attention keeps the fp32 softmax output, the mask and ·V's 16-bit copy,
+  // (4 + 1 + 2)·a·s²·b = 7·a·s²·b = sbh·7·a·s/h = 112 sbh against 80: sbh·(38 + 112) = 150 sbh. Without dropout
+  // (no masks: 32 sbh whole and split, 38 − 2 = 36 with the fp32 norm inputs) softmax output 4 + copy 2:
+  // 6·a·s²·b = 96 sbh, against Korthikanti's 2·a·s²·b = 32 sbh. Full recompute keeps the fp32 layer input: 4 sbh.
+  MemoryConfig autocast = plan(1, false, Recompute::kNone);
+  autocast.autocast = true;
+  CHECK(layer_activation_bytes(gpt3_175b(), 0, autocast).raw() == 150 * sbh);
+  ModelSpec no_dropout = gpt3_175b();
+  no_dropout.dropout = false;
+  CHECK(layer_activation_bytes(no_dropout, 0, plan(1, false, Recompute::kNone)).raw() == (32 + 32) * sbh);
+  CHECK(layer_activation_bytes(no_dropout, 0, autocast).raw() == (36 + 96) * sbh);
+  autocast.recompute = Recompute::kFull;
+  CHECK(layer_activation_bytes(gpt3_175b(), 0, autocast).raw() == 4 * sbh);
   // The paper's two-digit values, at the precision it prints them.
   CHECK(layer_gib(plan(1, false, Recompute::kNone)) == doctest::Approx(2.67).epsilon(0.005));
   CHECK(layer_gib(plan(8, false, Recompute::kNone)) == doctest::Approx(0.54).epsilon(0.01));
@@ -286,8 +300,11 @@ TEST_CASE("report: parts, peak, capacity, and the part that breaks an 80 GiB GPU
 TEST_CASE("the DDP path keeps its composition: 22 B per parameter + one micro-batch of activations") {
   // The test_ddp model (l=2, h=1024, a=16, f=4h, V=51200, s=1024, b=4), bf16: P = 78,671,872;
   // weights 4 + grads 4 + Adam 8 + DDP copy 4 (dp > 1) + autocast 2 = 22 B → 1,730,781,184 B.
-  // Activations: per layer sbh·34 + 5·a·s²·b = 142,606,336 + 335,544,320 = 478,150,656, × 2 layers,
-  // + embedding dropout sbh 4,194,304 + output layer 4·sbh·(1 + V/h) = 855,638,016 → 1,816,133,632 B.
+  // Activations of the fp32 model run in torch.autocast (sbh = 4,194,304, a·s²·b = 67,108,864): per layer
+  // sbh·38 (Korthikanti's 34 with the two norm inputs fp32: + 2·2) + 7·a·s²·b (fp32 softmax output 4, dropout mask
+  // 1, the 16-bit copy ·V reads 2) = 159,383,552 + 469,762,048 = 629,145,600, × 2 layers, + embedding dropout sbh
+  // 4,194,304 + output layer 4·sbh·(1 + V/h) = 855,638,016 + the final norm's fp32 input 2·sbh = 8,388,608
+  // → 2,126,512,128 B (the 16-bit count, sbh·34 + 5·a·s²·b per layer and no final-norm term, was 1,816,133,632).
   // Framework overhead 2 GiB = 2,147,483,648 B, as on the Megatron and ZeRO paths.
   const double overhead = 2147483648.0;
   Job job;
@@ -297,7 +314,7 @@ TEST_CASE("the DDP path keeps its composition: 22 B per parameter + one micro-ba
   calibrate::GpuPerformance gpu;
   gpu.memory_capacity = GiB(80);
   const MemoryEstimate e = estimate_ddp_memory(job, gpu);
-  CHECK(e.peak.raw() == doctest::Approx(1730781184.0 + 1816133632.0 + overhead).epsilon(1e-12));
+  CHECK(e.peak.raw() == doctest::Approx(1730781184.0 + 2126512128.0 + overhead).epsilon(1e-12));
   CHECK(!e.oom);
   // fp32 (e = 4, no autocast copies: 20 B/param = 1,573,437,440 B). Per layer sbh·(32·2 + 2) +
   // a·s²·b·(2·4 + 1) = 276,824,064 + 603,979,776 = 880,803,840, × 2; embedding 2·sbh = 8,388,608;

@@ -61,13 +61,14 @@ struct OpsKey {
   AttentionKernel attention;
   double load;  // the busiest EP rank's expert load
   std::uint32_t ring_layers;  // with context parallelism the layers of a chunk (run_ops reps), else 0
+  bool autocast;              // PyTorch DDP's eager autocast around fp32 parameters (OpConfig::autocast)
   bool operator==(const OpsKey&) const = default;
 };
 struct OpsKeyHash {
   std::size_t operator()(const OpsKey& k) const {
     std::size_t h = (((std::size_t{k.tp} * 1000003u + k.mb) * 4099u + k.cp) * 257u + k.ep) * 131u + k.pp;
     h = (h * 4u + (k.sp ? 1u : 0u)) * 16u + static_cast<std::size_t>(k.rc) * 4u + static_cast<std::size_t>(k.attention);
-    return (h ^ (std::hash<double>()(k.load) << 1)) * 31u + k.ring_layers;
+    return ((h ^ (std::hash<double>()(k.load) << 1)) * 31u + k.ring_layers) * 2u + (k.autocast ? 1u : 0u);
   }
 };
 
@@ -154,10 +155,10 @@ struct AnalyticalEstimator::Impl {
   const EagerCosts& eager_costs(std::uint32_t micro_batch) {
     if (const auto it = eager_by_mb.find(micro_batch); it != eager_by_mb.end()) return it->second;
     EagerCosts c;
-    const Op cast = autocast_weights_op(forward_ops(job.model, micro_batch, prec), prec);
+    const Op cast = autocast_weights_op(eager_forward_ops(job.model, micro_batch, prec), prec);
     c.weight_cast = cast.bytes.raw() > 0 ? op_seconds(cast) : 0;
     c.weight_cast_kernels = cast.bytes.raw() > 0 ? cast.kernels : 0;
-    const std::vector<Op> backward = backward_ops(job.model, micro_batch, prec);
+    const std::vector<Op> backward = eager_backward_ops(job.model, micro_batch, prec);
     const double tied = tied_head_elements(backward);
     for (const Op& op : backward) {
       const Op first = gradient_epilogue_op(op, prec, false, tied), later = gradient_epilogue_op(op, prec, true, tied);
@@ -171,7 +172,7 @@ struct AnalyticalEstimator::Impl {
   std::size_t ddp_bucket_count(Bytes cap) {
     if (const auto it = ddp_bucket_count_by_cap.find(cap.raw()); it != ddp_bucket_count_by_cap.end()) return it->second;
     const std::size_t n =
-        ddp_buckets(backward_ops(job.model, 1, prec), ddp_gradient_bytes(prec), kFirstBucketCap, cap).size();
+        ddp_buckets(eager_backward_ops(job.model, 1, prec), ddp_gradient_bytes(prec), kFirstBucketCap, cap).size();
     return ddp_bucket_count_by_cap.emplace(cap.raw(), n).first->second;
   }
   std::vector<std::uint32_t> node_of_rank;  // the node of each rank's GPU (ZeRO hybrid sharding)
@@ -442,6 +443,7 @@ struct AnalyticalEstimator::Impl {
     oc.recompute = k.rc;
     oc.attention = k.attention;
     oc.flash_kernel = job.parallel.flash_kernel;
+    oc.autocast = k.autocast;
     if (k.ring_layers > 0) {  // a ring of equal edges needs no repeated layers: share the single-layer costs
       const std::vector<double>& ring = ring_edges(CommKey{k.tp, k.pp, k.cp, 1, Group::kRing, CollectiveOp::kSendRecv,
                                                            ring_kv_bytes(job.model, oc).raw(), false});
@@ -688,7 +690,8 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
                    megatron ? plan.recompute : Recompute::kNone,
                    megatron ? plan.attention : AttentionKernel::kExplicit,
                    megatron ? load : 1.0,
-                   megatron && cp > 1 ? lpc : 0u};
+                   megatron && cp > 1 ? lpc : 0u,
+                   !megatron && element < 4};  // DDP: the eager ops (eager_forward_ops), as ddp_graph.cpp runs
   const Segments& segs = segments_of(key);
   const double activation = double(plan.micro_batch) * job.model.seq_len / cp * job.model.hidden * element;
 

@@ -12,7 +12,9 @@
 // reducer's autograd hook copies each gradient into its bucket on the compute stream (the bucket's AllReduce
 // waits for that copy) and finalize_backward copies the reduced buckets back into the gradients: one
 // device-to-device copy of the bucket before its AllReduce, one of all gradients after the last. The
-// optimizer step waits for every bucket.
+// optimizer step waits for every bucket. The replica's kernels are the model's as eager PyTorch runs an fp32
+// model under autocast (eager_forward_ops, eager_backward_ops: an fp32 residual stream, fp32 softmax, the casts
+// of the norms' outputs; transformer_ops.h OpConfig::autocast), as in Horovod and DataParallel.
 #pragma once
 
 #include <cstdint>

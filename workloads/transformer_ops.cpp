@@ -25,6 +25,7 @@ namespace {
 // Sizes of one rank's share of a micro-batch.
 struct Dims {
   double B, s, h, V, e, t;
+  double r;       // bytes of a residual-stream element: e, or 4 under autocast (OpConfig::autocast)
   double T;       // tokens B·s seen by GEMMs
   double Tn;      // tokens seen by norms, dropout, residuals: T, or T/t with sequence parallelism
   double a, kv;   // query and KV heads on this rank
@@ -42,6 +43,7 @@ Dims dims_of(const ModelSpec& m, const OpConfig& c) {
   d.h = m.hidden;
   d.V = m.vocab;
   d.e = element_bytes(c.precision);
+  d.r = c.autocast ? 4 : d.e;
   d.t = c.tp;
   d.cp = c.cp;
   d.T = d.B * d.s / d.cp;
@@ -96,6 +98,8 @@ class LayerBuilder {
  public:
   LayerBuilder(const ModelSpec& m, const OpConfig& c) : m_(m), c_(c), d_(dims_of(m, c)) {}
   const Dims& dims() const { return d_; }
+  // Autocast's casts of the layers' norm outputs (OpConfig::autocast; under FP8 Transformer Engine casts).
+  bool autocast_casts() const { return c_.autocast && c_.precision != Precision::kFP8; }
 
   double norm_flops_fwd() const { return m_.norm == Norm::kLayerNorm ? 8 : 4; }
   double norm_flops_bwd() const { return m_.norm == Norm::kLayerNorm ? 10 : 6; }
@@ -212,8 +216,13 @@ class LayerBuilder {
     // Megatron's CoreAttention: the fused scale-mask-softmax kernel (reads the scores, writes P), then the
     // attention dropout as its own kernel (reads P, writes the dropped P and a 1-byte mask): 4e + 1 B per score.
     // Without dropout (p = 0: PyTorch's dropout returns its input, no kernel, no mask) 2e B.
-    Op softmax = elementwise(p + "softmax.fwd", 5 * scores,
-                             m_.dropout ? d_.e * 4 * scores + scores : d_.e * 2 * scores);
+    // Under autocast (OpConfig::autocast) softmax writes fp32, dropout works in fp32 and a cast gives ·V its
+    // 16-bit input: e + 4, 4 + 4 + 1, 4 + e B per score (without dropout e + 4, 4 + e).
+    const double per_score = c_.autocast
+                                 ? (m_.dropout ? (d_.e + 4) + (4 + 4 + 1) + (4 + d_.e) : (d_.e + 4) + (4 + d_.e))
+                             : m_.dropout ? d_.e * 4 + 1
+                                          : d_.e * 2;
+    Op softmax = elementwise(p + "softmax.fwd", 5 * scores, per_score * scores);
     softmax.attention_core = true;
     ops.push_back(softmax);
     // P·V per head: [s x s]·[s x d].
@@ -236,8 +245,12 @@ class LayerBuilder {
     ops.push_back(attention_gemm(p + "attn_values.bwd", d_.s, d_.d, d_.s, 2 * Ba, d_.e * (2 * scores + 2 * qt + 2 * kvt)));
     // The dropout's backward (reads dP' and the mask, writes dP) and the fused softmax backward (reads dP and
     // P, writes dS): 5e + 1 B per score; 3e without dropout.
-    Op softmax = elementwise(p + "softmax.bwd", 4 * scores,
-                             m_.dropout ? d_.e * 5 * scores + scores : d_.e * 3 * scores);
+    // Under autocast: the cast's backward (e + 4), dropout's (4 + 1 + 4), softmax's in fp32 (3 × 4) and the
+    // backward of softmax's own input cast (4 + e) B per score (without dropout no dropout term).
+    const double per_score = c_.autocast  ? (d_.e + 4) + (m_.dropout ? 4 + 1 + 4 : 0) + 3 * 4 + (4 + d_.e)
+                             : m_.dropout ? d_.e * 5 + 1
+                                          : d_.e * 3;
+    Op softmax = elementwise(p + "softmax.bwd", 4 * scores, per_score * scores);
     softmax.attention_core = true;
     ops.push_back(softmax);
     // dQ = dS·K and dK = dSᵀ·Q.
@@ -253,12 +266,14 @@ class LayerBuilder {
       if (fp8(x)) ops.push_back(cast(x, true));
       ops.push_back(fwd(x));
     };
-    ops.push_back(elementwise(p + "ln1.fwd", norm_flops_fwd() * act, d_.e * 2 * act));
+    ops.push_back(elementwise(p + "ln1.fwd", norm_flops_fwd() * act, d_.r * 2 * act));
+    if (autocast_casts()) ops.push_back(elementwise(p + "ln1_cast.fwd", act, (d_.r + d_.e) * act));
     push_fwd(qkv(p));
     for (Op& op : attention_core_fwd(p)) ops.push_back(std::move(op));
     push_fwd(proj(p));
-    ops.push_back(elementwise(p + "residual1.fwd", 2 * act, d_.e * 3 * act + act));
-    ops.push_back(elementwise(p + "ln2.fwd", norm_flops_fwd() * act, d_.e * 2 * act));
+    ops.push_back(elementwise(p + "residual1.fwd", 2 * act, (d_.e + 2 * d_.r) * act + act));
+    ops.push_back(elementwise(p + "ln2.fwd", norm_flops_fwd() * act, d_.r * 2 * act));
+    if (autocast_casts()) ops.push_back(elementwise(p + "ln2_cast.fwd", act, (d_.r + d_.e) * act));
     if (m_.is_moe_layer(layer)) {
       const double routed = d_.T * m_.top_k, fe = m_.expert_ffn();
       const double tl = permuted_tokens(), pl = tl * m_.top_k;
@@ -279,7 +294,7 @@ class LayerBuilder {
       ops.push_back(act_fwd(p, activation_name(m_), d_.T, m_.ffn_hidden / d_.t));
       push_fwd(fc2(p, "fc2", m_.ffn_hidden));
     }
-    ops.push_back(elementwise(p + "residual2.fwd", 2 * act, d_.e * 3 * act + act));
+    ops.push_back(elementwise(p + "residual2.fwd", 2 * act, (d_.e + 2 * d_.r) * act + act));
     return ops;
   }
 
@@ -292,7 +307,7 @@ class LayerBuilder {
       ops.push_back(dgrad(x));
       ops.push_back(wgrad(x));
     };
-    ops.push_back(elementwise(p + "residual2.bwd", act, d_.e * 2 * act + act));
+    ops.push_back(elementwise(p + "residual2.bwd", act, (d_.r + d_.e) * act + act));
     if (m_.is_moe_layer(layer)) {
       const double routed = d_.T * m_.top_k, fe = m_.expert_ffn();
       const double tl = permuted_tokens(), pl = tl * m_.top_k;
@@ -313,12 +328,14 @@ class LayerBuilder {
       ops.push_back(act_bwd(p, activation_name(m_), d_.T, m_.ffn_hidden / d_.t));
       add_linear(fc1(p, "fc1", m_.ffn_hidden));
     }
-    ops.push_back(elementwise(p + "ln2.bwd", norm_flops_bwd() * act, d_.e * 3 * act, m_.norm_parameters()));
-    ops.push_back(elementwise(p + "residual1.bwd", act, d_.e * 2 * act + act));
+    if (autocast_casts()) ops.push_back(elementwise(p + "ln2_cast.bwd", act, (d_.e + d_.r) * act));
+    ops.push_back(elementwise(p + "ln2.bwd", norm_flops_bwd() * act, d_.r * 3 * act, m_.norm_parameters()));
+    ops.push_back(elementwise(p + "residual1.bwd", act, (d_.r + d_.e) * act + act));
     add_linear(proj(p));
     for (Op& op : attention_core_bwd(p)) ops.push_back(std::move(op));
     add_linear(qkv(p));
-    ops.push_back(elementwise(p + "ln1.bwd", norm_flops_bwd() * act, d_.e * 3 * act, m_.norm_parameters()));
+    if (autocast_casts()) ops.push_back(elementwise(p + "ln1_cast.bwd", act, (d_.e + d_.r) * act));
+    ops.push_back(elementwise(p + "ln1.bwd", norm_flops_bwd() * act, d_.r * 3 * act, m_.norm_parameters()));
     return ops;
   }
 
@@ -389,12 +406,14 @@ std::vector<Op> forward_ops(const ModelSpec& model, const OpConfig& config) {
   const Dims& d = builder.dims();
   const double act = d.T * d.h;  // one [B, s, h] activation
   std::vector<Op> ops;
-  if (config.embedding) ops.push_back(elementwise("embed.fwd", act, d.e * 3 * act));  // word (+ position) gather, add
+  if (config.embedding) ops.push_back(elementwise("embed.fwd", act, d.r * 3 * act));  // word (+ position) gather, add
   for (std::uint32_t l = config.first_layer; l < last_layer(model, config); ++l)
     for (Op& op : builder.forward(l)) ops.push_back(std::move(op));
   if (config.head) {
     const double act_n = d.Tn * d.h;
-    ops.push_back(elementwise("final_ln.fwd", builder.norm_flops_fwd() * act_n, d.e * 2 * act_n));
+    ops.push_back(elementwise("final_ln.fwd", builder.norm_flops_fwd() * act_n, d.r * 2 * act_n));
+    // The LM head is a 16-bit GEMM under every precision: autocast casts its input.
+    if (config.autocast) ops.push_back(elementwise("final_ln_cast.fwd", act_n, (d.r + d.e) * act_n));
     ops.push_back(gemm("lm_head.fwd", d.T, d.h, d.V_r, d.e));
     ops.push_back(elementwise("loss.fwd", 5 * d.T * d.V_r, cross_entropy_fwd_bytes_per_logit(d.e) * d.T * d.V_r));
   }
@@ -416,7 +435,9 @@ std::vector<Op> backward_ops(const ModelSpec& model, const OpConfig& config) {
     const double head_params = (!model.tied_embeddings || !config.embedding) ? word_embedding : 0;
     ops.push_back(gemm("lm_head.dgrad", d.T, d.V_r, d.h, d.e));
     ops.push_back(gemm("lm_head.wgrad", d.h, d.T, d.V_r, d.e, head_params));
-    ops.push_back(elementwise("final_ln.bwd", builder.norm_flops_bwd() * act_n, d.e * 3 * act_n, model.norm_parameters()));
+    if (config.autocast) ops.push_back(elementwise("final_ln_cast.bwd", act_n, (d.e + d.r) * act_n));
+    ops.push_back(
+        elementwise("final_ln.bwd", builder.norm_flops_bwd() * act_n, d.r * 3 * act_n, model.norm_parameters()));
   }
   for (std::uint32_t i = last_layer(model, config); i-- > config.first_layer;) {
     if (config.recompute == Recompute::kFull) {
@@ -429,7 +450,7 @@ std::vector<Op> backward_ops(const ModelSpec& model, const OpConfig& config) {
   }
   if (config.embedding) {
     const double position = model.position == Position::kLearned ? double(model.seq_len) * model.hidden : 0.0;
-    ops.push_back(elementwise("embed.bwd", act, d.e * 2 * act + 4 * word_embedding, word_embedding + position));
+    ops.push_back(elementwise("embed.bwd", act, d.r * 2 * act + 4 * word_embedding, word_embedding + position));
   }
   for (Op& op : ops) op.kernels = dispatch_kernels(op.name, model.biases);
   return ops;
@@ -446,6 +467,22 @@ std::vector<Op> backward_ops(const ModelSpec& model, std::uint32_t micro_batch, 
   OpConfig c;
   c.micro_batch = micro_batch;
   c.precision = precision;
+  return backward_ops(model, c);
+}
+
+std::vector<Op> eager_forward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision) {
+  OpConfig c;
+  c.micro_batch = micro_batch;
+  c.precision = precision;
+  c.autocast = element_bytes(precision) < 4;
+  return forward_ops(model, c);
+}
+
+std::vector<Op> eager_backward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision) {
+  OpConfig c;
+  c.micro_batch = micro_batch;
+  c.precision = precision;
+  c.autocast = element_bytes(precision) < 4;
   return backward_ops(model, c);
 }
 

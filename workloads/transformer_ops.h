@@ -152,6 +152,16 @@ struct OpConfig {
   std::uint32_t layer_count = 0;
   bool embedding = true;               // this stage holds the input embedding (first stage)
   bool head = true;                    // this stage holds final norm, LM head and loss (last stage)
+  // PyTorch eager training of fp32 parameters under torch.autocast (the DDP, Horovod and DataParallel paths,
+  // precision BF16, FP16 or FP8): the residual stream is fp32 (the embedding's output is fp32, and a 16-bit
+  // branch added to it promotes), so the embedding, norms and residual adds read and write 4-byte elements;
+  // each linear layer's input norm output is cast to 16 bits by its own kernel (`ln1_cast`, `ln2_cast`,
+  // `final_ln_cast`: read 4, write e; backward the gradient back, read e, write 4; under FP8 Transformer
+  // Engine's own cast replaces the two in the layers); and the explicit attention's softmax runs in fp32: per
+  // score the forward reads e and writes 4 (softmax), reads 4 and writes 4 + a 1-byte mask (dropout), reads 4
+  // and writes e (the cast ·V reads): 21 B with e = 2 (12 without dropout) against 9 (4); the backward
+  // e + 4 (cast), 4 + 1 + 4 (dropout), 3 × 4 (softmax), 4 + e (cast): 33 B (24) against 11 (6).
+  bool autocast = false;
 };
 
 // Kernels the host dispatches per op (Op::kernels), from the code of Megatron-LM's legacy GPT layer
@@ -182,9 +192,13 @@ std::vector<Op> forward_ops(const ModelSpec& model, const OpConfig& config);
 // recomputed forward ops → embedding). A tied embedding's gradient is complete only after the
 // embedding's backward; on a last stage without the embedding the LM head holds the tied copy.
 std::vector<Op> backward_ops(const ModelSpec& model, const OpConfig& config);
-// Whole model on one GPU, no recomputation, explicit attention (the DDP path).
+// Whole model on one GPU, no recomputation, explicit attention.
 std::vector<Op> forward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision);
 std::vector<Op> backward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision);
+// The same as eager PyTorch runs it (the DDP, Horovod and DataParallel paths): OpConfig::autocast for every
+// precision below fp32.
+std::vector<Op> eager_forward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision);
+std::vector<Op> eager_backward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision);
 
 // Context parallelism: K and V of one rank's s/cp tokens, the message of one ring-attention step:
 // 2·B·(s/cp)·(n_kv/t)·d·e bytes.

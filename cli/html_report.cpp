@@ -688,6 +688,7 @@ struct BreakdownRow {
 workloads::TimeBreakdown mean_breakdown(const workloads::TimeBreakdown& sum, double n) {
   workloads::TimeBreakdown mean;
   mean.compute = sum.compute / n;
+  mean.compute_eager = sum.compute_eager / n;
   mean.exposed_comm = sum.exposed_comm / n;
   mean.exposed_input = sum.exposed_input / n;
   mean.exposed_host = sum.exposed_host / n;
@@ -706,6 +707,7 @@ std::vector<BreakdownRow> stage_rows(const workloads::Job& job, const workloads:
   for (std::uint32_t rank = 0; rank < r.per_gpu.size(); ++rank) {
     const std::uint32_t s = layout.coord(rank).pp;
     sum[s].compute += r.per_gpu[rank].compute;
+    sum[s].compute_eager += r.per_gpu[rank].compute_eager;
     sum[s].exposed_comm += r.per_gpu[rank].exposed_comm;
     sum[s].exposed_input += r.per_gpu[rank].exposed_input;
     sum[s].exposed_host += r.per_gpu[rank].exposed_host;
@@ -778,7 +780,9 @@ void add_scenario_sections(ReportDocument& doc, int level, const workloads::Scen
                 "input stall: only the data loader or host-to-device copy runs; " +
                 "host dispatch stall: the GPU waits for the host thread to issue kernels; " +
                 "idle: the rest (waiting on other GPUs, the pipeline bubble). A job row is its GPU with the most "
-                "exposed communication; a stage row is the mean over that pipeline stage's GPUs.");
+                "exposed communication; a stage row is the mean over that pipeline stage's GPUs. Where a job runs "
+                "PyTorch eager mixed precision (DDP, Horovod, DataParallel), \"of which eager\" is the part of the "
+                "compute spent on autocast's weight and gradient casts and the accumulation into .grad.");
   std::vector<BreakdownRow> rows;
   for (std::size_t j = 0; j < sc.jobs.size(); ++j) {
     const auto& r = result.jobs[j];
@@ -790,10 +794,15 @@ void add_scenario_sections(ReportDocument& doc, int level, const workloads::Scen
     }
   }
   // Host dispatch (host_dispatch.h) gets its columns only when some row has any, as in the text summary.
-  bool any_host = false;
-  for (const BreakdownRow& row : rows) any_host = any_host || row.b.exposed_host.raw() > 0;
+  bool any_host = false, any_eager = false;
+  for (const BreakdownRow& row : rows) {
+    any_host = any_host || row.b.exposed_host.raw() > 0;
+    any_eager = any_eager || row.b.compute_eager.raw() > 0;  // and its column, as `run` prints "of which eager"
+  }
   ReportTable bt;
-  bt.header = {"where", "compute [s]", "exposed comm [s]", "input stall [s]"};
+  bt.header = {"where", "compute [s]"};
+  if (any_eager) bt.header.push_back("of which eager [s]");
+  for (const char* h : {"exposed comm [s]", "input stall [s]"}) bt.header.push_back(h);
   if (any_host) bt.header.push_back("host dispatch [s]");
   for (const char* h : {"idle [s]", "compute [%]", "exposed comm [%]", "input stall [%]"}) bt.header.push_back(h);
   if (any_host) bt.header.push_back("host dispatch [%]");
@@ -806,7 +815,9 @@ void add_scenario_sections(ReportDocument& doc, int level, const workloads::Scen
     const double total =
         b.compute.raw() + b.exposed_comm.raw() + b.exposed_input.raw() + b.exposed_host.raw() + b.idle.raw();
     longest = std::max(longest, total);
-    std::vector<ReportCell> cells = {row.label, fmt("%.6f", b.compute.raw()), fmt("%.6f", b.exposed_comm.raw())};
+    std::vector<ReportCell> cells = {row.label, fmt("%.6f", b.compute.raw())};
+    if (any_eager) cells.emplace_back(fmt("%.6f", b.compute_eager.raw()));
+    cells.emplace_back(fmt("%.6f", b.exposed_comm.raw()));
     cells.emplace_back(fmt("%.6f", b.exposed_input.raw()));
     if (any_host) cells.emplace_back(fmt("%.6f", b.exposed_host.raw()));
     cells.emplace_back(fmt("%.6f", b.idle.raw()));

@@ -265,6 +265,13 @@ TEST_CASE("run --report: a self-contained HTML file with every section, and Mark
   char it[32];
   std::snprintf(it, sizeof it, "%.6f", std::stod(m[1]));
   CHECK(md_row(md, job[1])[2] == it);
+  // The default scenario runs PyTorch DDP under autocast: the breakdown has the eager part of the compute, as
+  // `run` prints "of which eager", --json's compute_eager_s (of GPU 0, the job's breakdown GPU), to 6 decimals.
+  CHECK(md.find("| where | compute [s] | of which eager [s] | exposed comm [s] |") != std::string::npos);
+  REQUIRE(std::regex_search(json, m, std::regex("\"compute_eager_s\": ([-0-9.eE+]+)")));
+  REQUIRE(std::stod(m[1]) > 0);
+  std::snprintf(it, sizeof it, "%.6f", std::stod(m[1]));
+  CHECK(md_row(md, "GPU 0 (most exposed comm)")[2] == it);
   fs::remove_all(dir);
 }
 

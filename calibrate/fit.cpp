@@ -204,6 +204,13 @@ std::string sha256_hex(std::string_view bytes) {
 
 // ---- import ---------------------------------------------------------------------------------------------
 
+std::string import_skip_reason(const MeasuredRun& run) {
+  if (run.rows.empty()) return "printed no result rows (it failed, or the log is cut off)";
+  if (!run.op) return "does not say which collective it measured";
+  if (canonical_op(*run.op).empty()) return "measured " + *run.op + ", which clustersim does not model";
+  return "";
+}
+
 schema::RawMeasurements import_measured_runs(const std::vector<MeasuredRun>& runs, const ImportOptions& options) {
   std::string algorithm = canonical_algorithm(options.algorithm);
   if (algorithm.empty()) algorithm = unmodelled_algorithm(options.algorithm);  // imported; `fit` skips it
@@ -216,10 +223,18 @@ schema::RawMeasurements import_measured_runs(const std::vector<MeasuredRun>& run
                      "\"" + options.protocol + "\" is not a protocol; one of LL, LL128, Simple, default");
   schema::RawMeasurements out;
   schema::RawProvenance& prov = *out.mutable_provenance();
-  std::string sources;
+  std::string sources, gpu_source;
+  // A test of a log of several that cannot be imported (no rows, no name, a collective clustersim does not model)
+  // is left out with a note (import_skip_reason) as long as another run can be; alone, it is an error below.
+  const bool any_importable =
+      std::any_of(runs.begin(), runs.end(), [](const MeasuredRun& r) { return import_skip_reason(r).empty(); });
   for (const MeasuredRun& run : runs) {
     const std::string& file = run.source_file;
     const int line = run.test_line;  // where the test begins in a log of several, else 0
+    if (run.test_line > 0 && any_importable && !import_skip_reason(run).empty()) continue;
+    if (run.rows.empty())
+      throw InputError(file, line, 0, "",
+                       "printed no result rows (it failed, or the log is cut off); nothing to import");
     if (!run.op)
       throw InputError(file, line, 0, "",
                        "does not say which collective it measured (no \"Collective test\" line, "
@@ -244,10 +259,11 @@ schema::RawMeasurements import_measured_runs(const std::vector<MeasuredRun>& run
     const std::string gpu = options.gpu.empty() ? gpu_name_from_headers(run.header_lines) : options.gpu;
     if (prov.gpu().empty()) {
       prov.set_gpu(gpu);
+      gpu_source = run_label(run);
     } else if (!gpu.empty() && gpu != prov.gpu()) {
-      throw InputError(
-          file, line, 0, "",
-          "measured on \"" + gpu + "\", an earlier file on \"" + prov.gpu() + "\"; import one GPU type at a time");
+      throw InputError(file, line, 0, "",
+                       "measured on \"" + gpu + "\" but " + gpu_source + " on \"" + prov.gpu() +
+                           "\"; import one GPU type at a time");
     }
     for (const MeasuredRow& row : run.rows) {
       if (row.size_bytes == 0) continue;  // nothing ran (AG/RS sizes below ranks·16 B)

@@ -61,6 +61,10 @@ struct ImportOptions {
 // measured or on how many GPUs, names an unknown collective, or when `options` names an unknown algorithm or
 // protocol (path "--algo"/"--proto" on "command line").
 schema::RawMeasurements import_measured_runs(const std::vector<MeasuredRun>& runs, const ImportOptions& options);
+// Why a run cannot be imported ("" when it can): it has no rows, does not name its collective, or measured one
+// clustersim does not model (gather, scatter, hypercube, ...). import_measured_runs leaves such a test of a log of
+// several out while another run is importable; the caller notes it.
+std::string import_skip_reason(const MeasuredRun& run);
 
 // Text format of raw measurements (or of a profile), deterministic, with `header` as leading `#` lines.
 std::string message_text(const google::protobuf::Message& message, const std::string& header);

@@ -79,13 +79,27 @@ std::vector<Line> split_lines(std::string_view text) {
   return out;
 }
 
-// `mpirun --tag-output` writes "[1,0]<stdout>:" before every line, `srun --label` "0: " (the task number).
+// `mpirun --tag-output` writes "[1,0]<stdout>:" before every line, `srun --label` "0: " (the task number, padded
+// to the width of the largest: " 3: " with 10 or more tasks; "P0  3: " with a heterogeneous job's component).
 void strip_launcher_prefix(Line& line) {
-  std::size_t digits = 0;
-  while (digits < line.text.size() && digits < 8 && line.text[digits] >= '0' && line.text[digits] <= '9') ++digits;
-  if (digits > 0 && line.text.substr(digits, 2) == ": ") {  // a result row never has ':' after its first number
-    line.text.remove_prefix(digits + 2);
-    line.offset += static_cast<int>(digits + 2);
+  const std::string_view t = line.text;
+  auto digits_from = [&](std::size_t i) {
+    std::size_t j = i;
+    while (j < t.size() && j - i < 8 && t[j] >= '0' && t[j] <= '9') ++j;
+    return j;
+  };
+  std::size_t i = 0;
+  while (i < t.size() && i < 8 && t[i] == ' ') ++i;
+  if (i < t.size() && t[i] == 'P' && digits_from(i + 1) > i + 1) {  // "P0 "
+    i = digits_from(i + 1);
+    const std::size_t after = i;
+    while (i < t.size() && i - after < 8 && t[i] == ' ') ++i;
+    if (i == after) i = t.size();  // "P0" must be followed by a space
+  }
+  const std::size_t j = digits_from(i);
+  if (j > i && t.substr(j, 2) == ": ") {  // a result row never has ':' after its first number
+    line.text.remove_prefix(j + 2);
+    line.offset += static_cast<int>(j + 2);
     return;
   }
   if (line.text.empty() || line.text.front() != '[') return;
@@ -265,8 +279,10 @@ class RunFacts {
     if (op.empty()) return;
     if (strong_op_ && *strong_op_ != op)
       reader_.fail(line, 0,
-                   "this file holds results of more than one test (" + *strong_op_ + " at line " +
-                       std::to_string(strong_op_line_) + ", " + op + " here); give one test per file");
+                   "one test names two collectives (" + *strong_op_ + " at line " + std::to_string(strong_op_line_) +
+                       ", " + op +
+                       " here) without a line that opens a new test between them (\"# nccl-tests "
+                       "version\", \"# Collective test starting\" or \"# nThread\")");
     if (!strong_op_) strong_op_line_ = line;
     strong_op_ = op;
   }
@@ -376,38 +392,73 @@ MeasuredRow parse_log_row(const Reader& r, const std::vector<Token>& t, const Co
 }
 
 // Whether a `#` line (its text after the '#') opens a test: nccl-tests prints "# nccl-tests version …" and
-// "# Collective test starting: all_gather_perf" (since 2.13) or, in older builds, "# nThread 1 nGpus 8 …" first.
-enum class TestMarker { kNone, kPreamble, kStarting };
+// "# Collective test starting: all_gather_perf" (since 2.13) and "# nThread 1 nGpus 8 …" (every build) first.
+enum class TestMarker { kNone, kVersion, kStarting, kThreads };
 TestMarker test_marker(std::string_view body) {
   if (body.find("Collective test starting:") != std::string_view::npos) return TestMarker::kStarting;
   const std::vector<Token> t = split_whitespace(body);
-  if (!t.empty() && (t[0].text == "nccl-tests" || t[0].text == "nThread")) return TestMarker::kPreamble;
+  if (t.empty()) return TestMarker::kNone;
+  if (t[0].text == "nccl-tests") return TestMarker::kVersion;
+  if (t[0].text == "nThread") return TestMarker::kThreads;
   return TestMarker::kNone;
 }
 
+// Whether a `#` line closes a test's table: "# Out of bounds values : 0 OK", "# Avg bus bandwidth : …",
+// "# Collective test concluded: all_gather_perf".
+bool test_footer(std::string_view body) {
+  return body.find("Avg bus bandwidth") != std::string_view::npos ||
+         body.find("Out of bounds values") != std::string_view::npos ||
+         body.find("Collective test concluded:") != std::string_view::npos;
+}
+
 // A log that a script wrote by running several tests one after the other (all_reduce_perf; all_gather_perf; …),
-// cut into one piece per test. A new test begins at a marker line once the current piece has result rows (a line
-// that starts with digits and has 12 or more fields), or at a second "Collective test starting" line (a test that
-// printed no rows). A file of one test stays one piece.
+// cut into one piece per test. A new test begins at a line that opens one (test_marker) once the current piece has
+// result rows (a line that starts with digits and has 12 or more fields), or at a second line of the same kind (a
+// test that printed no rows: it failed). After rows, the lines between the current test's last row or footer line
+// and the opening line (the script's echo of the next command, launcher noise) go to the next test. A file of one
+// test stays one piece.
 std::vector<std::vector<Line>> split_tests(const std::vector<Line>& lines) {
   std::vector<std::vector<Line>> tests(1);
-  bool rows = false, starting = false;
+  bool rows = false;
+  std::set<TestMarker> seen;
+  std::size_t end = 0;  // with rows: the current piece's lines up to its last row or footer line
   for (const Line& l : lines) {
     const std::string_view text = trim(l.text);
     if (!text.empty() && text.front() == '#') {
-      const TestMarker m = test_marker(text.substr(1));
-      if (m != TestMarker::kNone && (rows || (m == TestMarker::kStarting && starting))) {
-        tests.emplace_back();
-        rows = starting = false;
+      const std::string_view body = text.substr(1);
+      const TestMarker m = test_marker(body);
+      if (m != TestMarker::kNone && (rows || seen.contains(m))) {
+        std::vector<Line> next;
+        if (rows) {
+          next.assign(tests.back().begin() + static_cast<std::ptrdiff_t>(end), tests.back().end());
+          tests.back().resize(end);
+        }
+        tests.push_back(std::move(next));
+        rows = false;
+        seen.clear();
       }
-      starting = starting || m == TestMarker::kStarting;
+      if (m != TestMarker::kNone) seen.insert(m);
+      if (rows && test_footer(body)) end = tests.back().size() + 1;
     } else {
       const std::vector<Token> t = split_whitespace(text);
-      if (t.size() >= 12 && all_digits(t[0].text)) rows = true;
+      if (t.size() >= 12 && all_digits(t[0].text)) {
+        rows = true;
+        end = tests.back().size() + 1;
+      }
     }
     tests.back().push_back(l);
   }
   return tests;
+}
+
+// Whether a piece of a log has a result row (split_tests' test: digits first, 12 or more fields).
+bool has_rows(const std::vector<Line>& test) {
+  return std::any_of(test.begin(), test.end(), [](const Line& l) {
+    const std::string_view text = trim(l.text);
+    if (text.empty() || text.front() == '#') return false;
+    const std::vector<Token> t = split_whitespace(text);
+    return t.size() >= 12 && all_digits(t[0].text);
+  });
 }
 
 // The collective a piece of a log names in its "Collective test starting" line, if any.
@@ -462,14 +513,16 @@ MeasuredRun parse_log(const std::vector<Line>& lines, const std::string& file) {
         if (!run.rows.empty())
           r.fail(l.number, 1,
                  "a second result table starts here (the first has " + std::to_string(run.rows.size()) +
-                     " rows); give one run per file");
+                     " rows) without a line that opens a new test before it (\"# nccl-tests version\", \"# "
+                     "Collective test starting\" or \"# nThread\"): the log is garbled");
         header = c;
         header_line = l.number;
       }
       continue;
     }
     const std::vector<Token> t = split_whitespace(l.text, 1 + l.offset);
-    if (!all_digits(t[0].text) || l.number < first_header_line) {
+    // After the closing "# Avg bus bandwidth" the table is over: a script's exit code or timestamp is no row.
+    if (!all_digits(t[0].text) || l.number < first_header_line || run.complete) {
       facts.other_line(text);
       continue;
     }
@@ -529,6 +582,11 @@ std::string cut_off_note(const MeasuredRun& run) {
   return "# note: " + run_label(run) + " ends without nccl-tests' closing \"# Avg bus bandwidth\" line after its " +
          std::to_string(run.rows.size()) + " rows (the last of " + std::to_string(run.rows.back().size_bytes) +
          " B): the run may be cut off\n";
+}
+
+std::string no_rows_note(const MeasuredRun& run, const std::string& what) {
+  if (!run.rows.empty()) return "";
+  return "# note: " + run_label(run) + " printed no result rows (it failed, or the log is cut off); " + what + "\n";
 }
 
 std::string wrong_rows_note(const MeasuredRun& run, const std::string& what) {
@@ -636,20 +694,24 @@ std::vector<MeasuredRun> parse_measured_runs(std::string_view text, const std::s
   if (tests.size() == 1) return {parse_log(lines, file)};
   std::vector<MeasuredRun> runs;
   for (const std::vector<Line>& test : tests) {
-    const int first = test.front().number;
+    int first = test.front().number;  // the test's first line that is not blank
+    for (const Line& l : test)
+      if (!trim(l.text).empty()) {
+        first = l.number;
+        break;
+      }
     MeasuredRun run;
-    try {
+    if (has_rows(test)) {
       run = parse_log(test, file);
-    } catch (const InputError& e) {
-      // A test that printed its preamble and no rows (it failed, or the log ends there): say so at its start.
-      const std::optional<std::string> op = test_op(test);
-      if (e.message().find("no result table found") == std::string::npos &&
-          e.message().find("the result table has no rows") == std::string::npos)
-        throw;
-      throw InputError(file, first, 0, "",
-                       "the " + (op ? *op + " " : std::string()) +
-                           "test that starts here printed no result rows (it failed, or the log is cut off); remove "
-                           "it from the file");
+    } else {
+      // A test that printed its preamble and no rows (it failed, or the log ends there): a run without rows, which
+      // select_run and import leave out with a note (no_rows_note).
+      run.source_file = file;
+      run.op = test_op(test);
+      run.complete = false;
+      for (const Line& l : test)
+        if (const std::string_view t = trim(l.text); !t.empty() && t.front() == '#')
+          run.header_lines.emplace_back(l.text);
     }
     run.test_line = first;
     // What a test does not restate (NCCL prints its version once per process), it shares with the test before it.
@@ -702,14 +764,22 @@ const MeasuredRun& select_run(const std::vector<MeasuredRun>& runs, const std::s
   for (const MeasuredRun& run : runs)
     if (run.op && key(*run.op) == key(op)) matching.push_back(&run);
   const std::string& file = runs.front().source_file;
-  if (matching.empty())
-    throw InputError(
-        "command line", 0, 0, option,
-        file + " holds " + std::to_string(runs.size()) + " tests (" + tests_text(runs) + "), none of " + op);
+  if (matching.empty()) {
+    const bool unnamed = std::any_of(runs.begin(), runs.end(), [](const MeasuredRun& r) { return !r.op; });
+    throw InputError("command line", 0, 0, option,
+                     file + " holds " + std::to_string(runs.size()) + " tests (" + tests_text(runs) + "), none of " +
+                         op +
+                         (unnamed ? std::string("; a test is named by its \"# Collective test starting\" line or "
+                                                "the *_perf command before it")
+                                  : std::string()));
+  }
   if (matching.size() > 1)
     throw InputError(file, matching[1]->test_line, 0, "",
                      "a second " + op + " test starts here (the first at line " +
                          std::to_string(matching[0]->test_line) + "); keep the one to compare with");
+  if (matching.front()->rows.empty())
+    throw InputError(file, matching.front()->test_line, 0, "",
+                     "the " + op + " test that starts here printed no result rows (it failed, or the log is cut off)");
   return *matching.front();
 }
 

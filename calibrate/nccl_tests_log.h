@@ -89,6 +89,10 @@ std::string run_label(const MeasuredRun& run);
 // "" for a complete run; else a `#` line saying that the log may be cut off after its last row.
 std::string cut_off_note(const MeasuredRun& run);
 
+// "" for a run with rows; else a `#` line saying that the test (one of a log of several) printed none, and `what`
+// happens to it ("not imported").
+std::string no_rows_note(const MeasuredRun& run, const std::string& what);
+
 // "" when nccl-tests found no wrong results; else `#` lines naming the rows (sizes and lines) whose results were
 // wrong, after `what` says what happens to them ("not imported").
 std::string wrong_rows_note(const MeasuredRun& run, const std::string& what);
@@ -96,8 +100,10 @@ std::string wrong_rows_note(const MeasuredRun& run, const std::string& what);
 // Parses `text` (read from `file`, which is used only in errors and as source_file): every test in it, in file
 // order. A log may hold several tests one after the other, as a script that runs all_reduce_perf, all_gather_perf,
 // … into one file writes them; each begins at nccl-tests' "# nccl-tests version", "# Collective test starting" or
-// (older builds) "# nThread" line after the previous test's rows. Facts a test does not restate (the NCCL version,
-// the ranks) are the previous test's. A CSV holds one run.
+// "# nThread" line after the previous test's rows (the lines after those rows and their footer, such as the
+// script's echo of the next command, are the next test's). Facts a test does not restate (the NCCL version, the
+// ranks) are the previous test's. A test of such a log that printed no rows (it failed, or the log is cut off) is a
+// run without rows (no_rows_note). A CSV holds one run.
 std::vector<MeasuredRun> parse_measured_runs(std::string_view text, const std::string& file);
 
 // The same for a file that must hold one test (InputError naming the tests when it holds several).

@@ -153,8 +153,23 @@ int import_command(const std::vector<std::string>& args, std::ostream& out) {
              (raw.provenance().hosts() ? std::to_string(raw.provenance().hosts()) : std::string("?")) +
              (raw.provenance().hosts() == 1 ? " host" : " hosts") + ", NCCL " +
              (raw.provenance().nccl_version().empty() ? std::string("?") : raw.provenance().nccl_version()) + "\n";
-  for (const calibrate::MeasuredRun& run : runs)
+  std::map<std::string, std::vector<const calibrate::MeasuredRun*>> per_file_op;  // file and collective → tests
+  for (const calibrate::MeasuredRun& run : runs) {
+    if (const std::string why = calibrate::import_skip_reason(run); run.test_line > 0 && !why.empty()) {
+      summary += "# note: " + calibrate::run_label(run) + " " + why + ": not imported\n";
+      continue;
+    }
     summary += calibrate::cut_off_note(run) + calibrate::wrong_rows_note(run, "not imported");
+    if (run.test_line > 0 && run.op) per_file_op[run.source_file + "\n" + *run.op].push_back(&run);
+  }
+  // One log measured the same collective twice: both runs are imported, and `fit` sees their samples together.
+  for (const auto& [key, tests] : per_file_op) {
+    if (tests.size() < 2) continue;
+    std::string lines;
+    for (const calibrate::MeasuredRun* t : tests) lines += (lines.empty() ? "" : ", ") + std::to_string(t->test_line);
+    summary += "# note: " + tests.front()->source_file + " holds " + std::to_string(tests.size()) + " " +
+               *tests.front()->op + " tests (lines " + lines + "): all imported; fit takes their samples together\n";
+  }
   write_file_atomically(output, calibrate::message_text(raw,
                                                         "Raw measurements imported by `clustersim calibrate "
                                                         "import-nccl-tests` (schema: calibrate/raw.proto)."));

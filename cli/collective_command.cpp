@@ -285,6 +285,8 @@ std::string comparison_json(const workloads::Scenario& scenario, CollectiveOp op
   out += "  \"ranks\": \"" + gpu_ranges_text(gpus) + "\",\n";
   out += "  \"fidelity\": \"" + fidelity_name(scenario.fidelity) + "\",\n";
   out += "  \"measured_file\": \"" + sim::json_escape(measured.source_file) + "\",\n";
+  // In a log of several tests, the line where the compared test begins (0 when the file holds one).
+  out += "  \"measured_test_line\": " + std::to_string(measured.test_line) + ",\n";
   // The NCCL releases of the run and of the profile's tuning constants ("" where not stated).
   out += "  \"measured_nccl_version\": \"" + sim::json_escape(measured.nccl_version.value_or("")) + "\",\n";
   out += "  \"profile_nccl_version\": \"" + sim::json_escape(c.profile_nccl_version) + "\",\n";
@@ -432,9 +434,10 @@ Comparison compare_collective(const workloads::Scenario& scenario, CollectiveOp 
                        "the file measured " + std::string(workloads::to_string(*file_op)) + " but --op is " +
                            workloads::to_string(op));
   }
+  const std::string label = calibrate::run_label(measured);  // the file, and in a log of several tests which one
   if (measured.gpus && *measured.gpus != gpus.size())
     throw InputError("command line", 0, 0, "--ranks",
-                     file + " measured " + std::to_string(*measured.gpus) + " GPUs but the communicator has " +
+                     label + " measured " + std::to_string(*measured.gpus) + " GPUs but the communicator has " +
                          communicator_text(scenario, gpus) + "; choose " + std::to_string(*measured.gpus) +
                          " GPUs with --ranks or a scenario of that size");
   if (measured.nodes) {
@@ -442,7 +445,7 @@ Comparison compare_collective(const workloads::Scenario& scenario, CollectiveOp 
     for (std::uint32_t g : gpus) nodes.insert(scenario.cluster.node_of(g));
     if (nodes.size() != *measured.nodes)
       throw InputError("command line", 0, 0, "--ranks",
-                       file + " measured " + std::to_string(*measured.nodes) + " node" +
+                       label + " measured " + std::to_string(*measured.nodes) + " node" +
                            (*measured.nodes == 1 ? "" : "s") + " but the communicator has " +
                            communicator_text(scenario, gpus) + "; the scenario's nodes must match the measurement's");
   }

@@ -378,14 +378,22 @@ TEST_CASE("measured runs: cut-off and foreign input are InputErrors with file:li
                                                     6),
                                         "a.out");
         }) == "a.out:1:5: binary data: not an nccl-tests log or a validation CSV");
-  // Two tests one after the other: the second (line 7) printed its start and nothing else.
-  CHECK(error_of([&] {
-          calibrate::parse_measured_runs("# Collective test starting: all_reduce_perf\n" + header + row1 +
-                                             "# Collective test starting: all_gather_perf\n",
-                                         "two.log");
-        }) ==
-        "two.log:7: the all_gather test that starts here printed no result rows (it failed, or the log is cut off); "
-        "remove it from the file");
+  // Two tests one after the other: the second (line 7) printed its start and nothing else. It is a run without
+  // rows, which a note names and select_run refuses.
+  const std::vector<calibrate::MeasuredRun> two = calibrate::parse_measured_runs(
+      "# Collective test starting: all_reduce_perf\n" + header + row1 + "# Collective test starting: all_gather_perf\n",
+      "two.log");
+  REQUIRE(two.size() == 2);
+  CHECK(two[0].rows.size() == 1);
+  CHECK(two[1].rows.empty());
+  CHECK(two[1].test_line == 7);
+  CHECK(calibrate::no_rows_note(two[1], "not imported") ==
+        "# note: two.log (its all_gather test, from line 7) printed no result rows (it failed, or the log is cut off); "
+        "not imported\n");
+  CHECK(calibrate::no_rows_note(two[0], "not imported").empty());
+  CHECK(error_of([&] { calibrate::select_run(two, "all_gather", "--op"); }) ==
+        "two.log:7: the all_gather test that starts here printed no result rows (it failed, or the log is cut off)");
+  CHECK(calibrate::select_run(two, "all_reduce", "--op").rows.size() == 1);
   // Two tests of an older nccl-tests (each opens with "# nThread"): two runs, which a one-test reader refuses.
   CHECK(calibrate::parse_measured_runs(header + row1 + header + row1, "twice.log").size() == 2);
   CHECK(error_of([&] { calibrate::parse_measured_run(header + row1 + header + row1, "twice.log"); }) ==
@@ -394,7 +402,8 @@ TEST_CASE("measured runs: cut-off and foreign input are InputErrors with file:li
   // A second table header after rows, with no line that opens a test before it, is no second test.
   const std::string table = header.substr(header.find("#\n"));
   CHECK(error_of([&] { calibrate::parse_measured_runs(header + row1 + table + row1, "twice.log"); }) ==
-        "twice.log:7:1: a second result table starts here (the first has 1 rows); give one run per file");
+        "twice.log:7:1: a second result table starts here (the first has 1 rows) without a line that opens a new test "
+        "before it (\"# nccl-tests version\", \"# Collective test starting\" or \"# nThread\"): the log is garbled");
   // Without a header, a row's field count must be one of the two layouts.
   CHECK(error_of([&] {
           calibrate::parse_measured_run("8 2 float sum -1 37.33\n", "frag.log");

@@ -245,9 +245,11 @@ TEST_CASE("calibrate: bad input exits 2 with file and field") {
         "error: command line: -o: missing (required): the profile file to write\n");
   // Two GPU types into one raw file: its provenance could name only one (the A100 rows were labelled H100).
   CHECK(err("calibrate import-nccl-tests validation/nccl/h100_8gpu_nvswitch_allreduce_ring.csv "
-            "validation/nccl/a100_8gpu_nvswitch_allreduce.csv" + out) ==
-        "error: validation/nccl/a100_8gpu_nvswitch_allreduce.csv: measured on \"NVIDIA A100-SXM4-80GB\", an earlier "
-        "file on \"NVIDIA H100 80GB HBM3\"; import one GPU type at a time\n");
+            "validation/nccl/a100_8gpu_nvswitch_allreduce.csv" +
+            out) ==
+        "error: validation/nccl/a100_8gpu_nvswitch_allreduce.csv: measured on \"NVIDIA A100-SXM4-80GB\" but "
+        "validation/nccl/h100_8gpu_nvswitch_allreduce_ring.csv on \"NVIDIA H100 80GB HBM3\"; import one GPU type at a "
+        "time\n");
   CHECK(err("calibrate import-nccl-tests validation/nccl/h100_8gpu_nvswitch_allreduce_ring.csv --algo spiral" + out) ==
         "error: command line: --algo: \"spiral\" is not an algorithm; one of ring, tree, nvls, collnet, hierarchical, "
         "p2p, default\n");

@@ -324,14 +324,15 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
     if (what)
       in.fail(pre + "parallel." + what, std::string(workloads::to_string(fw)) +
                                             " runs data parallelism only; model parallelism needs framework MEGATRON");
+    // FSDP and DeepSpeed ZeRO take activation checkpointing; every framework takes FlashAttention (eager PyTorch's
+    // F.scaled_dot_product_attention in DDP, Horovod and DataParallel).
     if (out.sequence_parallel || out.distributed_optimizer || out.pp_scatter_gather || out.overlap_grad_reduce ||
-        out.tp_comm_overlap || out.overlap_param_gather ||
-        (!sharded &&  // FSDP and DeepSpeed ZeRO take activation checkpointing and FlashAttention
-         (out.recompute != workloads::Recompute::kNone || out.attention != workloads::AttentionKernel::kExplicit)))
+        out.tp_comm_overlap || out.overlap_param_gather || (!sharded && out.recompute != workloads::Recompute::kNone))
       in.fail(pre + "parallel.framework", std::string(workloads::to_string(fw)) +
                                               " does not take Megatron options (sequence_parallel, "
                                               "distributed_optimizer, pp_scatter_gather, overlap_grad_reduce, "
-                                              "tp_comm_overlap, overlap_param_gather, recompute, flash_attention)");
+                                              "tp_comm_overlap, overlap_param_gather" +
+                                              (sharded ? "" : ", recompute") + ")");
   }
   if (p.has_horovod_fusion_mib() || p.has_horovod_cycle_ms() || p.has_horovod_hierarchical()) {
     if (fw != workloads::Framework::kHorovod)

@@ -688,7 +688,7 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
                    grouped && !pp_outer ? p : 1u,
                    plan.sequence_parallel,
                    megatron ? plan.recompute : Recompute::kNone,
-                   megatron ? plan.attention : AttentionKernel::kExplicit,
+                   plan.attention,  // DDP too: F.scaled_dot_product_attention's fused kernel
                    megatron ? load : 1.0,
                    megatron && cp > 1 ? lpc : 0u,
                    !megatron && element < 4};  // DDP: the eager ops (eager_forward_ops), as ddp_graph.cpp runs

@@ -138,8 +138,9 @@ JobGraph build_ddp_job(const Scenario& sc, const Job& job, sim::TaskGraph& graph
   JobGraph it;
   const auto ranks = static_cast<std::uint32_t>(job.gpus.size());
   const Precision prec = job.training.precision;
-  const std::vector<Op> fwd = eager_forward_ops(job.model, job.parallel.micro_batch, prec);
-  const std::vector<Op> bwd = eager_backward_ops(job.model, job.parallel.micro_batch, prec);
+  const ParallelPlan& par = job.parallel;
+  const std::vector<Op> fwd = eager_forward_ops(job.model, par.micro_batch, prec, par.attention, par.flash_kernel);
+  const std::vector<Op> bwd = eager_backward_ops(job.model, par.micro_batch, prec, par.attention, par.flash_kernel);
   // PyTorch AMP keeps fp32 weights and gradients: the optimizer writes no 16-bit copy.
   const Op opt = optimizer_op(job.model.parameter_count(), job.training.optimizer, ddp_gradient_bytes(prec).raw(),
                               false);

@@ -119,10 +119,12 @@ JobGraph build_data_parallel_job(const Scenario& sc, const Job& job, sim::TaskGr
   const calibrate::GpuPerformance& gpu = sc.profile.gpu;
 
   // The replicas run the model without the loss; GPU 0 runs the loss over all n·b samples.
-  const std::vector<Op> fwd = without(eager_forward_ops(model, b, prec), "loss.fwd");
-  const std::vector<Op> bwd = without(eager_backward_ops(model, b, prec), "loss.bwd");
-  const Op loss_fwd = find_op(eager_forward_ops(model, b * n, prec), "loss.fwd");
-  const Op loss_bwd = find_op(eager_backward_ops(model, b * n, prec), "loss.bwd");
+  const AttentionKernel attention = job.parallel.attention;
+  const FlashKernel kernel = job.parallel.flash_kernel;
+  const std::vector<Op> fwd = without(eager_forward_ops(model, b, prec, attention, kernel), "loss.fwd");
+  const std::vector<Op> bwd = without(eager_backward_ops(model, b, prec, attention, kernel), "loss.bwd");
+  const Op loss_fwd = find_op(eager_forward_ops(model, b * n, prec, attention, kernel), "loss.fwd");
+  const Op loss_bwd = find_op(eager_backward_ops(model, b * n, prec, attention, kernel), "loss.bwd");
   const Op opt = optimizer_op(model.parameter_count(), job.training.optimizer, ddp_gradient_bytes(prec).raw(), false);
 
   // Forward kernels are launched by n Python threads under one GIL (see the header).
@@ -265,8 +267,8 @@ JobGraph build_horovod_job(const Scenario& sc, const Job& job, sim::TaskGraph& g
   const Precision prec = job.training.precision;
   const ParallelPlan& par = job.parallel;
   const calibrate::GpuPerformance& gpu = sc.profile.gpu;
-  const std::vector<Op> fwd = eager_forward_ops(job.model, par.micro_batch, prec);
-  const std::vector<Op> bwd = eager_backward_ops(job.model, par.micro_batch, prec);
+  const std::vector<Op> fwd = eager_forward_ops(job.model, par.micro_batch, prec, par.attention, par.flash_kernel);
+  const std::vector<Op> bwd = eager_backward_ops(job.model, par.micro_batch, prec, par.attention, par.flash_kernel);
   const Op opt = optimizer_op(job.model.parameter_count(), job.training.optimizer, ddp_gradient_bytes(prec).raw(),
                               false);
   std::vector<Seconds> fwd_time, bwd_time;

@@ -67,6 +67,7 @@ MemoryEstimate estimate_ddp_memory(const Job& job, const calibrate::GpuPerforman
   one_gpu.micro_batch = job.parallel.micro_batch;
   one_gpu.precision = job.training.precision;
   one_gpu.autocast = mixed;
+  one_gpu.attention = job.parallel.attention;  // F.scaled_dot_product_attention's flash kernel: no s² term
   Bytes layers;
   for (std::uint32_t l = 0; l < m.layers; ++l) layers += layer_activation_bytes(m, l, one_gpu);
   const double embedding_mask = m.dropout ? s * b * h * scale : 0.0;  // the embedding's dropout mask

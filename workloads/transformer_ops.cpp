@@ -98,8 +98,36 @@ class LayerBuilder {
  public:
   LayerBuilder(const ModelSpec& m, const OpConfig& c) : m_(m), c_(c), d_(dims_of(m, c)) {}
   const Dims& dims() const { return d_; }
-  // Autocast's casts of the layers' norm outputs (OpConfig::autocast; under FP8 Transformer Engine casts).
-  bool autocast_casts() const { return c_.autocast && c_.precision != Precision::kFP8; }
+  // Autocast's casts of the layers' norm outputs (OpConfig::autocast; under FP8 Transformer Engine's
+  // cast_if_needed makes the same 16-bit copy of the fp32 norm output before its FP8 quantisation).
+  bool autocast_casts() const { return c_.autocast; }
+
+  // Eager PyTorch's explicit attention between the two GEMMs under autocast (OpConfig::autocast), bytes per score
+  // in nanoGPT's order (att * scale; masked_fill; softmax; dropout; att @ v), e = 2:
+  //   forward   scale (read e, write e) + causal mask (read e, write e) + softmax to fp32 (FP16: one kernel, read 2,
+  //             write 4; BF16: a cast, read 2 write 4, then an fp32 softmax, read 4 write 4: PyTorch fuses the
+  //             conversion for Half only) + dropout in fp32 (read 4, write 4 and the 1-byte mask) + the cast ·V reads
+  //             (read 4, write e): FP16 29, BF16 37 (without dropout 20, 28)
+  //   backward  the cast's (read e, write 4) + dropout's (read 4 and the mask, write 4) + softmax's (FP16 one kernel,
+  //             read 4 + 4 write 2; BF16 in fp32, read 4 + 4 write 4, then its input cast's, read 4 write e) + the
+  //             mask's and the scale's (read e, write e each): FP16 33, BF16 41 (without dropout 24, 32)
+  // and the kernels each runs: FP16 5 forward and 5 backward, BF16 6 and 6 (one fewer each without dropout).
+  bool half_softmax() const { return c_.precision == Precision::kFP16; }
+  double eager_softmax_bytes(bool forward) const {
+    const double e = d_.e, dropout = m_.dropout ? 1 : 0;
+    if (forward) return 2 * e + 2 * e + (half_softmax() ? e + 4 : (e + 4) + 8) + dropout * 9 + (4 + e);
+    return (e + 4) + dropout * 9 + (half_softmax() ? 8 + e : 12 + (4 + e)) + 2 * e + 2 * e;
+  }
+  double eager_softmax_kernels() const { return (half_softmax() ? 5 : 6) - (m_.dropout ? 0 : 1); }
+  // Eager dropout and residual add (OpConfig::autocast), bytes per element: forward dropout of the 16-bit branch
+  // (read e, write e and the mask) then the add that promotes to fp32 (read e + r, write r): 15 with dropout, 10
+  // without; backward the add's gradient cast to the branch's 16 bits (read r, write e) then dropout's (read e and
+  // the mask, write e): 11 and 6. Kernels 2 and 2 (1 and 1 without dropout).
+  double eager_residual_bytes(bool forward) const {
+    const double e = d_.e, r = d_.r, dropout = m_.dropout ? 1 : 0;
+    return forward ? dropout * (2 * e + 1) + (e + 2 * r) : (r + e) + dropout * (2 * e + 1);
+  }
+  double eager_residual_kernels() const { return m_.dropout ? 2 : 1; }
 
   double norm_flops_fwd() const { return m_.norm == Norm::kLayerNorm ? 8 : 4; }
   double norm_flops_bwd() const { return m_.norm == Norm::kLayerNorm ? 10 : 6; }
@@ -216,12 +244,8 @@ class LayerBuilder {
     // Megatron's CoreAttention: the fused scale-mask-softmax kernel (reads the scores, writes P), then the
     // attention dropout as its own kernel (reads P, writes the dropped P and a 1-byte mask): 4e + 1 B per score.
     // Without dropout (p = 0: PyTorch's dropout returns its input, no kernel, no mask) 2e B.
-    // Under autocast (OpConfig::autocast) softmax writes fp32, dropout works in fp32 and a cast gives ·V its
-    // 16-bit input: e + 4, 4 + 4 + 1, 4 + e B per score (without dropout e + 4, 4 + e).
-    const double per_score = c_.autocast
-                                 ? (m_.dropout ? (d_.e + 4) + (4 + 4 + 1) + (4 + d_.e) : (d_.e + 4) + (4 + d_.e))
-                             : m_.dropout ? d_.e * 4 + 1
-                                          : d_.e * 2;
+    // Eager PyTorch under autocast runs its own kernels instead (eager_softmax_bytes).
+    const double per_score = c_.autocast ? eager_softmax_bytes(true) : m_.dropout ? d_.e * 4 + 1 : d_.e * 2;
     Op softmax = elementwise(p + "softmax.fwd", 5 * scores, per_score * scores);
     softmax.attention_core = true;
     ops.push_back(softmax);
@@ -245,11 +269,8 @@ class LayerBuilder {
     ops.push_back(attention_gemm(p + "attn_values.bwd", d_.s, d_.d, d_.s, 2 * Ba, d_.e * (2 * scores + 2 * qt + 2 * kvt)));
     // The dropout's backward (reads dP' and the mask, writes dP) and the fused softmax backward (reads dP and
     // P, writes dS): 5e + 1 B per score; 3e without dropout.
-    // Under autocast: the cast's backward (e + 4), dropout's (4 + 1 + 4), softmax's in fp32 (3 × 4) and the
-    // backward of softmax's own input cast (4 + e) B per score (without dropout no dropout term).
-    const double per_score = c_.autocast  ? (d_.e + 4) + (m_.dropout ? 4 + 1 + 4 : 0) + 3 * 4 + (4 + d_.e)
-                             : m_.dropout ? d_.e * 5 + 1
-                                          : d_.e * 3;
+    // Eager PyTorch under autocast: eager_softmax_bytes.
+    const double per_score = c_.autocast ? eager_softmax_bytes(false) : m_.dropout ? d_.e * 5 + 1 : d_.e * 3;
     Op softmax = elementwise(p + "softmax.bwd", 4 * scores, per_score * scores);
     softmax.attention_core = true;
     ops.push_back(softmax);
@@ -271,7 +292,8 @@ class LayerBuilder {
     push_fwd(qkv(p));
     for (Op& op : attention_core_fwd(p)) ops.push_back(std::move(op));
     push_fwd(proj(p));
-    ops.push_back(elementwise(p + "residual1.fwd", 2 * act, (d_.e + 2 * d_.r) * act + act));
+    ops.push_back(elementwise(p + "residual1.fwd", 2 * act,
+                              c_.autocast ? eager_residual_bytes(true) * act : d_.e * 3 * act + act));
     ops.push_back(elementwise(p + "ln2.fwd", norm_flops_fwd() * act, d_.r * 2 * act));
     if (autocast_casts()) ops.push_back(elementwise(p + "ln2_cast.fwd", act, (d_.r + d_.e) * act));
     if (m_.is_moe_layer(layer)) {
@@ -294,7 +316,8 @@ class LayerBuilder {
       ops.push_back(act_fwd(p, activation_name(m_), d_.T, m_.ffn_hidden / d_.t));
       push_fwd(fc2(p, "fc2", m_.ffn_hidden));
     }
-    ops.push_back(elementwise(p + "residual2.fwd", 2 * act, (d_.e + 2 * d_.r) * act + act));
+    ops.push_back(elementwise(p + "residual2.fwd", 2 * act,
+                              c_.autocast ? eager_residual_bytes(true) * act : d_.e * 3 * act + act));
     return ops;
   }
 
@@ -307,7 +330,8 @@ class LayerBuilder {
       ops.push_back(dgrad(x));
       ops.push_back(wgrad(x));
     };
-    ops.push_back(elementwise(p + "residual2.bwd", act, (d_.r + d_.e) * act + act));
+    ops.push_back(
+        elementwise(p + "residual2.bwd", act, c_.autocast ? eager_residual_bytes(false) * act : d_.e * 2 * act + act));
     if (m_.is_moe_layer(layer)) {
       const double routed = d_.T * m_.top_k, fe = m_.expert_ffn();
       const double tl = permuted_tokens(), pl = tl * m_.top_k;
@@ -330,7 +354,8 @@ class LayerBuilder {
     }
     if (autocast_casts()) ops.push_back(elementwise(p + "ln2_cast.bwd", act, (d_.e + d_.r) * act));
     ops.push_back(elementwise(p + "ln2.bwd", norm_flops_bwd() * act, d_.r * 3 * act, m_.norm_parameters()));
-    ops.push_back(elementwise(p + "residual1.bwd", act, (d_.r + d_.e) * act + act));
+    ops.push_back(
+        elementwise(p + "residual1.bwd", act, c_.autocast ? eager_residual_bytes(false) * act : d_.e * 2 * act + act));
     add_linear(proj(p));
     for (Op& op : attention_core_bwd(p)) ops.push_back(std::move(op));
     add_linear(qkv(p));
@@ -379,8 +404,8 @@ double dispatch_kernels(const std::string& name, bool biases) {
   return forward;  // fwd, recompute, dgrad, wgrad
 }
 
-// The cross-entropy over the vocabulary as Megatron-LM's vocab-parallel cross-entropy runs it (and PyTorch's
-// F.cross_entropy under autocast, which also works in fp32): unfused passes over the T x V/t logits in fp32.
+// The cross-entropy over the vocabulary as Megatron-LM's vocab-parallel cross-entropy runs it: unfused passes over
+// the T x V/t logits in fp32 (eager PyTorch's F.cross_entropy: eager_cross_entropy_bytes_per_logit below).
 // Bytes per logit, for logits of e bytes from the LM head GEMM:
 //   forward  logits.float() (read e, write 4; none when e = 4) + row max (read 4) + subtract the max (read 4,
 //            write 4) + exp in place (read 4, write 4) + row sum (read 4) + divide in place, kept for backward
@@ -399,6 +424,35 @@ double cross_entropy_bwd_bytes_per_logit(double element_bytes) {
   return 8 + cross_entropy_cast_bytes_per_logit(element_bytes);
 }
 
+// PyTorch's F.cross_entropy as eager PyTorch runs it under autocast (OpConfig::autocast; cross_entropy is one of
+// autocast's fp32 ops): forward the cast of the 16-bit logits (read e, write 4) and one log_softmax kernel (read 4,
+// write 4, kept for backward), nll_loss reading the T target entries only: e + 12 B per logit (14 with e = 2), 3
+// kernels; backward nll_loss's gradient, a zeroed fp32 T x V tensor with the targets scattered in (write 4),
+// log_softmax's backward (read 4 + 4, write 4) and the cast's (read 4, write e): 20 + e B (22), 4 kernels.
+double eager_cross_entropy_bytes_per_logit(double element_bytes, bool forward) {
+  return forward ? cross_entropy_cast_bytes_per_logit(element_bytes) + 8
+                 : 4 + 12 + cross_entropy_cast_bytes_per_logit(element_bytes);
+}
+
+}  // namespace
+
+namespace {
+
+// Op::kernels: dispatch_kernels' count (Megatron-LM's fused kernels), or under autocast (OpConfig::autocast) the
+// eager kernels of the ops whose fusion eager PyTorch does not have: the explicit attention's softmax part, dropout
+// and residual add, and the cross-entropy.
+double eager_kernels(const Op& op, const OpConfig& config, const LayerBuilder& builder, bool biases) {
+  const double megatron = dispatch_kernels(op.name, biases);
+  if (!config.autocast) return megatron;
+  auto is = [&](std::string_view suffix) { return op.name.ends_with(suffix); };
+  if (is("softmax.fwd") || is("softmax.bwd")) return builder.eager_softmax_kernels();
+  if (is("residual1.fwd") || is("residual2.fwd") || is("residual1.bwd") || is("residual2.bwd"))
+    return builder.eager_residual_kernels();
+  if (op.name == "loss.fwd") return 3;
+  if (op.name == "loss.bwd") return 4;
+  return megatron;
+}
+
 }  // namespace
 
 std::vector<Op> forward_ops(const ModelSpec& model, const OpConfig& config) {
@@ -415,9 +469,11 @@ std::vector<Op> forward_ops(const ModelSpec& model, const OpConfig& config) {
     // The LM head is a 16-bit GEMM under every precision: autocast casts its input.
     if (config.autocast) ops.push_back(elementwise("final_ln_cast.fwd", act_n, (d.r + d.e) * act_n));
     ops.push_back(gemm("lm_head.fwd", d.T, d.h, d.V_r, d.e));
-    ops.push_back(elementwise("loss.fwd", 5 * d.T * d.V_r, cross_entropy_fwd_bytes_per_logit(d.e) * d.T * d.V_r));
+    const double per_logit =
+        config.autocast ? eager_cross_entropy_bytes_per_logit(d.e, true) : cross_entropy_fwd_bytes_per_logit(d.e);
+    ops.push_back(elementwise("loss.fwd", 5 * d.T * d.V_r, per_logit * d.T * d.V_r));
   }
-  for (Op& op : ops) op.kernels = dispatch_kernels(op.name, model.biases);
+  for (Op& op : ops) op.kernels = eager_kernels(op, config, builder, model.biases);
   return ops;
 }
 
@@ -429,7 +485,9 @@ std::vector<Op> backward_ops(const ModelSpec& model, const OpConfig& config) {
   std::vector<Op> ops;
   if (config.head) {
     const double act_n = d.Tn * d.h;
-    ops.push_back(elementwise("loss.bwd", 3 * d.T * d.V_r, cross_entropy_bwd_bytes_per_logit(d.e) * d.T * d.V_r));
+    const double per_logit =
+        config.autocast ? eager_cross_entropy_bytes_per_logit(d.e, false) : cross_entropy_bwd_bytes_per_logit(d.e);
+    ops.push_back(elementwise("loss.bwd", 3 * d.T * d.V_r, per_logit * d.T * d.V_r));
     // An untied head owns its weight; a tied one shares the word embedding, whose gradient
     // completes in embed.bwd — or here, on a last pipeline stage that holds its own copy.
     const double head_params = (!model.tied_embeddings || !config.embedding) ? word_embedding : 0;
@@ -452,7 +510,7 @@ std::vector<Op> backward_ops(const ModelSpec& model, const OpConfig& config) {
     const double position = model.position == Position::kLearned ? double(model.seq_len) * model.hidden : 0.0;
     ops.push_back(elementwise("embed.bwd", act, d.r * 2 * act + 4 * word_embedding, word_embedding + position));
   }
-  for (Op& op : ops) op.kernels = dispatch_kernels(op.name, model.biases);
+  for (Op& op : ops) op.kernels = eager_kernels(op, config, builder, model.biases);
   return ops;
 }
 
@@ -470,19 +528,25 @@ std::vector<Op> backward_ops(const ModelSpec& model, std::uint32_t micro_batch, 
   return backward_ops(model, c);
 }
 
-std::vector<Op> eager_forward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision) {
+std::vector<Op> eager_forward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision,
+                                  AttentionKernel attention, FlashKernel flash_kernel) {
   OpConfig c;
   c.micro_batch = micro_batch;
   c.precision = precision;
   c.autocast = element_bytes(precision) < 4;
+  c.attention = attention;
+  c.flash_kernel = flash_kernel;
   return forward_ops(model, c);
 }
 
-std::vector<Op> eager_backward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision) {
+std::vector<Op> eager_backward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision,
+                                   AttentionKernel attention, FlashKernel flash_kernel) {
   OpConfig c;
   c.micro_batch = micro_batch;
   c.precision = precision;
   c.autocast = element_bytes(precision) < 4;
+  c.attention = attention;
+  c.flash_kernel = flash_kernel;
   return backward_ops(model, c);
 }
 

@@ -154,13 +154,14 @@ struct OpConfig {
   bool head = true;                    // this stage holds final norm, LM head and loss (last stage)
   // PyTorch eager training of fp32 parameters under torch.autocast (the DDP, Horovod and DataParallel paths,
   // precision BF16, FP16 or FP8): the residual stream is fp32 (the embedding's output is fp32, and a 16-bit
-  // branch added to it promotes), so the embedding, norms and residual adds read and write 4-byte elements;
-  // each linear layer's input norm output is cast to 16 bits by its own kernel (`ln1_cast`, `ln2_cast`,
-  // `final_ln_cast`: read 4, write e; backward the gradient back, read e, write 4; under FP8 Transformer
-  // Engine's own cast replaces the two in the layers); and the explicit attention's softmax runs in fp32: per
-  // score the forward reads e and writes 4 (softmax), reads 4 and writes 4 + a 1-byte mask (dropout), reads 4
-  // and writes e (the cast ·V reads): 21 B with e = 2 (12 without dropout) against 9 (4); the backward
-  // e + 4 (cast), 4 + 1 + 4 (dropout), 3 × 4 (softmax), 4 + e (cast): 33 B (24) against 11 (6).
+  // branch added to it promotes), so the embedding and norms read and write 4-byte elements; each norm's output is
+  // cast to 16 bits for the next linear layer by its own kernel (`ln1_cast`, `ln2_cast`, `final_ln_cast`: read 4,
+  // write e; backward read e, write 4; under FP8 Transformer Engine makes the same copy before quantising). And the
+  // kernels Megatron-LM fuses run unfused, with autocast's dtypes: the explicit attention's scale, mask, softmax
+  // (to fp32), dropout and the cast ·V reads (FP16 29 B per score forward and 33 backward, BF16 37 and 41, against
+  // 9 and 11 fused: LayerBuilder::eager_softmax_bytes in transformer_ops.cpp), the branch's dropout and the
+  // promoting residual add (15 and 11 B per element against 7 and 5), and F.cross_entropy in fp32 (14 and 22 B per
+  // 16-bit logit against Megatron's 38 and 14), each with its eager kernel count for the host dispatch.
   bool autocast = false;
 };
 
@@ -197,8 +198,13 @@ std::vector<Op> forward_ops(const ModelSpec& model, std::uint32_t micro_batch, P
 std::vector<Op> backward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision);
 // The same as eager PyTorch runs it (the DDP, Horovod and DataParallel paths): OpConfig::autocast for every
 // precision below fp32.
-std::vector<Op> eager_forward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision);
-std::vector<Op> eager_backward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision);
+// `attention` kFlash: F.scaled_dot_product_attention's fused kernel (`flash_kernel` names its implementation).
+std::vector<Op> eager_forward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision,
+                                  AttentionKernel attention = AttentionKernel::kExplicit,
+                                  FlashKernel flash_kernel = FlashKernel::kGeneric);
+std::vector<Op> eager_backward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision,
+                                   AttentionKernel attention = AttentionKernel::kExplicit,
+                                   FlashKernel flash_kernel = FlashKernel::kGeneric);
 
 // Context parallelism: K and V of one rank's s/cp tokens, the message of one ring-attention step:
 // 2·B·(s/cp)·(n_kv/t)·d·e bytes.

@@ -64,6 +64,8 @@ TEST_CASE("analytical estimate agrees with the event-driven simulation within 5%
       // DDP across nodes, buckets overlapping the backward behind the gradients' casts (and accumulation).
       {2, "gpt-1p7b", "dp: 16 micro_batch: 1"},
       {2, "gpt-1p7b", "dp: 16 micro_batch: 1 grad_accum: 2"},
+      // DDP with F.scaled_dot_product_attention's flash kernel.
+      {2, "gpt-1p7b", "dp: 16 micro_batch: 2 grad_accum: 2 flash_attention: true"},
       {1, "gpt-1p7b", "dp: 4 tp: 2 micro_batch: 2 grad_accum: 4"},                                // TP
       {2, "gpt-1p7b", "dp: 2 tp: 4 pp: 2 micro_batch: 1 grad_accum: 8 sequence_parallel: true"},  // TP+SP, 1F1B
       {2, "gpt-1p7b", "dp: 4 pp: 4 micro_batch: 4 grad_accum: 4"},                                // PP only

@@ -316,6 +316,13 @@ TEST_CASE("the DDP path keeps its composition: 22 B per parameter + one micro-ba
   const MemoryEstimate e = estimate_ddp_memory(job, gpu);
   CHECK(e.peak.raw() == doctest::Approx(1730781184.0 + 2126512128.0 + overhead).epsilon(1e-12));
   CHECK(!e.oom);
+  // With F.scaled_dot_product_attention's flash kernel the s² terms go: per layer sbh·38 + the fp32 row statistics
+  // 4·a·s·b = 159,383,552 + 262,144 = 159,645,696, × 2 layers → 319,291,392; with the same embedding, output and
+  // final-norm terms (868,220,928) → 1,187,512,320 B.
+  job.parallel.attention = AttentionKernel::kFlash;
+  CHECK(estimate_ddp_memory(job, gpu).peak.raw() ==
+        doctest::Approx(1730781184.0 + 1187512320.0 + overhead).epsilon(1e-12));
+  job.parallel.attention = AttentionKernel::kExplicit;
   // fp32 (e = 4, no autocast copies: 20 B/param = 1,573,437,440 B). Per layer sbh·(32·2 + 2) +
   // a·s²·b·(2·4 + 1) = 276,824,064 + 603,979,776 = 880,803,840, × 2; embedding 2·sbh = 8,388,608;
   // output 8·sbh·51 = 1,711,276,032 → activations 3,481,272,320 B.

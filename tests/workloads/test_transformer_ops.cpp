@@ -333,47 +333,61 @@ TEST_CASE("op_time looks a GEMM up at its own shape, not at a cube of the same F
 
 TEST_CASE("eager ops under autocast: fp32 residual stream, fp32 softmax and the norm outputs' casts") {
   // A GPT (l=2, h=64, a=4, V=100, s=16), micro-batch 2: act = T·h = 32·64 = 2,048 elements of a [B, s, h]
-  // activation; scores = B·a·s² = 2·4·256 = 2,048. BF16 (e = 2) under autocast, residual elements r = 4
-  // (OpConfig::autocast in transformer_ops.h):
+  // activation; scores = B·a·s² = 2·4·256 = 2,048; logits T·V = 3,200. BF16 (e = 2) under autocast, residual
+  // elements r = 4 (OpConfig::autocast in transformer_ops.h):
   //   norm forward r + r = 8·act; its output's cast r + e = 6·act (backward e + r = 6·act); norm backward 3r = 12·act
-  //   bias-dropout-add forward e + r + r + 1 (mask) = 11·act, backward r + e + 1 = 7·act
-  //   softmax forward (e + 4) + (4 + 4 + 1) + (4 + e) = 21·scores, backward (e + 4) + 9 + 12 + (4 + e) = 33·scores
+  //   dropout then promoting add: forward (e + e + 1) + (e + r + r) = 15·act; backward (r + e) + (e + 1 + e) = 11·act
+  //   attention, per score, forward: scale 4 + mask 4 + cast to fp32 (2 + 4) + fp32 softmax (4 + 4) + fp32 dropout
+  //   (4 + 4 + 1) + cast for ·V (4 + 2) = 37; backward: cast 6 + dropout 9 + fp32 softmax 12 + its input cast 6 +
+  //   mask 4 + scale 4 = 41
+  //   cross-entropy per logit: forward cast 6 + log_softmax 8 = 14, backward zero-fill 4 + log_softmax 12 + cast 6 = 22
   //   embedding 3r = 12·act; final norm as a layer's, with its cast.
   // The 16-bit ops (forward_ops) for the same sizes: norm 4·act, bias-dropout-add 7·act and 5·act, softmax 9 and
-  // 11 per score, no casts.
+  // 11 per score, cross-entropy 38 and 14 per logit, no casts.
   const ModelSpec m = gpt(2, 64, 4, 100, 16);
-  const double act = 2048, scores = 2048;
+  const double act = 2048, scores = 2048, logits = 3200;
   const std::vector<Op> f = eager_forward_ops(m, 2, Precision::kBF16), b = eager_backward_ops(m, 2, Precision::kBF16);
-  auto bytes_of = [](const std::vector<Op>& ops, const std::string& name) {
+  auto find_op = [](const std::vector<Op>& ops, const std::string& name) -> const Op& {
     const auto it = std::find_if(ops.begin(), ops.end(), [&](const Op& op) { return op.name == name; });
     REQUIRE(it != ops.end());
-    return it->bytes.raw();
+    return *it;
   };
+  auto bytes_of = [&](const std::vector<Op>& ops, const std::string& name) { return find_op(ops, name).bytes.raw(); };
   CHECK(bytes_of(f, "embed.fwd") == 12 * act);
   CHECK(bytes_of(f, "L0.ln1.fwd") == 8 * act);
   CHECK(bytes_of(f, "L0.ln1_cast.fwd") == 6 * act);
   CHECK(bytes_of(f, "L1.ln2_cast.fwd") == 6 * act);
-  CHECK(bytes_of(f, "L0.residual1.fwd") == 11 * act);
-  CHECK(bytes_of(f, "L1.residual2.fwd") == 11 * act);
-  CHECK(bytes_of(f, "L0.softmax.fwd") == 21 * scores);
+  CHECK(bytes_of(f, "L0.residual1.fwd") == 15 * act);
+  CHECK(bytes_of(f, "L1.residual2.fwd") == 15 * act);
+  CHECK(bytes_of(f, "L0.softmax.fwd") == 37 * scores);
   CHECK(bytes_of(f, "final_ln.fwd") == 8 * act);
   CHECK(bytes_of(f, "final_ln_cast.fwd") == 6 * act);
+  CHECK(bytes_of(f, "loss.fwd") == 14 * logits);
+  CHECK(bytes_of(b, "loss.bwd") == 22 * logits);
   CHECK(bytes_of(b, "final_ln_cast.bwd") == 6 * act);
   CHECK(bytes_of(b, "final_ln.bwd") == 12 * act);
-  CHECK(bytes_of(b, "L1.residual2.bwd") == 7 * act);
+  CHECK(bytes_of(b, "L1.residual2.bwd") == 11 * act);
   CHECK(bytes_of(b, "L1.ln2_cast.bwd") == 6 * act);
   CHECK(bytes_of(b, "L1.ln2.bwd") == 12 * act);
-  CHECK(bytes_of(b, "L0.softmax.bwd") == 33 * scores);
+  CHECK(bytes_of(b, "L0.softmax.bwd") == 41 * scores);
   CHECK(bytes_of(b, "L0.ln1_cast.bwd") == 6 * act);
   CHECK(bytes_of(b, "L0.ln1.bwd") == 12 * act);
-  // The cast's backward runs between the linear's dgrad and the norm's backward; each cast is one kernel.
+  // Eager kernels: scale, mask, cast, softmax, dropout, cast forward (6) and their 6 backward; dropout and add (2);
+  // cross-entropy 3 forward (cast, log_softmax, nll_loss) and 4 backward; each cast 1.
+  CHECK(find_op(f, "L0.softmax.fwd").kernels == 6);
+  CHECK(find_op(b, "L0.softmax.bwd").kernels == 6);
+  CHECK(find_op(f, "L0.residual1.fwd").kernels == 2);
+  CHECK(find_op(b, "L0.residual1.bwd").kernels == 2);
+  CHECK(find_op(f, "loss.fwd").kernels == 3);
+  CHECK(find_op(b, "loss.bwd").kernels == 4);
+  for (const Op& op : f)
+    if (op.name.find("_cast") != std::string::npos) CHECK(op.kernels == 1);
+  // The cast's backward runs between the linear's dgrad and the norm's backward.
   const auto at = [&](const std::string& name) {
     return std::find_if(b.begin(), b.end(), [&](const Op& op) { return op.name == name; }) - b.begin();
   };
   CHECK(at("L0.qkv.dgrad") < at("L0.ln1_cast.bwd"));
   CHECK(at("L0.ln1_cast.bwd") + 1 == at("L0.ln1.bwd"));
-  for (const Op& op : f)
-    if (op.name.find("_cast") != std::string::npos) CHECK(op.kernels == 1);
   // 5 casts forward (2 per layer and the final norm's) and 5 backward; the GEMMs are the 16-bit ones.
   const std::vector<Op> f16 = forward_ops(m, 2, Precision::kBF16), b16 = backward_ops(m, 2, Precision::kBF16);
   CHECK(f.size() == f16.size() + 5);
@@ -382,20 +396,37 @@ TEST_CASE("eager ops under autocast: fp32 residual stream, fp32 softmax and the 
   CHECK(bytes_of(f16, "L0.residual1.fwd") == 7 * act);
   CHECK(bytes_of(f16, "L0.softmax.fwd") == 9 * scores);
   CHECK(bytes_of(b16, "L0.softmax.bwd") == 11 * scores);
+  CHECK(bytes_of(f16, "loss.fwd") == 38 * logits);
+  CHECK(find_op(f16, "L0.softmax.fwd").kernels == 2);
   CHECK(bytes_of(f, "L0.qkv.fwd") == bytes_of(f16, "L0.qkv.fwd"));
-  // Without dropout the softmax keeps e + 4 and 4 + e forward (12 per score), and drops dropout's 9 backward (24).
+  // FP16: PyTorch's softmax converts Half to fp32 in its own kernel (read 2, write 4), and its backward writes the
+  // Half gradient directly (read 4 + 4, write 2): forward 4 + 4 + 6 + 9 + 6 = 29, backward 6 + 9 + 10 + 4 + 4 = 33,
+  // one kernel fewer each way.
+  CHECK(bytes_of(eager_forward_ops(m, 2, Precision::kFP16), "L0.softmax.fwd") == 29 * scores);
+  CHECK(bytes_of(eager_backward_ops(m, 2, Precision::kFP16), "L0.softmax.bwd") == 33 * scores);
+  CHECK(find_op(eager_forward_ops(m, 2, Precision::kFP16), "L0.softmax.fwd").kernels == 5);
+  // Without dropout (no dropout kernels, no masks): BF16 softmax part 37 − 9 = 28 and 41 − 9 = 32 per score; the
+  // residual add alone (e + r + r) = 10 and its gradient cast (r + e) = 6 per element, one kernel.
   ModelSpec no_dropout = m;
   no_dropout.dropout = false;
-  CHECK(bytes_of(eager_forward_ops(no_dropout, 2, Precision::kBF16), "L0.softmax.fwd") == 12 * scores);
-  CHECK(bytes_of(eager_backward_ops(no_dropout, 2, Precision::kBF16), "L0.softmax.bwd") == 24 * scores);
-  // FP8: Transformer Engine casts the layers' linear inputs itself (its FP8 cast op), so only the LM head's input
-  // cast is autocast's; fp32 training has no autocast at all.
+  const std::vector<Op> fn = eager_forward_ops(no_dropout, 2, Precision::kBF16);
+  const std::vector<Op> bn = eager_backward_ops(no_dropout, 2, Precision::kBF16);
+  CHECK(bytes_of(fn, "L0.softmax.fwd") == 28 * scores);
+  CHECK(bytes_of(bn, "L0.softmax.bwd") == 32 * scores);
+  CHECK(bytes_of(fn, "L0.residual1.fwd") == 10 * act);
+  CHECK(bytes_of(bn, "L0.residual1.bwd") == 6 * act);
+  CHECK(find_op(fn, "L0.softmax.fwd").kernels == 5);
+  CHECK(find_op(fn, "L0.residual1.fwd").kernels == 1);
+  // FP8: Transformer Engine makes the same 16-bit copy of the fp32 norm output before its FP8 cast, so the norms'
+  // casts stay; fp32 training has no autocast at all.
   const std::vector<Op> f8 = eager_forward_ops(m, 2, Precision::kFP8);
-  CHECK(std::none_of(f8.begin(), f8.end(), [](const Op& op) { return op.name == "L0.ln1_cast.fwd"; }));
-  CHECK(bytes_of(f8, "final_ln_cast.fwd") == 6 * act);
+  CHECK(bytes_of(f8, "L0.ln1_cast.fwd") == 6 * act);
   CHECK(bytes_of(f8, "L0.ln1.fwd") == 8 * act);
   const std::vector<Op> f32 = eager_forward_ops(m, 2, Precision::kFP32),
                         f32_plain = forward_ops(m, 2, Precision::kFP32);
   REQUIRE(f32.size() == f32_plain.size());
-  for (std::size_t i = 0; i < f32.size(); ++i) CHECK(f32[i].bytes.raw() == f32_plain[i].bytes.raw());
+  for (std::size_t i = 0; i < f32.size(); ++i) {
+    CHECK(f32[i].bytes.raw() == f32_plain[i].bytes.raw());
+    CHECK(f32[i].kernels == f32_plain[i].kernels);
+  }
 }

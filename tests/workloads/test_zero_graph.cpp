@@ -341,12 +341,16 @@ TEST_CASE("FSDP memory with activation checkpointing: the blocks' inputs plus on
   CHECK(part(b, "gathered parameters") == part(a, "gathered parameters"));
 }
 
-TEST_CASE("recompute and flash_attention: accepted by FSDP and DeepSpeed, still rejected by DDP") {
+TEST_CASE("recompute: accepted by FSDP and DeepSpeed, still rejected by DDP; flash_attention by every framework") {
   CHECK(error_of("dp: 2 micro_batch: 1 framework: FSDP recompute: FULL flash_attention: true").empty());
   CHECK(error_of("dp: 2 micro_batch: 1 framework: DEEPSPEED zero_stage: 2 recompute: SELECTIVE").empty());
   CHECK(
       error_of("dp: 2 micro_batch: 1 framework: PYTORCH_DDP recompute: FULL").find("does not take Megatron options") !=
       std::string::npos);
+  // Eager PyTorch's F.scaled_dot_product_attention: DDP, Horovod and DataParallel take flash_attention.
+  CHECK(error_of("dp: 2 micro_batch: 1 framework: PYTORCH_DDP flash_attention: true").empty());
+  CHECK(error_of("dp: 2 micro_batch: 1 framework: HOROVOD flash_attention: true").empty());
+  CHECK(error_of("dp: 2 micro_batch: 1 framework: DATA_PARALLEL flash_attention: true").empty());
   CHECK(error_of("dp: 2 micro_batch: 1 framework: FSDP overlap_grad_reduce: true")
             .find("does not take Megatron options") != std::string::npos);
 }

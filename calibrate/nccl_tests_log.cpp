@@ -414,9 +414,9 @@ bool test_footer(std::string_view body) {
 // A log that a script wrote by running several tests one after the other (all_reduce_perf; all_gather_perf; …),
 // cut into one piece per test. A new test begins at a line that opens one (test_marker) once the current piece has
 // result rows (a line that starts with digits and has 12 or more fields), or at a second line of the same kind (a
-// test that printed no rows: it failed). After rows, the lines between the current test's last row or footer line
-// and the opening line (the script's echo of the next command, launcher noise) go to the next test. A file of one
-// test stays one piece.
+// test that printed no rows: it failed). The lines between the current test's last row or footer line (without
+// rows: its last `#` line) and the opening line (the script's echo of the next command, launcher noise) go to the
+// next test. A file of one test stays one piece.
 std::vector<std::vector<Line>> split_tests(const std::vector<Line>& lines) {
   std::vector<std::vector<Line>> tests(1);
   bool rows = false;
@@ -428,11 +428,13 @@ std::vector<std::vector<Line>> split_tests(const std::vector<Line>& lines) {
       const std::string_view body = text.substr(1);
       const TestMarker m = test_marker(body);
       if (m != TestMarker::kNone && (rows || seen.contains(m))) {
-        std::vector<Line> next;
-        if (rows) {
-          next.assign(tests.back().begin() + static_cast<std::ptrdiff_t>(end), tests.back().end());
-          tests.back().resize(end);
+        // Without rows (a test that failed), the lines after its last `#` line go to the next test.
+        if (!rows) {
+          end = tests.back().size();
+          while (end > 0 && trim(tests.back()[end - 1].text).substr(0, 1) != "#") --end;
         }
+        std::vector<Line> next(tests.back().begin() + static_cast<std::ptrdiff_t>(end), tests.back().end());
+        tests.back().resize(end);
         tests.push_back(std::move(next));
         rows = false;
         seen.clear();
@@ -461,17 +463,37 @@ bool has_rows(const std::vector<Line>& test) {
   });
 }
 
-// The collective a piece of a log names in its "Collective test starting" line, if any.
+// The collective a piece of a log names in its "Collective test starting" line, else the one *_perf command its
+// lines name (a script's echo), if any.
 std::optional<std::string> test_op(const std::vector<Line>& test) {
+  std::set<std::string> named;
   for (const Line& l : test) {
     const std::string_view text = trim(l.text);
     const std::size_t at = text.find("Collective test starting:");
-    if (text.empty() || text.front() != '#' || at == std::string_view::npos) continue;
-    const std::vector<Token> rest =
-        split_whitespace(text.substr(at + std::string_view("Collective test starting:").size()));
-    if (!rest.empty() && !test_name_to_op(rest[0].text).empty()) return test_name_to_op(rest[0].text);
+    if (!text.empty() && text.front() == '#' && at != std::string_view::npos) {
+      const std::vector<Token> rest =
+          split_whitespace(text.substr(at + std::string_view("Collective test starting:").size()));
+      if (!rest.empty() && !test_name_to_op(rest[0].text).empty()) return test_name_to_op(rest[0].text);
+    }
+    for (const Token& tok : split_whitespace(text))
+      if (const std::string op = test_name_to_op(tok.text); !op.empty()) named.insert(op);
   }
+  if (named.size() == 1) return *named.begin();
   return std::nullopt;
+}
+
+// Where a piece of a log begins, for messages: its first `#` line or line that names a *_perf command (a script's
+// echo of it), else its first line that is not blank.
+int test_first_line(const std::vector<Line>& test) {
+  for (const Line& l : test) {
+    const std::string_view text = trim(l.text);
+    if (!text.empty() && text.front() == '#') return l.number;
+    for (const Token& tok : split_whitespace(text))
+      if (!test_name_to_op(tok.text).empty()) return l.number;
+  }
+  for (const Line& l : test)
+    if (!trim(l.text).empty()) return l.number;
+  return test.front().number;
 }
 
 MeasuredRun parse_log(const std::vector<Line>& lines, const std::string& file) {
@@ -694,12 +716,7 @@ std::vector<MeasuredRun> parse_measured_runs(std::string_view text, const std::s
   if (tests.size() == 1) return {parse_log(lines, file)};
   std::vector<MeasuredRun> runs;
   for (const std::vector<Line>& test : tests) {
-    int first = test.front().number;  // the test's first line that is not blank
-    for (const Line& l : test)
-      if (!trim(l.text).empty()) {
-        first = l.number;
-        break;
-      }
+    const int first = test_first_line(test);
     MeasuredRun run;
     if (has_rows(test)) {
       run = parse_log(test, file);

@@ -427,3 +427,57 @@ TEST_CASE("measured runs: cut-off and foreign input are InputErrors with file:li
           calibrate::read_measured_run("/nonexistent/x.log");
         }).rfind("/nonexistent/x.log: cannot read file:", 0) == 0);
 }
+
+TEST_CASE("logs of several tests: a script's echo lines, a failed test, srun labels and stray lines") {
+  // An older nccl-tests (each test opens with "# nThread"), run by a `set -x` script that echoes each command
+  // ("+ ./build/all_reduce_perf ...") before it: all_reduce (lines 1-5), the script's exit code "0" (line 6), then
+  // alltoall, which failed after its preamble (lines 7-9), then all_gather (lines 10-14).
+  const std::string pre = "# nThread 1 nGpus 8 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20\n";
+  const std::string table =
+      "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  "
+      "#wrong\n";
+  const std::string row =
+      "           8             2     float     sum      -1    37.33    0.00    0.00       0    37.79    0.00    0.00  "
+      "     0\n";
+  const std::string text = "+ ./build/all_reduce_perf -b 8 -e 8 -g 8\n" + pre + table + row +  // 1-4
+                           "# Avg bus bandwidth    : 0 \n"                                     // 5
+                           "0\n"                                                               // 6: exit code
+                           "+ ./build/alltoall_perf -b 8 -e 8 -g 8\n" +                        // 7
+                           pre +                                                               // 8
+                           "NCCL WARN Cuda failure 'out of memory'\n"                          // 9
+                           "+ ./build/all_gather_perf -b 8 -e 8 -g 8\n" +                      // 10
+                           pre +
+                           table + row + "# Avg bus bandwidth    : 0 \n";  // 11-14
+  const std::vector<calibrate::MeasuredRun> runs = calibrate::parse_measured_runs(text, "script.log");
+  REQUIRE(runs.size() == 3);
+  // The exit code after the first footer is no row; each test begins at the script's echo of its command (the
+  // failed test's own error line, after its last `#` line, goes to the next test, which begins at its echo).
+  CHECK(runs[0].op == std::optional<std::string>("all_reduce"));
+  CHECK(runs[0].rows.size() == 1);
+  CHECK(runs[0].complete);
+  CHECK(runs[1].op == std::optional<std::string>("alltoall"));
+  CHECK(runs[1].rows.empty());
+  CHECK(runs[1].test_line == 7);
+  CHECK(runs[2].op == std::optional<std::string>("all_gather"));
+  CHECK(runs[2].test_line == 10);
+  CHECK(runs[2].rows.size() == 1);
+  CHECK(runs[2].rows[0].line == 13);
+  CHECK(calibrate::tests_text(runs) == "all_reduce at line 1, alltoall at line 7, all_gather at line 10");
+  CHECK(calibrate::select_run(runs, "allgather", "--op").test_line == 10);
+  CHECK(error_of([&] { calibrate::select_run(runs, "alltoall", "--op"); }) ==
+        "script.log:7: the alltoall test that starts here printed no result rows (it failed, or the log is cut off)");
+  // `srun --label` pads the task number to the width of the largest (" 3: " with 10 or more tasks) and prefixes a
+  // heterogeneous job's component ("P0  3: "): the same rows.
+  for (const std::string label : {" 3: ", "P0  3: ", "12: "}) {
+    CAPTURE(label);
+    std::string labelled;
+    for (std::size_t b = 0, e; b < text.size(); b = e + 1) {
+      e = text.find('\n', b);
+      labelled += label + text.substr(b, e - b) + "\n";
+    }
+    const std::vector<calibrate::MeasuredRun> l = calibrate::parse_measured_runs(labelled, "srun.log");
+    REQUIRE(l.size() == 3);
+    CHECK(l[2].rows.size() == 1);
+    CHECK(l[2].rows[0].time_us_oop == 37.33);
+  }
+}

@@ -536,3 +536,33 @@ TEST_CASE("built-in profile vtrain-a100 is what import-nccl-tests and fit make o
   // The calibrate fit base chooser never takes a cluster's fitted built-in for a device name.
   CHECK(calibrate::builtin_profile_for_gpu("NVIDIA A100-SXM4-80GB") == std::optional<std::string>("a100-sxm4-80gb"));
 }
+
+TEST_CASE("import-nccl-tests: a log's unmodelled, failed and repeated tests are noted") {
+  // A script's log: the H100 AllGather CSV rebuilt as nccl-tests text (27 rows of size > 0: 54 samples), then
+  // gather_perf (nccl-tests builds it; clustersim does not model it) with the same rows, then the AllGather test
+  // again. Imported: 2 x 54 AllGather samples; the gather test is noted and left out, the repeat is noted.
+  const calibrate::MeasuredRun ag =
+      calibrate::read_measured_run(kSource + "/validation/nccl/h100_8gpu_nvswitch_allgather_ring.csv");
+  const std::string ag_text = nccl_tests_text(ag, "NVIDIA H100 80GB HBM3", false);
+  std::string gather_text = ag_text;
+  for (std::size_t at; (at = gather_text.find("all_gather_perf")) != std::string::npos;)
+    gather_text.replace(at, std::string("all_gather_perf").size(), "gather_perf");
+  const std::filesystem::path dir = scratch_dir("calibrate-skip");
+  const std::string log = (dir / "all.log").string();
+  { std::ofstream(log) << ag_text << "\n" << gather_text << "\n" << ag_text; }
+  const auto r = run_clustersim("calibrate import-nccl-tests " + log + " -o " + (dir / "raw.textproto").string(), dir);
+  REQUIRE(r.status == 0);
+  // Each rebuilt test has 53 lines (see "nccl-tests logs of several tests"), each followed by a blank line: the
+  // tests begin at lines 1, 54 and 107.
+  CHECK(r.out.find("# imported 108 collective samples from 1 file (3 tests): all_gather 108\n") == 0);
+  CHECK(r.out.find("# note: " + log + " (its gather test, from line 54) measured gather, which clustersim does not " +
+                   "model: not imported\n") != std::string::npos);
+  CHECK(r.out.find("# note: " + log + " holds 2 all_gather tests (lines 1, 107): all imported; fit takes their " +
+                   "samples together\n") != std::string::npos);
+  // A log whose only test clustersim does not model is still an error.
+  const std::string only = (dir / "gather.log").string();
+  { std::ofstream(only) << gather_text; }
+  const auto e = run_clustersim("calibrate import-nccl-tests " + only + " -o " + (dir / "g.textproto").string(), dir);
+  CHECK(e.status == 2);
+  CHECK(e.err.find("error: " + only + ": measured gather; known collectives: ") == 0);
+}

@@ -514,40 +514,39 @@ std::vector<Op> backward_ops(const ModelSpec& model, const OpConfig& config) {
   return ops;
 }
 
-std::vector<Op> forward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision) {
+namespace {
+
+// The whole model on one GPU, one micro-batch; under eager PyTorch (`eager`) with autocast below fp32.
+OpConfig whole_model_config(std::uint32_t micro_batch, Precision precision, bool eager,
+                            AttentionKernel attention = AttentionKernel::kExplicit,
+                            FlashKernel flash_kernel = FlashKernel::kGeneric) {
   OpConfig c;
   c.micro_batch = micro_batch;
   c.precision = precision;
-  return forward_ops(model, c);
+  c.autocast = eager && element_bytes(precision) < 4;
+  c.attention = attention;
+  c.flash_kernel = flash_kernel;
+  return c;
+}
+
+}  // namespace
+
+std::vector<Op> forward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision) {
+  return forward_ops(model, whole_model_config(micro_batch, precision, false));
 }
 
 std::vector<Op> backward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision) {
-  OpConfig c;
-  c.micro_batch = micro_batch;
-  c.precision = precision;
-  return backward_ops(model, c);
+  return backward_ops(model, whole_model_config(micro_batch, precision, false));
 }
 
 std::vector<Op> eager_forward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision,
                                   AttentionKernel attention, FlashKernel flash_kernel) {
-  OpConfig c;
-  c.micro_batch = micro_batch;
-  c.precision = precision;
-  c.autocast = element_bytes(precision) < 4;
-  c.attention = attention;
-  c.flash_kernel = flash_kernel;
-  return forward_ops(model, c);
+  return forward_ops(model, whole_model_config(micro_batch, precision, true, attention, flash_kernel));
 }
 
 std::vector<Op> eager_backward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision,
                                    AttentionKernel attention, FlashKernel flash_kernel) {
-  OpConfig c;
-  c.micro_batch = micro_batch;
-  c.precision = precision;
-  c.autocast = element_bytes(precision) < 4;
-  c.attention = attention;
-  c.flash_kernel = flash_kernel;
-  return backward_ops(model, c);
+  return backward_ops(model, whole_model_config(micro_batch, precision, true, attention, flash_kernel));
 }
 
 ExpertLoad expert_load(const ModelSpec& model, std::uint32_t ep, double capacity_factor, double skew) {

@@ -391,6 +391,12 @@ MeasuredRow parse_log_row(const Reader& r, const std::vector<Token>& t, const Co
   return row;
 }
 
+// Whether a line (trimmed, not a `#` line) looks like a result row: digits first and 12 or more fields.
+bool row_like(std::string_view text) {
+  const std::vector<Token> t = split_whitespace(text);
+  return t.size() >= 12 && all_digits(t[0].text);
+}
+
 // Whether a `#` line (its text after the '#') opens a test: nccl-tests prints "# nccl-tests version …" and
 // "# Collective test starting: all_gather_perf" (since 2.13) and "# nThread 1 nGpus 8 …" (every build) first.
 enum class TestMarker { kNone, kVersion, kStarting, kThreads };
@@ -441,45 +447,21 @@ std::vector<std::vector<Line>> split_tests(const std::vector<Line>& lines) {
       }
       if (m != TestMarker::kNone) seen.insert(m);
       if (rows && test_footer(body)) end = tests.back().size() + 1;
-    } else {
-      const std::vector<Token> t = split_whitespace(text);
-      if (t.size() >= 12 && all_digits(t[0].text)) {
-        rows = true;
-        end = tests.back().size() + 1;
-      }
+    } else if (row_like(text)) {
+      rows = true;
+      end = tests.back().size() + 1;
     }
     tests.back().push_back(l);
   }
   return tests;
 }
 
-// Whether a piece of a log has a result row (split_tests' test: digits first, 12 or more fields).
+// Whether a piece of a log has a result row.
 bool has_rows(const std::vector<Line>& test) {
   return std::any_of(test.begin(), test.end(), [](const Line& l) {
     const std::string_view text = trim(l.text);
-    if (text.empty() || text.front() == '#') return false;
-    const std::vector<Token> t = split_whitespace(text);
-    return t.size() >= 12 && all_digits(t[0].text);
+    return !text.empty() && text.front() != '#' && row_like(text);
   });
-}
-
-// The collective a piece of a log names in its "Collective test starting" line, else the one *_perf command its
-// lines name (a script's echo), if any.
-std::optional<std::string> test_op(const std::vector<Line>& test) {
-  std::set<std::string> named;
-  for (const Line& l : test) {
-    const std::string_view text = trim(l.text);
-    const std::size_t at = text.find("Collective test starting:");
-    if (!text.empty() && text.front() == '#' && at != std::string_view::npos) {
-      const std::vector<Token> rest =
-          split_whitespace(text.substr(at + std::string_view("Collective test starting:").size()));
-      if (!rest.empty() && !test_name_to_op(rest[0].text).empty()) return test_name_to_op(rest[0].text);
-    }
-    for (const Token& tok : split_whitespace(text))
-      if (const std::string op = test_name_to_op(tok.text); !op.empty()) named.insert(op);
-  }
-  if (named.size() == 1) return *named.begin();
-  return std::nullopt;
 }
 
 // Where a piece of a log begins, for messages: its first `#` line or line that names a *_perf command (a script's
@@ -721,14 +703,22 @@ std::vector<MeasuredRun> parse_measured_runs(std::string_view text, const std::s
     if (has_rows(test)) {
       run = parse_log(test, file);
     } else {
-      // A test that printed its preamble and no rows (it failed, or the log ends there): a run without rows, which
-      // select_run and import leave out with a note (no_rows_note).
+      // A test that printed its preamble and no rows (it failed, or the log ends there): a run without rows, with
+      // what its lines say (RunFacts), which select_run and import leave out with a note (no_rows_note).
+      const Reader r(file);
+      RunFacts facts(r);
       run.source_file = file;
-      run.op = test_op(test);
       run.complete = false;
-      for (const Line& l : test)
-        if (const std::string_view t = trim(l.text); !t.empty() && t.front() == '#')
+      for (const Line& l : test) {
+        const std::string_view body = trim(l.text);
+        if (!body.empty() && body.front() == '#') {
           run.header_lines.emplace_back(l.text);
+          facts.comment_line(body.substr(1), l.number);
+        } else {
+          facts.other_line(body);
+        }
+      }
+      facts.fill(run);
     }
     run.test_line = first;
     // What a test does not restate (NCCL prints its version once per process), it shares with the test before it.

@@ -98,10 +98,6 @@ class LayerBuilder {
  public:
   LayerBuilder(const ModelSpec& m, const OpConfig& c) : m_(m), c_(c), d_(dims_of(m, c)) {}
   const Dims& dims() const { return d_; }
-  // Autocast's casts of the layers' norm outputs (OpConfig::autocast; under FP8 Transformer Engine's
-  // cast_if_needed makes the same 16-bit copy of the fp32 norm output before its FP8 quantisation).
-  bool autocast_casts() const { return c_.autocast; }
-
   // Eager PyTorch's explicit attention between the two GEMMs under autocast (OpConfig::autocast), bytes per score
   // in nanoGPT's order (att * scale; masked_fill; softmax; dropout; att @ v), e = 2:
   //   forward   scale (read e, write e) + causal mask (read e, write e) + softmax to fp32 (FP16: one kernel, read 2,
@@ -288,14 +284,14 @@ class LayerBuilder {
       ops.push_back(fwd(x));
     };
     ops.push_back(elementwise(p + "ln1.fwd", norm_flops_fwd() * act, d_.r * 2 * act));
-    if (autocast_casts()) ops.push_back(elementwise(p + "ln1_cast.fwd", act, (d_.r + d_.e) * act));
+    if (c_.autocast) ops.push_back(elementwise(p + "ln1_cast.fwd", act, (d_.r + d_.e) * act));
     push_fwd(qkv(p));
     for (Op& op : attention_core_fwd(p)) ops.push_back(std::move(op));
     push_fwd(proj(p));
     ops.push_back(elementwise(p + "residual1.fwd", 2 * act,
                               c_.autocast ? eager_residual_bytes(true) * act : d_.e * 3 * act + act));
     ops.push_back(elementwise(p + "ln2.fwd", norm_flops_fwd() * act, d_.r * 2 * act));
-    if (autocast_casts()) ops.push_back(elementwise(p + "ln2_cast.fwd", act, (d_.r + d_.e) * act));
+    if (c_.autocast) ops.push_back(elementwise(p + "ln2_cast.fwd", act, (d_.r + d_.e) * act));
     if (m_.is_moe_layer(layer)) {
       const double routed = d_.T * m_.top_k, fe = m_.expert_ffn();
       const double tl = permuted_tokens(), pl = tl * m_.top_k;
@@ -352,14 +348,14 @@ class LayerBuilder {
       ops.push_back(act_bwd(p, activation_name(m_), d_.T, m_.ffn_hidden / d_.t));
       add_linear(fc1(p, "fc1", m_.ffn_hidden));
     }
-    if (autocast_casts()) ops.push_back(elementwise(p + "ln2_cast.bwd", act, (d_.e + d_.r) * act));
+    if (c_.autocast) ops.push_back(elementwise(p + "ln2_cast.bwd", act, (d_.e + d_.r) * act));
     ops.push_back(elementwise(p + "ln2.bwd", norm_flops_bwd() * act, d_.r * 3 * act, m_.norm_parameters()));
     ops.push_back(
         elementwise(p + "residual1.bwd", act, c_.autocast ? eager_residual_bytes(false) * act : d_.e * 2 * act + act));
     add_linear(proj(p));
     for (Op& op : attention_core_bwd(p)) ops.push_back(std::move(op));
     add_linear(qkv(p));
-    if (autocast_casts()) ops.push_back(elementwise(p + "ln1_cast.bwd", act, (d_.e + d_.r) * act));
+    if (c_.autocast) ops.push_back(elementwise(p + "ln1_cast.bwd", act, (d_.e + d_.r) * act));
     ops.push_back(elementwise(p + "ln1.bwd", norm_flops_bwd() * act, d_.r * 3 * act, m_.norm_parameters()));
     return ops;
   }
@@ -433,10 +429,6 @@ double eager_cross_entropy_bytes_per_logit(double element_bytes, bool forward) {
   return forward ? cross_entropy_cast_bytes_per_logit(element_bytes) + 8
                  : 4 + 12 + cross_entropy_cast_bytes_per_logit(element_bytes);
 }
-
-}  // namespace
-
-namespace {
 
 // Op::kernels: dispatch_kernels' count (Megatron-LM's fused kernels), or under autocast (OpConfig::autocast) the
 // eager kernels of the ops whose fusion eager PyTorch does not have: the explicit attention's softmax part, dropout

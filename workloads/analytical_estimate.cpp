@@ -691,7 +691,7 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
                    plan.attention,  // DDP too: F.scaled_dot_product_attention's fused kernel
                    megatron ? load : 1.0,
                    megatron && cp > 1 ? lpc : 0u,
-                   !megatron && element < 4};  // DDP: the eager ops (eager_forward_ops), as ddp_graph.cpp runs
+                   !megatron && eager_autocast(prec)};  // DDP: the eager ops (eager_forward_ops), as ddp_graph.cpp
   const Segments& segs = segments_of(key);
   const double activation = double(plan.micro_batch) * job.model.seq_len / cp * job.model.hidden * element;
 

@@ -66,12 +66,12 @@ MemoryEstimate estimate_ddp_memory(const Job& job, const calibrate::GpuPerforman
   MemoryConfig one_gpu;
   one_gpu.micro_batch = job.parallel.micro_batch;
   one_gpu.precision = job.training.precision;
-  one_gpu.autocast = mixed;
+  one_gpu.autocast = eager_autocast(job.training.precision);  // as the DDP path's ops (eager_forward_ops)
   one_gpu.attention = job.parallel.attention;  // F.scaled_dot_product_attention's flash kernel: no s² term
   Bytes layers;
   for (std::uint32_t l = 0; l < m.layers; ++l) layers += layer_activation_bytes(m, l, one_gpu);
   const double embedding_mask = m.dropout ? s * b * h * scale : 0.0;  // the embedding's dropout mask
-  const double final_norm = mixed ? 2 * s * b * h : 0.0;              // its fp32 input beyond the 16-bit count
+  const double final_norm = one_gpu.autocast ? 2 * s * b * h : 0.0;   // its fp32 input beyond the 16-bit count
   const double activations = layers.raw() + embedding_mask + 4 * s * b * h * (1 + V / h) * scale + final_norm;
 
   // The optimizer's own state beside the fp32 weights (formulas.md 2.6): Adam m and v 8 B, momentum 4 B, plain

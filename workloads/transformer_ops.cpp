@@ -515,13 +515,17 @@ OpConfig whole_model_config(std::uint32_t micro_batch, Precision precision, bool
   OpConfig c;
   c.micro_batch = micro_batch;
   c.precision = precision;
-  c.autocast = eager && element_bytes(precision) < 4;
+  c.autocast = eager && eager_autocast(precision);
   c.attention = attention;
   c.flash_kernel = flash_kernel;
   return c;
 }
 
 }  // namespace
+
+bool eager_autocast(Precision precision) {
+  return element_bytes(precision) < 4;
+}
 
 std::vector<Op> forward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision) {
   return forward_ops(model, whole_model_config(micro_batch, precision, false));

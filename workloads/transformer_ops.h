@@ -196,8 +196,11 @@ std::vector<Op> backward_ops(const ModelSpec& model, const OpConfig& config);
 // Whole model on one GPU, no recomputation, explicit attention.
 std::vector<Op> forward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision);
 std::vector<Op> backward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision);
-// The same as eager PyTorch runs it (the DDP, Horovod and DataParallel paths): OpConfig::autocast for every
-// precision below fp32.
+// Whether eager PyTorch trains `precision` under torch.autocast (OpConfig::autocast): every precision whose
+// activations are below fp32 (BF16, FP16, FP8).
+bool eager_autocast(Precision precision);
+// The same as eager PyTorch runs it (the DDP, Horovod and DataParallel paths): OpConfig::autocast where
+// eager_autocast(precision).
 // `attention` kFlash: F.scaled_dot_product_attention's fused kernel (`flash_kernel` names its implementation).
 std::vector<Op> eager_forward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision,
                                   AttentionKernel attention = AttentionKernel::kExplicit,

@@ -264,6 +264,14 @@ NcclTuning to_nccl_tuning(const ParsedText& in, const schema::NcclTuning& t) {
   if (t.channels() == 0) in.fail(p + "channels", "missing or zero; must be >= 1");
   k.channels = t.channels();
   k.net_overhead_us = non_negative(in, p + "net_overhead_us", t.net_overhead_us());
+  const auto& amd = t.ll_max_bus_amd_gbytes_per_s();
+  if (amd.size() != 2)
+    in.fail(p + "ll_max_bus_amd_gbytes_per_s",
+            std::to_string(amd.size()) + " values; needs 2 (2 nodes, more than 2 nodes; NCCL's llMaxBws[1][1..2])");
+  for (int i = 0; i < 2; ++i)
+    k.ll_max_bus_amd_GBps[i] =
+        positive(in, p + "ll_max_bus_amd_gbytes_per_s[" + std::to_string(i) + "]", amd[i], "decimal GB/s");
+  k.net_overhead_amd_us = non_negative(in, p + "net_overhead_amd_us", t.net_overhead_amd_us());
   k.tree_correction[0] = correction(in, p + "tree_correction_ll", t.tree_correction_ll());
   k.tree_correction[1] = correction(in, p + "tree_correction_ll128", t.tree_correction_ll128());
   k.tree_correction[2] = correction(in, p + "tree_correction_simple", t.tree_correction_simple());

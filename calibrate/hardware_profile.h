@@ -87,6 +87,9 @@ struct NcclTuning {
   double nvls_efficiency = 0;
   std::uint32_t channels = 1;
   double net_overhead_us = 0;
+  // Multi-node LL cap and network overhead on AMD hosts (profile.proto): {2 nodes, >2 nodes}; µs.
+  std::array<double, 2> ll_max_bus_amd_GBps{};
+  double net_overhead_amd_us = 0;
   std::array<std::vector<double>, 3> tree_correction;  // per protocol, index log2(bytes / 64)
 };
 

@@ -351,10 +351,13 @@ std::string profile_tables(const calibrate::HardwareProfile& p) {
   o += line("  %-30s %s us\n", "ring NET latency", per_protocol(t.ring_net_us).c_str());
   o += line("  %-30s %s us\n", "tree NET latency", per_protocol(t.tree_net_us).c_str());
   o += line("  %-30s %s GB/s\n", "LL max bus bandwidth", per_nodes(t.ll_max_bus_GBps).c_str());
+  o += line("  %-30s - / %s / %s GB/s\n", "  on AMD hosts", number(t.ll_max_bus_amd_GBps[0]).c_str(),
+            number(t.ll_max_bus_amd_GBps[1]).c_str());
   o += line("  %-30s %s GB/s\n", "ring LL128 per channel", per_nodes(t.ring_ll128_per_channel_GBps).c_str());
   o += line("  %-30s %s GB/s\n", "tree per channel", per_nodes(t.tree_per_channel_GBps).c_str());
   o += line("  %-30s %s\n", "NVLS efficiency", number(t.nvls_efficiency).c_str());
-  o += line("  %-30s %s us\n", "net overhead", number(t.net_overhead_us).c_str());
+  o += line("  %-30s %s us (AMD hosts %s us)\n", "net overhead", number(t.net_overhead_us).c_str(),
+            number(t.net_overhead_amd_us).c_str());
   return o;
 }
 

@@ -55,6 +55,33 @@ struct Preset {
   BytesPerSecond nic_port = bytes_per_second(0);
 };
 
+topology::CpuVendor cpu_vendor(schema::Cluster::CpuVendor v) {
+  switch (v) {
+    case schema::Cluster::INTEL:
+      return topology::CpuVendor::kIntel;
+    case schema::Cluster::AMD:
+      return topology::CpuVendor::kAmd;
+    case schema::Cluster::ARM:
+      return topology::CpuVendor::kArm;
+    default:
+      return topology::CpuVendor::kUnspecified;
+  }
+}
+
+schema::Cluster::CpuVendor to_schema(topology::CpuVendor v) {
+  switch (v) {
+    case topology::CpuVendor::kIntel:
+      return schema::Cluster::INTEL;
+    case topology::CpuVendor::kAmd:
+      return schema::Cluster::AMD;
+    case topology::CpuVendor::kArm:
+      return schema::Cluster::ARM;
+    case topology::CpuVendor::kUnspecified:
+      break;
+  }
+  return schema::Cluster::CPU_VENDOR_UNSPECIFIED;
+}
+
 Preset load_preset(const std::string& name, std::string_view text) {
   schema::NodePreset m;
   const ParsedText in =
@@ -110,6 +137,7 @@ Preset load_preset(const std::string& name, std::string_view text) {
   p.layout.c2c_per_direction =
       GBps(non_negative(in, "c2c_gbytes_per_s_per_direction", m.has_c2c_gbytes_per_s_per_direction(),
                         m.c2c_gbytes_per_s_per_direction(), "decimal GB/s per GPU per direction"));
+  p.layout.cpu_vendor = cpu_vendor(m.cpu_vendor());
   if (p.layout.scale_up == ScaleUp::kPcieOnly && p.layout.pcie_switches == 0 && p.layout.cpus == 0) {
     in.fail("pcie_switches", "a PCIe-only node needs PCIe switches or CPUs to join its GPUs");
   }
@@ -549,6 +577,7 @@ topology::ClusterSpec to_cluster(const ParsedText& in, const schema::Cluster& c,
                                              " per node is more GPUs than 2^32 - 1");
   }
   if (c.has_nvls()) out.node.nvls = c.nvls();
+  if (c.has_cpu_vendor()) out.node.cpu_vendor = cpu_vendor(c.cpu_vendor());
   out.nvlink_hop_latency = microseconds(non_negative(in, join(path, "nvlink_hop_latency_us"),
                                                      c.has_nvlink_hop_latency_us(), c.nvlink_hop_latency_us(), "us"));
   out.network_hop_latency = microseconds(non_negative(
@@ -590,6 +619,8 @@ void write_cluster(const topology::ClusterSpec& cluster, schema::Cluster& c) {
   c.set_nvlink_hop_latency_us(us(cluster.nvlink_hop_latency));
   c.set_network_hop_latency_us(us(cluster.network_hop_latency));
   if (!cluster.node.nvls) c.set_nvls(false);
+  if (cluster.node.cpu_vendor != topology::CpuVendor::kUnspecified)
+    c.set_cpu_vendor(to_schema(cluster.node.cpu_vendor));
   if (cluster.is_explicit()) {
     for (const topology::VertexSpec& v : cluster.vertices) {
       schema::Vertex& m = *c.add_vertices();

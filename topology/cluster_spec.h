@@ -39,6 +39,9 @@ enum class ScaleUp {
   kTorus,     // accelerators in a 3D torus of direct links (TPU ICI); the whole cluster is one torus
 };
 
+// The hosts' CPU vendor, which NCCL's tuning reads on communicators spanning NVLink domains (cluster.proto).
+enum class CpuVendor { kUnspecified, kIntel, kAmd, kArm };
+
 enum class FabricKind { kRailOptimizedFatTree, kClosTwoLevel, kClosThreeLevel };
 
 // Everything inside a node that the simple form leaves out. The defaults are the simple form.
@@ -55,6 +58,7 @@ struct NodeLayout {
   BytesPerSecond c2c_per_direction = bytes_per_second(0);               // GPU-CPU NVLink-C2C per GPU; 0 = PCIe
   std::array<std::uint32_t, 3> torus{0, 0, 0};                          // x, y, z chips (ScaleUp::kTorus only)
   bool nvls = true;  // the NVSwitch supports NVLink SHARP (NCCL's NVLS); false: multicast not available
+  CpuVendor cpu_vendor = CpuVendor::kUnspecified;
 
   bool operator==(const NodeLayout&) const = default;
 };
@@ -142,5 +146,6 @@ struct ClusterSpec {
 const char* to_string(VertexKind kind);
 const char* to_string(LinkKind kind);
 const char* to_string(FabricKind kind);
+const char* to_string(CpuVendor vendor);
 
 }  // namespace clustersim::topology

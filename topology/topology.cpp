@@ -128,6 +128,20 @@ const char* to_string(FabricKind kind) {
   return "?";
 }
 
+const char* to_string(CpuVendor vendor) {
+  switch (vendor) {
+    case CpuVendor::kUnspecified:
+      return "unspecified";
+    case CpuVendor::kIntel:
+      return "Intel";
+    case CpuVendor::kAmd:
+      return "AMD";
+    case CpuVendor::kArm:
+      return "Arm";
+  }
+  return "?";
+}
+
 std::size_t Topology::RouteKeyHash::operator()(const RouteKey& k) const {
   return static_cast<std::size_t>(mix(mix((std::uint64_t{k.src} << 32) | k.dst) ^ k.flow));
 }

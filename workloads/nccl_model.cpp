@@ -35,6 +35,7 @@ struct Shape {
   std::uint32_t rails = 0;    // ranks of the least populated domain: rings/trees leave through that many NICs
   std::uint32_t max_ppn = 0;  // ranks of the most populated domain
   int idx = 0;                // NCCL's node-count index: 1 node, 2 nodes, more
+  bool amd_hosts = false;     // the hosts' CPUs are AMD: NCCL's AMD LL caps and network overhead across domains
   bool nvlink = true;         // intra-domain links are NVLink (else PCIe)
   double b_intra = 0;         // bytes/s per GPU inside a domain, after efficiency
   double b_nic = 0;           // bytes/s per GPU's NIC, after efficiency
@@ -290,6 +291,7 @@ struct Evaluator {
     sh.rails = span.min_ranks_per_node;
     sh.max_ppn = span.max_ranks_per_node;
     sh.idx = sh.domains <= 1 ? 0 : sh.domains == 2 ? 1 : 2;
+    sh.amd_hosts = cluster.node.cpu_vendor == topology::CpuVendor::kAmd;
     sh.nvlink = cluster.node.scale_up != topology::ScaleUp::kPcieOnly;
     // On a torus an edge of a ring crosses one ICI link, not all of a chip's links (nvlink_per_direction).
     const double scale_up = cluster.node.scale_up == topology::ScaleUp::kTorus && !cluster.is_explicit()
@@ -310,6 +312,13 @@ struct Evaluator {
 
   const calibrate::NcclTuning& t() const { return profile.collectives.nccl; }
 
+  // NCCL's LL bus-bandwidth cap in GB/s: the GPU's row inside one NVLink domain, the hosts' CPU row across
+  // domains (tuning.cc: "LL: for single node, we look at GPU type; for multi-node, we look at CPU type").
+  double ll_max_bus_GBps() const {
+    const auto& k = t();
+    return sh.idx > 0 && sh.amd_hosts ? k.ll_max_bus_amd_GBps[sh.idx - 1] : k.ll_max_bus_GBps[sh.idx];
+  }
+
   // NCCL's per-(algo, proto) latency in µs (nccl.md §1.4), without the launch overhead.
   double latency_us(Algorithm a, Protocol p, double bytes) const {
     const auto& c = profile.collectives;
@@ -324,7 +333,8 @@ struct Evaluator {
     const auto& k = t();
     auto intra = [&](const auto& nv, const auto& pci) { return sh.nvlink ? nv[pi] : pci[pi]; };
     const double steps = nsteps(req.op, n);
-    const double net_overhead = N > 1 ? k.net_overhead_us * (p == Protocol::kSimple ? 3 : 1) : 0;
+    const double overhead = sh.amd_hosts ? k.net_overhead_amd_us : k.net_overhead_us;  // getNetOverhead
+    const double net_overhead = N > 1 ? overhead * (p == Protocol::kSimple ? 3 : 1) : 0;
     switch (a) {
       case Algorithm::kRing: {
         if (req.op == CollectiveOp::kBroadcast || req.op == CollectiveOp::kReduce) {
@@ -379,7 +389,7 @@ struct Evaluator {
     double bus = graph;
     switch (a) {
       case Algorithm::kRing:
-        if (p == Protocol::kLL) bus = std::min(k.ll_max_bus_GBps[sh.idx], graph * 0.5);
+        if (p == Protocol::kLL) bus = std::min(ll_max_bus_GBps(), graph * 0.5);
         if (p == Protocol::kLL128) bus = std::min(graph * 0.92, nch * k.ring_ll128_per_channel_GBps[sh.idx]);
         break;
       case Algorithm::kTree:
@@ -387,7 +397,7 @@ struct Evaluator {
         // LL's or LL128's own factor and cap on top. So tree LL128 never models more bandwidth than tree
         // Simple, and Simple takes over once the bandwidth term outweighs LL128's smaller latency.
         if (req.op == CollectiveOp::kAllReduce) bus = std::min(bus * 0.92, nch * k.tree_per_channel_GBps[sh.idx]);
-        if (p == Protocol::kLL) bus = std::min(bus / 3.8, k.ll_max_bus_GBps[sh.idx]);
+        if (p == Protocol::kLL) bus = std::min(bus / 3.8, ll_max_bus_GBps());
         if (p == Protocol::kLL128)
           bus = std::min(bus * (N == 1 ? 7.0 / 9.0 : 120.0 / 128.0), nch * k.tree_ll128_per_channel_GBps[sh.idx]);
         break;
@@ -410,7 +420,12 @@ struct Evaluator {
       default:
         break;
     }
-    const double ratio = (a == Algorithm::kRing || a == Algorithm::kNvls) ? double(n) / nsteps(req.op, n) : 0.5;
+    // Bus to algorithm bandwidth (nccl.md §1.5): not for AllGather/ReduceScatter of algorithms other than the ring,
+    // whose bus bandwidth above is already the algorithm's.
+    const bool gather_scatter = req.op == CollectiveOp::kAllGather || req.op == CollectiveOp::kReduceScatter;
+    const double ratio = a != Algorithm::kRing && gather_scatter            ? 1.0
+                         : (a == Algorithm::kRing || a == Algorithm::kNvls) ? double(n) / nsteps(req.op, n)
+                                                                            : 0.5;
     double alg = bus * ratio;
     if (a == Algorithm::kTree && req.op == CollectiveOp::kAllReduce) alg *= tree_correction(p, bytes);
     return alg;
@@ -447,7 +462,7 @@ struct Evaluator {
     const double ring_bus = std::min(b_intra / sh.torus_ring_load, sh.egress);
     auto protocol_cap = [&](double bus_Bps) {  // ring protocols: wire efficiency and NCCL's per-channel caps
       if (!k.present || raw) return bus_Bps;
-      if (p == Protocol::kLL) return std::min(k.ll_max_bus_GBps[sh.idx] * 1e9, bus_Bps * 0.5);
+      if (p == Protocol::kLL) return std::min(ll_max_bus_GBps() * 1e9, bus_Bps * 0.5);
       if (p == Protocol::kLL128)
         return std::min(bus_Bps * 0.92, k.channels * k.ring_ll128_per_channel_GBps[sh.idx] * 1e9);
       return bus_Bps;
@@ -578,16 +593,20 @@ struct Evaluator {
     const bool nvls_switch = cluster.node.scale_up == topology::ScaleUp::kNvSwitch && cluster.node.nvls;
     if (k.nvls_efficiency > 0 && c.nvls_bandwidth.raw() > 0 && nvls_switch && sh.domains == 1 && sh.n > 2)
       out.push_back(Algorithm::kNvls);
-    if (cluster.fabric.in_network_reduction && sh.domains > 1) out.push_back(Algorithm::kCollNet);
+    // updateCollCostTable (enqueue.cc) drops CollNet with more than NCCL_MAX_DIRECT_ARITY + 1 = 8 local ranks.
+    if (cluster.fabric.in_network_reduction && sh.domains > 1 && sh.max_ppn <= 8) out.push_back(Algorithm::kCollNet);
     if (forced && ar) out.push_back(Algorithm::kHierarchical);
     return out;
   }
 
-  std::vector<Protocol> protocols(Algorithm a) const {
+  // With ll128_forced (NCCL_PROTO=LL128) LL128 runs wherever the algorithm has it: NCCL's architecture and path
+  // checks apply to its default setting only (tuning.cc, protoEnable == 2).
+  std::vector<Protocol> protocols(Algorithm a, bool ll128_forced = false) const {
     if (!t().present || a == Algorithm::kNvls || a == Algorithm::kCollNet || a == Algorithm::kPointToPoint)
       return {Protocol::kSimple};
     std::vector<Protocol> out = {Protocol::kLL};
-    if (sh.nvlink) out.push_back(Protocol::kLL128);  // LL128 needs NVLink inside the node (nccl.md §1.6)
+    // By default LL128 needs NVLink inside the node (nccl.md §1.6).
+    if (sh.nvlink || ll128_forced) out.push_back(Protocol::kLL128);
     out.push_back(Protocol::kSimple);
     return out;
   }
@@ -866,7 +885,7 @@ CollectivePlan CollectiveModel::plan(const CollectiveRequest& request) const {
   }
   std::optional<CollectivePlan> best;
   for (Algorithm a : algos) {
-    std::vector<Protocol> protos = e.protocols(a);
+    std::vector<Protocol> protos = e.protocols(a, settings_.protocol == Protocol::kLL128);
     if (settings_.protocol) {
       if (std::find(protos.begin(), protos.end(), *settings_.protocol) == protos.end()) {
         if (forced || algos.size() == 1)

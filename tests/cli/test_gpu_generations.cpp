@@ -81,10 +81,13 @@ TEST_CASE("built-in gb200: GB200 NVL72 rack figures / 72 GPUs, sparse peaks halv
   CHECK(gb.collectives.nvlink_bus_efficiency == h100.collectives.nvlink_bus_efficiency);
   // NVLS rate: the H100 measurement x NVLink5 / NVLink4 per direction = 308 x 900 / 450 = 616 GB/s.
   CHECK(gb.collectives.nvls_bandwidth.raw() == doctest::Approx(h100.collectives.nvls_bandwidth.raw() * 900 / 450));
-  // NCCL v2.30.7-1 Blackwell rows (nccl.md 1.5): llMaxBws {282, 90, 70}, nvlsEfficiency 0.74; the latencies
+  // NCCL v2.30.7-1 Blackwell rows (nccl.md 1.5): llMaxBws[Blackwell][0] 282 on one node (across nodes NCCL reads
+  // the CPU rows, {39.0, 20.4} for Intel and Arm hosts, {22.5, 19.0} for AMD), nvlsEfficiency 0.74; the latencies
   // are architecture-independent, so they equal the H100's.
   CHECK(gb.collectives.nccl.present);
-  CHECK(gb.collectives.nccl.ll_max_bus_GBps == std::array<double, 3>{282.0, 90.0, 70.0});
+  CHECK(gb.collectives.nccl.ll_max_bus_GBps == std::array<double, 3>{282.0, 39.0, 20.4});
+  CHECK(gb.collectives.nccl.ll_max_bus_amd_GBps == std::array<double, 2>{22.5, 19.0});
+  CHECK(gb.collectives.nccl.net_overhead_amd_us == 2.0);
   CHECK(gb.collectives.nccl.tree_per_channel_GBps == std::array<double, 3>{70.0, 42.8, 24.0});
   CHECK(gb.collectives.nccl.nvls_efficiency == 0.74);
   CHECK(gb.collectives.nccl.ring_base_us == h100.collectives.nccl.ring_base_us);

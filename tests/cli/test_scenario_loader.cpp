@@ -227,7 +227,7 @@ TEST_CASE("bad scenario files name file, line:col and field") {
   const std::string cluster_fields =
       "nodes, gpus_per_node, gpu, nvlink_gbytes_per_s_per_direction, nic_gbits_per_s_per_direction, "
       "nvlink_hop_latency_us, network_hop_latency_us, node_preset, nics_per_node, fabric, torus, vertices, links, "
-      "link_faults, slow_gpus, nvls";
+      "link_faults, slow_gpus, nvls, cpu_vendor";
   CHECK(file_error("syntax_error.textproto") ==
         kBad + "syntax_error.textproto:12:10: model.layers: Expected \":\", found \"32\".");
   CHECK(file_error("unknown_field.textproto") == kBad + "unknown_field.textproto:7:3: cluster.nvlink_gbps: " +
@@ -570,4 +570,31 @@ TEST_CASE("precision FP8: accepted on an H100 profile, refused where the profile
         "inline.textproto:6:35: training.precision: FP8 needs FP8 tensor cores, and profile \"a100-sxm4-80gb\" "
         "(A100-SXM4-80GB) has no FP8 peak (gpu.peak_fp8_tflops); use BF16 or FP16, or a profile of a GPU with FP8 "
         "(Hopper or later)");
+}
+
+TEST_CASE("cpu_vendor: from the preset, overridden by the cluster, written by --resolved; a bad value is refused") {
+  // DGX A100 has AMD EPYC 7742 hosts, DGX H100 Intel Xeon 8480C (the presets' datasheets); the simple form says
+  // nothing (NCCL's non-AMD tables).
+  auto vendor = [](const std::string& cluster) {
+    const std::string text = "cluster { " + cluster +
+                             " }\nprofile: \"a100-sxm4-80gb\"\n"
+                             "model { layers: 2 hidden: 64 heads: 4 vocab: 100 seq_len: 16 }\n"
+                             "parallel { dp: 8 micro_batch: 1 grad_accum: 1 }\n"
+                             "training { samples: 1000 }\n";
+    const Scenario s = cli::load_scenario_text(text, "v.textproto", false, "");
+    const Scenario again = cli::load_scenario_text(cli::resolved_scenario_text(s), "v.textproto", false, "");
+    CHECK(again.cluster.node.cpu_vendor == s.cluster.node.cpu_vendor);
+    return s.cluster.node.cpu_vendor;
+  };
+  using clustersim::topology::CpuVendor;
+  CHECK(vendor("node_preset: \"dgx-a100\" nodes: 1") == CpuVendor::kAmd);
+  CHECK(vendor("node_preset: \"dgx-a100\" nodes: 1 cpu_vendor: INTEL") == CpuVendor::kIntel);
+  CHECK(vendor("nodes: 1 gpus_per_node: 8 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 300 "
+               "nic_gbits_per_s_per_direction: 200") == CpuVendor::kUnspecified);
+  CHECK(vendor("nodes: 1 gpus_per_node: 8 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 300 "
+               "nic_gbits_per_s_per_direction: 200 cpu_vendor: ARM") == CpuVendor::kArm);
+  CHECK(text_error("cluster { nodes: 1 gpus_per_node: 1 gpu: \"A100-SXM4-80GB\" cpu_vendor: POWER }\n")
+            .find("inline.textproto:1:") == 0);
+  CHECK(text_error("cluster { nodes: 1 gpus_per_node: 1 gpu: \"A100-SXM4-80GB\" cpu_vendor: 7 }\n")
+            .find("inline.textproto:1:") == 0);
 }

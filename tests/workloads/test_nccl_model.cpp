@@ -240,3 +240,70 @@ TEST_CASE("hierarchical AllReduce on one node is the ring: same time for every p
     }
   }
 }
+
+TEST_CASE("across nodes NCCL's LL cap and network overhead follow the hosts' CPU vendor") {
+  // tuning.cc: llMaxBws[index1][index2] with index1 = the GPU's row on one node, else 1 on AMD hosts and 0 on any
+  // other; index2 = 0, 1, 2 for 1, 2, >2 nodes. Rows 0 {39.0, 39.0, 20.4} and 1 {87.7, 22.5, 19.0}; the Hopper
+  // row's first entry 141.0. 8 H100 per node at 450 GB/s NVLink (busbw 369 GB/s), 400 Gb/s NICs: ring LL's busbw
+  // is min(cap, 369 · 0.5 = 184.5 and the rails' rate · 0.5), so the cap itself.
+  const calibrate::HardwareProfile h100 = calibrate::load_profile("h100-sxm5-80gb");
+  NcclSettings ring_ll;
+  ring_ll.algorithm = Algorithm::kRing;
+  ring_ll.protocol = Protocol::kLL;
+  auto busbw = [&](std::uint32_t nodes, topology::CpuVendor v) {
+    topology::ClusterSpec c = cluster(nodes, 8, 450, 400);
+    c.node.cpu_vendor = v;
+    return plan(c, h100, CollectiveOp::kAllReduce, MiB(1), ring_ll).bus_bandwidth.raw() / 1e9;
+  };
+  CHECK(busbw(1, topology::CpuVendor::kAmd) == doctest::Approx(141.0));  // one node: the GPU's row
+  CHECK(busbw(2, topology::CpuVendor::kUnspecified) == doctest::Approx(39.0));
+  CHECK(busbw(2, topology::CpuVendor::kIntel) == doctest::Approx(39.0));
+  CHECK(busbw(2, topology::CpuVendor::kArm) == doctest::Approx(39.0));
+  CHECK(busbw(2, topology::CpuVendor::kAmd) == doctest::Approx(22.5));
+  CHECK(busbw(4, topology::CpuVendor::kIntel) == doctest::Approx(20.4));
+  CHECK(busbw(4, topology::CpuVendor::kAmd) == doctest::Approx(19.0));
+  // getNetOverhead: 1 µs, 2 µs on x86 AMD; ring steps inside a node cost max(NVLink LL 0.6, overhead). 2 × 8 GPUs:
+  // 30 steps, 2 across nodes at the ring's NET LL 2.7 µs: Intel 6.6 + 28 · 1.0 + 2 · 2.7 = 40.0 µs,
+  // AMD 6.6 + 28 · 2.0 + 2 · 2.7 = 68.0 µs.
+  topology::ClusterSpec two = cluster(2, 8, 450, 400);
+  two.node.cpu_vendor = topology::CpuVendor::kIntel;
+  CHECK(to_us(plan(two, h100, CollectiveOp::kAllReduce, MiB(1), ring_ll).latency) == doctest::Approx(40.0));
+  two.node.cpu_vendor = topology::CpuVendor::kAmd;
+  CHECK(to_us(plan(two, h100, CollectiveOp::kAllReduce, MiB(1), ring_ll).latency) == doctest::Approx(68.0));
+}
+
+TEST_CASE("NCCL's model takes NVLS AllGather's bus bandwidth as its algorithm bandwidth (no ring ratio)") {
+  // nccl.md §1.5: the bus-to-algorithm ratio is not applied to AllGather/ReduceScatter of algorithms other than the
+  // ring. 8 H100: NVLS busBw = 369 · 0.85 · 11/12 · 7/8 = 251.5734 GB/s, latency 25 µs, so 1 GiB takes
+  // 25 + 1,073,741,824 / 251,573.4 B/µs = 4,293.12 µs in NCCL's model (it was 8/7 faster).
+  const calibrate::HardwareProfile h100 = calibrate::load_profile("h100-sxm5-80gb");
+  NcclSettings nvls;
+  nvls.algorithm = Algorithm::kNvls;
+  const CollectivePlan p = plan(cluster(1, 8, 450, 400), h100, CollectiveOp::kAllGather, GiB(1), nvls);
+  CHECK(to_us(p.nccl_model_time) == doctest::Approx(25 + 1073741824.0 / (369.0 * 0.85 * 11 / 12 * 7 / 8 * 1e3)));
+}
+
+TEST_CASE("forced LL128 runs without NVLink, as NCCL_PROTO=LL128 does; CollNet needs at most 8 local ranks") {
+  const calibrate::HardwareProfile a100 = calibrate::load_profile("a100-sxm4-80gb");
+  topology::ClusterSpec pcie = cluster(1, 4, 0, 200);
+  pcie.node.scale_up = topology::ScaleUp::kPcieOnly;
+  NcclSettings ll128;
+  ll128.protocol = Protocol::kLL128;
+  CHECK(plan(pcie, a100, CollectiveOp::kAllReduce, MiB(8), ll128).protocol == Protocol::kLL128);
+  // By default LL128 is no candidate there (nccl.md §1.6: it needs NVLink inside the node).
+  for (const CollectivePlan& c :
+       CollectiveModel(pcie, a100, {}).candidates({CollectiveOp::kAllReduce, first(4), MiB(8), 0}))
+    CHECK(c.protocol != Protocol::kLL128);
+  // updateCollCostTable drops CollNet beyond NCCL_MAX_DIRECT_ARITY + 1 = 8 local ranks.
+  auto has_collnet = [&](std::uint32_t per_node) {
+    topology::ClusterSpec c = cluster(2, per_node, 300, 200);
+    c.fabric.in_network_reduction = true;
+    bool found = false;
+    for (const CollectivePlan& p :
+         CollectiveModel(c, a100, {}).candidates({CollectiveOp::kAllReduce, first(c.gpu_count()), MiB(8), 0}))
+      found = found || p.algorithm == Algorithm::kCollNet;
+    return found;
+  };
+  CHECK(has_collnet(8));
+  CHECK_FALSE(has_collnet(16));
+}

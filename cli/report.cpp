@@ -50,6 +50,14 @@ std::string human_duration(Seconds s) {
 
 std::string pct(double part, double whole) { return fmt("%5.1f %%", whole > 0 ? 100 * part / whole : 0); }
 
+// The schedule's theoretical bubble as a share of the step, like the idle share beside it: the theory gives it
+// as a fraction f of the ideal (bubble-free) time, so of the step it is f / (1 + f): (p−1)/(m+p−1) for 1F1B and
+// GPipe, (p−1)/(v·m+p−1) interleaved.
+double bubble_share_of_step(const workloads::ParallelPlan& p) {
+  const double f = workloads::ideal_bubble_fraction(p.schedule, p.pp, p.grad_accum, p.vp);
+  return f / (1 + f);
+}
+
 constexpr const char* kMfuConvention =
     "model FLOPs: all GEMMs incl. attention scores and LM head, fwd + bwd (2x fwd), no recomputation, "
     "no causal discount (Korthikanti et al. 2022); peak = dense tensor peak of the precision";
@@ -155,10 +163,9 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
     o << "  host dispatch     " << fmt("%.6f", r.breakdown.exposed_host.raw()) << " s  "
       << pct(r.breakdown.exposed_host.raw(), it) << "   (the GPU waits for the host thread to issue kernels)\n";
   o << "  idle              " << fmt("%.6f", r.breakdown.idle.raw()) << " s  " << pct(r.breakdown.idle.raw(), it)
-    << (p.pp > 1 ? "   (incl. the pipeline bubble; theory " +
-                       fmt("%.1f", 100 * workloads::ideal_bubble_fraction(p.schedule, p.pp, p.grad_accum, p.vp)) +
-                       " % of the ideal time)"
-                 : "")
+    << (p.pp > 1
+            ? "   (incl. the pipeline bubble; theory " + fmt("%.1f", 100 * bubble_share_of_step(p)) + " % of the step)"
+            : "")
     << "\n\n";
 
   o << "Memory per GPU (peak)\n";

@@ -181,6 +181,14 @@ void Executor::finish() const {
     return out_deps;
   };
   int listed = 0;
+  // First the tasks that started and never finished (a dynamic task whose runner never reported it done): they
+  // are the culprits, and every task behind them waits on their streams.
+  for (TaskId t = 0; t < graph_.size() && listed < 8; ++t) {
+    if (start_[t] < 0 || end_[t] >= 0) continue;
+    out << (listed ? "; " : " ") << "'" << graph_.label(t).name << "' (task " << t << ") started at "
+        << format_us(start_[t]) << " us and never finished";
+    ++listed;
+  }
   for (TaskId t = 0; t < graph_.size() && listed < 8; ++t) {
     if (start_[t] >= 0) continue;
     // Only tasks at the head of a stream are interesting: the others wait behind them.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 
 #include "sim/executor.h"
@@ -47,7 +48,12 @@ Seconds exposed_time(const Intervals& busy, const Intervals& cover) {
 
 std::uint64_t optimizer_steps_for(double steps) {
   if (!(steps > 0)) return 0;
-  return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(steps * (1 - 1e-12))));
+  // A count within a few ulps of a whole number is that number (the division rounded it off by an ulp); any
+  // other is rounded up. Scaling the value down by 1e-12 instead took whole steps off counts from 1e12 on.
+  const double whole = std::round(steps);
+  const double counted =
+      std::fabs(steps - whole) <= 4 * std::numeric_limits<double>::epsilon() * steps ? whole : std::ceil(steps);
+  return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(counted));
 }
 
 TrainingTime training_time(const TrainingJob& job, std::uint32_t grad_accum, std::uint32_t gpus,

@@ -102,8 +102,9 @@ Seconds exposed_time(const std::vector<std::pair<sim::SimTime, sim::SimTime>>& b
                      const std::vector<std::pair<sim::SimTime, sim::SimTime>>& cover);
 
 // Optimizer steps for `steps` global batches of data: a partial last batch still costs a step, so
-// ceil(steps), at least 1 for any data at all. The relative epsilon keeps 1000 / 10 from becoming 101 when the
-// division rounds up by an ulp, at any count (an absolute 1e-9 stops helping past 1e7 steps).
+// ceil(steps), at least 1 for any data at all. A value within 4 ulps of a whole number counts as that number, so
+// 1000 / 10 does not become 101 when the division rounds up by an ulp, at any count (an absolute 1e-9 stops
+// helping past 1e7 steps, and scaling by 1 − 1e-12 took whole steps off counts from 1e12 on).
 std::uint64_t optimizer_steps_for(double steps);
 
 TrainingTime training_time(const TrainingJob& job, std::uint32_t grad_accum, std::uint32_t gpus,

@@ -119,11 +119,11 @@ StageOps stage_ops(const ModelSpec& model, const OpConfig& config, bool forward)
   return out;
 }
 
-std::vector<sim::TaskArg> op_args(const Op& op, std::uint32_t micro_batch, std::uint32_t chunk) {
-  return {{"flops", op.flops.raw(), {}},
-          {"bytes", op.bytes.raw(), {}},
-          {"micro_batch", double(micro_batch), {}},
-          {"chunk", double(chunk), {}}};
+// No micro-batch: a kernel's label is shared by every micro-batch of its chunk (one label per micro-batch would
+// multiply the labels by the pipeline's micro-batch count), so a trace shows the schedule (pipeline_schedule.h) by
+// the kernels' order, not by an argument that would read 0 for every micro-batch.
+std::vector<sim::TaskArg> op_args(const Op& op, std::uint32_t chunk) {
+  return {{"flops", op.flops.raw(), {}}, {"bytes", op.bytes.raw(), {}}, {"chunk", double(chunk), {}}};
 }
 
 // A bucket list of one kind of parameters (dense or routed experts) of a chunk's backward ops: DDP-sized
@@ -445,7 +445,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
     const auto key = std::make_tuple(vs, forward, i, variant);
     auto found = labels.find(key);
     if (found != labels.end()) return found->second;
-    const sim::LabelId id = graph.add_label({op.name, kCategoryCompute, op_args(op, 0, chunk)});
+    const sim::LabelId id = graph.add_label({op.name, kCategoryCompute, op_args(op, chunk)});
     labels.emplace(key, id);
     return id;
   };
@@ -915,7 +915,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
     }
     const double params = par.distributed_optimizer ? dense / dense_shards + experts / expert_shards : dense + experts;
     const Op opt = optimizer_op(params, job.training.optimizer, gradient_bytes, half_weights);
-    const sim::LabelId label = graph.add_label({opt.name, kCategoryCompute, op_args(opt, 0, 0)});
+    const sim::LabelId label = graph.add_label({opt.name, kCategoryCompute, op_args(opt, 0)});
     const sim::StreamId lane[] = {it.compute_stream[r]};
     std::vector<sim::TaskId> deps;
     if (has_dp[r]) deps.push_back(last_dp[r]);

@@ -491,6 +491,33 @@ TEST_CASE("executor: randomized DAG with collectives matches the insertion-order
   }
 }
 
+TEST_CASE("executor: a started task that never finishes is named first in the deadlock report") {
+  // A dynamic task whose runner drops its `done` (a runner bug): it starts at t = 2 us, after the 2 us task
+  // before it on the same stream, and everything behind it waits. The report names it, with its start.
+  struct Forgetful : TaskRunner {
+    void run(TaskId, std::function<void()>) override {}
+  } runner;
+  TaskGraph g;
+  const StreamId s = g.add_stream(0, "compute");
+  g.add(task("before", {s}, 2));
+  const StreamId lane[] = {s};
+  const TaskId lost = g.add_dynamic(g.add_label({"send.lost", "pp_comm", {}}), lane);
+  g.add(task("after", {s}, 1));
+  Simulation sim;
+  Executor ex(sim, g, &runner);
+  ex.start();
+  sim.run();
+  std::string msg;
+  try {
+    ex.finish();
+  } catch (const DeadlockError& e) {
+    msg = e.what();
+  }
+  INFO(msg);
+  CHECK(msg.find("2 unfinished task(s); stuck: 'send.lost' (task " + std::to_string(lost) +
+                 ") started at 2.000000 us and never finished") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace clustersim::sim
 

@@ -64,8 +64,8 @@ void sha256_block(std::array<std::uint32_t, 8>& h, const unsigned char* p) {
 
 constexpr std::array<std::string_view, 7> kOps = {"all_reduce", "reduce_scatter", "all_gather", "broadcast",
                                                   "reduce",     "alltoall",       "sendrecv"};
-constexpr std::array<std::string_view, 7> kAlgorithms = {"ring",         "tree", "nvls",   "collnet",
-                                                         "hierarchical", "p2p",  "default"};
+constexpr std::array<std::string_view, 8> kAlgorithms = {"ring", "tree",         "nvls", "collnet",
+                                                         "pat",  "hierarchical", "p2p",  "default"};
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -106,13 +106,12 @@ std::string canonical_algorithm(std::string_view name) {
 }
 
 // NCCL algorithms (NCCL_ALGO names, nccl.md) that clustersim does not model, so that no band can stand for them:
-// NVLSTree (NVLS inside each node, a tree between nodes), CollNetChain, PAT (AllGather/ReduceScatter with one
-// GPU per node). clustersim-bench measures them by default. "" for any other name.
+// NVLSTree (NVLS inside each node, a tree between nodes), CollNetChain. clustersim-bench measures them when
+// asked. "" for any other name.
 std::string unmodelled_algorithm(std::string_view name) {
   const std::string key = lower(name);
   if (key == "nvlstree" || key == "nvls_tree") return "nvlstree";
   if (key == "collnetchain" || key == "collnet_chain") return "collnetchain";
-  if (key == "pat") return "pat";
   return {};
 }
 

@@ -272,6 +272,11 @@ NcclTuning to_nccl_tuning(const ParsedText& in, const schema::NcclTuning& t) {
     k.ll_max_bus_amd_GBps[i] =
         positive(in, p + "ll_max_bus_amd_gbytes_per_s[" + std::to_string(i) + "]", amd[i], "decimal GB/s");
   k.net_overhead_amd_us = non_negative(in, p + "net_overhead_amd_us", t.net_overhead_amd_us());
+  k.pat_base_us = per_protocol(in, p + "pat_base_latency_us", t.pat_base_latency_us());
+  k.pat_net_us = per_protocol(in, p + "pat_net_latency_us", t.pat_net_latency_us());
+  if (t.pat_bus_efficiency() < 0 || t.pat_bus_efficiency() > 1 || !std::isfinite(t.pat_bus_efficiency()))
+    in.fail(p + "pat_bus_efficiency", format_number(t.pat_bus_efficiency()) + " is not in [0, 1] (0 = no PAT)");
+  k.pat_bus_efficiency = t.pat_bus_efficiency();
   k.tree_correction[0] = correction(in, p + "tree_correction_ll", t.tree_correction_ll());
   k.tree_correction[1] = correction(in, p + "tree_correction_ll128", t.tree_correction_ll128());
   k.tree_correction[2] = correction(in, p + "tree_correction_simple", t.tree_correction_simple());

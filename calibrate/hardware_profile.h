@@ -90,6 +90,9 @@ struct NcclTuning {
   // Multi-node LL cap and network overhead on AMD hosts (profile.proto): {2 nodes, >2 nodes}; µs.
   std::array<double, 2> ll_max_bus_amd_GBps{};
   double net_overhead_amd_us = 0;
+  // PAT: base and network latency per protocol (µs), bus-bandwidth factor (0: no PAT in this NCCL release).
+  PerProtocol pat_base_us{}, pat_net_us{};
+  double pat_bus_efficiency = 0;
   std::array<std::vector<double>, 3> tree_correction;  // per protocol, index log2(bytes / 64)
 };
 

@@ -122,6 +122,8 @@ const char* to_string(Algorithm a) {
       return "p2p";
     case Algorithm::kTorus:
       return "torus";
+    case Algorithm::kPat:
+      return "pat";
   }
   return "?";
 }
@@ -159,7 +161,8 @@ std::optional<Algorithm> parse_algorithm(std::string_view name) {
                                                          {"sharp", Algorithm::kCollNet},
                                                          {"hierarchical", Algorithm::kHierarchical},
                                                          {"p2p", Algorithm::kPointToPoint},
-                                                         {"torus", Algorithm::kTorus}};
+                                                         {"torus", Algorithm::kTorus},
+                                                         {"pat", Algorithm::kPat}};
   const auto it = names.find(lower(name));
   return it == names.end() ? std::nullopt : std::optional<Algorithm>(it->second);
 }
@@ -369,6 +372,9 @@ struct Evaluator {
                2.0 * (N - 1) * k.ring_net_us[pi];
       case Algorithm::kPointToPoint:
         return k.ring_base_us[pi] + (N > 1 ? k.ring_net_us[pi] : intra(k.ring_nvlink_us, k.ring_pci_us));
+      case Algorithm::kPat:
+        // tuning.cc: log2(nNodes) steps at a 3.5th of the network latency, and a linear part of 2.8 µs per rank.
+        return k.pat_base_us[pi] + log2i(N) * (k.pat_net_us[pi] / 3.5) + n * 2.8;
       case Algorithm::kTorus:  // planned by torus_plan(), never here
         break;
     }
@@ -407,6 +413,9 @@ struct Evaluator {
         bus = std::min(intra, N > 1 ? sh.egress / 1e9 : kInf);
         break;
       }
+      case Algorithm::kPat:
+        bus = graph * k.pat_bus_efficiency;  // tuning.cc: busBw *= .75
+        break;
       case Algorithm::kCollNet: {
         if (req.op == CollectiveOp::kAllReduce) {
           double f = sh.ppn / nch;
@@ -470,6 +479,10 @@ struct Evaluator {
     switch (a) {
       case Algorithm::kRing:
         return protocol_cap(ring_bus) / busbw_factor(req.op, sh.n);
+      case Algorithm::kPat:
+        // One GPU per node: every rank's NIC sends and receives (n − 1)/n · S, as in the ring, in log2(n) rounds
+        // of doubling distance; NCCL's efficiency factor for PAT (0.75) is its measured shortfall.
+        return ring_bus * (raw ? 1.0 : k.pat_bus_efficiency) / busbw_factor(req.op, sh.n);
       case Algorithm::kTree: {
         // Chains inside the domains (the busiest GPU sends tree_chain_sends · S: 2S in one chain of 3 or
         // more), a double binary tree across domains: the busiest domain sends tree_max_sends half-buffers
@@ -546,6 +559,9 @@ struct Evaluator {
       const double inter = steps * network_edges / edges;
       hops = (steps - inter) * sh.torus_ring_hops * cluster.nvlink_hop_latency.raw() +
              inter * cluster.network_hop_latency.raw();
+    } else if (a == Algorithm::kPat && sh.n > 1) {
+      // A round per doubling of the distance, each across the network.
+      hops = std::ceil(std::log2(double(sh.n))) * cluster.network_hop_latency.raw();
     } else if (a == Algorithm::kPointToPoint && sh.n > 1) {
       // One hop: over the network when the pair (for AlltoAll, the farthest pair) is in different domains.
       hops = (sh.domains > 1 ? cluster.network_hop_latency : cluster.nvlink_hop_latency).raw();
@@ -595,6 +611,9 @@ struct Evaluator {
       out.push_back(Algorithm::kNvls);
     // updateCollCostTable (enqueue.cc) drops CollNet with more than NCCL_MAX_DIRECT_ARITY + 1 = 8 local ranks.
     if (cluster.fabric.in_network_reduction && sh.domains > 1 && sh.max_ppn <= 8) out.push_back(Algorithm::kCollNet);
+    // PAT (ncclPatEnable): AllGather and ReduceScatter with one GPU per node, in NCCL releases that have it.
+    const bool gather_scatter = req.op == CollectiveOp::kAllGather || req.op == CollectiveOp::kReduceScatter;
+    if (gather_scatter && k.pat_bus_efficiency > 0 && sh.domains == sh.n && sh.n > 1) out.push_back(Algorithm::kPat);
     if (forced && ar) out.push_back(Algorithm::kHierarchical);
     return out;
   }
@@ -602,7 +621,8 @@ struct Evaluator {
   // With ll128_forced (NCCL_PROTO=LL128) LL128 runs wherever the algorithm has it: NCCL's architecture and path
   // checks apply to its default setting only (tuning.cc, protoEnable == 2).
   std::vector<Protocol> protocols(Algorithm a, bool ll128_forced = false) const {
-    if (!t().present || a == Algorithm::kNvls || a == Algorithm::kCollNet || a == Algorithm::kPointToPoint)
+    if (!t().present || a == Algorithm::kNvls || a == Algorithm::kCollNet || a == Algorithm::kPointToPoint ||
+        a == Algorithm::kPat)
       return {Protocol::kSimple};
     std::vector<Protocol> out = {Protocol::kLL};
     // By default LL128 needs NVLink inside the node (nccl.md §1.6).

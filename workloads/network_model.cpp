@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <map>
 #include <memory>
 
@@ -350,6 +351,20 @@ void NetworkModel::run(const CollectivePlan& plan, const CollectiveRequest& req,
         flows.push_back(std::move(f));
       }
       start_phase(std::move(flows), base + link_latency, std::move(done));
+      return;
+    }
+    case Algorithm::kPat: {
+      // One GPU per node: each rank's NIC sends and receives (n − 1)/n · S over log2(n) rounds to peers at doubling
+      // distances. On the links that decide the time (each GPU's NIC and its leaf ports) that is the ring's load,
+      // so the flows follow the ring's edges; the rounds' latency is one routed network edge per round.
+      Coflow f;
+      Seconds intra, inter;
+      std::size_t intra_edges = 0, inter_edges = 0;
+      ring_path(gpus, 0, false, f.path, intra, inter, intra_edges, inter_edges);
+      f.bytes = bytes(S * busbw_factor(req.op, static_cast<std::uint32_t>(n)));
+      const Seconds per_edge = inter_edges ? inter / double(inter_edges) : Seconds{};
+      flows.push_back(std::move(f));
+      start_phase(std::move(flows), base + per_edge * std::ceil(std::log2(double(n))), std::move(done));
       return;
     }
     case Algorithm::kTree: {

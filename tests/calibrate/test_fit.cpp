@@ -225,15 +225,15 @@ TEST_CASE("fit: a band's link kind follows the NVLink domain, which on GB200 NVL
 }
 
 TEST_CASE("fit: samples of NCCL algorithms clustersim does not model are skipped with a note, not refused") {
-  // clustersim-bench's default --algos measure NVLSTree, CollNetChain and PAT; their 3 samples leave the ring
-  // band of the 2 exact points alone (alpha 20 us, busbw 600 GB/s).
+  // clustersim-bench's --algos can measure NVLSTree and CollNetChain; their 3 samples leave the ring band of the 2
+  // exact points alone (alpha 20 us, busbw 600 GB/s).
   const std::string extra =
       "collectives { op: \"all_reduce\" algorithm: \"nvlstree\" protocol: \"Simple\" ranks: 8 size_bytes: 1048576 "
       "time_us: 5 }\n"
       "collectives { op: \"all_reduce\" algorithm: \"NVLSTree\" protocol: \"Simple\" ranks: 8 size_bytes: 33554432 "
       "time_us: 50 }\n"
-      "collectives { op: \"all_gather\" algorithm: \"pat\" protocol: \"Simple\" ranks: 8 size_bytes: 1048576 "
-      "time_us: 9 }\n";
+      "collectives { op: \"all_reduce\" algorithm: \"CollNetChain\" protocol: \"Simple\" ranks: 8 "
+      "size_bytes: 1048576 time_us: 9 }\n";
   const calibrate::FitResult r = fit_text("gpu: \"NVIDIA H100 80GB HBM3\" hosts: 1", extra, "");
   REQUIRE(r.bands.size() == 1);
   CHECK(r.bands[0].alpha_us == doctest::Approx(20.0).epsilon(1e-6));
@@ -241,7 +241,7 @@ TEST_CASE("fit: samples of NCCL algorithms clustersim does not model are skipped
   REQUIRE(r.notes.size() == 2);
   CHECK(r.notes[0] == "2 nvlstree samples skipped: clustersim does not model NCCL's nvlstree algorithm, so no band is "
                       "fitted");
-  CHECK(r.notes[1].find("1 pat sample skipped") == 0);
+  CHECK(r.notes[1].find("1 collnetchain sample skipped") == 0);
 }
 
 TEST_CASE("fit: a PCIe or NVL card is not silently fitted on the SXM part's profile") {

@@ -264,3 +264,18 @@ TEST_CASE("ring and chain steps pay the cluster's hop latencies, alike at both f
     CHECK(extra(CollectiveOp::kBroadcast) == doctest::Approx(100).epsilon(1e-6));
   }
 }
+
+TEST_CASE("contention-free PAT AllGather (one GPU per node): FLOW agrees with ANALYTICAL within 1% from 1 MiB") {
+  // 16 nodes x 1 GPU: PAT is NCCL's choice up to ~9.8 MB (test_nccl_model.cpp); both fidelities move (n - 1)/n x S
+  // through each NIC at 0.75 of its rate, FLOW as flows on the routed links.
+  const Scenario sc = cluster_only(
+      "nodes: 16 gpus_per_node: 1 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: 450 "
+      "nic_gbits_per_s_per_direction: 400",
+      "h100-sxm5-80gb");
+  for (double mib : {1.0, 4.0, 8.0}) {
+    CAPTURE(mib);
+    const double analytical = collective_seconds(sc, Fidelity::kAnalytical, MiB(mib), CollectiveOp::kAllGather);
+    const double flow = collective_seconds(sc, Fidelity::kFlow, MiB(mib), CollectiveOp::kAllGather);
+    CHECK(flow == doctest::Approx(analytical).epsilon(0.01));
+  }
+}

@@ -307,3 +307,42 @@ TEST_CASE("forced LL128 runs without NVLink, as NCCL_PROTO=LL128 does; CollNet n
   CHECK(has_collnet(8));
   CHECK_FALSE(has_collnet(16));
 }
+
+TEST_CASE("PAT: AllGather with one GPU per node below NCCL's crossovers, timed at 0.75 of the NIC") {
+  // 16 nodes x 1 H100, 400 Gb/s NICs: b_nic = 50 GB/s x 0.85 = 42.5 GB/s. NCCL's model (tuning.cc, nccl.md §1.6):
+  //   PAT        latency 8.0 + log2(16) x 14/3.5 + 16 x 2.8 = 68.8 us; bandwidth 42.5 x 0.75 = 31.875 GB/s (no ratio
+  //              for a non-ring AllGather)
+  //   ring LL128 latency 14.0 + 15 x 8.5 (one GPU per node: the tree's NET latency) = 141.5 us;
+  //              bus min(42.5 x 0.92, 12 x 36.7) = 39.1 GB/s, x 16/15 = 41.707 GB/s
+  //   ring Simple latency 8.4 + 15 x 14 = 218.4 us; 42.5 x 16/15 = 45.333 GB/s
+  //   ring LL    latency 6.6 + 15 x 5.0 = 81.6 us; bus min(20.4 (the >2-node cap), 21.25) x 16/15 = 21.76 GB/s
+  // PAT beats ring LL everywhere above 1 byte (lower latency and more bandwidth); PAT = LL128 at
+  // 72.7 us / (1/31875 - 1/41707 us/B) = 9.84 MB, LL128 = Simple at 76.9 / (1/41707 - 1/45333) = 40.1 MB.
+  const calibrate::HardwareProfile h100 = calibrate::load_profile("h100-sxm5-80gb");
+  const auto nodes = cluster(16, 1, 450, 400);
+  CHECK(plan(nodes, h100, CollectiveOp::kAllGather, bytes(1024.0)).algorithm == Algorithm::kPat);
+  const CollectivePlan at_1m = plan(nodes, h100, CollectiveOp::kAllGather, MiB(1));
+  CHECK(at_1m.algorithm == Algorithm::kPat);
+  CHECK(at_1m.protocol == Protocol::kSimple);
+  CHECK(to_us(at_1m.nccl_model_time) == doctest::Approx(68.8 + 1048576.0 / 31875));
+  // Physical: the NIC's (n - 1)/n x S at 0.75 of 42.5 GB/s: 68.8 us + 1,048,576 x 15/16 / 31.875e9 = 99.64 us.
+  CHECK(to_us(at_1m.time) == doctest::Approx(68.8 + 1048576.0 * 15 / 16 / 31875));
+  CHECK(plan(nodes, h100, CollectiveOp::kReduceScatter, MiB(8)).algorithm == Algorithm::kPat);
+  const CollectivePlan at_16m = plan(nodes, h100, CollectiveOp::kAllGather, MiB(16));
+  CHECK(at_16m.algorithm == Algorithm::kRing);
+  CHECK(at_16m.protocol == Protocol::kLL128);
+  CHECK(plan(nodes, h100, CollectiveOp::kAllGather, MiB(64)).protocol == Protocol::kSimple);
+  // Not a candidate: AllReduce; two GPUs per node; a profile of an NCCL release without PAT.
+  auto has_pat = [&](const topology::ClusterSpec& c, const calibrate::HardwareProfile& p, CollectiveOp op) {
+    bool found = false;
+    for (const CollectivePlan& x : CollectiveModel(c, p, {}).candidates({op, first(c.gpu_count()), MiB(1), 0}))
+      found = found || x.algorithm == Algorithm::kPat;
+    return found;
+  };
+  CHECK(has_pat(nodes, h100, CollectiveOp::kAllGather));
+  CHECK_FALSE(has_pat(nodes, h100, CollectiveOp::kAllReduce));
+  CHECK_FALSE(has_pat(cluster(8, 2, 450, 400), h100, CollectiveOp::kAllGather));
+  calibrate::HardwareProfile old = h100;
+  old.collectives.nccl.pat_bus_efficiency = 0;
+  CHECK_FALSE(has_pat(nodes, old, CollectiveOp::kAllGather));
+}

@@ -1,8 +1,10 @@
 // Failures of CUDA, cuBLAS, NCCL and file calls in clustersim-bench. Every such call goes through
 // one of the check functions below; a failure becomes a BenchError whose message is
 // "<call> failed: <reason>", which main prints as one line before exiting with status 1.
-// (A benchmark cannot recover from a failed device call, and the file is only written at the end,
-// so a failed run leaves no partial output.)
+// A benchmark cannot recover from a failed device call, but what it measured before stays: rank 0
+// writes the output file after every part and every NCCL combination, and once more with the
+// samples taken since when a failure ends the run; the error line then ends with
+// "; the measurements so far are in FILE".
 #pragma once
 
 #include <cublas_v2.h>

@@ -8,6 +8,7 @@
 
 #include "calibrate/bench/bench_error.h"
 #include "calibrate/bench/cuda_resources.h"
+#include "calibrate/bench/interrupt.h"
 #include "calibrate/bench/kernels.h"
 
 namespace clustersim::bench {
@@ -100,6 +101,7 @@ void run_gemm_bench(const BenchOptions& options, int compute_capability, schema:
       continue;
     }
     for (const GemmShape& shape : gemm_shapes(options.quick)) {
+      throw_if_interrupted();
       const std::size_t a_elements = shape.n * shape.k;  // W, n×k
       const std::size_t b_elements = shape.m * shape.k;  // X, m×k
       const std::size_t c_elements = shape.m * shape.n;  // Y, m×n

@@ -32,7 +32,8 @@ struct GemmShape {
 // squares 1024, 4096, 8192.
 std::vector<GemmShape> gemm_shapes(bool quick);
 
-// Runs on the current CUDA device and appends one GemmSample per shape and type to `raw`.
+// Runs on the current CUDA device and appends one GemmSample per shape and type to `raw`. Throws
+// Interrupted (interrupt.h) between shapes after SIGINT/SIGTERM; the samples so far stay in `raw`.
 void run_gemm_bench(const BenchOptions& options, int compute_capability, schema::RawMeasurements& raw);
 
 }  // namespace clustersim::bench

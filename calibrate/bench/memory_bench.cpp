@@ -6,6 +6,7 @@
 
 #include "calibrate/bench/bench_error.h"
 #include "calibrate/bench/cuda_resources.h"
+#include "calibrate/bench/interrupt.h"
 #include "calibrate/bench/kernels.h"
 
 namespace clustersim::bench {
@@ -52,12 +53,14 @@ void run_memory_bench(const BenchOptions& options, schema::RawMeasurements& raw)
     return elapsed_us(start, stop) / options.iters;
   };
   for (std::uint64_t size = kMinCopyBytes; size <= max_bytes; size *= 2) {
+    throw_if_interrupted();
     add_memory_sample(
         raw, "d2d_copy", size, time_us([&] {
           CLUSTERSIM_CUDA(cudaMemcpyAsync(dst.get(), src.get(), size, cudaMemcpyDeviceToDevice, stream.get()));
         }));
   }
   for (std::uint64_t size = kMinCopyBytes; size <= max_bytes; size *= 2) {
+    throw_if_interrupted();
     const std::uint64_t vectors = size / 16;
     const std::uint64_t wanted_blocks = (vectors + 255) / 256;
     const std::uint64_t max_blocks = static_cast<std::uint64_t>(sms) * kStreamBlocksPerSm;
@@ -84,11 +87,13 @@ void run_launch_bench(const BenchOptions& options, schema::RawMeasurements& raw)
     std::fflush(stdout);
   };
 
+  throw_if_interrupted();
   Clock::time_point begin = Clock::now();
   for (int i = 0; i < launches; ++i) CLUSTERSIM_CUDA(launch_empty_kernel(stream.get()));
   CLUSTERSIM_CUDA(cudaStreamSynchronize(stream.get()));
   record("empty_kernel_back_to_back", Clock::now() - begin);
 
+  throw_if_interrupted();
   begin = Clock::now();
   for (int i = 0; i < launches; ++i) {
     CLUSTERSIM_CUDA(launch_empty_kernel(stream.get()));

@@ -21,6 +21,8 @@
 
 namespace clustersim::bench {
 
+// Both run on the current CUDA device, append their samples to `raw` and throw Interrupted
+// (interrupt.h) between sizes (kinds) after SIGINT/SIGTERM; the samples so far stay in `raw`.
 void run_memory_bench(const BenchOptions& options, schema::RawMeasurements& raw);
 void run_launch_bench(const BenchOptions& options, schema::RawMeasurements& raw);
 

@@ -11,7 +11,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -21,6 +23,7 @@
 
 #include "calibrate/bench/bench_error.h"
 #include "calibrate/bench/cuda_resources.h"
+#include "calibrate/bench/interrupt.h"
 
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 18, 0)
 #error "clustersim-bench needs NCCL >= 2.18 (ncclCommSplit, ncclGetLastError)"
@@ -55,7 +58,7 @@ enum class Op { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kAlltoAll, k
 
 struct OpInfo {
   Op op;
-  const char* name;  // nccl-tests test name without "_perf"
+  const char* name;  // nccl-tests test name without "_perf", as in kNcclOpNames
   bool point_to_point;
 };
 
@@ -162,7 +165,8 @@ ncclResult_t enqueue_all(Op op, const std::vector<std::unique_ptr<LocalGpu>>& gp
 }
 
 // Waits for every local stream, watching for asynchronous NCCL errors (a failed peer must end the
-// run with a message, not hang it), as nccl-tests does.
+// run with a message, not hang it), as nccl-tests does, and for SIGINT/SIGTERM (Interrupted; the
+// caller's communicators are then aborted, which also ends a collective that would never finish).
 ncclResult_t wait_all(const std::vector<std::unique_ptr<LocalGpu>>& gpus) {
   for (const auto& gpu : gpus) {
     while (true) {
@@ -172,6 +176,7 @@ ncclResult_t wait_all(const std::vector<std::unique_ptr<LocalGpu>>& gpus) {
       ncclResult_t async_status = ncclSuccess;
       CLUSTERSIM_NCCL(ncclCommGetAsyncError(gpu->comm, &async_status));
       if (async_status != ncclSuccess) return async_status;
+      throw_if_interrupted();
       std::this_thread::yield();
     }
   }
@@ -291,11 +296,9 @@ ncclUniqueId obtain_unique_id(const BenchOptions& options, const LaunchEnv& env)
 // ---------------------------------------------------------------------------------------------
 // Forced algorithm / protocol
 
-struct Combination {
-  std::string algo;   // NCCL_ALGO value, "default" = as the user left it
-  std::string proto;  // NCCL_PROTO value, likewise
-};
-
+// Sets NCCL_ALGO / NCCL_PROTO for one combination and restores the user's values afterwards. The
+// user's values were made explicit before any NCCL call (a conf file's included, see
+// clustersim_bench.cpp), so "default" restores exactly what the "default" label stands for.
 class NcclEnvironment {
  public:
   NcclEnvironment() : algo_(saved("NCCL_ALGO")), proto_(saved("NCCL_PROTO")) {}
@@ -306,14 +309,10 @@ class NcclEnvironment {
     restore("NCCL_PROTO", proto_);
   }
 
-  void apply(const Combination& combination) const {
+  void apply(const NcclCombination& combination) const {
     set("NCCL_ALGO", combination.algo, algo_);
     set("NCCL_PROTO", combination.proto, proto_);
   }
-  // The label recorded for a value: a forced one as given, "default" otherwise (or the user's
-  // own setting, which is then what NCCL used).
-  std::string algo_label(const std::string& forced) const { return label(forced, algo_); }
-  std::string proto_label(const std::string& forced) const { return label(forced, proto_); }
 
  private:
   static std::optional<std::string> saved(const char* name) {
@@ -331,35 +330,21 @@ class NcclEnvironment {
     if (forced == "default") {
       restore(name, original);
     } else {
-      ::setenv(name, forced.c_str(), 1);
+      ::setenv(name, forced.c_str(), 1);  // NCCL compares names case-insensitively
     }
-  }
-  static std::string label(const std::string& forced, const std::optional<std::string>& original) {
-    if (forced != "default") return forced;
-    return original ? *original : std::string("default");
   }
 
   std::optional<std::string> algo_;
   std::optional<std::string> proto_;
 };
 
-std::vector<Combination> combinations(const BenchOptions& options) {
-  std::vector<Combination> result{{"default", "default"}};
-  for (const std::string& algo : options.algos) {
-    for (const std::string& proto : options.protos) {
-      if (algo == "default" && proto == "default") continue;
-      result.push_back({algo, proto});
-    }
-  }
-  return result;
-}
-
 // ---------------------------------------------------------------------------------------------
 // The run
 
 class NcclBench {
  public:
-  NcclBench(const BenchOptions& options, const LaunchEnv& env, int device_count) : options_(options), env_(env) {
+  NcclBench(const BenchOptions& options, const LaunchEnv& env, int device_count, const NcclPresets& presets)
+      : options_(options), env_(env), presets_(presets) {
     const int local_gpus = env.multi_process() ? 1 : device_count;
     ranks_ = env.multi_process() ? env.world : device_count;
     int current = 0;
@@ -377,10 +362,18 @@ class NcclBench {
     for (auto& gpu : gpus_) {
       if (gpu->comm != nullptr) ncclCommAbort(gpu->comm);
     }
-    if (base_comm_ != nullptr) ncclCommDestroy(base_comm_);
+    if (base_comm_ != nullptr) {
+      // Unwinding from a failure or an interrupt, a peer may be gone or inside a collective that
+      // never ends, and ncclCommDestroy could wait for it forever; ncclCommAbort does not wait.
+      if (std::uncaught_exceptions() > 0) {
+        ncclCommAbort(base_comm_);
+      } else {
+        ncclCommDestroy(base_comm_);
+      }
+    }
   }
 
-  NcclParticipants run(schema::RawMeasurements& raw) {
+  NcclParticipants run(schema::RawMeasurements& raw, const std::function<void()>& checkpoint) {
     NcclParticipants participants;
     participants.gpus = static_cast<std::uint32_t>(ranks_);
     participants.launch_mode =
@@ -389,16 +382,37 @@ class NcclBench {
     allocate_buffers();
     if (env_.multi_process()) participants.hosts = count_hosts();
     hosts_ = participants.hosts;
+    // Before the first checkpoint, so that every file written says who took part.
+    schema::RawProvenance& provenance = *raw.mutable_provenance();
+    provenance.set_hosts(participants.hosts);
+    provenance.set_gpus(participants.gpus);
+    provenance.set_launch_mode(participants.launch_mode);
+    NcclPlanInput plan_input;
+    plan_input.algos = options_.algos;
+    plan_input.protos = options_.protos;
+    plan_input.preset_algo = presets_.algo;
+    plan_input.preset_proto = presets_.proto;
+    plan_input.ranks = ranks_;
+    plan_input.hosts = static_cast<int>(hosts_);
+    plan_input.collnet_enabled = presets_.collnet_enabled;
+    const NcclPlan plan = plan_nccl_combinations(plan_input);
+    if (env_.multi_process()) check_same_plan(plan);
     if (is_rank0()) {
       std::printf(
           "nccl: %d ranks on %u host(s), %s; sizes %llu..%llu B; %d iterations after %d warmup; "
-          "time = max over ranks\n",
+          "time = max over ranks; %zu combination(s) of NCCL_ALGO x NCCL_PROTO\n",
           ranks_, hosts_, participants.launch_mode.c_str(), static_cast<unsigned long long>(options_.min_bytes),
-          static_cast<unsigned long long>(max_bytes_), options_.iters, options_.warmup);
+          static_cast<unsigned long long>(max_bytes_), options_.iters, options_.warmup, plan.run.size());
+      for (const SkippedCombination& skipped : plan.skipped) {
+        std::printf("nccl: skipping %s\n", skipped.describe().c_str());
+      }
+      std::fflush(stdout);
     }
     NcclEnvironment environment;
-    for (const Combination& combination : combinations(options_)) {
+    for (const NcclCombination& combination : plan.run) {
+      throw_if_interrupted();
       run_combination(combination, environment, raw);
+      checkpoint();
     }
     return participants;
   }
@@ -448,6 +462,45 @@ class NcclBench {
     }
   }
 
+  // Waits for the bootstrap communicator's operation on this rank's stream as wait_all does: a
+  // failed peer ends the run with a BenchError, SIGINT/SIGTERM with Interrupted, neither hangs it.
+  // Called before copying the result to (pageable) host memory, a copy that would block in the
+  // CUDA call itself until the collective finished.
+  void wait_base(const LocalGpu& gpu, const char* call) const {
+    while (true) {
+      const cudaError_t state = cudaStreamQuery(gpu.stream->get());
+      if (state == cudaSuccess) return;
+      if (state != cudaErrorNotReady) check_cuda(state, "cudaStreamQuery");
+      ncclResult_t async_status = ncclSuccess;
+      CLUSTERSIM_NCCL(ncclCommGetAsyncError(base_comm_, &async_status));
+      if (async_status != ncclSuccess) throw BenchError(call, nccl_reason(async_status));
+      throw_if_interrupted();
+      std::this_thread::yield();
+    }
+  }
+
+  // Multi-process only. Every rank plans from its own environment and NCCL conf files; ranks that
+  // disagree (say, an /etc/nccl.conf on some hosts only) would create communicators for different
+  // combinations and wait for each other forever.
+  void check_same_plan(const NcclPlan& plan) {
+    std::string text;
+    for (const NcclCombination& combination : plan.run) {
+      text += combination.algo + "/" + combination.proto + "/" + combination.algo_label + "/" +
+              combination.proto_label + ":";
+      for (const std::string& op : combination.ops) text += op + ",";
+      text += ";";
+    }
+    // 52 bits of the hash, which a double holds exactly; the same binary hashes alike on every rank.
+    const auto fingerprint = static_cast<double>(std::hash<std::string>{}(text) & ((std::uint64_t{1} << 52) - 1));
+    const double lowest = reduce_over_ranks(fingerprint, ncclMin);
+    const double highest = reduce_over_ranks(fingerprint, ncclMax);
+    if (lowest != highest) {
+      throw BenchError("agreeing on the NCCL combinations",
+                       "the ranks differ in NCCL_ALGO, NCCL_PROTO or NCCL_COLLNET_ENABLE (in the environment or "
+                       "NCCL's conf files); give every rank the same settings");
+    }
+  }
+
   // Multi-process only: an all-reduce of one value over the bootstrap communicator (which runs
   // with the user's own NCCL settings, so forced combinations cannot break it).
   double reduce_over_ranks(double value, ncclRedOp_t op) {
@@ -456,6 +509,7 @@ class NcclBench {
         cudaMemcpyAsync(gpu.scratch.get(), &value, sizeof value, cudaMemcpyHostToDevice, gpu.stream->get()));
     CLUSTERSIM_NCCL(
         ncclAllReduce(gpu.scratch.get(), gpu.scratch.get(), 1, ncclFloat64, op, base_comm_, gpu.stream->get()));
+    wait_base(gpu, "ncclAllReduce (bootstrap communicator)");
     CLUSTERSIM_CUDA(
         cudaMemcpyAsync(&value, gpu.scratch.get(), sizeof value, cudaMemcpyDeviceToHost, gpu.stream->get()));
     CLUSTERSIM_CUDA(cudaStreamSynchronize(gpu.stream->get()));
@@ -472,6 +526,7 @@ class NcclBench {
                                     kHostnameBytes, cudaMemcpyHostToDevice, gpu.stream->get()));
     CLUSTERSIM_NCCL(ncclAllGather(device_names + kHostnameBytes * static_cast<std::size_t>(env_.rank), device_names,
                                   kHostnameBytes, ncclChar, base_comm_, gpu.stream->get()));
+    wait_base(gpu, "ncclAllGather (host names, bootstrap communicator)");
     CLUSTERSIM_CUDA(
         cudaMemcpyAsync(names.data(), device_names, names.size(), cudaMemcpyDeviceToHost, gpu.stream->get()));
     CLUSTERSIM_CUDA(cudaStreamSynchronize(gpu.stream->get()));
@@ -499,14 +554,15 @@ class NcclBench {
     return status;
   }
 
-  void run_combination(const Combination& combination, const NcclEnvironment& environment,
+  void run_combination(const NcclCombination& combination, const NcclEnvironment& environment,
                        schema::RawMeasurements& raw) {
     environment.apply(combination);
-    const std::string algo = environment.algo_label(combination.algo);
-    const std::string proto = environment.proto_label(combination.proto);
-    const std::string what = "NCCL_ALGO=" + algo + " NCCL_PROTO=" + proto;
+    const std::string& proto = combination.proto_label;
+    const std::string what = "NCCL_ALGO=" + combination.algo_label + " NCCL_PROTO=" + proto;
     for (const OpInfo& op : kOps) {
-      if (op.point_to_point && combination.algo != "default") continue;
+      if (!combination.runs(op.name)) continue;
+      // NCCL_ALGO does not apply to point-to-point operations, whatever the user set.
+      const std::string algo = op.point_to_point ? std::string("default") : combination.algo_label;
       if (gpus_.front()->comm == nullptr) {
         const ncclResult_t status = create_comms();
         if (status != ncclSuccess) {
@@ -519,6 +575,7 @@ class NcclBench {
         }
       }
       for (std::uint64_t requested = options_.min_bytes; requested <= max_bytes_; requested *= 2) {
+        throw_if_interrupted();
         const OpSize size = op_size(op.op, requested, ranks_);
         if (size.count == 0) continue;
         double time_us = 0.0;
@@ -579,6 +636,7 @@ class NcclBench {
 
   const BenchOptions& options_;
   const LaunchEnv& env_;
+  const NcclPresets& presets_;
   int ranks_ = 1;
   std::uint32_t hosts_ = 1;
   std::uint64_t max_bytes_ = 0;
@@ -629,9 +687,10 @@ LaunchEnv detect_launch_env() {
 }
 
 NcclParticipants run_nccl_bench(const BenchOptions& options, const LaunchEnv& env, int device_count,
-                                schema::RawMeasurements& raw) {
-  NcclBench bench(options, env, device_count);
-  return bench.run(raw);
+                                const NcclPresets& presets, schema::RawMeasurements& raw,
+                                const std::function<void()>& checkpoint) {
+  NcclBench bench(options, env, device_count, presets);
+  return bench.run(raw, checkpoint);
 }
 
 }  // namespace clustersim::bench

@@ -27,14 +27,23 @@
 // initialised (ncclTopoTuneModel, src/graph/tuning.cc), not per call. So every (algorithm,
 // protocol) combination gets a fresh communicator created after setenv: ncclCommInitAll in one
 // process, ncclCommSplit of the bootstrap communicator with one process per GPU (which needs no
-// new unique id). NCCL's own choice (the variables as the user left them) is measured first as
-// "default". A combination NCCL rejects (at init, or "no algorithm/protocol available" when an
-// operation is enqueued) is skipped with a note and records nothing for that operation. alltoall
-// and sendrecv are point-to-point, which NCCL_ALGO does not affect, so they run only in
-// combinations whose algorithm is "default".
+// new unique id). NCCL's own choice (the variables as the user left them: unset, or one name, see
+// NcclPresets) is measured first as "default". Combinations and operations NCCL cannot run at all
+// (plan_nccl_combinations: Simple-only algorithms with LL/LL128, NVLSTree on one host, PAT with
+// several GPUs per host, CollNet without NCCL_COLLNET_ENABLE=1, tree for all_gather, ...) are left
+// out with one line each at the start. A combination NCCL still rejects (at init, or "no
+// algorithm/protocol available" when an operation is enqueued, e.g. NVLS without NVSwitch) is
+// skipped with a note and records nothing for that operation. alltoall and sendrecv are point to
+// point, which NCCL_ALGO does not affect, so they run only in combinations whose requested
+// algorithm is "default" and record algorithm "default".
+//
+// Output and interrupts: `checkpoint` runs after every combination (rank 0's writes the file), so
+// that a failure or a signal later leaves the samples measured so far (see interrupt.h). An interrupt of one rank of
+// a multi-process run may leave the other ranks waiting until NCCL reports that the peer is gone.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "calibrate/bench/bench_options.h"
@@ -62,10 +71,21 @@ struct NcclParticipants {
   std::string launch_mode;
 };
 
+// The user's own NCCL settings, resolved before any NCCL call (clustersim_bench.cpp): what the
+// "default" combination records, and whether CollNet algorithms can run.
+struct NcclPresets {
+  std::string algo = "default";  // preset_algo_label() of the effective NCCL_ALGO
+  std::string proto = "default";
+  bool collnet_enabled = false;  // effective NCCL_COLLNET_ENABLE is "1"
+};
+
 // Every process of a multi-process run calls this with its own GPU already current; only rank
-// 0's `raw` receives the samples. Throws BenchError on CUDA/NCCL failures other than rejected
-// combinations, UsageError when a multi-process run has no way to share the NCCL id.
+// 0's `raw` receives the samples, and its provenance the hosts, GPUs and launch mode before the
+// first sample. `checkpoint` runs after every combination, on every rank (it decides who writes).
+// Throws BenchError on CUDA/NCCL failures other than rejected combinations, UsageError when a
+// multi-process run has no way to share the NCCL id, Interrupted after SIGINT/SIGTERM.
 NcclParticipants run_nccl_bench(const BenchOptions& options, const LaunchEnv& env, int device_count,
-                                schema::RawMeasurements& raw);
+                                const NcclPresets& presets, schema::RawMeasurements& raw,
+                                const std::function<void()>& checkpoint);
 
 }  // namespace clustersim::bench

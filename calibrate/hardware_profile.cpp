@@ -139,8 +139,8 @@ std::vector<HbmBandwidthPoint> to_hbm_curve(
 
 constexpr std::array<std::string_view, 7> kBandOps = {"all_reduce", "reduce_scatter", "all_gather", "broadcast",
                                                       "reduce",     "alltoall",       "sendrecv"};
-constexpr std::array<std::string_view, 7> kBandAlgorithms = {"ring",         "tree", "nvls",   "collnet",
-                                                             "hierarchical", "p2p",  "default"};
+constexpr std::array<std::string_view, 8> kBandAlgorithms = {"ring", "tree",         "nvls", "collnet",
+                                                             "pat",  "hierarchical", "p2p",  "default"};
 constexpr std::array<std::string_view, 4> kBandProtocols = {"LL", "LL128", "Simple", "default"};
 
 template <std::size_t N>
@@ -265,13 +265,22 @@ NcclTuning to_nccl_tuning(const ParsedText& in, const schema::NcclTuning& t) {
   k.channels = t.channels();
   k.net_overhead_us = non_negative(in, p + "net_overhead_us", t.net_overhead_us());
   const auto& amd = t.ll_max_bus_amd_gbytes_per_s();
-  if (amd.size() != 2)
-    in.fail(p + "ll_max_bus_amd_gbytes_per_s",
-            std::to_string(amd.size()) + " values; needs 2 (2 nodes, more than 2 nodes; NCCL's llMaxBws[1][1..2])");
-  for (int i = 0; i < 2; ++i)
-    k.ll_max_bus_amd_GBps[i] =
-        positive(in, p + "ll_max_bus_amd_gbytes_per_s[" + std::to_string(i) + "]", amd[i], "decimal GB/s");
-  k.net_overhead_amd_us = non_negative(in, p + "net_overhead_amd_us", t.net_overhead_amd_us());
+  if (amd.empty()) {
+    // A profile written before the CPU rows were modelled (fit copies the base's block): its multi-node LL
+    // entries are the GPU's row, which NCCL never reads across nodes. NCCL's own CPU rows replace them
+    // (llMaxBws[0][1..2] and [1][1..2], getNetOverhead; the same in every release that has these tables).
+    k.ll_max_bus_GBps[1] = 39.0, k.ll_max_bus_GBps[2] = 20.4;
+    k.ll_max_bus_amd_GBps = {22.5, 19.0};
+    k.net_overhead_amd_us = 2.0;
+  } else {
+    if (amd.size() != 2)
+      in.fail(p + "ll_max_bus_amd_gbytes_per_s",
+              std::to_string(amd.size()) + " values; needs 2 (2 nodes, more than 2 nodes; NCCL's llMaxBws[1][1..2])");
+    for (int i = 0; i < 2; ++i)
+      k.ll_max_bus_amd_GBps[i] =
+          positive(in, p + "ll_max_bus_amd_gbytes_per_s[" + std::to_string(i) + "]", amd[i], "decimal GB/s");
+    k.net_overhead_amd_us = non_negative(in, p + "net_overhead_amd_us", t.net_overhead_amd_us());
+  }
   k.pat_base_us = per_protocol(in, p + "pat_base_latency_us", t.pat_base_latency_us());
   k.pat_net_us = per_protocol(in, p + "pat_net_latency_us", t.pat_net_latency_us());
   if (t.pat_bus_efficiency() < 0 || t.pat_bus_efficiency() > 1 || !std::isfinite(t.pat_bus_efficiency()))

@@ -619,7 +619,8 @@ void write_cluster(const topology::ClusterSpec& cluster, schema::Cluster& c) {
   c.set_nvlink_hop_latency_us(us(cluster.nvlink_hop_latency));
   c.set_network_hop_latency_us(us(cluster.network_hop_latency));
   if (!cluster.node.nvls) c.set_nvls(false);
-  if (cluster.node.cpu_vendor != topology::CpuVendor::kUnspecified)
+  // Also an unspecified vendor over a preset's: the preset would otherwise bring its own back.
+  if (cluster.node.cpu_vendor != topology::CpuVendor::kUnspecified || !cluster.node.preset.empty())
     c.set_cpu_vendor(to_schema(cluster.node.cpu_vendor));
   if (cluster.is_explicit()) {
     for (const topology::VertexSpec& v : cluster.vertices) {

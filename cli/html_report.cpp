@@ -663,6 +663,9 @@ std::string cluster_text(const workloads::Scenario& sc) {
                   (c.gpu_count() == 1 ? "" : "s");
   if (!links.empty())
     s += "; " + links[0] + (links.size() > 1 ? " and " + links[1] : "") + " per" + unit + " per direction";
+  // NCCL's tuning reads the hosts' CPU vendor across nodes (cluster.proto cpu_vendor).
+  if (c.node.cpu_vendor != topology::CpuVendor::kUnspecified)
+    s += std::string("; ") + topology::to_string(c.node.cpu_vendor) + " hosts";
   return s;
 }
 

@@ -348,7 +348,8 @@ struct Evaluator {
           return k.ring_base_us[pi] + steps * lat;
         }
         const double inter_steps = req.op == CollectiveOp::kAllReduce ? 2.0 * (N - 1) : double(N - 1);
-        const double inter_lat = ppn == 1 ? k.tree_net_us[pi] : k.ring_net_us[pi];
+        // NCCL's ppn is nRanks / nNodes as a float: 1 only with one rank in every node.
+        const double inter_lat = n == N ? k.tree_net_us[pi] : k.ring_net_us[pi];
         double lat = k.ring_base_us[pi] +
                      (steps - inter_steps) * std::max(intra(k.ring_nvlink_us, k.ring_pci_us), net_overhead) +
                      inter_steps * inter_lat;

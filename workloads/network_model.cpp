@@ -354,17 +354,30 @@ void NetworkModel::run(const CollectivePlan& plan, const CollectiveRequest& req,
       return;
     }
     case Algorithm::kPat: {
-      // One GPU per node: each rank's NIC sends and receives (n − 1)/n · S over log2(n) rounds to peers at doubling
-      // distances. On the links that decide the time (each GPU's NIC and its leaf ports) that is the ring's load,
-      // so the flows follow the ring's edges; the rounds' latency is one routed network edge per round.
-      Coflow f;
-      Seconds intra, inter;
-      std::size_t intra_edges = 0, inter_edges = 0;
-      ring_path(gpus, 0, false, f.path, intra, inter, intra_edges, inter_edges);
-      f.bytes = bytes(S * busbw_factor(req.op, static_cast<std::uint32_t>(n)));
-      const Seconds per_edge = inter_edges ? inter / double(inter_edges) : Seconds{};
-      flows.push_back(std::move(f));
-      start_phase(std::move(flows), base + per_edge * std::ceil(std::log2(double(n))), std::move(done));
+      // One GPU per node, log2(n) rounds, farthest first (NCCL connects PAT's ranks at power-of-two distances):
+      // round k sends 2^(k−1) shards of S/n to the rank n/2^k away (the last round the rest, so that every rank
+      // sends (n − 1)/n · S in all). Small shards cross the far links, large ones the near: on an oversubscribed
+      // fabric the far rounds share the spine as the routes decide. Each round waits for the previous one.
+      const auto rounds = static_cast<std::size_t>(std::ceil(std::log2(double(n))));
+      auto phases = std::make_shared<Phases>();
+      std::size_t sent = 0;  // shards of S/n each rank has sent
+      for (std::size_t k = 1; k <= rounds; ++k) {
+        const std::size_t distance = std::size_t{1} << (rounds - k);
+        const std::size_t shards = k < rounds ? std::size_t{1} << (k - 1) : n - 1 - sent;
+        sent += shards;
+        Coflow f;
+        Seconds longest;
+        for (std::size_t i = 0; i < n; ++i) {
+          Seconds route;
+          append_route(f.path, gpus[i], gpus[(i + distance) % n], i, 1, &route);
+          longest = std::max(longest, route);
+        }
+        f.bytes = bytes(S * double(shards) / double(n));
+        std::vector<Coflow> round;
+        round.push_back(std::move(f));
+        phases->emplace_back(std::move(round), (k == 1 ? base : Seconds{}) + longest);
+      }
+      run_phases(phases, 0, std::make_shared<std::function<void()>>(std::move(done)));
       return;
     }
     case Algorithm::kTree: {

@@ -38,7 +38,7 @@ std::string usage_error_of(const std::function<void()>& call) {
 
 }  // namespace
 
-TEST_CASE("bench options: --algos and --protos are NCCL names, canonicalised; anything else is refused") {
+TEST_CASE("bench options: --algos and --protos are NCCL names, canonicalised, anything else is refused") {
   // NCCL compares names with strcasecmp, so the spelling does not matter; the samples record one spelling.
   const bench::BenchOptions options = parse({"--algos", "Ring,NVLSTree,CollNetDirect", "--protos", "ll128,SIMPLE"});
   CHECK(options.algos == std::vector<std::string>{"ring", "nvlstree", "collnetdirect"});
@@ -215,7 +215,7 @@ TEST_CASE("nccl conf: the effective value is the environment's, else the first f
   CHECK(s.value == std::optional<std::string>(""));
 }
 
-TEST_CASE("nccl preset: one name is the label; a list, an exclusion or an unknown name is a UsageError") {
+TEST_CASE("nccl preset: one name is the label, a list, an exclusion or an unknown name is a UsageError") {
   auto setting = [](std::optional<std::string> value, std::string source = std::string(bench::kFromEnvironment)) {
     return bench::NcclSetting{"NCCL_ALGO", std::move(value), std::move(source)};
   };

@@ -13,6 +13,7 @@
 #include "sim/input_error.h"
 #include "tests/test_support.h"
 #include "workloads/compute_model.h"
+#include "workloads/nccl_model.h"
 
 namespace {
 
@@ -46,7 +47,7 @@ TEST_CASE("sha256: FIPS 180-4 / NIST test vectors") {
         "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
-TEST_CASE("fit: two exact points give alpha and busbw exactly; flat band is latency-only; one size is skipped") {
+TEST_CASE("fit: two exact points give alpha and busbw exactly, flat band is latency-only, one size is skipped") {
   const calibrate::FitResult r = fit_files({"two_points.textproto"});
   CHECK(r.base_name == "h100-sxm5-80gb");  // from provenance.gpu "NVIDIA H100 80GB HBM3"
   REQUIRE(r.bands.size() == 3);
@@ -109,7 +110,7 @@ TEST_CASE("fit: two exact points give alpha and busbw exactly; flat band is late
   CHECK(p.gpu.compute_slowdown_during_comm == 1.0);
 }
 
-TEST_CASE("fit: deterministic; binary raw input fits the same as text") {
+TEST_CASE("fit: deterministic, binary raw input fits the same as text") {
   const calibrate::FitResult a = fit_files({"two_points.textproto"});
   const calibrate::FitResult b = fit_files({"two_points.textproto"});
   CHECK(a.profile_text == b.profile_text);
@@ -477,4 +478,55 @@ TEST_CASE("compute model: GEMM table nearest in log space, HBM curve log-linear 
   const double t =
       to_us(w::gemm_time(2048, 2048, 2048, clustersim::bytes(3 * 2048.0 * 2048 * 2), g, w::Precision::kBF16));
   CHECK(t == doctest::Approx(17179869184.0 / (989.4e12 * 0.45) * 1e6 + 2).epsilon(1e-9));
+}
+
+TEST_CASE("fit: PAT samples fit a pat band that loads and times NCCL's PAT choice") {
+  // 8 hosts x 1 GPU, all_gather forced to PAT: two exact points of t = 40 us + S·(7/8) / 30 GB/s (3e4 B/us):
+  // 1 MiB → 40 + 917504/3e4 = 70.58347 us, 4 MiB → 40 + 3670016/3e4 = 162.33387 us: alpha 40 us, busbw 30 GB/s in
+  // the NET band [1 MiB, 64 MiB).
+  const std::string pat =
+      "collectives { op: \"all_gather\" algorithm: \"PAT\" protocol: \"Simple\" ranks: 8 nodes: 8 "
+      "size_bytes: 1048576 time_us: 70.5834666667 }\n"
+      "collectives { op: \"all_gather\" algorithm: \"PAT\" protocol: \"Simple\" ranks: 8 nodes: 8 "
+      "size_bytes: 4194304 time_us: 162.333866667 }\n";
+  const calibrate::FitResult r = fit_text("gpu: \"NVIDIA H100 80GB HBM3\" hosts: 8", pat, "");
+  const calibrate::HardwareProfile p = calibrate::parse_profile(r.profile_text, "fitted.textproto");
+  const calibrate::AlphaBetaBand* b =
+      calibrate::find_band(p.collectives, "all_gather", "pat", "Simple", calibrate::LinkKind::kNet, 2 << 20, 8);
+  REQUIRE(b != nullptr);
+  CHECK(clustersim::to_us(b->alpha) == doctest::Approx(40).epsilon(1e-6));
+  CHECK(b->busbw.raw() == doctest::Approx(30e9).epsilon(1e-6));
+  // NCCL picks PAT for 2 MiB on 8 x 1 H100 (PAT 42.4 + 2097152/31875 = 108.2 us against ring LL128's
+  // 73.5 + 2097152/44686 = 120.4 us; test_nccl_model.cpp has the constants), and the band times it:
+  // 40 + 2097152 x 7/8 / 3e4 = 101.16693 us.
+  namespace w = clustersim::workloads;
+  clustersim::topology::ClusterSpec c;
+  c.nodes = 8;
+  c.gpus_per_node = 1;
+  c.nvlink_per_direction = clustersim::GBps(450);
+  c.nic_per_direction = clustersim::Gbitps(400);
+  const w::CollectivePlan plan =
+      w::CollectiveModel(c, p, {}).plan({w::CollectiveOp::kAllGather, {0, 1, 2, 3, 4, 5, 6, 7}, clustersim::MiB(2), 0});
+  CHECK(plan.algorithm == w::Algorithm::kPat);
+  CHECK(clustersim::to_us(plan.time) == doctest::Approx(40 + 2097152.0 * 7 / 8 / 3e4).epsilon(1e-6));
+}
+
+TEST_CASE("profile: a profile written before the CPU rows gets NCCL's multi-node LL caps and AMD overhead") {
+  // Without ll_max_bus_amd_gbytes_per_s the block is the old layout: entries 2 and 3 of ll_max_bus were the GPU's
+  // row (45, 35 on Hopper), which NCCL never reads across nodes; NCCL's CPU rows replace them.
+  std::string text =
+      clustersim::testing::slurp(std::string(CLUSTERSIM_SOURCE_DIR) + "/calibrate/profiles/h100-sxm5-80gb.textproto");
+  const auto cut = [&](const std::string& line) {
+    const std::size_t at = text.find(line);
+    REQUIRE(at != std::string::npos);
+    text.erase(at, text.find('\n', at) + 1 - at);
+  };
+  cut("    ll_max_bus_amd_gbytes_per_s:");
+  cut("    net_overhead_amd_us:");
+  text.replace(text.find("ll_max_bus_gbytes_per_s: [141.0, 39.0, 20.4]"), 45,
+               "ll_max_bus_gbytes_per_s: [141.0, 45.0, 35.0]");
+  const calibrate::HardwareProfile p = calibrate::parse_profile(text, "old.textproto");
+  CHECK(p.collectives.nccl.ll_max_bus_GBps == std::array<double, 3>{141.0, 39.0, 20.4});
+  CHECK(p.collectives.nccl.ll_max_bus_amd_GBps == std::array<double, 2>{22.5, 19.0});
+  CHECK(p.collectives.nccl.net_overhead_amd_us == 2.0);
 }

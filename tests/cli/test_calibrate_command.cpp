@@ -191,7 +191,7 @@ TEST_CASE("calibrate import: the recorded fixture is what importing the CSV give
         clustersim::testing::slurp(kSource + "/tests/data/calibrate/h100_8gpu_allreduce_ring.raw.textproto"));
 }
 
-TEST_CASE("calibrate fit and show through the binary; same raws give byte-identical profiles") {
+TEST_CASE("calibrate fit and show through the binary, same raws give byte-identical profiles") {
   const std::filesystem::path dir = scratch_dir("calibrate-fit");
   const std::string a = (dir / "a.textproto").string(), b = (dir / "b.textproto").string();
   const auto fit = run_clustersim("calibrate fit tests/data/calibrate/two_points.textproto -o " + a, dir);
@@ -260,7 +260,7 @@ TEST_CASE("calibrate: bad input exits 2 with file and field") {
   CHECK_FALSE(std::filesystem::exists(dir / "x.textproto"));
 }
 
-TEST_CASE("calibrate import: rows nccl-tests found wrong are left out; srun labels and a byte-order mark are read") {
+TEST_CASE("calibrate import: rows nccl-tests found wrong are left out, srun labels and a byte-order mark are read") {
   // The H100 ring AllReduce CSV (31 sizes) as an nccl-tests log, with #wrong 123 out-of-place at 32 MiB and 5
   // in-place at 64 MiB: those 2 of its 2 x 31 = 62 samples are not imported (60 left); the note names both rows.
   const calibrate::MeasuredRun csv =
@@ -317,7 +317,7 @@ TEST_CASE("calibrate import: rows nccl-tests found wrong are left out; srun labe
   CHECK(r.err.find("error: command line: --bands: \"17179869185G\" is not") == 0);
 }
 
-TEST_CASE("nccl-tests logs of several tests: each is a run; --compare takes --op's, import takes all of them") {
+TEST_CASE("nccl-tests logs of several tests: each is a run, --compare takes --op's, import takes all of them") {
   // One log as a script writes it, all_reduce_perf then all_gather_perf into one file: the H100 ring AllReduce and
   // AllGather CSVs of one node rebuilt as nccl-tests text, with the blank line nccl-tests ends a test with between
   // them. The AllGather test's version line names no library: it shares the AllReduce test's NCCL 2.26.2.

@@ -141,7 +141,7 @@ TEST_CASE("collective: the table has nccl-tests' layout, counts and bandwidth co
   CHECK(bc[4] == "0");
 }
 
-TEST_CASE("collective: --csv and --json carry the same rows; busbw = algbw · factor") {
+TEST_CASE("collective: --csv and --json carry the same rows, busbw = algbw · factor") {
   const fs::path dir = scratch_dir("files");
   const std::string csv_path = (dir / "ar.csv").string(), json_path = (dir / "ar.json").string();
   run_api({kRingScenario, "--op", "allreduce", "--sizes", "1K:64M", "--factor", "4", "--csv", csv_path, "--json",
@@ -189,7 +189,7 @@ TEST_CASE("collective: --csv and --json carry the same rows; busbw = algbw · fa
   fs::remove_all(dir);
 }
 
-TEST_CASE("collective: bad options are input errors naming the option; the binary exits 2") {
+TEST_CASE("collective: bad options are input errors naming the option, the binary exits 2") {
   CHECK(error_of([] {
           run_api({kRingScenario, "--op", "allsum"});
         }) ==
@@ -233,7 +233,7 @@ TEST_CASE("collective: bad options are input errors naming the option; the binar
           run_api({kRingScenario, "--op", "allreduce", "--algo", "butterfly"});
         }) ==
         "command line: --algo: \"butterfly\" is not an algorithm; valid: ring, tree, nvls, collnet, hierarchical, "
-        "torus, p2p");
+        "torus, p2p, pat");
   CHECK(error_of([] {
           run_api({kRingScenario, "--op", "allreduce", "--proto", "fast"});
         }) == "command line: --proto: \"fast\" is not a protocol; valid: LL, LL128, Simple");
@@ -423,7 +423,7 @@ TEST_CASE("validation: collective predictions against the five nccl-tests runs i
   }
 }
 
-TEST_CASE("collective: where a forced algorithm cannot run, the option or the scenario is named; NVLS needs nvls") {
+TEST_CASE("collective: where a forced algorithm cannot run, the option or the scenario is named, NVLS needs nvls") {
   const std::string hdr = kSource + "/scenarios/nccl/h100x4_2node_ib_hdr_allreduce.textproto";
   // The HDR nodes have NVLink but no NVSwitch SHARP (cluster.nvls: false): one node's 4 GPUs never run NVLS.
   const std::string table = run_api({hdr, "--op", "allreduce", "--ranks", "0-3", "--sizes", "8:1G", "--factor", "64"});

@@ -241,7 +241,7 @@ TEST_CASE("compare: a slow data loader shows as input stall, the other rows unch
   fs::remove_all(dir);
 }
 
-TEST_CASE("compare: a layout that runs out of memory is never marked best; host dispatch has its row") {
+TEST_CASE("compare: a layout that runs out of memory is never marked best, host dispatch has its row") {
   const fs::path dir = scratch_dir("compare-oom");
   // ep4 needs 87.72 GiB per GPU of 79.65 (OUT OF MEMORY) and takes 2.042156 s; ep8 with dropless routing skewed
   // 0.5 (the busiest expert 1.5x its share, no capacity factor) fits (77.15 GiB) and takes 2.363526 s, 13.6 %

@@ -130,7 +130,7 @@ TEST_CASE("gpu-generations: the four scenarios load with 144 GPUs and the same m
   }
 }
 
-TEST_CASE("gpu-generations: same layout, same bytes; the H200's 141 GB is headroom where the H100 has none") {
+TEST_CASE("gpu-generations: same layout, same bytes, the H200's 141 GB is headroom where the H100 has none") {
   // The three tp 8 x pp 2 x dp 9 scenarios need the same bytes per GPU (the memory model knows no GPU type);
   // only the capacity differs.
   const workloads::ScenarioResult h100 = workloads::simulate_scenario(analytical("h100.textproto"));

@@ -129,7 +129,7 @@ TEST_CASE("plan: the deadline search returns the smallest whole-node count that 
         std::string::npos);
 }
 
-TEST_CASE("plan: the compute bound counts what every layout executes; the fabric's size ends the search") {
+TEST_CASE("plan: the compute bound counts what every layout executes, the fabric's size ends the search") {
   // The small model (GPT-style, l = 4, h = 1024, s = 1024, V = 32000, FFN 4h). GEMM FLOPs per token, forward:
   // per layer QKV 6h² + projection 2h² + MLP 16h² = 24h² = 25,165,824, attention scores and ·V over the causal
   // half of the square 2·s·h = 2,097,152 (a flash kernel computes no more; the full square, MFU's convention,
@@ -174,7 +174,7 @@ TEST_CASE("plan: the compute bound counts what every layout executes; the fabric
   CHECK(beyond_out.find("No layout runs on any GPU count tried") == std::string::npos);
 }
 
-TEST_CASE("plan: a torus cluster is not resized; the deadline is judged on its own chips") {
+TEST_CASE("plan: a torus cluster is not resized, the deadline is judged on its own chips") {
   // The TPU v4 4x4x4 slice of 64 chips: the search resizes clusters in whole nodes, which a torus cannot
   // be, so its only count is 64 (the run used to fail with an error about --gpus, which was not given).
   const workloads::Scenario tpu = cli::load_scenario_file(std::string(CLUSTERSIM_SOURCE_DIR) +

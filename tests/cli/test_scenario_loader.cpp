@@ -514,7 +514,7 @@ TEST_CASE("bad inline scenarios") {
   }
 }
 
-TEST_CASE("link faults: a GPU cut off from the other nodes is named at load time; ANALYTICAL refuses them") {
+TEST_CASE("link faults: a GPU cut off from the other nodes is named at load time, ANALYTICAL refuses them") {
   // kGood's 2 x 8 DGX-like nodes, one NIC per GPU on rail leaves. GPU 3's only NIC (n0/nic3) down: GPU 3 still
   // reaches node 0's GPUs over NVLink (GPUs do not forward), but no GPU of node 1 — the second anchor, GPU 15.
   std::string cut = kGood;
@@ -533,7 +533,7 @@ TEST_CASE("link faults: a GPU cut off from the other nodes is named at load time
         "nominal bandwidths): use fidelity FLOW with link faults");
 }
 
-TEST_CASE("gradient_dtype: Megatron's choice; the other frameworks' is fixed, and the other value is refused") {
+TEST_CASE("gradient_dtype: Megatron's choice, the other frameworks' is fixed, and the other value is refused") {
   // DDP, Horovod and DataParallel under autocast keep fp32 gradients; FSDP and DeepSpeed reduce 16-bit ones.
   // kMinimal's line 5 is parallel (1 GPU, DDP); line 6 the training below, its value at column
   // 1 + len("training { ") 11 + len("samples: 10 ") 12 + len("gradient_dtype: ") 16 = 40.
@@ -572,7 +572,7 @@ TEST_CASE("precision FP8: accepted on an H100 profile, refused where the profile
         "(Hopper or later)");
 }
 
-TEST_CASE("cpu_vendor: from the preset, overridden by the cluster, written by --resolved; a bad value is refused") {
+TEST_CASE("cpu_vendor: from the preset, overridden by the cluster, written by --resolved, a bad value is refused") {
   // DGX A100 has AMD EPYC 7742 hosts, DGX H100 Intel Xeon 8480C (the presets' datasheets); the simple form says
   // nothing (NCCL's non-AMD tables).
   auto vendor = [](const std::string& cluster) {

@@ -142,7 +142,7 @@ TEST_CASE("sweep: OOM layouts are rejected with the memory part that breaks them
   CHECK(cli::sweep_text(r).find("no layout fits in memory") != std::string::npos);
 }
 
-TEST_CASE("sweep: the same output with 1 and 2 threads; ranking by simulated time; CSV columns") {
+TEST_CASE("sweep: the same output with 1 and 2 threads, ranking by simulated time, CSV columns") {
   cli::SweepOptions one;
   one.top = 4;
   cli::SweepOptions two = one;

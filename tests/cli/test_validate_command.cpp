@@ -209,7 +209,7 @@ TEST_CASE("validate: Narayanan TFLOP/s use Eq. 3, the FLOPs of a step with full 
   CHECK(row.convention.find("Eq. 3") != std::string::npos);
 }
 
-TEST_CASE("validate: a row without micro-batch size records the assumption; interleaving without pipeline") {
+TEST_CASE("validate: a row without micro-batch size records the assumption, interleaving without pipeline") {
   const cli::ValidationRow row =
       cli::plan_row(builtin_table(), record_of(builtin_table(), "1"), workloads::Fidelity::kAnalytical);
   REQUIRE_FALSE(row.skipped());
@@ -246,7 +246,7 @@ TEST_CASE("validate: LLaMA and Nemotron rows are simulated with their own archit
   CHECK(m.parameter_count() == doctest::Approx(8540135424.0));
 }
 
-TEST_CASE("validate: skipped rows say why; every row of the built-in file is planned or explained") {
+TEST_CASE("validate: skipped rows say why, every row of the built-in file is planned or explained") {
   const cli::CsvTable& t = builtin_table();
   auto reason = [&](const std::string& id) {
     return cli::plan_row(t, record_of(t, id), workloads::Fidelity::kAnalytical).skipped_reason;
@@ -421,7 +421,7 @@ TEST_CASE("validate: MAPE of a hand-made CSV, and its JSON document") {
   CHECK(cli::validation_json(cli::validate_measurements(t, workloads::Fidelity::kAnalytical, {}, 3)) == json);
 }
 
-TEST_CASE("validate: NeMo rows: cp, the launcher configs' optimizer, SP and vocab; Megatron-Core's distopt") {
+TEST_CASE("validate: NeMo rows: cp, the launcher configs' optimizer, SP and vocab, Megatron-Core's distopt") {
   const cli::CsvTable& t = builtin_table();
   // Row 155, LLAMA3-8B on 8 H100: tp 1 x pp 1 x cp 2 x dp 4 = 8 GPUs; gbs 128 / (mbs 1 x dp 4) = 32
   // micro-batches. Context parallelism is a scenario field now (cp 2: 2 x cp = 4 divides seq 8192).

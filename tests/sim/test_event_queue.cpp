@@ -65,7 +65,7 @@ TEST_CASE("event queue: ties run in insertion order") {
   CHECK(order == std::vector<int>{1, 3, 5, 7, 0, 2, 4, 6});
 }
 
-TEST_CASE("event queue: a cancelled event never runs; cancel is exact") {
+TEST_CASE("event queue: a cancelled event never runs, cancel is exact") {
   EventQueue q;
   std::vector<int> order;
   const EventId a = q.schedule_at(10, [&] { order.push_back(1); });
@@ -173,7 +173,7 @@ TEST_CASE("event queue: a running event's own id is stale") {
   CHECK(q.executed() == 1);
 }
 
-TEST_CASE("simulation: schedule_after is relative to now; run drains the queue") {
+TEST_CASE("simulation: schedule_after is relative to now, run drains the queue") {
   Simulation sim;
   std::vector<SimTime> times;
   sim.schedule_at(100, [&] {

@@ -207,7 +207,7 @@ TEST_CASE("flow network: one pending network event, solves only what a change to
   CHECK(fx.sim.events_executed() == 101);
 }
 
-TEST_CASE("flow network: on_done may start flows; they join the same picosecond's solve") {
+TEST_CASE("flow network: on_done may start flows, they join the same picosecond's solve") {
   // A chain: each completion starts the next 1e9 B flow on the same 10 GB/s link, 5 times:
   // completions at 0.1, 0.2, ..., 0.5 s.
   Fixture fx;

@@ -171,7 +171,7 @@ TEST_CASE("expert parallelism with tensor parallelism: all-to-alls of the sequen
   CHECK(dense.bytes.count("allgather.tp.moe") == 0);
 }
 
-TEST_CASE("expert parallelism: the busiest rank's routed tokens size its activations; dropped tokens are not MFU") {
+TEST_CASE("expert parallelism: the busiest rank's routed tokens size its activations, dropped tokens are not MFU") {
   // Mixtral-like layer, b = 1, s = 4096 (T = 4096), h = 4096, f_e = 14336, top_k 2, bf16 (e = 2), SwiGLU
   // (3 tensors of f_e), E = 8 on ep 8: the routed part of a MoE layer's activations is the dispatched tokens
   // e·T·k·λ·h plus the experts' e·T·k·λ·f_e·3, λ the rank's load. Skew 1 (dropless) puts λ = 2 on the busiest
@@ -289,7 +289,7 @@ TEST_CASE("expert parallelism: capacity factor and token skew set the slowest ra
   CHECK(capped.jobs[0].iteration_time > uniform.jobs[0].iteration_time);
 }
 
-TEST_CASE("context parallelism: ring attention has cp steps per layer; their FLOPs are the causal half") {
+TEST_CASE("context parallelism: ring attention has cp steps per layer, their FLOPs are the causal half") {
   // LLaMA-3-8B-like attention (32 heads, 8 KV heads of 128), s = 32768, cp = 4, b = 1, bf16.
   ModelSpec m{"llama", 2, 4096, 32, 14336, 128256, 32768};
   m.kv_heads = 8;

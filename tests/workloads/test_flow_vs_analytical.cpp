@@ -279,3 +279,25 @@ TEST_CASE("contention-free PAT AllGather (one GPU per node): FLOW agrees with AN
     CHECK(flow == doctest::Approx(analytical).epsilon(0.01));
   }
 }
+
+TEST_CASE("PAT at FLOW fidelity: its far rounds load an oversubscribed spine, the ring's edges do not") {
+  // 16 nodes x 1 GPU in a two-level Clos of radix-9 switches at 8:1: 2 leaves of 8 NICs, one 400 Gb/s uplink each,
+  // so 50 GB/s per direction between the halves (x 0.85, the network efficiency FLOW applies to every link). PAT
+  // sends farthest first: round k carries 2^(k-1) shards of S/16 a distance of 16/2^k; the ranks whose peer is in
+  // the other half are 8, 4, 2 and 1 of the 16 in rounds 1-4, so S/2 per direction crosses in each round, 2S in
+  // all. FLOW carries PAT's 0.75 efficiency as 1/0.75 more bytes on the wire, so 1 GiB takes 2 x 2^30 / 0.75 /
+  // 42.5e9 = 67.37 ms, where a 1:1 fabric takes the NICs' 15/16 S / (0.75 x 42.5e9) = 31.58 ms.
+  auto flow_seconds = [](const std::string& fabric) {
+    Scenario sc = cluster_only(
+        "nodes: 16 gpus_per_node: 1 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: 450 "
+        "nic_gbits_per_s_per_direction: 400 " +
+            fabric,
+        "h100-sxm5-80gb");
+    sc.nccl.algorithm = Algorithm::kPat;
+    return collective_seconds(sc, Fidelity::kFlow, GiB(1), CollectiveOp::kAllGather);
+  };
+  const double blocking = flow_seconds("fabric { kind: CLOS_TWO_LEVEL oversubscription: 8 switch_radix: 9 }");
+  const double full = flow_seconds("");
+  CHECK(full == doctest::Approx(1073741824.0 * 15 / 16 / 31.875e9).epsilon(0.01));
+  CHECK(blocking == doctest::Approx(2 * 1073741824.0 / 0.75 / 42.5e9).epsilon(0.01));
+}

@@ -111,7 +111,7 @@ TEST_CASE("the GPT rows equal Narayanan et al.'s closed form (which their Table 
   }
 }
 
-TEST_CASE("a preset fills the model; inline fields override it") {
+TEST_CASE("a preset fills the model, inline fields override it") {
   const ModelSpec base = preset("llama3-70b");
   CHECK(base.name == "llama3-70b");
   CHECK(base.layers == 80);

@@ -72,7 +72,7 @@ TEST_CASE("ring and tree latencies: step counts times NCCL's per-step latencies"
         doctest::Approx(92.4));
 }
 
-TEST_CASE("AllGather takes the profile's own NVLink efficiency; ReduceScatter and AllReduce keep the shared one") {
+TEST_CASE("AllGather takes the profile's own NVLink efficiency, ReduceScatter and AllReduce keep the shared one") {
   // H100 profile: nvlink_bus_efficiency 0.82, nvlink_allgather_bus_efficiency 0.80; 8 GPUs, 450 GB/s NVLink, ring
   // Simple forced, 1 GiB. Latency 8.4 + 7·3.4 = 32.2 µs for both halves. Bytes per link: 2^30·7/8 = 939,524,096.
   //   AllGather:     busbw 450·0.80 = 360 GB/s → 939,524,096 / 360e9 = 2,609.789 µs + 32.2 = 2,641.989 µs
@@ -283,7 +283,7 @@ TEST_CASE("NCCL's model takes NVLS AllGather's bus bandwidth as its algorithm ba
   CHECK(to_us(p.nccl_model_time) == doctest::Approx(25 + 1073741824.0 / (369.0 * 0.85 * 11 / 12 * 7 / 8 * 1e3)));
 }
 
-TEST_CASE("forced LL128 runs without NVLink, as NCCL_PROTO=LL128 does; CollNet needs at most 8 local ranks") {
+TEST_CASE("forced LL128 runs without NVLink, as NCCL_PROTO=LL128 does, CollNet needs at most 8 local ranks") {
   const calibrate::HardwareProfile a100 = calibrate::load_profile("a100-sxm4-80gb");
   topology::ClusterSpec pcie = cluster(1, 4, 0, 200);
   pcie.node.scale_up = topology::ScaleUp::kPcieOnly;

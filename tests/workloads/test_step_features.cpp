@@ -170,7 +170,7 @@ TEST_CASE("scatter/gather pipeline sends: 1/t of the activation per send, all-ga
   CHECK(simulate_scenario(sg).jobs[0].iteration_time.raw() > 0);
 }
 
-TEST_CASE("data loader: a slow loader stalls the step; in the steady state it also refills the queue") {
+TEST_CASE("data loader: a slow loader stalls the step, in the steady state it also refills the queue") {
   // One GPU, DDP, m = 4 micro-batches, prefetch q = 2: micro-batches 2 and 3 are produced during the step,
   // L = b / rate each, and then the next step's first 2 (each once its slot is freed: the copy of micro-batch
   // 2, resp. 3, has taken it from the queue). With L = 2c, c a micro-batch's compute:

@@ -311,7 +311,7 @@ TEST_CASE("torus FLOW agrees with ANALYTICAL within 5% from 1 MiB (contention-fr
   }
 }
 
-TEST_CASE("torus algorithm choice: boxes only, ring when forced or not a box; GPU clusters never") {
+TEST_CASE("torus algorithm choice: boxes only, ring when forced or not a box, GPU clusters never") {
   const auto c = torus(4, 4, 4);
   const CollectiveModel m(c, tpu());
   // Chips 0..5 are x line y=0 plus two chips of y=1: not a box, so NCCL's ring over one ICI link per edge:

@@ -172,7 +172,7 @@ TEST_CASE("GQA + SwiGLU + untied head: Megatron's 12·B·s·l·h²·(1 + (f/h)·
   CHECK(qkv.n == 48 * 128);
 }
 
-TEST_CASE("MoE: top-k routed experts and shared experts in the FLOPs; balanced grouped GEMMs") {
+TEST_CASE("MoE: top-k routed experts and shared experts in the FLOPs, balanced grouped GEMMs") {
   // Mixtral shape (l=32, h=4096, a=32, n_kv=8, f=14336, E=8, k=2, V=32000), B=1, s=512: as the
   // dense formula with the MLP term × k = 2, plus the router 3·2·T·h·E per layer:
   // 12·512·32·4096²·(1 + 3.5·2·1.5 + 0.25 + 0.125 + 32000/262144) + 6·512·4096·8·32.

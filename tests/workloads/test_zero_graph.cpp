@@ -143,7 +143,7 @@ TEST_CASE("DeepSpeed ZeRO-1: reduce-scatter after the backward, step the shard, 
   CHECK(a.jobs[0].breakdown.exposed_comm.raw() == doctest::Approx(rs + ag).epsilon(1e-9));
 }
 
-TEST_CASE("DeepSpeed ZeRO-2 reduce-scatters every micro-batch's gradients; ZeRO-1 only the last's") {
+TEST_CASE("DeepSpeed ZeRO-2 reduce-scatters every micro-batch's gradients, ZeRO-1 only the last's") {
   // 2 GPUs, 4 micro-batches. ZeRO-2 partitions the gradients, so each micro-batch's Ψ·2 B are reduce-scattered
   // (one bucket: Ψ < 5e8 elements) on the compute stream before the next forward; ZeRO-1 accumulates whole
   // gradients and reduces once. The optimizer (Ψ/2 shard) and the all-gather are the same, so
@@ -168,7 +168,7 @@ TEST_CASE("DeepSpeed ZeRO-2 reduce-scatters every micro-batch's gradients; ZeRO-
         doctest::Approx(b.jobs[0].iteration_time.raw()).epsilon(0.01));
 }
 
-TEST_CASE("FSDP: all-gathers run ahead of the compute; only the first ones are exposed when compute dominates") {
+TEST_CASE("FSDP: all-gathers run ahead of the compute, only the first ones are exposed when compute dominates") {
   // On one node the per-block all-gathers (≈ 12.6M params · 2 B = 25 MB at ~200 GB/s ≈ 0.13 ms) are
   // shorter than a block's forward, so after the root's and the first block's all-gathers the rest hide
   // behind compute; the exposed communication is at least the root's all-gather and well below the sum.
@@ -341,7 +341,7 @@ TEST_CASE("FSDP memory with activation checkpointing: the blocks' inputs plus on
   CHECK(part(b, "gathered parameters") == part(a, "gathered parameters"));
 }
 
-TEST_CASE("recompute: accepted by FSDP and DeepSpeed, still rejected by DDP; flash_attention by every framework") {
+TEST_CASE("recompute: accepted by FSDP and DeepSpeed, still rejected by DDP, flash_attention by every framework") {
   CHECK(error_of("dp: 2 micro_batch: 1 framework: FSDP recompute: FULL flash_attention: true").empty());
   CHECK(error_of("dp: 2 micro_batch: 1 framework: DEEPSPEED zero_stage: 2 recompute: SELECTIVE").empty());
   CHECK(

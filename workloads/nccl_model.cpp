@@ -175,6 +175,12 @@ std::optional<Protocol> parse_protocol(std::string_view name) {
   return std::nullopt;
 }
 
+std::uint32_t pat_rounds(std::uint32_t n) {
+  std::uint32_t rounds = 0;
+  while ((std::uint64_t{1} << rounds) < n) ++rounds;
+  return rounds;
+}
+
 std::uint32_t tree_parent(int tree, std::uint32_t i, std::uint32_t domains) {
   const std::uint32_t j = tree == 0 ? i : domains - 1 - i;  // position in the heap
   if (j == 0) return domains;
@@ -314,6 +320,7 @@ struct Evaluator {
   }
 
   const calibrate::NcclTuning& t() const { return profile.collectives.nccl; }
+  bool gather_scatter() const { return req.op == CollectiveOp::kAllGather || req.op == CollectiveOp::kReduceScatter; }
 
   // NCCL's LL bus-bandwidth cap in GB/s: the GPU's row inside one NVLink domain, the hosts' CPU row across
   // domains (tuning.cc: "LL: for single node, we look at GPU type; for multi-node, we look at CPU type").
@@ -432,8 +439,7 @@ struct Evaluator {
     }
     // Bus to algorithm bandwidth (nccl.md §1.5): not for AllGather/ReduceScatter of algorithms other than the ring,
     // whose bus bandwidth above is already the algorithm's.
-    const bool gather_scatter = req.op == CollectiveOp::kAllGather || req.op == CollectiveOp::kReduceScatter;
-    const double ratio = a != Algorithm::kRing && gather_scatter            ? 1.0
+    const double ratio = a != Algorithm::kRing && gather_scatter()          ? 1.0
                          : (a == Algorithm::kRing || a == Algorithm::kNvls) ? double(n) / nsteps(req.op, n)
                                                                             : 0.5;
     double alg = bus * ratio;
@@ -481,8 +487,8 @@ struct Evaluator {
       case Algorithm::kRing:
         return protocol_cap(ring_bus) / busbw_factor(req.op, sh.n);
       case Algorithm::kPat:
-        // One GPU per node: every rank's NIC sends and receives (n − 1)/n · S, as in the ring, in log2(n) rounds
-        // of doubling distance; NCCL's efficiency factor for PAT (0.75) is its measured shortfall.
+        // One GPU per node: every rank's NIC sends and receives (n − 1)/n · S, as in the ring, over pat_rounds(n)
+        // rounds; NCCL's efficiency factor for PAT (0.75) is its measured shortfall.
         return ring_bus * (raw ? 1.0 : k.pat_bus_efficiency) / busbw_factor(req.op, sh.n);
       case Algorithm::kTree: {
         // Chains inside the domains (the busiest GPU sends tree_chain_sends · S: 2S in one chain of 3 or
@@ -561,8 +567,8 @@ struct Evaluator {
       hops = (steps - inter) * sh.torus_ring_hops * cluster.nvlink_hop_latency.raw() +
              inter * cluster.network_hop_latency.raw();
     } else if (a == Algorithm::kPat && sh.n > 1) {
-      // A round per doubling of the distance, each across the network.
-      hops = std::ceil(std::log2(double(sh.n))) * cluster.network_hop_latency.raw();
+      // Each round crosses the network once.
+      hops = pat_rounds(sh.n) * cluster.network_hop_latency.raw();
     } else if (a == Algorithm::kPointToPoint && sh.n > 1) {
       // One hop: over the network when the pair (for AlltoAll, the farthest pair) is in different domains.
       hops = (sh.domains > 1 ? cluster.network_hop_latency : cluster.nvlink_hop_latency).raw();
@@ -613,8 +619,7 @@ struct Evaluator {
     // updateCollCostTable (enqueue.cc) drops CollNet with more than NCCL_MAX_DIRECT_ARITY + 1 = 8 local ranks.
     if (cluster.fabric.in_network_reduction && sh.domains > 1 && sh.max_ppn <= 8) out.push_back(Algorithm::kCollNet);
     // PAT (ncclPatEnable): AllGather and ReduceScatter with one GPU per node, in NCCL releases that have it.
-    const bool gather_scatter = req.op == CollectiveOp::kAllGather || req.op == CollectiveOp::kReduceScatter;
-    if (gather_scatter && k.pat_bus_efficiency > 0 && sh.domains == sh.n && sh.n > 1) out.push_back(Algorithm::kPat);
+    if (gather_scatter() && k.pat_bus_efficiency > 0 && sh.domains == sh.n && sh.n > 1) out.push_back(Algorithm::kPat);
     if (forced && ar) out.push_back(Algorithm::kHierarchical);
     return out;
   }

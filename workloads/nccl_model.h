@@ -83,6 +83,9 @@ double busbw_factor(CollectiveOp op, std::uint32_t ranks);
 // heap over domains 0..D−1, tree 1 its mirror image, so a domain that is interior in one tree is a
 // leaf (or near one) in the other. Returns the parent of domain i in `tree`, or D for the root.
 std::uint32_t tree_parent(int tree, std::uint32_t i, std::uint32_t domains);
+// PAT's rounds on n ranks (one per node): ceil(log2 n), each to peers at a power-of-two distance (network_model.cpp
+// runs them farthest first).
+std::uint32_t pat_rounds(std::uint32_t n);
 // The most sends (to parent, for the reduce, and to each child, for the broadcast) any domain makes
 // over both trees; each tree carries half the data, so that domain moves max_sends / 2 · S.
 std::uint32_t tree_max_sends(std::uint32_t domains);

@@ -358,7 +358,7 @@ void NetworkModel::run(const CollectivePlan& plan, const CollectiveRequest& req,
       // round k sends 2^(k−1) shards of S/n to the rank n/2^k away (the last round the rest, so that every rank
       // sends (n − 1)/n · S in all). Small shards cross the far links, large ones the near: on an oversubscribed
       // fabric the far rounds share the spine as the routes decide. Each round waits for the previous one.
-      const auto rounds = static_cast<std::size_t>(std::ceil(std::log2(double(n))));
+      const std::size_t rounds = pat_rounds(static_cast<std::uint32_t>(n));
       auto phases = std::make_shared<Phases>();
       std::size_t sent = 0;  // shards of S/n each rank has sent
       for (std::size_t k = 1; k <= rounds; ++k) {

@@ -48,6 +48,9 @@ int topo_command(const std::vector<std::string>& args, std::ostream& out) {
       << c.gpus_per_node << " " << c.gpu << (c.node.preset.empty() ? "" : ", preset " + c.node.preset) << ")\n";
   out << "  NVLink domain     " << st.nvlink_domain_size << " GPUs (" << st.nvlink_domains
       << (st.nvlink_domains == 1 ? " domain" : " domains") << ")\n";
+  // NCCL's tuning reads the hosts' CPU vendor across NVLink domains (cluster.proto cpu_vendor).
+  if (c.node.cpu_vendor != topology::CpuVendor::kUnspecified)
+    out << "  host CPUs         " << topology::to_string(c.node.cpu_vendor) << "\n";
   out << "  vertices         ";
   for (const auto& [kind, count] : st.vertices) out << " " << topology::to_string(kind) << " " << count;
   out << "\n";

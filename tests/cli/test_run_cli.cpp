@@ -205,9 +205,11 @@ TEST_CASE("clustersim topo prints the cluster and writes Graphviz") {
   const fs::path dir = scratch_dir("topo");
   const Run r = run("topo scenarios/fabric-rail-vs-oversubscribed/clos-4to1.textproto --dot " + (dir / "g.dot").string(), dir);
   CHECK(r.status == 0);
-  // 16 DGX H100: 128 GPUs in 16 NVLink domains of 8; 3 leaves and 12 spines (see the folder's README).
-  for (const char* s : {"128 (16 nodes x 8 H100-SXM5-80GB, preset dgx-h100)", "8 GPUs (16 domains)", "leaf 3",
-                        "spine 12", "1400.0 GB/s per direction", "leaf 4.00:1", "diameter"})
+  // 16 DGX H100: 128 GPUs in 16 NVLink domains of 8, Intel Xeon 8480C hosts (the preset's); 3 leaves and 12
+  // spines (see the folder's README).
+  for (const char* s :
+       {"128 (16 nodes x 8 H100-SXM5-80GB, preset dgx-h100)", "8 GPUs (16 domains)", "host CPUs         Intel",
+        "leaf 3", "spine 12", "1400.0 GB/s per direction", "leaf 4.00:1", "diameter"})
     CHECK_MESSAGE(r.out.find(s) != std::string::npos, "topo lacks '" << s << "'");
   CHECK(slurp(dir / "g.dot").rfind("digraph", 0) == 0);
   // The switches to buy carry the graph's cables at full radix. 4:1 at radix 64 with 400 Gbit/s everywhere: a

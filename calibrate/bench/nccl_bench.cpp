@@ -62,13 +62,14 @@ struct OpInfo {
   bool point_to_point;
 };
 
+// Names from kNcclOpNames (one spelling for the plan and the sweep; string literals, so null-terminated).
 constexpr OpInfo kOps[] = {
-    {Op::kAllReduce, "all_reduce", false},
-    {Op::kAllGather, "all_gather", false},
-    {Op::kReduceScatter, "reduce_scatter", false},
-    {Op::kBroadcast, "broadcast", false},
-    {Op::kAlltoAll, "alltoall", true},
-    {Op::kSendRecv, "sendrecv", true},
+    {Op::kAllReduce, kNcclOpNames[0].data(), false},
+    {Op::kAllGather, kNcclOpNames[1].data(), false},
+    {Op::kReduceScatter, kNcclOpNames[2].data(), false},
+    {Op::kBroadcast, kNcclOpNames[3].data(), false},
+    {Op::kAlltoAll, kNcclOpNames[4].data(), true},
+    {Op::kSendRecv, kNcclOpNames[5].data(), true},
 };
 
 struct OpSize {

@@ -566,87 +566,9 @@ FitResult fit_profile(const std::vector<RawInput>& raws, const FitOptions& optio
   }
   result.raw_sha256 = sha256_hex(all_bytes);
 
-  // ---- GEMM table
   schema::GpuProfile& gpu = *out.mutable_gpu();
-  std::map<std::tuple<int, std::uint64_t, std::uint64_t, std::uint64_t>, std::vector<double>> gemm;
-  for (const RawInput& r : raws)
-    for (int i = 0; i < r.raw->gemm_size(); ++i) {
-      const schema::GemmSample& g = r.raw->gemm(i);
-      const std::string p = "gemm[" + std::to_string(i) + "]";
-      if (g.m() == 0 || g.n() == 0 || g.k() == 0) r.fail(p, "m, n and k must all be >= 1");
-      const double peak = peak_tflops(gpu, g.dtype());
-      if (g.dtype() == schema::GemmSample::FP8 && peak <= 0)
-        r.fail(p + ".dtype", "FP8, but the base profile has no FP8 peak (gpu.peak_fp8_tflops)");
-      if (peak <= 0) r.fail(p + ".dtype", "missing; one of FP16, BF16, FP32, TF32, FP8");
-      double tflops = g.tflops();
-      if (tflops == 0 && g.time_us() > 0)
-        tflops = 2.0 * static_cast<double>(g.m()) * static_cast<double>(g.n()) * static_cast<double>(g.k()) /
-                 (g.time_us() * 1e-6) / 1e12;
-      check_finite_positive(r, p + ".tflops", tflops, "1e12 FLOP/s; or give time_us");
-      gemm[{g.dtype(), g.m(), g.n(), g.k()}].push_back(tflops / peak);
-    }
-  if (!gemm.empty()) {
-    gpu.clear_gemm_table();
-    for (const auto& [key, effs] : gemm) {
-      double e = 0;
-      for (double v : effs) e += v;
-      e /= static_cast<double>(effs.size());
-      const auto [dtype, m, n, k] = key;
-      if (e > 1) {
-        result.notes.push_back("GEMM " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " " +
-                               schema::GemmSample::DataType_Name(static_cast<schema::GemmSample::DataType>(dtype)) +
-                               ": measured " + fmt("%.3f", e) + " of the base's peak; capped at 1");
-        e = 1;
-      }
-      schema::GemmEfficiency& entry = *gpu.add_gemm_table();
-      entry.set_m(m), entry.set_n(n), entry.set_k(k);
-      entry.set_dtype(static_cast<schema::GemmSample::DataType>(dtype));
-      entry.set_efficiency(e);
-    }
-    result.gemm_entries = gemm.size();
-  }
 
-  // ---- HBM curve
-  std::map<std::uint64_t, std::vector<double>> stream, copy;
-  for (const RawInput& r : raws)
-    for (int i = 0; i < r.raw->memory_size(); ++i) {
-      const schema::MemorySample& m = r.raw->memory(i);
-      const std::string p = "memory[" + std::to_string(i) + "]";
-      if (m.bytes() == 0) r.fail(p + ".bytes", "missing or zero; bytes moved must be >= 1");
-      double bw = m.gbytes_per_s();
-      if (bw == 0 && m.time_us() > 0) bw = static_cast<double>(m.bytes()) / 1e3 / m.time_us();
-      check_finite_positive(r, p + ".gbytes_per_s", bw, "decimal GB/s; or give time_us");
-      if (m.kind() == "hbm_stream")
-        stream[m.bytes()].push_back(bw);
-      else if (m.kind() == "d2d_copy")
-        copy[m.bytes()].push_back(bw);
-      else
-        r.fail(p + ".kind", "\"" + m.kind() + "\" is not hbm_stream or d2d_copy");
-    }
-  const auto& curve = stream.empty() ? copy : stream;
-  if (!curve.empty()) {
-    gpu.clear_hbm_curve();
-    double last = 0;
-    for (const auto& [size, bws] : curve) {
-      double v = 0;
-      for (double x : bws) v += x;
-      v /= static_cast<double>(bws.size());
-      schema::HbmBandwidthPoint& pt = *gpu.add_hbm_curve();
-      pt.set_bytes(size);
-      pt.set_gbytes_per_s(v);
-      last = v;
-    }
-    double eff = last / gpu.hbm_gbytes_per_s();
-    if (eff > 1) {
-      result.notes.push_back("HBM: measured " + fmt("%.1f", last) + " GB/s exceeds the base's peak " +
-                             fmt("%.1f", gpu.hbm_gbytes_per_s()) + " GB/s; hbm_efficiency capped at 1");
-      eff = 1;
-    }
-    gpu.set_hbm_efficiency(eff);
-    result.hbm_points = curve.size();
-  }
-
-  // ---- launch overhead
+  // ---- launch overhead (first: the GEMM and memory samples below are periods that include it)
   std::vector<double> b2b, any;
   for (const RawInput& r : raws)
     for (int i = 0; i < r.raw->launch_size(); ++i) {
@@ -660,6 +582,104 @@ FitResult fit_profile(const std::vector<RawInput>& raws, const FitOptions& optio
   if (!any.empty()) {
     gpu.set_kernel_launch_us(median(b2b.empty() ? any : b2b));
     result.launch_samples = b2b.empty() ? any.size() : b2b.size();
+  }
+
+  // The simulator times a kernel as its execution plus kernel_launch_us (compute_model.cpp), while the GEMM and
+  // memory samples are back-to-back periods that hold the launch gap already: the execution is the period less
+  // the launch, so that the fitted profile gives each sample's measured period back.
+  const double launch_us = gpu.kernel_launch_us();
+
+  // ---- GEMM table
+  std::map<std::tuple<int, std::uint64_t, std::uint64_t, std::uint64_t>, std::vector<double>> gemm;
+  for (const RawInput& r : raws)
+    for (int i = 0; i < r.raw->gemm_size(); ++i) {
+      const schema::GemmSample& g = r.raw->gemm(i);
+      const std::string p = "gemm[" + std::to_string(i) + "]";
+      if (g.m() == 0 || g.n() == 0 || g.k() == 0) r.fail(p, "m, n and k must all be >= 1");
+      const double peak = peak_tflops(gpu, g.dtype());
+      if (g.dtype() == schema::GemmSample::FP8 && peak <= 0)
+        r.fail(p + ".dtype", "FP8, but the base profile has no FP8 peak (gpu.peak_fp8_tflops)");
+      if (peak <= 0) r.fail(p + ".dtype", "missing; one of FP16, BF16, FP32, TF32, FP8");
+      const double flop = 2.0 * static_cast<double>(g.m()) * static_cast<double>(g.n()) * static_cast<double>(g.k());
+      double tflops = g.tflops();
+      if (tflops == 0 && g.time_us() > 0) tflops = flop / (g.time_us() * 1e-6) / 1e12;
+      check_finite_positive(r, p + ".tflops", tflops, "1e12 FLOP/s; or give time_us");
+      gemm[{g.dtype(), g.m(), g.n(), g.k()}].push_back(flop / (tflops * 1e12) * 1e6);  // the period, µs
+    }
+  if (!gemm.empty()) {
+    gpu.clear_gemm_table();
+    for (const auto& [key, periods] : gemm) {
+      const auto [dtype, m, n, k] = key;
+      double period_us = 0;
+      for (double v : periods) period_us += v;
+      period_us /= static_cast<double>(periods.size());
+      const double exec_us = period_us - launch_us;
+      const double flop = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+      double e = exec_us > 0 ? flop / (exec_us * 1e-6) / 1e12 /
+                                   peak_tflops(gpu, static_cast<schema::GemmSample::DataType>(dtype))
+                             : kInf;
+      if (e > 1) {
+        result.notes.push_back(
+            "GEMM " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " " +
+            schema::GemmSample::DataType_Name(static_cast<schema::GemmSample::DataType>(dtype)) + ": " +
+            (std::isfinite(e) ? "measured " + fmt("%.3f", e) + " of the base's peak"
+                              : "a period no longer than the kernel launch (" + fmt("%.2f", launch_us) + " us)") +
+            "; capped at 1");
+        e = 1;
+      }
+      schema::GemmEfficiency& entry = *gpu.add_gemm_table();
+      entry.set_m(m), entry.set_n(n), entry.set_k(k);
+      entry.set_dtype(static_cast<schema::GemmSample::DataType>(dtype));
+      entry.set_efficiency(e);
+    }
+    result.gemm_entries = gemm.size();
+  }
+
+  // ---- HBM curve
+  std::map<std::uint64_t, std::vector<double>> stream, copy;  // periods (µs) per size
+  for (const RawInput& r : raws)
+    for (int i = 0; i < r.raw->memory_size(); ++i) {
+      const schema::MemorySample& m = r.raw->memory(i);
+      const std::string p = "memory[" + std::to_string(i) + "]";
+      if (m.bytes() == 0) r.fail(p + ".bytes", "missing or zero; bytes moved must be >= 1");
+      double bw = m.gbytes_per_s();
+      if (bw == 0 && m.time_us() > 0) bw = static_cast<double>(m.bytes()) / 1e3 / m.time_us();
+      check_finite_positive(r, p + ".gbytes_per_s", bw, "decimal GB/s; or give time_us");
+      const double period_us = static_cast<double>(m.bytes()) / 1e3 / bw;
+      if (m.kind() == "hbm_stream")
+        stream[m.bytes()].push_back(period_us);
+      else if (m.kind() == "d2d_copy")
+        copy[m.bytes()].push_back(period_us);
+      else
+        r.fail(p + ".kind", "\"" + m.kind() + "\" is not hbm_stream or d2d_copy");
+    }
+  const auto& curve = stream.empty() ? copy : stream;
+  if (!curve.empty()) {
+    gpu.clear_hbm_curve();
+    double last = 0;
+    const double peak = gpu.hbm_gbytes_per_s();
+    std::string capped;  // sizes whose execution bandwidth exceeds the peak
+    for (const auto& [size, periods] : curve) {
+      double period_us = 0;
+      for (double x : periods) period_us += x;
+      period_us /= static_cast<double>(periods.size());
+      const double exec_us = period_us - launch_us;
+      double v = exec_us > 0 ? static_cast<double>(size) / 1e3 / exec_us : kInf;
+      if (v > peak) {
+        capped += (capped.empty() ? "" : ", ") + std::to_string(size);
+        v = peak;
+      }
+      schema::HbmBandwidthPoint& pt = *gpu.add_hbm_curve();
+      pt.set_bytes(size);
+      pt.set_gbytes_per_s(v);
+      last = v;
+    }
+    if (!capped.empty())
+      result.notes.push_back("HBM: at " + capped + " B the period less the kernel launch (" + fmt("%.2f", launch_us) +
+                             " us) moves the bytes faster than the base's peak " + fmt("%.1f", peak) +
+                             " GB/s; those points are capped at the peak");
+    gpu.set_hbm_efficiency(last / peak);
+    result.hbm_points = curve.size();
   }
 
   // ---- collective bands
@@ -795,6 +815,9 @@ std::string fit_report(const FitResult& r) {
   out += "# GEMM table entries: " + std::to_string(r.gemm_entries) +
          ", HBM curve points: " + std::to_string(r.hbm_points) +
          ", launch samples: " + std::to_string(r.launch_samples) + "\n";
+  if (r.gemm_entries || r.hbm_points)
+    out += "# GEMM and memory samples are back-to-back periods: the tables hold period - kernel_launch_us " +
+           fmt("%.2f", r.profile.gpu().kernel_launch_us()) + " us, which the simulator adds per kernel\n";
   out += "#\n# alpha-beta bands: t = alpha + size * busbw_factor / busbw; relative error |pred - meas| / meas\n";
   char line[320];
   std::snprintf(line, sizeof line, "# %-14s %-8s %-7s %-6s %5s %-22s %6s %8s %8s %10s %10s  %s\n", "op", "algo", "proto",

@@ -22,11 +22,18 @@
 //    Link kind: NVLINK when the samples ran on one host (one NVLink domain), else NET. Default bands
 //    [0, 64 KiB), [64 KiB, 1 MiB), [1 MiB, 64 MiB), [64 MiB, ∞) — latency-bound, the ramp, the knee, the
 //    plateau of nccl-tests curves on NVLink and IB (§1.11); other edges with FitOptions::band_edges.
-//  * GEMM table: efficiency = measured TFLOP/s / the base profile's dense peak of the dtype, averaged over
-//    repeated shapes, capped at 1 (a capped entry is reported).
-//  * HBM curve: mean GB/s per transfer size of the "hbm_stream" samples (else "d2d_copy"); hbm_efficiency =
-//    the largest size's bandwidth / the peak, capped at 1.
-//  * kernel_launch_us: the median "empty_kernel_back_to_back" overhead (else of every launch sample).
+//  * kernel_launch_us: the median "empty_kernel_back_to_back" overhead (else of every launch sample; none: the
+//    base's).
+//  * GEMM and memory samples are back-to-back periods (clustersim-bench times a kernel from one event to the
+//    next in a stream of them), so they hold the launch gap, while the simulator times a kernel as its execution
+//    plus kernel_launch_us. The fit keeps period − kernel_launch_us as the execution, and the fitted profile
+//    gives every sample's period back (before, the launch was counted twice: a 4 us GEMM with a 3 us launch came
+//    out at 7 us).
+//  * GEMM table: efficiency = 2mnk / (mean period of the shape − kernel_launch_us) / the base profile's dense
+//    peak of the dtype, capped at 1 (a capped entry is reported: a period at or below the launch is all launch).
+//  * HBM curve: per transfer size of the "hbm_stream" samples (else "d2d_copy"), bytes / (mean period −
+//    kernel_launch_us), capped at the base's peak hbm_gbytes_per_s (reported); hbm_efficiency = the largest
+//    size's bandwidth / the peak.
 // The result is deterministic: the same raw files in the same order give byte-identical profile text. The
 // profile records the SHA-256 (FIPS 180-4) of the raw files' bytes, concatenated in the order given.
 #pragma once

@@ -46,7 +46,11 @@ bool is_expert_op(const Op& op) { return op.name.find(".expert_fc") != std::stri
 bool tp_sync_after(const std::string& name, std::uint32_t ep) {
   // Megatron's g/f operators: after the row-parallel GEMMs forward (also recomputed), after the data gradients
   // of the column-parallel ones backward; of the attention, the dense MLP, the shared experts, and the routed
-  // experts when they are a tensor-parallel MLP (ep 1).
+  // experts when they are a tensor-parallel MLP (ep 1). Also the vocabulary-parallel ends of the model: the
+  // embedding's forward reduces its partial lookups (VocabParallelEmbedding: all-reduce, with sequence
+  // parallelism reduce-scatter, then the all-gather before layer 0's QKV), and the output layer, a column-
+  // parallel GEMM, reduces its input gradient after its data gradient (with sequence parallelism reduce-
+  // scatter, then the all-gather before the last layer's fc2 data gradient).
   // The op's last two name parts, e.g. "expert_fc2.fwd" of "L3.expert_fc2.fwd" (no allocation: a hot path).
   const std::string_view n = name, last = n.substr(n.rfind('.', n.rfind('.') - 1) + 1);
   auto mlp = [&](std::string_view prefix) {
@@ -55,7 +59,7 @@ bool tp_sync_after(const std::string& name, std::uint32_t ep) {
     return op == "fc2.fwd" || op == "fc2.recompute" || op == "fc1.dgrad";
   };
   return last == "proj.fwd" || last == "proj.recompute" || last == "qkv.dgrad" || mlp("") || mlp("shared_") ||
-         (ep == 1 && mlp("expert_"));
+         (ep == 1 && mlp("expert_")) || last == "embed.fwd" || last == "lm_head.dgrad";
 }
 
 bool ep_sync_after(const std::string& name) {
@@ -460,6 +464,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
   // The all-gather of a scatter/gather pipeline receive, per (direction, micro-batch, vs, replica, context rank).
   std::map<std::tuple<bool, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t>, sim::TaskId> gather_task;
   std::vector<sim::TaskId> last_compute(ranks, 0);  // each rank's last backward kernel of the step
+  std::vector<bool> computed(ranks, false);         // whether last_compute holds a kernel yet
 
   for (std::uint32_t stage = 0; stage < p; ++stage) {
     for (std::uint32_t block = 0; block < replicas / ep; ++block) {
@@ -656,8 +661,14 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
             const sim::LabelId label = label_of(vs, forward, i, variant[g], op, step.chunk);
             const sim::StreamId lane[] = {it.compute_stream[r]};
             if (par.tp_comm_overlap) {
+              // The kernel's stream predecessor: the step's previous op, or for its first op the rank's last
+              // kernel of the previous step (a collective after the embedding must not start during the
+              // previous micro-batch's backward).
               started_after[g] = pending[g];
-              if (any[g]) started_after[g].push_back(last[g]);
+              if (any[g])
+                started_after[g].push_back(last[g]);
+              else if (computed[r])
+                started_after[g].push_back(last_compute[r]);
             }
             const sim::TaskId id = graph.add(
                 label, lane, op_time(op, sc.profile.gpu, prec) * sc.cluster.compute_slowdown(job.gpus[r]), pending[g]);
@@ -680,6 +691,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
           if (any[g]) {
             last_task[{forward, step.micro_batch, vs, group[g]}] = last[g];
             last_compute[group[g]] = last[g];
+            computed[group[g]] = true;
           }
       }
     }

@@ -71,7 +71,8 @@ inline constexpr const char* kCategoryCpComm = "cp_comm";  // ring-attention K/V
 inline constexpr const char* kCategoryEpComm = "ep_comm";  // MoE dispatch and combine all-to-alls
 
 // Whether a TP collective follows the op of this name (Megatron's g/f operators; with sequence parallelism a
-// reduce-scatter and an all-gather of the same volume): the graph's rule, shared by the analytical estimate.
+// reduce-scatter and an all-gather of the same volume), including the embedding's forward and the output layer's
+// data gradient: the graph's rule, shared by the analytical estimate.
 bool tp_sync_after(const std::string& name, std::uint32_t ep);
 // With expert and tensor parallelism: the MoE TP collective after the op of this name (moe_tp_gather_bytes):
 // an all-gather after the dispatch (forward, recomputed) and after the combine's backward, a reduce-scatter

@@ -41,14 +41,15 @@ std::map<std::string, std::size_t> categories(const Scenario& sc) {
 }  // namespace
 
 TEST_CASE("tensor parallelism: two AllReduces per layer forward and two backward, per micro-batch") {
-  // tp 2, 4 layers, 3 micro-batches, one TP group: 4 layers · 4 AllReduces · 3 = 48 collective tasks.
+  // tp 2, 4 layers, 3 micro-batches, one TP group: (4 layers · 4 AllReduces + the vocabulary-parallel embedding's
+  // forward + the output layer's input gradient) · 3 = 18 · 3 = 54 collective tasks.
   Scenario sc = scenario("dp: 1 tp: 2 micro_batch: 1 grad_accum: 3", 2);
   sc.fidelity = Fidelity::kAnalytical;
-  CHECK(categories(sc)["tp_comm"] == 48);
-  // With sequence parallelism each becomes a reduce-scatter plus an all-gather: 96.
+  CHECK(categories(sc)["tp_comm"] == 54);
+  // With sequence parallelism each becomes a reduce-scatter plus an all-gather: 108.
   Scenario sp = scenario("dp: 1 tp: 2 micro_batch: 1 grad_accum: 3 sequence_parallel: true", 2);
   sp.fidelity = Fidelity::kAnalytical;
-  CHECK(categories(sp)["tp_comm"] == 96);
+  CHECK(categories(sp)["tp_comm"] == 108);
 }
 
 TEST_CASE("pipeline parallelism: one send per micro-batch and stage boundary each way") {
@@ -60,7 +61,8 @@ TEST_CASE("pipeline parallelism: one send per micro-batch and stage boundary eac
 
 TEST_CASE("tensor parallelism on one node: compute halves, the TP AllReduces are all exposed") {
   // Contention-free ANALYTICAL run, tp 2, dp 1, one micro-batch. Every GEMM and attention op runs at half
-  // its FLOPs and bytes; norms and residuals stay whole. The 16 AllReduces (4 layers · 2 fwd + 2 bwd) of
+  // its FLOPs and bytes; norms and residuals stay whole. The 18 AllReduces (4 layers · 2 fwd + 2 bwd, the
+  // embedding's forward, the output layer's input gradient) of
   // b·s·h·2 = 1·1024·1024·2 = 2,097,152 B over 2 GPUs on NVLink take, each, ring LL128 or Simple as NCCL
   // picks; whatever they take, the breakdown must put all of it in exposed communication and the rest in
   // compute, with no idle time (both ranks identical, no pipeline).
@@ -74,7 +76,7 @@ TEST_CASE("tensor parallelism on one node: compute halves, the TP AllReduces are
   CHECK(b.idle.raw() == doctest::Approx(0).epsilon(1e-12));
   const CollectivePlan ar = CollectiveModel(sc.cluster, sc.profile).plan(
       CollectiveRequest{CollectiveOp::kAllReduce, {0, 1}, bytes(2097152), 0});
-  CHECK(b.exposed_comm.raw() == doctest::Approx(16 * ar.time.raw()).epsilon(1e-6));
+  CHECK(b.exposed_comm.raw() == doctest::Approx(18 * ar.time.raw()).epsilon(1e-6));
   // FLOW fidelity on the same contention-free node gives the same step within 1 %.
   Scenario flow = sc;
   flow.fidelity = Fidelity::kFlow;
@@ -121,10 +123,11 @@ TEST_CASE("full recomputation adds about one forward pass to the compute, FlashA
 
 TEST_CASE("tp_comm_overlap: each TP reduce-scatter and all-gather pair runs beside the GEMM that feeds it") {
   // tp 4 with sequence parallelism on one node, dp 1, 2 micro-batches, ANALYTICAL: without the overlap every
-  // sync point (after proj.fwd and fc2.fwd in forward, after qkv.dgrad and fc1.dgrad in backward) adds the
-  // reduce-scatter and the all-gather of b·s·h·2 = 2,097,152 B to the step; with it the pair runs on the TP
-  // stream from the start of that GEMM, and the next kernel waits for both, so each point costs
-  // max(0, RS + AG − t_gemm): the step shrinks by 2 micro-batches x Σ over the 16 points of min(RS + AG, t_gemm).
+  // sync point (after proj.fwd and fc2.fwd in forward, after qkv.dgrad and fc1.dgrad in backward, after the
+  // embedding's forward and the output layer's data gradient) adds the reduce-scatter and the all-gather of
+  // b·s·h·2 = 2,097,152 B to the step; with it the pair runs on the TP stream from the start of the op before
+  // it, and the next kernel waits for both, so each point costs max(0, RS + AG − t_op): the step shrinks by
+  // 2 micro-batches x Σ over the 18 points of min(RS + AG, t_op).
   const std::string par = "dp: 1 tp: 4 micro_batch: 1 grad_accum: 2 sequence_parallel: true";
   Scenario plain = scenario(par, 4), over = scenario(par + " tp_comm_overlap: true", 4);
   plain.fidelity = over.fidelity = Fidelity::kAnalytical;
@@ -142,12 +145,12 @@ TEST_CASE("tp_comm_overlap: each TP reduce-scatter and all-gather pair runs besi
   int points = 0;
   for (const auto& ops : {forward_ops(plain.jobs[0].model, c), backward_ops(plain.jobs[0].model, c)})
     for (const Op& op : ops)
-      for (const char* end : {".proj.fwd", ".fc2.fwd", ".qkv.dgrad", ".fc1.dgrad"})
+      for (const char* end : {".proj.fwd", ".fc2.fwd", ".qkv.dgrad", ".fc1.dgrad", "embed.fwd", "lm_head.dgrad"})
         if (op.name.ends_with(end)) {
           hidden += std::min(sync, op_time(op, plain.profile.gpu, Precision::kBF16).raw());
           ++points;
         }
-  CHECK(points == 16);  // 4 layers x 4
+  CHECK(points == 18);  // 4 layers x 4, the embedding and the output layer
   const ScenarioResult a = simulate_scenario(plain), b = simulate_scenario(over);
   CHECK(a.jobs[0].iteration_time.raw() - b.jobs[0].iteration_time.raw() == doctest::Approx(2 * hidden).epsilon(1e-6));
   CHECK(b.jobs[0].per_gpu[0].exposed_comm.raw() < a.jobs[0].per_gpu[0].exposed_comm.raw());

@@ -319,6 +319,11 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
   out.hybrid_shard = p.hybrid_shard();
   if (out.hybrid_shard && !sharded)
     in.fail(pre + "parallel.hybrid_shard", "needs framework FSDP or DEEPSPEED");
+  if (out.hybrid_shard && fw == workloads::Framework::kDeepSpeed && out.zero_stage < 3)
+    in.fail(pre + "parallel.hybrid_shard",
+            "DeepSpeed shards within a group and replicates across groups (MiCS) "
+            "only at ZeRO stage 3; zero_stage is " +
+                std::to_string(out.zero_stage));
   if (fw != workloads::Framework::kMegatron) {
     const char* what = out.tp > 1 ? "tp" : out.pp > 1 ? "pp" : out.cp > 1 ? "cp" : out.ep > 1 ? "ep" : nullptr;
     if (what)
@@ -368,17 +373,31 @@ constexpr std::uint64_t kMaxSimulatedTaskBound = std::uint64_t{1} << 26;
 // and host dispatch the builders make 15 to 30).
 constexpr std::uint64_t kMinTasksPerLayer = 8;
 
+}  // namespace
+
+bool simulation_too_large(const workloads::ModelSpec& m, const workloads::ParallelPlan& p, std::size_t job_gpus,
+                          workloads::Fidelity fidelity) {
+  const bool one_replica =
+      fidelity == workloads::Fidelity::kAnalytical && p.effective_framework() == workloads::Framework::kMegatron;
+  const std::uint64_t gpus = one_replica ? std::max<std::uint64_t>(1, job_gpus / p.dp) : job_gpus;
+  const std::uint64_t stage_layers = (std::uint64_t{m.layers} + p.pp - 1) / p.pp;
+  return double(gpus) * double(p.grad_accum) * double(stage_layers) * double(kMinTasksPerLayer) >
+         double(kMaxSimulatedTaskBound);
+}
+
+namespace {
+
 // A lower bound of the tasks any fidelity builds: every simulated GPU runs kMinTasksPerLayer per layer it holds
 // and micro-batch. The simulated GPUs are one data-parallel replica where the symmetry reduction may apply
 // (ANALYTICAL, Megatron), else the whole job.
 void check_simulation_size(const ParsedText& in, const std::string& pre, const workloads::ModelSpec& m,
                            const workloads::ParallelPlan& p, std::size_t job_gpus, workloads::Fidelity fidelity) {
+  if (!simulation_too_large(m, p, job_gpus, fidelity)) return;
   const bool one_replica =
       fidelity == workloads::Fidelity::kAnalytical && p.effective_framework() == workloads::Framework::kMegatron;
   const std::uint64_t gpus = one_replica ? std::max<std::uint64_t>(1, job_gpus / p.dp) : job_gpus;
   const std::uint64_t stage_layers = (std::uint64_t{m.layers} + p.pp - 1) / p.pp;
   const double bound = double(gpus) * double(p.grad_accum) * double(stage_layers) * double(kMinTasksPerLayer);
-  if (bound <= double(kMaxSimulatedTaskBound)) return;
   in.fail(pre + (p.grad_accum > stage_layers ? "parallel.grad_accum" : "model.layers"),
           std::to_string(p.grad_accum) + " micro-batches x " + plural(stage_layers, "layer") +
               " per pipeline stage x " + plural(gpus, "simulated GPU") +
@@ -606,7 +625,6 @@ schema::Precision to_schema(workloads::Precision p) {
   assert(false && "unhandled Precision");
   return schema::BF16;
 }
-
 
 }  // namespace
 

@@ -26,6 +26,11 @@ workloads::Scenario load_scenario_file(const std::string& path);
 workloads::Scenario load_scenario_text(const std::string& text, const std::string& display_name, bool json,
                                        const std::string& base_dir);
 
+// Whether a layout of `job_gpus` GPUs needs more tasks than clustersim builds (a lower bound of 8 per layer,
+// micro-batch and simulated GPU above 2^26): the loader refuses such a scenario, and sweep does not re-simulate it.
+bool simulation_too_large(const workloads::ModelSpec& model, const workloads::ParallelPlan& plan, std::size_t job_gpus,
+                          workloads::Fidelity fidelity);
+
 // The built-in default scenario (scenarios/default.textproto, compiled in).
 workloads::Scenario load_default_scenario();
 

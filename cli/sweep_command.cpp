@@ -6,6 +6,7 @@
 #include <atomic>
 #include <boost/program_options.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -17,6 +18,7 @@
 #include "cli/command_line.h"
 #include "cli/html_report.h"
 #include "cli/report.h"
+#include "cli/scenario_loader.h"
 #include "sim/input_error.h"
 #include "sim/trace.h"
 #include "topology/topology.h"
@@ -351,16 +353,23 @@ SweepResult run_sweep(const Scenario& input, const SweepOptions& options) {
     const workloads::AnalyticalEstimate& e = r.layouts[i].estimate;
     if (e.oom)
       ++r.rejected["out of memory: " + part_kind(e.oom_part)];
+    else if (cli::simulation_too_large(job.model, r.layouts[i].plan, r.layouts[i].plan.gpus(), r.scenario.fidelity))
+      ++r.rejected["more tasks than clustersim simulates (run refuses it too)"];
     else
       fit.push_back(i);
   }
   r.valid = fit.size();
-  // Fastest first; among equal times the one with more memory headroom (it dominates the others), then by name.
-  auto by_estimate = [&](std::size_t a, std::size_t b) {
-    const double ta = r.layouts[a].estimate.iteration_time.raw(), tb = r.layouts[b].estimate.iteration_time.raw();
-    if (ta != tb) return ta < tb;
+  // Fastest first; among equal times (to the nanosecond: below that the models' sums differ by rounding only) the
+  // one with more memory headroom (it dominates the others), then by name. The analytical ranking and the
+  // re-simulated one break ties alike, so that plan's answer does not depend on --top.
+  auto faster = [&](double ta, double tb, std::size_t a, std::size_t b) {
+    const long long na = std::llround(ta * 1e9), nb = std::llround(tb * 1e9);
+    if (na != nb) return na < nb;
     const double ha = headroom_gib(r.layouts[a].estimate), hb = headroom_gib(r.layouts[b].estimate);
     return ha != hb ? ha > hb : r.layouts[a].name < r.layouts[b].name;
+  };
+  auto by_estimate = [&](std::size_t a, std::size_t b) {
+    return faster(r.layouts[a].estimate.iteration_time.raw(), r.layouts[b].estimate.iteration_time.raw(), a, b);
   };
   std::sort(fit.begin(), fit.end(), by_estimate);
 
@@ -392,8 +401,7 @@ SweepResult run_sweep(const Scenario& input, const SweepOptions& options) {
   progress.finish();
   r.ranked = top;
   std::sort(r.ranked.begin(), r.ranked.end(), [&](std::size_t a, std::size_t b) {
-    const double ta = r.layouts[a].simulated->iteration_time.raw(), tb = r.layouts[b].simulated->iteration_time.raw();
-    return ta != tb ? ta < tb : r.layouts[a].name < r.layouts[b].name;
+    return faster(r.layouts[a].simulated->iteration_time.raw(), r.layouts[b].simulated->iteration_time.raw(), a, b);
   });
   return r;
 }
@@ -611,7 +619,7 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out) {
       "first job, scored analytically, out-of-memory layouts\n"
       "rejected with the part that breaks them, the best re-simulated event by event and ranked.\n\nOptions");
   named.add_options()("help,h", "show this help")("gpus", po::value<std::uint32_t>()->value_name("N"),
-                                                  "GPU count (whole nodes; default: the job's)")(
+                                                  "GPU count (part of one node, or whole nodes; default: the job's)")(
       "top", po::value<std::uint32_t>()->value_name("K")->default_value(10), "re-simulate the best K layouts")(
       "csv", po::value<std::string>()->value_name("FILE"), "write every layout as CSV")(
       "json", po::value<std::string>()->value_name("FILE"), "write the sweep as JSON")(

@@ -1127,6 +1127,10 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate_zero(const ParallelPlan& 
     double step[4] = {0, 0, 0, 0}, last_delta[4] = {-1, -1, -1, -1};
     for (std::uint32_t mb = 0; mb < m; ++mb) {
       const double before[4] = {c, a, r, h};
+      // The previous micro-batch's reductions end before this one starts, and its all-gathers wait for the
+      // compute stream (FSDP's post-backward final callback and _root_pre_forward; zero_graph.cpp).
+      c = std::max(c, r);
+      a = std::max(a, c);
       // Forward: the root and block 0 gathered first, block u waits for the forward of unit u − 2.
       a += gather_time[0];
       gathered[0] = a;

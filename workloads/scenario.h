@@ -81,12 +81,15 @@ struct ParallelPlan {
   double moe_token_skew = 0;           // 0: uniform routing
 
   std::uint32_t gpus() const { return dp * tp * pp * cp; }
+  // Without a framework: Megatron-LM for model parallelism or its distributed optimizer; DeepSpeed for a ZeRO
+  // stage (which takes recompute and FlashAttention); else Megatron-LM for recompute or FlashAttention (the
+  // features the scenario format had for Megatron first); else PyTorch DDP.
   Framework effective_framework() const {
     if (framework != Framework::kAuto) return framework;
-    if (tp > 1 || pp > 1 || cp > 1 || ep > 1 || recompute != Recompute::kNone ||
-        attention != AttentionKernel::kExplicit || distributed_optimizer)
-      return Framework::kMegatron;
-    return zero_stage > 0 ? Framework::kDeepSpeed : Framework::kPytorchDdp;
+    if (tp > 1 || pp > 1 || cp > 1 || ep > 1 || distributed_optimizer) return Framework::kMegatron;
+    if (zero_stage > 0) return Framework::kDeepSpeed;
+    if (recompute != Recompute::kNone || attention != AttentionKernel::kExplicit) return Framework::kMegatron;
+    return Framework::kPytorchDdp;
   }
   // The Megatron-LM graph (megatron_graph.h) runs model-parallel layouts and whatever only it models.
   bool megatron() const { return effective_framework() == Framework::kMegatron; }

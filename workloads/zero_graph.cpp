@@ -175,7 +175,6 @@ JobGraph build_zero_job(const Scenario& sc, const Job& job, sim::TaskGraph& grap
     return out;
   };
   const double shard = double(groups.shard[0].size());
-  auto none = [](std::uint32_t) { return std::vector<sim::TaskId>{}; };
 
   std::vector<sim::TaskId> last_reduce(ranks, 0);
   std::vector<bool> reduced(ranks, false);
@@ -222,8 +221,20 @@ JobGraph build_zero_job(const Scenario& sc, const Job& job, sim::TaskGraph& grap
       return per_group(std::string("allgather.") + phase + ".unit" + std::to_string(u), CollectiveOp::kAllGather,
                        bytes(unit_params[u] * e), ag_stream, deps_of);
     };
+    // A micro-batch after the first starts once the previous one's gradients are reduced: FSDP's post-backward
+    // final callback makes the compute stream wait for the reduce-scatter (and the replicas' all-reduce) stream
+    // whenever gradients sync, which is every micro-batch (no no_sync), and _root_pre_forward makes the
+    // all-gather stream wait for the compute stream; DeepSpeed ZeRO-3's gradient epilogue synchronises its reduce
+    // stream the same way. start[r]: what rank r's micro-batch waits for (empty for the first).
+    std::vector<std::vector<sim::TaskId>> start(ranks);
+    if (per_unit_reduce && mb > 0)
+      for (std::uint32_t r = 0; r < ranks; ++r) {
+        start[r].push_back(last_backward[r]);
+        if (reduced[r]) start[r].push_back(last_reduce[r]);
+      }
+    auto at_start = [&](std::uint32_t r) { return start[r]; };
     if (gather_forward) {
-      gathered[0] = gather(0, "fwd", none);
+      gathered[0] = gather(0, "fwd", at_start);
       // Unit u waits for the forward of unit u − 2 to end (at most two all-gathers ahead).
       // Added lazily below, once the kernels of unit u − 2 exist.
     }
@@ -237,7 +248,7 @@ JobGraph build_zero_job(const Scenario& sc, const Job& job, sim::TaskGraph& grap
         while (next_gather < units && (next_gather < 2 || next_gather - 2 < u)) {
           const std::uint32_t g = next_gather++;
           gathered[g] = gather(g, "fwd", [&](std::uint32_t r) {
-            return g >= 2 ? std::vector<sim::TaskId>{fwd_end[g - 2][r]} : std::vector<sim::TaskId>{};
+            return g >= 2 ? std::vector<sim::TaskId>{fwd_end[g - 2][r]} : start[r];
           });
         }
       }
@@ -246,6 +257,7 @@ JobGraph build_zero_job(const Scenario& sc, const Job& job, sim::TaskGraph& grap
         const sim::StreamId lane[] = {it.compute_stream[r]};
         std::vector<sim::TaskId> deps;
         if (i == 0) deps.push_back(input.ready.at({r, mb}));
+        if (i == 0) deps.insert(deps.end(), start[r].begin(), start[r].end());
         // DeepSpeed's overlap_comm (default false) reduces on the compute stream: the next forward waits.
         if (i == 0 && bucket_reduce_every_micro_batch && reduced[r]) deps.push_back(last_reduce[r]);
         if (gather_forward && first_of_unit) deps.push_back(gathered[u][r]);
@@ -356,8 +368,9 @@ MemoryEstimate estimate_zero_memory(const Scenario& sc, const Job& job) {
                                       : Sharding::kAll;
   MemoryEstimate base = estimate_memory(job.model, mc, sc.profile.gpu.memory_capacity);
   std::vector<MemoryPart> parts = base.parts;
-  if (par.zero_stage == 3) {
-    // Whole 16-bit parameters while gathered: the root unit for the whole step and two blocks in flight.
+  if (par.zero_stage == 3 && mc.dp > 1) {
+    // Whole 16-bit parameters while gathered: the root unit for the whole step and two blocks in flight. A shard
+    // group of one rank gathers nothing (FSDP falls back to NO_SHARD): its weights row is the whole model.
     // (Stage 2 needs no such row: its "weights (16-bit)" are the whole model, which DeepSpeed keeps and
     // FSDP SHARD_GRAD_OP gathers in its forward and keeps until the backward; counting both would hold
     // the 16-bit model twice.)

@@ -267,8 +267,9 @@ TEST_CASE("sweep: a mixture-of-experts model adds expert parallelism, and an ep 
 TEST_CASE("sweep: the Pareto front has no dominated point when two layouts take the same time") {
   // One GPU: ZeRO shards nothing, so "mb10 zero1", "mb10 zero2", "mb10 fsdp2" and "mb10 ddp" take the same
   // analytical time (equal to 6 digits). ddp leaves less memory free (63.94 against 64.17 GiB: fp32 weights and
-  // autocast's 16-bit copies, 18 B per parameter against 16), and the three ZeRO layouts tie: one of them, the
-  // first enumerated, is on the front, not all three, and not ddp; likewise mb2.
+  // autocast's 16-bit copies, 18 B per parameter against 16), and the three ZeRO layouts tie (to the nanosecond,
+  // with the same headroom): one of them, the first by name ("fsdp2" before "zero1"), is on the front, not all
+  // three, and not ddp; likewise mb2.
   const workloads::Scenario sc =
       cli::load_scenario_file(std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/grad-accum-example/one-gpu.textproto");
   cli::SweepOptions options;
@@ -276,9 +277,9 @@ TEST_CASE("sweep: the Pareto front has no dominated point when two layouts take 
   const cli::SweepResult r = cli::run_sweep(sc, options);
   std::vector<std::string> front;
   for (std::size_t i : r.pareto) front.push_back(r.layouts[i].name);
-  CHECK(front == std::vector<std::string>{"tp1 pp1 dp1 mb10 zero1", "tp1 pp1 dp1 mb2 zero1", "tp1 pp1 dp1 mb2 sel",
-                                          "tp1 pp1 dp1 mb1 fsdp2", "tp1 pp1 dp1 mb2 full zero1",
-                                          "tp1 pp1 dp1 mb1 full zero1"});
+  CHECK(front == std::vector<std::string>{"tp1 pp1 dp1 mb10 fsdp2", "tp1 pp1 dp1 mb2 fsdp2", "tp1 pp1 dp1 mb2 sel",
+                                          "tp1 pp1 dp1 mb1 fsdp2", "tp1 pp1 dp1 mb2 full fsdp2",
+                                          "tp1 pp1 dp1 mb1 full fsdp2"});
   // Every point of the front: no other fitting layout is at least as fast (within 1e-6) with more headroom.
   for (std::size_t i : r.pareto)
     for (std::size_t j = 0; j < r.layouts.size(); ++j) {
@@ -289,4 +290,31 @@ TEST_CASE("sweep: the Pareto front has no dominated point when two layouts take 
       CHECK_MESSAGE(!dominated, r.layouts[i].name << " is dominated by " << r.layouts[j].name);
     }
   CHECK(cli::sweep_text(r).find("none re-simulated (--top 0)") != std::string::npos);
+}
+
+TEST_CASE("sweep: ties rank by headroom in both rankings, and layouts run would refuse are not re-simulated") {
+  // The default scenario (16 A100s): FSDP SHARD_GRAD_OP and FULL_SHARD at micro-batch 8 take the same time to the
+  // nanosecond, analytically and simulated; FULL_SHARD leaves more memory free, so it dominates and ranks first in
+  // both (the re-simulated ranking had broken the tie by name, so plan's answer changed with --top). DeepSpeed
+  // ZeRO-3 ties with FULL_SHARD in time and headroom: second, by name.
+  cli::SweepOptions options;
+  options.top = 2;
+  const cli::SweepResult r = cli::run_sweep(cli::load_default_scenario(), options);
+  REQUIRE(r.ranked.size() == 2);
+  CHECK(r.layouts[r.ranked[0]].name == "tp1 pp1 dp16 mb8 fsdp3");
+  CHECK(r.layouts[r.pareto.front()].name == "tp1 pp1 dp16 mb8 fsdp3");
+  CHECK(r.layouts[r.ranked[1]].name == "tp1 pp1 dp16 mb8 zero3");
+
+  // The task bound: 16 GPUs simulated (FLOW fidelity: every GPU) x grad_accum x 32 layers x 8 tasks per layer
+  // exceeds 2^26 = 67,108,864 when grad_accum > 16,384. With a global batch of 524,288 samples, dp 16 and
+  // micro-batch 1 is 32,768 micro-batches: 16 · 32,768 · 32 · 8 = 134,217,728 tasks; run refuses it, so the sweep
+  // rejects it instead of re-simulating it.
+  workloads::Scenario big = cli::load_default_scenario();
+  big.jobs[0].training.global_batch = 524288;
+  workloads::ParallelPlan p = big.jobs[0].parallel;
+  p.micro_batch = 1;
+  p.grad_accum = 32768;
+  CHECK(cli::simulation_too_large(big.jobs[0].model, p, 16, workloads::Fidelity::kFlow));
+  p.grad_accum = 16384;  // 16 · 16,384 · 32 · 8 = 2^26: not more
+  CHECK_FALSE(cli::simulation_too_large(big.jobs[0].model, p, 16, workloads::Fidelity::kFlow));
 }

@@ -354,3 +354,55 @@ TEST_CASE("recompute: accepted by FSDP and DeepSpeed, still rejected by DDP, fla
   CHECK(error_of("dp: 2 micro_batch: 1 framework: FSDP overlap_grad_reduce: true")
             .find("does not take Megatron options") != std::string::npos);
 }
+
+TEST_CASE("FSDP and ZeRO-3 under gradient accumulation: a micro-batch starts after the previous one's reductions") {
+  // PyTorch FSDP syncs gradients every micro-batch (no no_sync): its post-backward final callback makes the
+  // compute stream wait for the reduce-scatters, and the next forward's all-gathers wait for the compute stream;
+  // DeepSpeed ZeRO-3's gradient epilogue synchronises its reduce stream the same way. So every micro-batch spans
+  // the same T_mb, from its start to its last reduce-scatter's end, and
+  //   T(1) = T_input + T_mb + T_opt,   T(2) = T_input + 2·T_mb + T_opt   →   T(2) − T(1) = T(1) − T_input − T_opt,
+  // with T_opt the Adam step over the rank's 1/4 shard (1 node × 4 GPUs, contention-free ANALYTICAL). Before, the
+  // second micro-batch's all-gathers ran during the first one's backward and its forward during the reductions,
+  // and T(2) − T(1) fell short of that by the overlap.
+  for (const std::string fw : {"framework: FSDP", "framework: DEEPSPEED zero_stage: 3"}) {
+    CAPTURE(fw);
+    const Scenario one = scenario("dp: 4 micro_batch: 1 grad_accum: 1 " + fw, 1, 4);
+    const Scenario two = scenario("dp: 4 micro_batch: 1 grad_accum: 2 " + fw, 1, 4);
+    const ScenarioResult r1 = simulate_scenario(one), r2 = simulate_scenario(two);
+    const double t1 = r1.jobs[0].iteration_time.raw(), t2 = r2.jobs[0].iteration_time.raw();
+    const Job& job = one.jobs[0];
+    const double opt = op_time(optimizer_op(job.model.parameter_count() / 4, job.training.optimizer, 4, false),
+                               one.profile.gpu, job.training.precision)
+                           .raw();
+    const double input = r1.jobs[0].per_gpu[0].exposed_input.raw();
+    CHECK(t2 - t1 == doctest::Approx(t1 - input - opt).epsilon(1e-6));
+    // The analytical estimate (sweep, plan) follows the same rule.
+    AnalyticalEstimator estimator(two, two.jobs[0]);
+    CHECK(estimator.estimate(two.jobs[0].parallel).iteration_time.raw() == doctest::Approx(t2).epsilon(1e-3));
+  }
+}
+
+TEST_CASE("ZeRO-3 with a shard group of one rank gathers nothing, and DeepSpeed hybrid needs stage 3") {
+  // FSDP falls back to NO_SHARD when its sharding group has one rank: the weights row already holds the whole
+  // 16-bit model, so no "gathered parameters" row is added (it had counted 2Ψ twice).
+  const Scenario one = scenario("dp: 1 micro_batch: 1 framework: FSDP", 1, 1);
+  const MemoryEstimate m = estimate_zero_memory(one, one.jobs[0]);
+  for (const MemoryPart& p : m.parts) CHECK(p.name.find("gathered") == std::string::npos);
+  // Two ranks do gather: the row is there.
+  const Scenario two = scenario("dp: 2 micro_batch: 1 framework: FSDP", 1, 2);
+  const MemoryEstimate m2 = estimate_zero_memory(two, two.jobs[0]);
+  CHECK(std::any_of(m2.parts.begin(), m2.parts.end(),
+                    [](const MemoryPart& p) { return p.name.find("gathered") != std::string::npos; }));
+  // DeepSpeed's hierarchical sharding (MiCS) is a ZeRO-3 feature; stages 1 and 2 with hybrid_shard are refused (on
+  // one GPU per node they had run without any gradient communication).
+  CHECK(error_of("dp: 2 micro_batch: 1 framework: DEEPSPEED zero_stage: 2 hybrid_shard: true") ==
+        "DeepSpeed shards within a group and replicates across groups (MiCS) only at ZeRO stage 3; zero_stage is 2");
+  CHECK(error_of("dp: 2 micro_batch: 1 framework: DEEPSPEED zero_stage: 3 hybrid_shard: true").empty());
+  // A ZeRO stage without a framework is DeepSpeed, also with FlashAttention or activation checkpointing (they
+  // had made it Megatron-LM, which then refused the stage).
+  CHECK(scenario("dp: 2 micro_batch: 1 zero_stage: 3 flash_attention: true", 1, 2)
+            .jobs[0]
+            .parallel.effective_framework() == Framework::kDeepSpeed);
+  CHECK(scenario("dp: 2 micro_batch: 1 zero_stage: 2 recompute: FULL", 1, 2).jobs[0].parallel.effective_framework() ==
+        Framework::kDeepSpeed);
+}

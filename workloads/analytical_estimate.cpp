@@ -142,6 +142,7 @@ struct AnalyticalEstimator::Impl {
   std::unordered_map<ZeroKey, ZeroUnits, ZeroKeyHash> zero_units;
   std::unordered_map<CommKey, double, CommKeyHash> comm;
   std::unordered_map<CommKey, std::vector<double>, CommKeyHash> ring_edge_times;
+  std::unordered_map<CommKey, std::vector<double>, CommKeyHash> pipeline_send_times;
   std::vector<double> ring_clock, ring_base, kv_end, dkv_end, scratch, op_cost;  // run_ops scratch
   std::unordered_map<std::uint32_t, double> model_flops_by_mb;
   // PyTorch DDP's eager mixed precision and gradient accumulation per micro-batch size (ddp_graph.h
@@ -269,6 +270,21 @@ struct AnalyticalEstimator::Impl {
       }
     }
     return ring_edge_times.emplace(key, std::move(e)).first->second;
+  }
+
+  // The Send/Recv time across each pipeline boundary of the layout's first replica: element b from stage b to
+  // stage (b + 1) mod p. Empty without a pipeline.
+  const std::vector<double>& pipeline_sends(const ParallelPlan& plan, double size) {
+    const CommKey key{plan.tp, plan.pp, plan.cp, plan.ep, Group::kPipeline, CollectiveOp::kSendRecv, size, false};
+    if (const auto it = pipeline_send_times.find(key); it != pipeline_send_times.end()) return it->second;
+    const auto n = static_cast<std::uint32_t>(job.gpus.size());
+    const RankLayout layout(plan.tp, n / (plan.tp * plan.pp * plan.cp), plan.pp, job.parallel.rank_order, plan.cp,
+                            plan.ep);
+    std::vector<double> e;
+    for (std::uint32_t b = 0; plan.pp > 1 && b < plan.pp; ++b)
+      e.push_back(plan_time(CollectiveOp::kSendRecv,
+                            {layout.rank({0, 0, b, 0}), layout.rank({0, 0, (b + 1) % plan.pp, 0})}, size));
+    return pipeline_send_times.emplace(key, std::move(e)).first->second;
   }
 
   // One forward or backward op list of a piece, timed as the graph runs it. Every op but the ring steps
@@ -792,7 +808,13 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
 
   // Pipeline: when stage 0 ends its last backward, and the sends on the critical path.
   const double pp_message = (plan.sequence_parallel || plan.pp_scatter_gather) ? activation / t : activation;
-  const double send = p > 1 ? comm_time(plan, Group::kPipeline, CollectiveOp::kSendRecv, pp_message) : 0.0;
+  // sends[b]: a send across the boundary from stage b to stage b + 1 (b = p − 1: the last stage to the first, which
+  // interleaving crosses between chunks), each boundary on its own links: inside a node NVLink, between nodes the
+  // NICs. The critical paths below cross each boundary they pass with its own send.
+  const std::vector<double>& sends = pipeline_sends(plan, pp_message);
+  const double send_max = p > 1 ? *std::max_element(sends.begin(), sends.end()) : 0.0;
+  double cross = 0;  // Σ of the sends from stage 0 to stage p − 1: a micro-batch's way through the pipeline
+  for (std::uint32_t b = 0; b + 1 < p; ++b) cross += sends[b];
   double pipeline = 0, pp_exposed = 0;
   const double sum_t = sum_f + sum_b;
   double t_max = 0;
@@ -838,25 +860,27 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
       pipeline = hosted - eager_gpu;
     }
   } else if (plan.schedule == PipelineSchedule::kGPipe) {
-    pipeline = sum_t + (m - 1) * (std::max(max_f, send) + std::max(max_b, send)) + 2.0 * (p - 1) * send;
-    pp_exposed = 2.0 * (p - 1) * send + (m - 1) * (std::max(0.0, send - max_f) + std::max(0.0, send - max_b));
+    pipeline = sum_t + (m - 1) * (std::max(max_f, send_max) + std::max(max_b, send_max)) + 2.0 * cross;
+    pp_exposed = 2.0 * cross + (m - 1) * (std::max(0.0, send_max - max_f) + std::max(0.0, send_max - max_b));
   } else if (v == 1) {
     const double t_last = stage[p - 1].time;
     double loop = 0;
-    for (std::uint32_t s = 0; s + 1 < p; ++s) loop = std::max(loop, stage[s].time + 2 * send);
+    for (std::uint32_t s = 0; s + 1 < p; ++s) loop = std::max(loop, stage[s].time + 2 * sends[s]);
     const double period = std::max(t_max, loop);
     const double waits = m >= 2 ? (m - 2.0) * (period - t_last) : 0.0;
-    pipeline = sum_t + 2.0 * (p - 1) * send + (m - 1.0) * t_last + waits;
-    pp_exposed = 2.0 * (p - 1) * send + std::max(0.0, waits - (m >= 2 ? (m - 2.0) * (t_max - t_last) : 0.0));
+    pipeline = sum_t + 2.0 * cross + (m - 1.0) * t_last + waits;
+    pp_exposed = 2.0 * cross + std::max(0.0, waits - (m >= 2 ? (m - 2.0) * (t_max - t_last) : 0.0));
   } else {
     // Interleaved: the stage's m·v chunk steps plus a bubble of (p − 1)/v stage times; the first
     // micro-batch's forward and the last one's backward cross every virtual-stage boundary with a send.
-    pipeline = m * t_max + (sum_t - t_max) / v + 2.0 * (pv - 1) * send;
-    pp_exposed = 2.0 * (pv - 1) * send;
+    double crossings = 0;  // the pv − 1 virtual-stage boundaries: stage vs mod p to the next
+    for (std::uint32_t vs = 0; vs + 1 < pv; ++vs) crossings += sends[vs % p];
+    pipeline = m * t_max + (sum_t - t_max) / v + 2.0 * crossings;
+    pp_exposed = 2.0 * crossings;
   }
   // Stage s ends its last backward the drain below it earlier (chunk 0's backward and a send per stage).
   std::vector<double> end(p, pipeline);
-  for (std::uint32_t s = 1; s < p; ++s) end[s] = end[s - 1] - chunk[s - 1].b - send;
+  for (std::uint32_t s = 1; s < p; ++s) end[s] = end[s - 1] - chunk[s - 1].b - sends[s - 1];
 
   // Data parallelism (dense gradients over dp·cp ranks, expert gradients over (dp/ep)·cp), tied embeddings,
   // optimizer.
@@ -959,7 +983,7 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
                                               first_bucket_bytes, bucket_bytes, plan, split);
         gather_wait = std::max(gather_wait, wait);
       }
-      fill += chunk[s].f + send;
+      fill += chunk[s].f + (s + 1 < p ? sends[s] : 0.0);
     }
   }
   double iteration = 0, opt_last = 0, dp_last = 0;

@@ -709,11 +709,16 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
       if (present) in.fail(field, "must not be set together with jobs (give each job its own)");
     }
     std::vector<int> owner(total_gpus, -1);
+    std::map<std::string, int> named;  // job name → the first job of that name
     for (int j = 0; j < message.jobs_size(); ++j) {
       const schema::Job& m = message.jobs(j);
       const std::string pre = "jobs[" + std::to_string(j) + "].";
       workloads::Job job;
       job.name = m.has_name() && !m.name().empty() ? m.name() : "job" + std::to_string(j);
+      // The report and the JSON tell jobs apart by name.
+      if (const auto [it, fresh] = named.emplace(job.name, j); !fresh)
+        in.fail(pre + "name", "\"" + job.name + "\" is already the name of jobs[" + std::to_string(it->second) + "]" +
+                                  (m.has_name() && !m.name().empty() ? "" : " (the default name of an unnamed job)"));
       if (!m.has_gpus()) in.fail(pre + "gpus", "missing (required: GPU index ranges such as \"0-63,128-191\")");
       job.gpus = parse_gpu_ranges(m.gpus(), total_gpus, [&](const std::string& why) { in.fail(pre + "gpus", why); });
       for (std::uint32_t g : job.gpus) {

@@ -740,30 +740,34 @@ std::vector<TorusPhase> torus_phases(const topology::ClusterSpec& cluster, const
     TorusPhase p{kind, a, k, bytes(held), k - 1, {}, {}, edges_on_busiest * (k - 1.0) / k / 2.0, {}, stage, part};
     finish(p, (k - 1.0) * hops / k);  // k−1 steps over edges of hops/k links on average
   };
-  // Pipelined chains from the root's position both ways round the line (half the buffer each; all of it when
-  // the line has two members), reversed for a reduce.
+  // Pipelined chains from the root's position both ways round the line, each through all k − 1 other members
+  // with half the buffer, so that every member gets both halves and every directed link carries S/2 (a line on an
+  // axis of 2 chips has one route: one chain with all of it); reversed for a reduce. Latency: k − 1 steps.
   const topology::TorusCoords root = topology::torus_coords(dims, req.gpus[std::min<std::size_t>(req.root, req.gpus.size() - 1)]);
   auto chains = [&](TorusStep kind, int a) {
     const auto& m = box.coords[static_cast<std::size_t>(a)];
     const std::uint32_t D = dims[static_cast<std::size_t>(a)], k = static_cast<std::uint32_t>(m.size());
     const std::uint32_t r = static_cast<std::uint32_t>(
         std::lower_bound(m.begin(), m.end(), root[static_cast<std::size_t>(a)]) - m.begin());
-    const std::uint32_t cw = k / 2, ccw = (k - 1) / 2;
+    const bool two_ways = D > 2;  // the axis closes into a ring
+    const std::uint32_t cw = k - 1, ccw = two_ways ? k - 1 : 0;
     const double cw_share = ccw > 0 ? 0.5 : 1.0;
     std::vector<topology::AxisTransfer> t;
-    double hops = 0;
+    double cw_hops = 0, ccw_hops = 0;
     for (std::uint32_t j = 0; j < cw; ++j) {
       const std::uint32_t u = m[(r + j) % k], v = m[(r + j + 1) % k];
       t.push_back(kind == TorusStep::kBroadcast ? topology::AxisTransfer{u, v, cw_share, +1}
                                                 : topology::AxisTransfer{v, u, cw_share, -1});
-      hops += topology::axis_distance(D, u, v);
+      cw_hops += topology::axis_distance(D, u, v);
     }
     for (std::uint32_t j = 0; j < ccw; ++j) {
       const std::uint32_t u = m[(r + k - j) % k], v = m[(r + k - j - 1) % k];
       t.push_back(kind == TorusStep::kBroadcast ? topology::AxisTransfer{u, v, 0.5, -1}
                                                 : topology::AxisTransfer{v, u, 0.5, +1});
+      ccw_hops += topology::axis_distance(D, u, v);
     }
-    finish(TorusPhase{kind, a, k, req.size, cw, {}, {}, topology::axis_max_load(D, t), {}}, hops);
+    finish(TorusPhase{kind, a, k, req.size, k - 1, {}, {}, topology::axis_max_load(D, t), {}},
+           std::max(cw_hops, ccw_hops));
   };
 
   const std::array<int, 3> forward = {0, 1, 2}, backward = {2, 1, 0};
@@ -877,7 +881,12 @@ CollectivePlan torus_plan(const topology::ClusterSpec& cluster, const calibrate:
 }  // namespace
 
 std::vector<CollectivePlan> CollectiveModel::candidates(const CollectiveRequest& request) const {
-  if (torus_applies(cluster_, request)) return {torus_plan(cluster_, profile_, NcclSettings{}, request)};
+  if (torus_applies(cluster_, request)) {
+    std::vector<CollectivePlan> out = {torus_plan(cluster_, profile_, NcclSettings{}, request)};
+    if (request.op == CollectiveOp::kBroadcast || request.op == CollectiveOp::kReduce)
+      out.push_back(Evaluator(cluster_, profile_, settings_, request).make(Algorithm::kRing, Protocol::kSimple));
+    return out;
+  }
   Evaluator e(cluster_, profile_, settings_, request);
   std::vector<CollectivePlan> out;
   for (Algorithm a : e.algorithms(false))
@@ -894,8 +903,17 @@ CollectivePlan CollectiveModel::plan(const CollectiveRequest& request) const {
                       !(p2p_op && *settings_.algorithm != Algorithm::kPointToPoint);
   // A torus box runs the per-dimension ICI decomposition unless another algorithm is forced (NCCL's ring, each
   // edge routed in dimension order over the ICI links, stays available for comparison).
-  if ((!forced || *settings_.algorithm == Algorithm::kTorus) && torus_applies(cluster_, request))
-    return torus_plan(cluster_, profile_, settings_, request);
+  if ((!forced || *settings_.algorithm == Algorithm::kTorus) && torus_applies(cluster_, request)) {
+    CollectivePlan torus = torus_plan(cluster_, profile_, settings_, request);
+    // Broadcast and Reduce chain one axis after another (1.5 S/b on a cube), where the ring through the box
+    // pipelines the whole buffer once (S/b): the faster one runs, as a library choosing by time would.
+    if (!forced && (request.op == CollectiveOp::kBroadcast || request.op == CollectiveOp::kReduce)) {
+      const CollectivePlan ring =
+          Evaluator(cluster_, profile_, settings_, request).make(Algorithm::kRing, Protocol::kSimple);
+      if (ring.time < torus.time) return ring;
+    }
+    return torus;
+  }
   Evaluator e(cluster_, profile_, settings_, request);
   std::vector<Algorithm> algos = e.algorithms(forced);
   if (forced) {

@@ -278,7 +278,8 @@ void NetworkModel::run_torus(const CollectivePlan& plan, const CollectiveRequest
           if (first_line) link_latency = lat * ((k - 1.0) / k);  // k−1 steps over the k edges' latencies
         } else {
           const std::uint32_t r = static_cast<std::uint32_t>(std::lower_bound(m.begin(), m.end(), root[ua]) - m.begin());
-          const std::uint32_t ncw = k / 2, nccw = (k - 1) / 2;
+          // Both ways round through all k − 1 others, half the buffer each (one way on an axis of 2 chips).
+          const std::uint32_t ncw = k - 1, nccw = dims[ua] > 2 ? k - 1 : 0;
           const bool reduce = p.step == TorusStep::kReduce;
           Coflow cw, ccw;
           for (std::uint32_t j = 0; j < ncw; ++j) {
@@ -288,18 +289,19 @@ void NetworkModel::run_torus(const CollectivePlan& plan, const CollectiveRequest
             else
               hop_by_hop(cw.path, u, v, +1, &lat);
           }
+          Seconds ccw_lat;
           for (std::uint32_t j = 0; j < nccw; ++j) {
             const std::uint32_t u = r + k - j, v = r + k - j - 1;
             if (reduce)
-              hop_by_hop(ccw.path, v, u, +1, nullptr);
+              hop_by_hop(ccw.path, v, u, +1, &ccw_lat);
             else
-              hop_by_hop(ccw.path, u, v, -1, nullptr);
+              hop_by_hop(ccw.path, u, v, -1, &ccw_lat);
           }
           cw.bytes = bytes(p.bytes.raw() * (nccw > 0 ? 0.5 : 1.0) * wire);
           ccw.bytes = bytes(p.bytes.raw() * 0.5 * wire);
           flows.push_back(std::move(cw));
           if (nccw > 0) flows.push_back(std::move(ccw));
-          if (first_line) link_latency = lat;  // the longer chain's links, pipelined
+          if (first_line) link_latency = std::max(lat, ccw_lat);  // the longer chain's links, pipelined
         }
         first_line = false;
       }

@@ -61,6 +61,16 @@ TEST_CASE("job errors name the job's field and its line") {
         "jobs.textproto:6:18: jobs[0].parallel.dp: 4 does not equal the job's 8 GPUs (jobs[0].gpus)");
   CHECK(error_of(kCluster + "model { layers: 1 hidden: 8 heads: 1 vocab: 8 seq_len: 8 }\n" + job("a", "0-7", 8))
             .find("model: must not be set together with jobs") != std::string::npos);
+  // The report and the JSON tell jobs apart by name: a second "a" is refused at its name (line 9, column 14:
+  // "jobs { name: " is 13 characters), and so is a name that an unnamed job takes by default (jobs[1] is "job1").
+  CHECK(error_of(kCluster + job("a", "0-7", 8) + job("a", "8-15", 8)) ==
+        "jobs.textproto:9:14: jobs[1].name: \"a\" is already the name of jobs[0]");
+  const std::string unnamed =
+      "jobs { gpus: \"8-15\"\n  model { layers: 2 hidden: 256 heads: 4 vocab: 1000 seq_len: 128 }\n"
+      "  parallel { dp: 8 micro_batch: 2 }\n  training { samples: 1000 }\n}\n";
+  CHECK(error_of(kCluster + job("job1", "0-7", 8) + unnamed)
+            .find("jobs[1].name: \"job1\" is already the name of jobs[0] (the default name of an unnamed job)") !=
+        std::string::npos);
 }
 
 TEST_CASE("fidelity defaults to FLOW and can be set to ANALYTICAL") {

@@ -241,10 +241,23 @@ TEST_CASE("torus ReduceScatter, AllGather, Broadcast and AlltoAll closed forms o
   CHECK(ag3[1].bytes.raw() == doctest::Approx(67108864.0 / 48));
   CHECK(ag3[8].bytes.raw() == doctest::Approx(67108864.0 / 3));
   CHECK(to_us(m.plan({CollectiveOp::kAllGather, first(64), S, 0}).time) == doctest::Approx(258.6677).epsilon(1e-6));
-  // Broadcast from chip 0, per axis two pipelined chains (2 hops clockwise, 1 counter-clockwise), S/2 each:
-  //   S/2 / b = 33,554,432 / 45e9 = 745.6540 µs per axis; latency 2 steps × 1 µs per axis; 5 µs base.
-  //   3 × 745.6540 + 6 + 5 = 2247.9621 µs.
-  CHECK(to_us(m.plan({CollectiveOp::kBroadcast, first(64), S, 0}).time) == doctest::Approx(2247.9621).epsilon(1e-6));
+  // Broadcast from chip 0, forced to the per-axis chains: per axis two pipelined chains, each through the line's
+  // 3 other chips (clockwise and counter-clockwise), S/2 each, so every chip gets both halves:
+  //   S/2 / b = 33,554,432 / 45e9 = 745.6540 µs per axis; latency 3 steps × 1 µs per axis; 5 µs base.
+  //   3 × 745.6540 + 9 + 5 = 2250.9621 µs.
+  NcclSettings torus_only, ring_only;
+  torus_only.algorithm = Algorithm::kTorus;
+  ring_only.algorithm = Algorithm::kRing;
+  const CollectivePlan chains = CollectiveModel(c, tpu(), torus_only).plan({CollectiveOp::kBroadcast, first(64), S, 0});
+  CHECK(to_us(chains.time) == doctest::Approx(2250.9621).epsilon(1e-6));
+  // The axes run one after another (1.5 S/b in all), where the ring through the 64 chips moves S once (S/b =
+  // 1491.3087 µs plus its steps): unforced, the faster ring runs.
+  const CollectivePlan ring = CollectiveModel(c, tpu(), ring_only).plan({CollectiveOp::kBroadcast, first(64), S, 0});
+  CHECK(to_us(ring.time) > 1491.3087);
+  CHECK(ring.time < chains.time);
+  const CollectivePlan chosen = m.plan({CollectiveOp::kBroadcast, first(64), S, 0});
+  CHECK(chosen.algorithm == Algorithm::kRing);
+  CHECK(chosen.time == ring.time);
   // AlltoAll: each pair S/64 on shortest paths. Along one axis a directed link carries 32 pairs' shares
   // (4 lines' worth of 16 pairs per (i, j); distances 1, 2, 1 on a 4-cycle, 2 split evenly): 32/64 · S / b
   //   = 33,554,432 / 45e9 = 745.6540 µs; + 5 µs base + 1 step + 0 link latency = 751.6540 µs.
@@ -304,7 +317,10 @@ TEST_CASE("torus FLOW agrees with ANALYTICAL within 5% from 1 MiB (contention-fr
         const double f = run_collective(flow, req).time.raw();
         INFO(to_string(op), " on ", gpus.size(), " chips, ", mib, " MiB: analytical ", a * 1e6, " us, flow ", f * 1e6,
              " us");
-        CHECK(run_collective(flow, req).plan.algorithm == (box ? Algorithm::kTorus : Algorithm::kRing));
+        // Broadcast and Reduce take the faster of the axis chains and the ring; both fidelities the same one.
+        const bool chain = op == CollectiveOp::kBroadcast || op == CollectiveOp::kReduce;
+        if (!chain) CHECK(run_collective(flow, req).plan.algorithm == (box ? Algorithm::kTorus : Algorithm::kRing));
+        CHECK(run_collective(flow, req).plan.algorithm == run_collective(analytical, req).plan.algorithm);
         CHECK(f == doctest::Approx(a).epsilon(0.05));
       }
     }
@@ -364,7 +380,9 @@ TEST_CASE("torus FLOW Reduce: every line of the first axis, then the root's plan
     NetworkModel network(simulation, sc);
     const CollectiveRequest req{op, first(64), MiB(64), 0};
     bool done = false;
-    network.run(CollectiveModel(c, tpu()).plan(req), req, [&] { done = true; });
+    NcclSettings torus_only;  // the axis chains (unforced, the ring through the cube is faster)
+    torus_only.algorithm = Algorithm::kTorus;
+    network.run(CollectiveModel(c, tpu(), torus_only).plan(req), req, [&] { done = true; });
     simulation.run();
     REQUIRE(done);
     std::map<std::string, double> carried;
@@ -373,8 +391,8 @@ TEST_CASE("torus FLOW Reduce: every line of the first axis, then the root's plan
     CHECK(carried.count("n1/gpu1->n1/gpu0") + carried.count("n1/gpu0->n1/gpu1") == 0);
     const std::string z_link = op == CollectiveOp::kReduce ? "n5/gpu1->n1/gpu1" : "n1/gpu1->n5/gpu1";
     REQUIRE(carried.count(z_link) == 1);
-    // Chains from position 0 both ways round a line of 4: 2 hops one way with half the buffer, 1 the other with
-    // the other half: the link next to the root carries S/2.
+    // Chains from position 0 both ways round a line of 4, each through the 3 others with half the buffer: the link
+    // next to the root carries S/2.
     CHECK(carried[z_link] == doctest::Approx(67108864.0 / 2));
   }
 }

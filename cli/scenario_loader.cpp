@@ -357,6 +357,11 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
   out.ddp_bucket = MiB(p.has_ddp_bucket_mib()
                            ? positive(in, pre + "parallel.ddp_bucket_mib", true, p.ddp_bucket_mib(), "MiB")
                            : kDefaultDdpBucketMiB);
+  if (out.ddp_bucket_set && fw != workloads::Framework::kPytorchDdp && fw != workloads::Framework::kMegatron)
+    in.fail(pre + "parallel.ddp_bucket_mib",
+            std::string("is the gradient bucket size of PyTorch DDP and Megatron-LM; ") + workloads::to_string(fw) +
+                " does not use it (FSDP reduces per unit, DeepSpeed in reduce_bucket_size buckets, Horovod fuses up "
+                "to horovod_fusion_mib, DataParallel reduces in 10 MiB chunks)");
   return out;
 }
 
@@ -788,8 +793,9 @@ void write_job(const workloads::Job& job, schema::Model* mo_ptr, schema::Paralle
   p.set_dp(parallel.dp);
   p.set_micro_batch(parallel.micro_batch);
   p.set_grad_accum(parallel.grad_accum);
-  // Megatron without a bucket size of the scenario's uses its own rule (megatron_graph.h): left unset.
-  if (parallel.ddp_bucket_set || parallel.effective_framework() != workloads::Framework::kMegatron) {
+  // Megatron without a bucket size of the scenario's uses its own rule (megatron_graph.h): left unset; the
+  // frameworks without DDP buckets (FSDP, DeepSpeed, Horovod, DataParallel) refuse one.
+  if (parallel.ddp_bucket_set || parallel.effective_framework() == workloads::Framework::kPytorchDdp) {
     const double bucket = parallel.ddp_bucket.raw();
     p.set_ddp_bucket_mib(invert(bucket, bucket / 1048576.0, [](double v) { return MiB(v).raw(); }));
   }

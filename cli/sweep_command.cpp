@@ -274,7 +274,7 @@ std::vector<ParallelPlan> enumerate_layouts(const Scenario& sc, bool allow_tp_ac
             }
             if (!pure_dp) continue;
             // Pure data parallelism under the other frameworks (zero_graph.h, ddp_graph.h): PyTorch DDP
-            // (explicit attention, as its graph runs), FSDP FULL_SHARD and SHARD_GRAD_OP (and their
+            // (with the scenario's attention), FSDP FULL_SHARD and SHARD_GRAD_OP (and their
             // hybrid-sharded forms across nodes), DeepSpeed ZeRO 1–3. No Megatron options (SP, distributed
             // optimizer, pp_scatter_gather, overlap_grad_reduce).
             ParallelPlan d = q;
@@ -283,12 +283,10 @@ std::vector<ParallelPlan> enumerate_layouts(const Scenario& sc, bool allow_tp_ac
             d.recompute = Recompute::kNone;
             d.sequence_parallel = d.distributed_optimizer = d.pp_scatter_gather = d.overlap_grad_reduce = false;
             d.tp_comm_overlap = d.overlap_param_gather = false;
-            if (base.attention == workloads::AttentionKernel::kExplicit) {
-              ParallelPlan ddp = d;
+            {
+              ParallelPlan ddp = d;  // with the scenario's attention (F.scaled_dot_product_attention's flash kernel)
               ddp.framework = workloads::Framework::kPytorchDdp;
               out.push_back(ddp);
-            } else {
-              reject("PyTorch DDP runs explicit attention (the scenario sets FlashAttention)");
             }
             // FSDP and DeepSpeed take activation checkpointing (every block: recompute FULL) and the
             // scenario's attention kernel.
@@ -299,6 +297,7 @@ std::vector<ParallelPlan> enumerate_layouts(const Scenario& sc, bool allow_tp_ac
                 for (std::uint32_t stage : {3u, 2u}) {
                   ParallelPlan f = d;
                   f.framework = workloads::Framework::kFsdp;
+                  f.ddp_bucket_set = false;  // FSDP has no DDP buckets
                   f.zero_stage = stage;
                   f.hybrid_shard = hybrid;
                   out.push_back(f);
@@ -307,6 +306,7 @@ std::vector<ParallelPlan> enumerate_layouts(const Scenario& sc, bool allow_tp_ac
               for (std::uint32_t stage : {1u, 2u, 3u}) {
                 ParallelPlan z = d;
                 z.framework = workloads::Framework::kDeepSpeed;
+                z.ddp_bucket_set = false;  // nor DeepSpeed
                 z.zero_stage = stage;
                 out.push_back(z);
               }

@@ -1,5 +1,6 @@
 // `clustersim sweep SCENARIO [--gpus N] [--top K] [--csv FILE] [--json FILE] [--jobs J]
-//  [--allow-tp-across-nodes] [--report FILE.html|FILE.md]`: every valid parallel layout of the scenario's first job, scored by the
+//  [--allow-tp-across-nodes] [--report FILE.html|FILE.md]`: every valid parallel layout of the scenario's first job,
+//  scored by the
 // analytical fast path (workloads/analytical_estimate.h), OOM layouts rejected with the memory part that
 // breaks them, the best K re-simulated with the event-driven model, ranked, and the Pareto front of
 // iteration time versus memory headroom.
@@ -19,8 +20,8 @@
 //   distributed optimizer off, or on when dp·cp > 1.
 // Those are Megatron-LM layouts (framework MEGATRON, named "tp2 cp2 pp2 dp2 ep2 vp2 mb1 sp sel dopt", cp and
 // ep shown when > 1). Pure data parallelism (tp = cp = pp = ep = 1) also runs, per micro-batch size, under
-// the other frameworks: PyTorch DDP ("ddp"; explicit attention, so only when the scenario does not set
-// FlashAttention), FSDP FULL_SHARD and SHARD_GRAD_OP ("fsdp3", "fsdp2"; ZeRO 3 and 2) and, when the job spans
+// the other frameworks: PyTorch DDP ("ddp"; with FlashAttention, F.scaled_dot_product_attention's flash kernel),
+// FSDP FULL_SHARD and SHARD_GRAD_OP ("fsdp3", "fsdp2"; ZeRO 3 and 2) and, when the job spans
 // more than one node, their hybrid-sharded forms ("hsdp3", "hsdp2": shard in a node, replicate across), and
 // DeepSpeed ZeRO stages 1–3 ("zero1", "zero2", "zero3"). FSDP and DeepSpeed
 // each without and with activation checkpointing (every block recomputed: recompute FULL, " full"), with the

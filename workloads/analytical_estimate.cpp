@@ -819,6 +819,7 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
   const double sum_t = sum_f + sum_b;
   double t_max = 0;
   for (const Stage& st : stage) t_max = std::max(t_max, st.time);
+  double host_issued = 0;  // p = 1 with host dispatch: when the host has issued the last backward (it runs ahead)
   if (p == 1) {
     pipeline = m * stage[0].time;
     if (host > 0) {
@@ -855,6 +856,7 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
           }
           for (const HostSegment& sg : list) pass.push_back(sg);
         }
+      for (const HostSegment& sg : pass) host_issued += m * sg.host;
       const double hosted = std::max(pipeline + eager_gpu, host_gpu_segments(pass, m));
       host_exposed = hosted - pipeline - eager_gpu;
       pipeline = hosted - eager_gpu;
@@ -950,15 +952,15 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
   std::vector<double> opt_start(p);
   for (std::uint32_t s = 0; s < p; ++s) opt_start[s] = std::max(end[s], dp_done[s]) + ddp_copy;
   // DDP with host dispatch: after the backward the host issues the copy back out of the buckets (one kernel per
-  // bucket) and the optimizer's kernels; a host-bound step (the host done with the backward when the GPU is)
-  // starts the optimizer only once they are issued.
+  // bucket) and the optimizer's kernels, from when it has issued the backward (it runs ahead of a GPU-bound step,
+  // and is done with the backward when the GPU is in a host-bound one); the optimizer starts once they are issued.
   if (!megatron && host > 0) {
     const double buckets = dense_ranks > 1 ? double(ddp_bucket_count(plan.ddp_bucket)) : 0.0;
     const Op unscale = grad_unscale_op(job.model.parameter_count(), prec);
     const double kernels =
         buckets + optimizer_op(job.model.parameter_count(), job.training.optimizer, grad_bytes, false).kernels +
         (unscale.bytes.raw() > 0 ? unscale.kernels : 0);
-    for (std::uint32_t s = 0; s < p; ++s) opt_start[s] = std::max(opt_start[s], end[s] + kernels * host);
+    for (std::uint32_t s = 0; s < p; ++s) opt_start[s] = std::max(opt_start[s], host_issued + kernels * host);
   }
   if (megatron && p > 1 && job.model.tied_embeddings) {
     const double size = double(job.model.vocab) * job.model.hidden / t * grad_bytes;

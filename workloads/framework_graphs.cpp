@@ -130,7 +130,7 @@ JobGraph build_data_parallel_job(const Scenario& sc, const Job& job, sim::TaskGr
   // Forward kernels are launched by n Python threads under one GIL (see the header).
   const Seconds gil_launch = gpu.kernel_launch * double(n);
   std::vector<Seconds> fwd_time, bwd_time;
-  for (const Op& op : fwd) fwd_time.push_back(std::max(op_time(op, gpu, prec), gil_launch));
+  for (const Op& op : fwd) fwd_time.push_back(std::max(op_time(op, gpu, prec), gil_launch * op.kernels));
   for (const Op& op : bwd) bwd_time.push_back(op_time(op, gpu, prec));
 
   // Broadcast and reduce chunks over the parameters in registration (forward) order.
@@ -460,10 +460,19 @@ MemoryEstimate estimate_data_parallel_memory(const Job& job, const calibrate::Gp
   const double own = double(job.parallel.micro_batch) * job.model.seq_len * job.model.vocab;  // b·s·V
   const double gathered = n * own;
   const double e = element_bytes(job.training.precision);
-  MemoryEstimate est =
-      ddp_parts_with(job, gpu,
-                     {{"gathered logits on GPU 0 (n·b·s·V)", bytes(gathered * e)},
-                      {"loss log-softmax on GPU 0 (fp32, n·b·s·V)", bytes(gathered * 4)}});
+  // The replicas' parameters are outputs of Broadcast, so their gradients wait in the autograd input buffer of
+  // BroadcastBackward (ReduceAddCoalesced) until every replica's backward has ended: the fp32 gradients of the
+  // whole model on every GPU. Its reduction onto GPU 0 allocates them once more there, which under gradient
+  // accumulation the .grad of the earlier micro-batches then takes in (the first micro-batch's becomes .grad).
+  const double gradients = job.model.parameter_count() * ddp_gradient_bytes(job.training.precision).raw();
+  std::vector<MemoryPart> extra = {{"gathered logits on GPU 0 (n·b·s·V)", bytes(gathered * e)},
+                                   {"loss log-softmax on GPU 0 (fp32, n·b·s·V)", bytes(gathered * 4)}};
+  if (n > 1) {
+    extra.push_back({"replicas' gradients awaiting the reduce (BroadcastBackward)", bytes(gradients)});
+    if (job.parallel.grad_accum > 1)
+      extra.push_back({"reduced gradients on GPU 0 before accumulation", bytes(gradients)});
+  }
+  MemoryEstimate est = ddp_parts_with(job, gpu, std::move(extra));
   // The replica's activations count its own loss's fp32 logits, 4·b·s·V·e/2 (estimate_ddp_memory); here the
   // loss runs on GPU 0 over the gathered logits, which hold this replica's share already: take them out.
   for (MemoryPart& p : est.parts)

@@ -12,7 +12,8 @@
 //      parameters stay fp32, so P·4 B leave GPU 0 (clustersim's BF16/FP16 precision is autocast, as on the
 //      DDP path; ddp_gradient_bytes);
 //   4. parallel_apply: the replicas' forwards, launched from one Python thread per replica that share the
-//      GIL: per op the n kernel launches are serialised, so a forward op takes max(op time, n · t_launch);
+//      GIL: per op the n replicas' launches of its kernels are serialised, so a forward op of k kernels takes
+//      max(op time, n · k · t_launch);
 //      backward runs in autograd's per-device C++ threads, without the GIL;
 //   5. gather: each replica's output — the logits b·s·V at the activation width e (the common pattern
 //      computes the loss outside the module, on GPU 0) — is copied to GPU 0 (Send/Recv i → 0);
@@ -22,6 +23,9 @@
 //      every replica's backward ends and reduces the fp32 gradients onto GPU 0 (NCCL reduce, root 0, per
 //      chunk of ≤ 10 MiB): P·4 B into GPU 0;
 //   8. after the last micro-batch, the optimizer on GPU 0 alone.
+// Memory (estimate_data_parallel_memory, GPU 0): DDP's parts without its bucket copy, plus the gathered logits
+// and the loss's fp32 log-softmax, the replicas' fp32 gradients waiting in BroadcastBackward's input buffer (P·4)
+// and, under gradient accumulation, the reduced copy on GPU 0 before it is added to .grad (P·4).
 // All of it is issued on each GPU's current stream, so it serialises there; the transfers are placed on the
 // "dp-comm" streams (that compute waits for) so that the report shows them as exposed communication.
 // GPU 0's traffic per micro-batch: out (n−1)·b·(s+1)·8 + P·4 + (n−1)·b·s·V·e, in (n−1)·b·s·V·e + P·4 bytes.

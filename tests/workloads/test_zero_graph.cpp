@@ -398,6 +398,12 @@ TEST_CASE("ZeRO-3 with a shard group of one rank gathers nothing, and DeepSpeed 
   CHECK(error_of("dp: 2 micro_batch: 1 framework: DEEPSPEED zero_stage: 2 hybrid_shard: true") ==
         "DeepSpeed shards within a group and replicates across groups (MiCS) only at ZeRO stage 3; zero_stage is 2");
   CHECK(error_of("dp: 2 micro_batch: 1 framework: DEEPSPEED zero_stage: 3 hybrid_shard: true").empty());
+  // DDP's bucket size is refused where no DDP buckets exist (it had been accepted and ignored).
+  CHECK(error_of("dp: 2 micro_batch: 1 framework: FSDP ddp_bucket_mib: 25")
+            .starts_with("is the gradient bucket size of PyTorch DDP and Megatron-LM; PyTorch FSDP does not use it"));
+  CHECK(error_of("dp: 2 micro_batch: 1 framework: HOROVOD ddp_bucket_mib: 25").find("does not use it") !=
+        std::string::npos);
+  CHECK(error_of("dp: 2 micro_batch: 1 framework: PYTORCH_DDP ddp_bucket_mib: 25").empty());
   // A ZeRO stage without a framework is DeepSpeed, also with FlashAttention or activation checkpointing (they
   // had made it Megatron-LM, which then refused the stage).
   CHECK(scenario("dp: 2 micro_batch: 1 zero_stage: 3 flash_attention: true", 1, 2)

@@ -279,6 +279,7 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
   if (out.tp_comm_overlap && !out.sequence_parallel)
     in.fail(pre + "parallel.tp_comm_overlap",
             "overlaps the sequence-parallel all-gathers and reduce-scatters: needs sequence_parallel (and tp >= 2)");
+  out.async_tp_grad_reduce = !p.has_async_tp_grad_reduce() || p.async_tp_grad_reduce();
   out.overlap_param_gather = p.overlap_param_gather();
   if (out.overlap_param_gather && !out.distributed_optimizer)
     in.fail(pre + "parallel.overlap_param_gather",
@@ -332,11 +333,12 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
     // FSDP and DeepSpeed ZeRO take activation checkpointing; every framework takes FlashAttention (eager PyTorch's
     // F.scaled_dot_product_attention in DDP, Horovod and DataParallel).
     if (out.sequence_parallel || out.distributed_optimizer || out.pp_scatter_gather || out.overlap_grad_reduce ||
-        out.tp_comm_overlap || out.overlap_param_gather || (!sharded && out.recompute != workloads::Recompute::kNone))
+        out.tp_comm_overlap || out.overlap_param_gather || p.has_async_tp_grad_reduce() ||
+        (!sharded && out.recompute != workloads::Recompute::kNone))
       in.fail(pre + "parallel.framework", std::string(workloads::to_string(fw)) +
                                               " does not take Megatron options (sequence_parallel, "
                                               "distributed_optimizer, pp_scatter_gather, overlap_grad_reduce, "
-                                              "tp_comm_overlap, overlap_param_gather" +
+                                              "tp_comm_overlap, overlap_param_gather, async_tp_grad_reduce" +
                                               (sharded ? "" : ", recompute") + ")");
   }
   if (p.has_horovod_fusion_mib() || p.has_horovod_cycle_ms() || p.has_horovod_hierarchical()) {
@@ -820,6 +822,7 @@ void write_job(const workloads::Job& job, schema::Model* mo_ptr, schema::Paralle
   p.set_distributed_optimizer(parallel.distributed_optimizer);
   p.set_pp_scatter_gather(parallel.pp_scatter_gather);
   p.set_overlap_grad_reduce(parallel.overlap_grad_reduce);
+  if (!parallel.async_tp_grad_reduce) p.set_async_tp_grad_reduce(false);
   if (parallel.tp_comm_overlap) p.set_tp_comm_overlap(true);
   if (parallel.overlap_param_gather) p.set_overlap_param_gather(true);
   switch (parallel.framework) {

@@ -792,6 +792,11 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
   const bool overlap_grad_reduce = contains(framework, "overlap-grad-reduce") || (nemo && distributed_optimizer);
   // --tp-comm-overlap: the TP collectives beside the GEMMs (Transformer Engine userbuffers).
   const bool tp_comm_overlap = contains(framework, "tp-comm-overlap") && sequence_parallel;
+  // Megatron-LM of early 2021 (the SC21 paper's runs, the January 2021 README) predates the asynchronous
+  // tensor-parallel backward of v2.6 (2021-09): its TP collectives block the compute stream.
+  const bool blocking_tp = tp > 1 && (contains(row.text("source_group"), "Narayanan") || contains(framework, "2021"));
+  if (blocking_tp)
+    assume("Megatron-LM of 2021, before its asynchronous tensor-parallel backward (v2.6): TP all-reduces block");
   const bool scatter_gather =
       contains(lower(row.text("notes")), "scatter/gather enabled") && tp > 1 && pp > 1 && !sequence_parallel;
   if (scatter_gather) assume("scatter/gather pipeline sends, as the notes state");
@@ -893,6 +898,7 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
   if (flash) body << " flash_attention: true";
   if (overlap_grad_reduce) body << " overlap_grad_reduce: true";
   if (tp_comm_overlap) body << " tp_comm_overlap: true";
+  if (blocking_tp) body << " async_tp_grad_reduce: false";
   if (distributed_optimizer && dp > 1) body << " distributed_optimizer: true";
   if (overlap_param_gather && dp > 1) body << " overlap_param_gather: true";
   if (scatter_gather) body << " pp_scatter_gather: true";

@@ -298,7 +298,13 @@ struct AnalyticalEstimator::Impl {
   // behind a slow edge starts the next layer late while the others' transfers already flow) and the segment
   // is the average of one run, so reps × segment is the time of reps layers from an aligned start. Once a
   // run takes as long as the one before (the recursion's periodic regime) the rest are extrapolated.
-  void run_ops(const std::vector<Op>& ops, bool backward, const OpsKey& k, double sync,
+  // The TP collectives' times of a layout: a sync point's (RS + AG with sequence parallelism, else AR), and its
+  // reduction and all-gather apart.
+  struct TpTimes {
+    double sync = 0, reduce = 0, gather = 0;
+  };
+
+  void run_ops(const std::vector<Op>& ops, bool backward, const OpsKey& k, const TpTimes& tpt,
                const std::vector<double>& edges, const MoeComm& moe, bool split, bool want_embedding, Segment& s,
                std::uint32_t reps = 1, bool carry = false) {
     const double a2a = moe.a2a;
@@ -319,10 +325,27 @@ struct AnalyticalEstimator::Impl {
       scratch.assign(end.begin(), end.end());  // the previous transfers, per edge
       for (std::size_t r = 0; r < n; ++r) end[r] = std::max(payload(r, scratch), scratch[r]) + edges[r];
     };
-    // tp_comm_overlap: a TP sync runs beside the GEMM before it (megatron_graph.cpp), which the next op waits
-    // for: the sync costs what it lasts beyond that GEMM.
+    // The TP time op i adds (megatron_graph.cpp): its sync point's collectives and, for a column-parallel data
+    // gradient under sequence parallelism, the all-gather of the layer's input again (`regather`).
+    //  * tp_comm_overlap: all of them beside op i, which the next op waits for: what they last beyond op i;
+    //  * async_tp_grad_reduce, a column-parallel data gradient: the re-gather beside op i, the reduction beside the
+    //    weight gradient after it (op i + 1), the pair's all-gather after that: max(0, G − t_i) + max(0, R − t_i+1)
+    //    + A;
+    //  * else every one between the kernels.
     const bool overlap = k.sp && job.parallel.tp_comm_overlap;
-    auto tp_cost = [&](double gemm) { return overlap ? std::max(0.0, sync - gemm) : sync; };
+    const bool async = job.parallel.async_tp_grad_reduce && !overlap;
+    auto tp_cost = [&](std::size_t i) {
+      const Op& op = ops[i];
+      const double c = std::max(0.0, op_cost[i]);
+      const bool column = op.name.ends_with(".dgrad");
+      const double regather = column && k.sp ? tpt.gather : 0.0;
+      if (overlap) return std::max(0.0, regather + tpt.sync - c);
+      if (column && async) {
+        const double next = i + 1 < op_cost.size() ? std::max(0.0, op_cost[i + 1]) : 0.0;
+        return std::max(0.0, regather - c) + std::max(0.0, tpt.reduce - next) + (k.sp ? tpt.gather : 0.0);
+      }
+      return regather + tpt.sync;
+    };
     // One run of the list: its op costs, and the parts that do not depend on the ring.
     double compute = 0, tp = 0, epc = 0;
     op_cost.clear();
@@ -333,10 +356,11 @@ struct AnalyticalEstimator::Impl {
       }
       op_cost.push_back(op_seconds(op));
       compute += op_cost.back();
-      if (k.tp > 1 && tp_sync_after(op.name, k.ep)) tp += tp_cost(op_cost.back());
       tp += moe.tp_after(op.name);
       if (a2a > 0 && ep_sync_after(op.name)) epc += a2a;
     }
+    for (std::size_t i = 0; i < ops.size(); ++i)
+      if (op_cost[i] >= 0 && k.tp > 1 && tp_sync_after(ops[i].name, k.ep)) tp += tp_cost(i);
     constexpr std::uint32_t kMaxRingRuns = 8;
     double before = start, increment = -1;
     std::uint32_t done = 0;
@@ -379,7 +403,7 @@ struct AnalyticalEstimator::Impl {
           if (is_expert_op(op)) s.expert_params += op.grad_parameters;
         }
         if (k.tp > 1 && tp_sync_after(op.name, k.ep))
-          for (double& x : t) x += tp_cost(c);
+          for (double& x : t) x += tp_cost(i);
         // The MoE TP collectives around the all-to-alls (their order does not change the sum).
         if (const double e = moe.tp_after(op.name); e > 0)
           for (double& x : t) x += e;
@@ -408,14 +432,16 @@ struct AnalyticalEstimator::Impl {
     Segment s;
     const double activation = double(k.mb) * job.model.seq_len / k.cp * job.model.hidden * element;
     const CommKey base{k.tp, 1, 1, 1, Group::kTensor, CollectiveOp::kAllReduce, activation, false};
-    double sync = 0;
+    TpTimes sync;
     if (k.tp > 1) {
       auto with = [&](CollectiveOp op) {
         CommKey c = base;
         c.op = op;
         return comm_time(c);
       };
-      sync = k.sp ? with(CollectiveOp::kReduceScatter) + with(CollectiveOp::kAllGather) : with(CollectiveOp::kAllReduce);
+      sync.reduce = with(k.sp ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce);
+      sync.gather = k.sp ? with(CollectiveOp::kAllGather) : 0.0;
+      sync.sync = sync.reduce + sync.gather;
     }
     // The ring and EP groups of rank 0 depend on the layout through (tp, cp, ep) and, unless pp is the
     // outermost dimension, pp (k.pp; with pp outermost, pp = 1 and dp = N/(tp·cp) place them as the first
@@ -513,8 +539,11 @@ struct AnalyticalEstimator::Impl {
         if ((part == 1 && !embedding) || (part == 2 && embedding)) continue;
         host.push_back(op.kernels * cost);
         gpu.push_back(op_seconds(op));
+        // With sequence parallelism a column-parallel data gradient also issues its input's all-gather.
+        const int regather = k.sp && op.name.ends_with(".dgrad") ? 1 : 0;
         if (k.tp > 1 && tp_sync_after(op.name, k.ep))
-          for (int c = 0; c < (k.sp ? 2 : 1); ++c) tp_at.push_back(host.size()), host.push_back(kCollectiveKernels * cost), gpu.push_back(0);
+          for (int c = 0; c < (k.sp ? 2 : 1) + regather; ++c)
+            tp_at.push_back(host.size()), host.push_back(kCollectiveKernels * cost), gpu.push_back(0);
         if (k.tp > 1 && k.ep > 1 && job.model.is_moe() && expert_tp_sync_after(op.name) != ExpertTpSync::kNone)
           tp_at.push_back(host.size()), host.push_back(kCollectiveKernels * cost), gpu.push_back(0);
         if (k.ep > 1 && job.model.is_moe() && ep_sync_after(op.name))

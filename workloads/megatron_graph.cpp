@@ -68,6 +68,10 @@ bool ep_sync_after(const std::string& name) {
          name.ends_with(".moe_combine.bwd") || name.ends_with(".expert_fc1.wgrad");
 }
 
+bool column_parallel_dgrad(const std::string& name, std::uint32_t ep) {
+  return name.ends_with(".dgrad") && tp_sync_after(name, ep);
+}
+
 ExpertTpSync expert_tp_sync_after(const std::string& name) {
   if (name.ends_with(".moe_dispatch.fwd") || name.ends_with(".moe_dispatch.recompute") ||
       name.ends_with(".moe_combine.bwd"))
@@ -430,7 +434,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
       ep_stream[r] = graph.add_stream(gpu, "ep-comm");
       it.other_comm_streams[r].push_back(ep_stream[r]);
     }
-    if (par.tp_comm_overlap && t > 1) {
+    if ((par.tp_comm_overlap || par.async_tp_grad_reduce) && t > 1) {
       tp_stream[r] = graph.add_stream(gpu, "tp-comm");
       it.other_comm_streams[r].push_back(tp_stream[r]);
     }
@@ -514,6 +518,47 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
         std::vector<std::vector<sim::TaskId>> started_after(n);
         // The MoE TP collective that follows the current op, if any (the next all-to-all waits for it).
         std::vector<std::optional<sim::TaskId>> expert_tp(n);
+        // Asynchronous TP collectives beside the current op (async_tp_grad_reduce, the sequence-parallel input
+        // all-gather beside a data gradient): the op after it waits for them.
+        std::vector<std::vector<sim::TaskId>> beside(n);
+        // async_tp_grad_reduce with sequence parallelism: the all-gather of a column-parallel backward's pair,
+        // issued after the weight gradient (the op after the data gradient) on the compute stream.
+        std::vector<std::size_t> carried;  // op index before which it runs
+        const bool async_tp = par.async_tp_grad_reduce && !par.tp_comm_overlap;
+        // A TP collective of the tensor-parallel groups, on the TP stream beside the kernels: started after what
+        // `deps_of(g)` gives, waited for by the op after the next.
+        auto tp_beside = [&](CollectiveOp op, const std::string& name, auto deps_of) {
+          for (const auto& tg : tp_groups) {
+            std::vector<sim::StreamId> lanes;
+            std::vector<sim::TaskId> deps;
+            for (std::size_t g : tg) {
+              lanes.push_back(tp_stream[group[g]]);
+              for (sim::TaskId d : deps_of(g)) deps.push_back(d);
+            }
+            const sim::TaskId collective = collectives.add(
+                graph, name, kCategoryTpComm, CollectiveRequest{op, gpus_of(tg), tp_message, 0}, lanes, deps);
+            for (std::size_t g : tg) {
+              beside[g].push_back(collective);
+              if (host) it.host.issue(group[g], collective, kCollectiveKernels, false);
+            }
+          }
+        };
+        // A TP collective on the compute streams between the kernels (`after_pending`: also after what the members'
+        // next kernel waits for).
+        auto tp_blocking = [&](CollectiveOp op, const std::string& name, bool after_pending) {
+          for (const auto& tg : tp_groups) {
+            std::vector<sim::StreamId> lanes;
+            std::vector<sim::TaskId> deps;
+            for (std::size_t g : tg) {
+              lanes.push_back(it.compute_stream[group[g]]);
+              if (after_pending) deps.insert(deps.end(), pending[g].begin(), pending[g].end());
+            }
+            const sim::TaskId collective = collectives.add(
+                graph, name, kCategoryTpComm, CollectiveRequest{op, gpus_of(tg), tp_message, 0}, lanes, deps);
+            if (host)
+              for (std::size_t g : tg) it.host.issue(group[g], collective, kCollectiveKernels);
+          }
+        };
         // Scatter/gather: the received 1/t shards are all-gathered by the group before the step's kernels.
         const bool receives = forward ? vs > 0 : vs + 1 < virtual_stages;
         if (par.pp_scatter_gather && receives)
@@ -564,11 +609,28 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
           (gradients ? dkv_in : kv_in) = std::move(arrived);
         };
         for (std::size_t i = 0; i <= so.ops.size(); ++i) {
+          // A column-parallel backward's all-gather held back until after the weight gradient (async_tp).
+          while (!carried.empty() && carried.front() <= i) {
+            carried.erase(carried.begin());
+            tp_blocking(CollectiveOp::kAllGather, "allgather.tp", true);
+          }
           // Collectives that follow op i−1: TP on the compute streams, EP all-to-alls on their own stream
           // (the next kernel waits for them).
           while (next_sync < so.syncs.size() && so.syncs[next_sync].after == i) {
             const StageOps::Sync& sync = so.syncs[next_sync++];
-            if (sync.comm == SyncComm::kTensor && par.tp_comm_overlap) {
+            const bool column_bwd = i >= 1 && column_parallel_dgrad(so.ops[i - 1].name, ep);
+            if (sync.comm == SyncComm::kTensor && async_tp && column_bwd) {
+              // Megatron's asynchronous backward: the input gradient's all-reduce (reduce-scatter) starts after
+              // the data gradient and runs beside the weight gradient (op i); the op after it waits. The
+              // sequence-parallel pair's all-gather (of the next row-parallel layer's output gradient) follows
+              // the weight gradient on the compute stream.
+              if (sync.op == CollectiveOp::kAllGather) {
+                carried.push_back(i + 1);
+              } else {
+                tp_beside(sync.op, std::string(to_string(sync.op)) + ".tp",
+                          [&](std::size_t g) { return std::vector<sim::TaskId>{last[g]}; });
+              }
+            } else if (sync.comm == SyncComm::kTensor && par.tp_comm_overlap) {
               // Transformer Engine's userbuffers: the collective runs in chunks beside the GEMM that produces
               // its input (op i − 1), on the TP stream; the next kernel waits for it.
               for (const auto& tg : tp_groups) {
@@ -587,15 +649,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
                 }
               }
             } else if (sync.comm == SyncComm::kTensor) {
-              for (const auto& tg : tp_groups) {
-                std::vector<sim::StreamId> lanes;
-                for (std::size_t g : tg) lanes.push_back(it.compute_stream[group[g]]);
-                const sim::TaskId collective =
-                    collectives.add(graph, std::string(to_string(sync.op)) + ".tp", kCategoryTpComm,
-                                    CollectiveRequest{sync.op, gpus_of(tg), tp_message, 0}, lanes, {});
-                if (host)
-                  for (std::size_t g : tg) it.host.issue(group[g], collective, kCollectiveKernels);
-              }
+              tp_blocking(sync.op, std::string(to_string(sync.op)) + ".tp", false);
             } else if (sync.comm == SyncComm::kExpertTensor) {
               // The routed tokens of the group's EP rank (its load variant), after what the members wait for
               // (the dispatch all-to-all); the combine all-to-all that follows a reduce-scatter waits for it.
@@ -643,6 +697,17 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
           if (i == so.ops.size()) break;
           std::fill(expert_tp.begin(), expert_tp.end(), std::nullopt);
           const Op& op0 = so.ops[i];
+          // Sequence parallelism: a column-parallel layer kept only its shard of the input, so its backward
+          // all-gathers the input again for the weight gradient: beside the data gradient (asynchronous in
+          // Megatron-LM and Transformer Engine, bulk-overlapped with userbuffers), or before it when blocking.
+          if (t > 1 && par.sequence_parallel && column_parallel_dgrad(op0.name, ep)) {
+            if (par.async_tp_grad_reduce || par.tp_comm_overlap)
+              tp_beside(CollectiveOp::kAllGather, "allgather.tp.input", [&](std::size_t g) {
+                return any[g] ? std::vector<sim::TaskId>{last[g]} : std::vector<sim::TaskId>{};
+              });
+            else
+              tp_blocking(CollectiveOp::kAllGather, "allgather.tp.input", false);
+          }
           const bool ring_bwd = op0.ring_step >= 0 && ends_with(op0.name, ".bwd");
           if (op0.ring_step == 0) {
             for (std::size_t g = 0; g < n; ++g) {
@@ -672,7 +737,8 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
             }
             const sim::TaskId id = graph.add(
                 label, lane, op_time(op, sc.profile.gpu, prec) * sc.cluster.compute_slowdown(job.gpus[r]), pending[g]);
-            pending[g].clear();
+            pending[g] = std::move(beside[g]);  // what ran beside this op: the next one waits for it
+            beside[g].clear();
             if (host) it.host.issue(r, id, op.kernels);
             if (!any[g]) first_task[{forward, step.micro_batch, vs, r}] = id;
             any[g] = true;

@@ -69,6 +69,7 @@ struct ParallelPlan {
   bool overlap_grad_reduce = false;    // Megatron: DP buckets during the backward (else after it)
   bool tp_comm_overlap = false;        // Megatron: TP collectives beside the GEMMs (TE userbuffers)
   bool overlap_param_gather = false;   // Megatron: parameter all-gathers beside the next step's first forward
+  bool async_tp_grad_reduce = true;    // Megatron: backward TP reductions beside the weight-gradient GEMMs
   Framework framework = Framework::kAuto;
   std::uint32_t zero_stage = 0;        // FSDP / DeepSpeed: 1, 2 or 3
   bool hybrid_shard = false;           // shard within a node, replicate across nodes

@@ -46,10 +46,12 @@ TEST_CASE("tensor parallelism: two AllReduces per layer forward and two backward
   Scenario sc = scenario("dp: 1 tp: 2 micro_batch: 1 grad_accum: 3", 2);
   sc.fidelity = Fidelity::kAnalytical;
   CHECK(categories(sc)["tp_comm"] == 54);
-  // With sequence parallelism each becomes a reduce-scatter plus an all-gather: 108.
+  // With sequence parallelism each becomes a reduce-scatter plus an all-gather: 108; and each column-parallel
+  // layer's backward gathers its input again for the weight gradient (QKV and fc1 per layer, the output layer):
+  // (4 · 2 + 1) · 3 = 27 more, 135.
   Scenario sp = scenario("dp: 1 tp: 2 micro_batch: 1 grad_accum: 3 sequence_parallel: true", 2);
   sp.fidelity = Fidelity::kAnalytical;
-  CHECK(categories(sp)["tp_comm"] == 108);
+  CHECK(categories(sp)["tp_comm"] == 135);
 }
 
 TEST_CASE("pipeline parallelism: one send per micro-batch and stage boundary each way") {
@@ -60,13 +62,13 @@ TEST_CASE("pipeline parallelism: one send per micro-batch and stage boundary eac
 }
 
 TEST_CASE("tensor parallelism on one node: compute halves, the TP AllReduces are all exposed") {
-  // Contention-free ANALYTICAL run, tp 2, dp 1, one micro-batch. Every GEMM and attention op runs at half
-  // its FLOPs and bytes; norms and residuals stay whole. The 18 AllReduces (4 layers · 2 fwd + 2 bwd, the
-  // embedding's forward, the output layer's input gradient) of
-  // b·s·h·2 = 1·1024·1024·2 = 2,097,152 B over 2 GPUs on NVLink take, each, ring LL128 or Simple as NCCL
-  // picks; whatever they take, the breakdown must put all of it in exposed communication and the rest in
-  // compute, with no idle time (both ranks identical, no pipeline).
-  Scenario sc = scenario("dp: 1 tp: 2 micro_batch: 1 grad_accum: 1", 2);
+  // Contention-free ANALYTICAL run, tp 2, dp 1, one micro-batch, the blocking backward of Megatron-LM before
+  // 2021-09 (async_tp_grad_reduce false). Every GEMM and attention op runs at half its FLOPs and bytes; norms and
+  // residuals stay whole. The 18 AllReduces (4 layers · 2 fwd + 2 bwd, the embedding's forward, the output layer's
+  // input gradient) of b·s·h·2 = 1·1024·1024·2 = 2,097,152 B over 2 GPUs on NVLink take, each, ring LL128 or
+  // Simple as NCCL picks; whatever they take, the breakdown must put all of it in exposed communication and the
+  // rest in compute, with no idle time (both ranks identical, no pipeline).
+  Scenario sc = scenario("dp: 1 tp: 2 micro_batch: 1 grad_accum: 1 async_tp_grad_reduce: false", 2);
   sc.fidelity = Fidelity::kAnalytical;
   const ScenarioResult r = simulate_scenario(sc);
   const auto& b = r.jobs[0].per_gpu[0];
@@ -82,6 +84,38 @@ TEST_CASE("tensor parallelism on one node: compute halves, the TP AllReduces are
   flow.fidelity = Fidelity::kFlow;
   CHECK(simulate_scenario(flow).jobs[0].iteration_time.raw() ==
         doctest::Approx(r.jobs[0].iteration_time.raw()).epsilon(0.01));
+}
+
+TEST_CASE("async_tp_grad_reduce: a column-parallel layer's input-gradient reduction runs beside its weight gradient") {
+  // The same tp 2 run with Megatron-LM's default asynchronous backward: the 9 forward AllReduces (4 layers · 2, the
+  // embedding's) stay exposed; each of the 9 backward ones (QKV and fc1 per layer, the output layer) starts after
+  // its data gradient and runs beside the weight gradient after it, so it is exposed only by what it outlasts
+  // that GEMM: exposed = 9 · AR + Σ max(0, AR − t_wgrad) over the 9.
+  Scenario sc = scenario("dp: 1 tp: 2 micro_batch: 1 grad_accum: 1", 2);
+  sc.fidelity = Fidelity::kAnalytical;
+  CHECK(sc.jobs[0].parallel.async_tp_grad_reduce);  // the default
+  const double ar = CollectiveModel(sc.cluster, sc.profile)
+                        .plan(CollectiveRequest{CollectiveOp::kAllReduce, {0, 1}, bytes(2097152), 0})
+                        .time.raw();
+  OpConfig c;
+  c.micro_batch = 1;
+  c.tp = 2;
+  double exposed = 9 * ar;
+  int backward = 0;
+  for (const Op& op : backward_ops(sc.jobs[0].model, c))
+    for (const char* w : {".qkv.wgrad", ".fc1.wgrad", "lm_head.wgrad"})
+      if (op.name.ends_with(w)) {
+        exposed += std::max(0.0, ar - op_time(op, sc.profile.gpu, Precision::kBF16).raw());
+        ++backward;
+      }
+  CHECK(backward == 9);
+  const ScenarioResult r = simulate_scenario(sc);
+  CHECK(r.jobs[0].per_gpu[0].exposed_comm.raw() == doctest::Approx(exposed).epsilon(1e-6));
+  // Blocking, every one of the 18 is exposed: the step is longer by what the weight gradients hid.
+  Scenario blocking = scenario("dp: 1 tp: 2 micro_batch: 1 grad_accum: 1 async_tp_grad_reduce: false", 2);
+  blocking.fidelity = Fidelity::kAnalytical;
+  CHECK(simulate_scenario(blocking).jobs[0].iteration_time.raw() - r.jobs[0].iteration_time.raw() ==
+        doctest::Approx(18 * ar - exposed).epsilon(1e-6));
 }
 
 TEST_CASE("a pipeline idles the 1F1B bubble") {
@@ -122,14 +156,15 @@ TEST_CASE("full recomputation adds about one forward pass to the compute, FlashA
 }
 
 TEST_CASE("tp_comm_overlap: each TP reduce-scatter and all-gather pair runs beside the GEMM that feeds it") {
-  // tp 4 with sequence parallelism on one node, dp 1, 2 micro-batches, ANALYTICAL: without the overlap every
+  // tp 4 with sequence parallelism on one node, dp 1, 2 micro-batches, ANALYTICAL: blocking (no overlap) every
   // sync point (after proj.fwd and fc2.fwd in forward, after qkv.dgrad and fc1.dgrad in backward, after the
   // embedding's forward and the output layer's data gradient) adds the reduce-scatter and the all-gather of
   // b·s·h·2 = 2,097,152 B to the step; with it the pair runs on the TP stream from the start of the op before
   // it, and the next kernel waits for both, so each point costs max(0, RS + AG − t_op): the step shrinks by
   // 2 micro-batches x Σ over the 18 points of min(RS + AG, t_op).
   const std::string par = "dp: 1 tp: 4 micro_batch: 1 grad_accum: 2 sequence_parallel: true";
-  Scenario plain = scenario(par, 4), over = scenario(par + " tp_comm_overlap: true", 4);
+  Scenario plain = scenario(par + " async_tp_grad_reduce: false", 4),
+           over = scenario(par + " tp_comm_overlap: true", 4);
   plain.fidelity = over.fidelity = Fidelity::kAnalytical;
   CHECK(over.jobs[0].parallel.tp_comm_overlap);
   const CollectiveModel model(plain.cluster, plain.profile);
@@ -137,6 +172,9 @@ TEST_CASE("tp_comm_overlap: each TP reduce-scatter and all-gather pair runs besi
     return model.plan(CollectiveRequest{op, {0, 1, 2, 3}, bytes(2097152), 0}).time.raw();
   };
   const double sync = t(CollectiveOp::kReduceScatter) + t(CollectiveOp::kAllGather);
+  // A column-parallel data gradient also all-gathers its layer's input again (blocking before it in `plain`,
+  // beside it, ahead of the pair, with the overlap).
+  const double column = sync + t(CollectiveOp::kAllGather);
   OpConfig c;
   c.micro_batch = 1;
   c.tp = 4;
@@ -147,7 +185,8 @@ TEST_CASE("tp_comm_overlap: each TP reduce-scatter and all-gather pair runs besi
     for (const Op& op : ops)
       for (const char* end : {".proj.fwd", ".fc2.fwd", ".qkv.dgrad", ".fc1.dgrad", "embed.fwd", "lm_head.dgrad"})
         if (op.name.ends_with(end)) {
-          hidden += std::min(sync, op_time(op, plain.profile.gpu, Precision::kBF16).raw());
+          hidden += std::min(op.name.ends_with(".dgrad") ? column : sync,
+                             op_time(op, plain.profile.gpu, Precision::kBF16).raw());
           ++points;
         }
   CHECK(points == 18);  // 4 layers x 4, the embedding and the output layer

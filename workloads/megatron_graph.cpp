@@ -703,7 +703,9 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
           if (t > 1 && par.sequence_parallel && column_parallel_dgrad(op0.name, ep)) {
             if (par.async_tp_grad_reduce || par.tp_comm_overlap)
               tp_beside(CollectiveOp::kAllGather, "allgather.tp.input", [&](std::size_t g) {
-                return any[g] ? std::vector<sim::TaskId>{last[g]} : std::vector<sim::TaskId>{};
+                // After the kernel before the data gradient (the step's previous op, or the previous step's last).
+                if (any[g]) return std::vector<sim::TaskId>{last[g]};
+                return computed[group[g]] ? std::vector<sim::TaskId>{last_compute[group[g]]} : std::vector<sim::TaskId>{};
               });
             else
               tp_blocking(CollectiveOp::kAllGather, "allgather.tp.input", false);

@@ -1186,7 +1186,8 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate_zero(const ParallelPlan& 
       // compute stream (FSDP's post-backward final callback and _root_pre_forward; zero_graph.cpp).
       c = std::max(c, r);
       a = std::max(a, c);
-      // Forward: the root and block 0 gathered first, block u waits for the forward of unit u − 2.
+      // Forward: the root and block 0 gathered first, block u waits for the forward of unit u − 2 (FULL_SHARD's
+      // rate limiter; SHARD_GRAD_OP's all-gathers run back to back).
       a += gather_time[0];
       gathered[0] = a;
       h += issue_collective;
@@ -1196,7 +1197,7 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate_zero(const ParallelPlan& 
       fwd_end[0] = c;
       for (std::uint32_t u = 1; u <= blocks; ++u) {
         if (u + 1 <= blocks) {
-          a = std::max(a, fwd_end[u - 1]) + gather_time[u + 1];
+          a = (stage == 3 ? std::max(a, fwd_end[u - 1]) : a) + gather_time[u + 1];
           gathered[u + 1] = a;
           h += issue_collective;
         }

@@ -233,11 +233,12 @@ JobGraph build_zero_job(const Scenario& sc, const Job& job, sim::TaskGraph& grap
         if (reduced[r]) start[r].push_back(last_reduce[r]);
       }
     auto at_start = [&](std::uint32_t r) { return start[r]; };
-    if (gather_forward) {
-      gathered[0] = gather(0, "fwd", at_start);
-      // Unit u waits for the forward of unit u − 2 to end (at most two all-gathers ahead).
-      // Added lazily below, once the kernels of unit u − 2 exist.
-    }
+    // FULL_SHARD (and ZeRO-3): unit u's all-gather waits for the forward of unit u − 2 to end (FSDP's
+    // limit_all_gathers: at most two all-gathers ahead of the frees); added lazily below, once the kernels of
+    // unit u − 2 exist. SHARD_GRAD_OP frees nothing in the forward, so FSDP's rate limiter, which waits on the
+    // frees' events, never holds its all-gathers: the host issues them all as it runs ahead.
+    const bool rate_limited = stage == 3;
+    if (gather_forward) gathered[0] = gather(0, "fwd", at_start);
     std::uint32_t next_gather = 1;
     std::vector<sim::TaskId> last_fwd(ranks, 0);
     for (std::size_t i = 0; i < fwd.size(); ++i) {
@@ -245,10 +246,10 @@ JobGraph build_zero_job(const Scenario& sc, const Job& job, sim::TaskGraph& grap
       if (gather_forward) {
         // Issue every all-gather whose rate-limit condition is already expressible: unit g needs the end of
         // unit g − 2's forward, which exists once the kernels of unit g − 2 were added (i.e. u > g − 2).
-        while (next_gather < units && (next_gather < 2 || next_gather - 2 < u)) {
+        while (next_gather < units && (!rate_limited || next_gather < 2 || next_gather - 2 < u)) {
           const std::uint32_t g = next_gather++;
           gathered[g] = gather(g, "fwd", [&](std::uint32_t r) {
-            return g >= 2 ? std::vector<sim::TaskId>{fwd_end[g - 2][r]} : start[r];
+            return rate_limited && g >= 2 ? std::vector<sim::TaskId>{fwd_end[g - 2][r]} : start[r];
           });
         }
       }

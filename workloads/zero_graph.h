@@ -15,8 +15,11 @@
 //     reduce-scattered on the "dp-comm" stream (and, with hybrid sharding, the shard all-reduced across
 //     nodes). Communication volume per step: 2Ψ all-gathered + Ψ reduce-scattered = 3Ψ against DDP's
 //     2Ψ (Rajbhandari et al. §7).
-//   stage 2 (FSDP SHARD_GRAD_OP) — the forward all-gathers as above, parameters kept through the
-//     backward; reduce-scatter per unit.
+//   stage 2 (FSDP SHARD_GRAD_OP) — the forward all-gathers, all issued at the micro-batch's start (the rate
+//     limiter waits on the events of frees, and SHARD_GRAD_OP frees nothing in the forward), parameters kept
+//     through the backward; reduce-scatter per unit.
+//   Every micro-batch after the first starts when the previous one's reductions have ended (FSDP's
+//   post-backward final callback, ZeRO-3's gradient epilogue), its all-gathers after the compute stream.
 //   stages 1–2 (DeepSpeed) — parameters stay whole on every rank; after the backward (DeepSpeed's
 //     overlap_comm defaults to false, so on the compute stream: the next forward waits) the gradients are
 //     reduce-scattered in reduce_bucket_size buckets (5e8 elements) — stage 1 after the last micro-batch

@@ -412,3 +412,33 @@ TEST_CASE("ZeRO-3 with a shard group of one rank gathers nothing, and DeepSpeed 
   CHECK(scenario("dp: 2 micro_batch: 1 zero_stage: 2 recompute: FULL", 1, 2).jobs[0].parallel.effective_framework() ==
         Framework::kDeepSpeed);
 }
+
+TEST_CASE("FSDP forward all-gathers: FULL_SHARD two ahead of the frees, SHARD_GRAD_OP all at the start") {
+  // FSDP's limit_all_gathers holds an all-gather until the frees of two units back have happened; FULL_SHARD frees
+  // each unit after its forward, so unit u's all-gather waits for unit u − 2's forward. SHARD_GRAD_OP frees nothing
+  // in the forward, the limiter never waits, and the host issues every unit's all-gather as it runs ahead: none of
+  // them waits for a kernel. 4 layers: units 0 (root) .. 4, one micro-batch.
+  for (const auto& [stage, limited] : {std::pair{3, true}, {2, false}}) {
+    CAPTURE(stage);
+    const Scenario sc = scenario("dp: 2 micro_batch: 1 framework: FSDP zero_stage: " + std::to_string(stage), 1, 2);
+    sim::Simulation s;
+    CollectiveEngine engine(s, sc, nullptr);
+    sim::TaskGraph g;
+    build_zero_job(sc, sc.jobs[0], g, engine);
+    int gathers = 0, waiting = 0;
+    for (sim::TaskId t = 0; t < g.size(); ++t) {
+      const std::string& name = g.label(t).name;
+      if (!name.starts_with("allgather.fwd.unit")) continue;
+      ++gathers;
+      for (sim::TaskId d : g.deps(t))
+        if (g.label(d).category == kCategoryCompute) ++waiting;
+    }
+    CHECK(gathers == 5);
+    // Units 2, 3 and 4 wait for the forward of units 0, 1 and 2 (one compute task per rank each: 3 · 2).
+    CHECK(waiting == (limited ? 3 * 2 : 0));
+    // The analytical estimate follows the same rule.
+    AnalyticalEstimator estimator(sc, sc.jobs[0]);
+    CHECK(estimator.estimate(sc.jobs[0].parallel).iteration_time.raw() ==
+          doctest::Approx(simulate_scenario(sc).jobs[0].iteration_time.raw()).epsilon(1e-3));
+  }
+}

@@ -83,11 +83,10 @@ enum class Group : std::uint8_t {
   kExpertData,  // expert gradients: the (dp/ep)·cp ranks holding the same experts
   kExpert,      // the EP group (all-to-alls)
   kRing,        // the ring-attention edges of the CP ring of rank 0 (ring_edges)
-  kPipeline,
-  kWrap,
+  kPipeline,    // a key tag only: pipeline_sends() times every boundary
   kEmbedding,
-  kShard,       // ZeRO: all ranks, or one node's with hybrid sharding
-  kReplica,     // ZeRO hybrid sharding: the ranks holding the same shard, one per node
+  kShard,    // ZeRO: all ranks, or one node's with hybrid sharding
+  kReplica,  // ZeRO hybrid sharding: the ranks holding the same shard, one per node
 };
 struct CommKey {
   std::uint32_t tp, pp, cp, ep;
@@ -219,8 +218,6 @@ struct AnalyticalEstimator::Impl {
       case Group::kExpertData: return layout.expert_data_group(0);
       case Group::kExpert: return layout.group(ParallelDim::kExpert, 0);
       case Group::kRing: return layout.group(ParallelDim::kContext, 0);
-      case Group::kPipeline: return {layout.rank({0, 0, 0, 0}), layout.rank({0, 0, std::min(1u, k.pp - 1), 0})};
-      case Group::kWrap:  // interleaving: the last stage sends to the first
       case Group::kEmbedding: return {layout.rank({0, 0, k.pp - 1, 0}), layout.rank({0, 0, 0, 0})};
       default: return {};
     }
@@ -301,7 +298,8 @@ struct AnalyticalEstimator::Impl {
   // The TP collectives' times of a layout: a sync point's (RS + AG with sequence parallelism, else AR), and its
   // reduction and all-gather apart.
   struct TpTimes {
-    double sync = 0, reduce = 0, gather = 0;
+    double reduce = 0, gather = 0;
+    double sync() const { return reduce + gather; }
   };
 
   void run_ops(const std::vector<Op>& ops, bool backward, const OpsKey& k, const TpTimes& tpt,
@@ -337,14 +335,14 @@ struct AnalyticalEstimator::Impl {
     auto tp_cost = [&](std::size_t i) {
       const Op& op = ops[i];
       const double c = std::max(0.0, op_cost[i]);
-      const bool column = op.name.ends_with(".dgrad");
+      const bool column = column_parallel_dgrad(op.name, k.ep);
       const double regather = column && k.sp ? tpt.gather : 0.0;
-      if (overlap) return std::max(0.0, regather + tpt.sync - c);
+      if (overlap) return std::max(0.0, regather + tpt.sync() - c);
       if (column && async) {
         const double next = i + 1 < op_cost.size() ? std::max(0.0, op_cost[i + 1]) : 0.0;
         return std::max(0.0, regather - c) + std::max(0.0, tpt.reduce - next) + (k.sp ? tpt.gather : 0.0);
       }
-      return regather + tpt.sync;
+      return regather + tpt.sync();
     };
     // One run of the list: its op costs, and the parts that do not depend on the ring.
     double compute = 0, tp = 0, epc = 0;
@@ -441,7 +439,6 @@ struct AnalyticalEstimator::Impl {
       };
       sync.reduce = with(k.sp ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce);
       sync.gather = k.sp ? with(CollectiveOp::kAllGather) : 0.0;
-      sync.sync = sync.reduce + sync.gather;
     }
     // The ring and EP groups of rank 0 depend on the layout through (tp, cp, ep) and, unless pp is the
     // outermost dimension, pp (k.pp; with pp outermost, pp = 1 and dp = N/(tp·cp) place them as the first
@@ -540,7 +537,7 @@ struct AnalyticalEstimator::Impl {
         host.push_back(op.kernels * cost);
         gpu.push_back(op_seconds(op));
         // With sequence parallelism a column-parallel data gradient also issues its input's all-gather.
-        const int regather = k.sp && op.name.ends_with(".dgrad") ? 1 : 0;
+        const int regather = k.sp && column_parallel_dgrad(op.name, k.ep) ? 1 : 0;
         if (k.tp > 1 && tp_sync_after(op.name, k.ep))
           for (int c = 0; c < (k.sp ? 2 : 1) + regather; ++c)
             tp_at.push_back(host.size()), host.push_back(kCollectiveKernels * cost), gpu.push_back(0);
@@ -1133,6 +1130,7 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate_zero(const ParallelPlan& 
   const std::uint32_t stage = plan.zero_stage, m = plan.grad_accum;
   const bool gather_forward = stage == 3 || (fsdp && stage == 2);
   const bool gather_backward = stage == 3;
+  const bool rate_limited = stage == 3;  // FULL_SHARD / ZeRO-3: two all-gathers ahead (zero_graph.cpp)
   const bool per_unit_reduce = stage == 3 || fsdp;
   const bool hybrid = plan.hybrid_shard;
   auto group_time = [&](Group g, CollectiveOp op, double size) {
@@ -1197,7 +1195,7 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate_zero(const ParallelPlan& 
       fwd_end[0] = c;
       for (std::uint32_t u = 1; u <= blocks; ++u) {
         if (u + 1 <= blocks) {
-          a = (stage == 3 ? std::max(a, fwd_end[u - 1]) : a) + gather_time[u + 1];
+          a = (rate_limited ? std::max(a, fwd_end[u - 1]) : a) + gather_time[u + 1];
           gathered[u + 1] = a;
           h += issue_collective;
         }

@@ -83,6 +83,10 @@ ExpertTpSync expert_tp_sync_after(const std::string& name);
 // permutation (forward, recomputed) and after the experts' last weight gradient, the combine after the experts'
 // fc2 (forward, recomputed) and after the combine's backward.
 bool ep_sync_after(const std::string& name);
+// Whether the op of this name is a column-parallel layer's data gradient with a TP reduction after it (QKV, fc1,
+// the output layer): the one whose reduction Megatron runs beside the weight gradient, and whose input sequence
+// parallelism gathers again.
+bool column_parallel_dgrad(const std::string& name, std::uint32_t ep);
 
 // Megatron's gradient bucket: parameters' gradients fill a bucket (in backward order) until it holds at least
 // this many bytes. The scenario's ddp_bucket_mib where it gives one; otherwise Megatron-Core's default bucket

@@ -91,6 +91,11 @@ JobGraph build_zero_job(const Scenario& sc, const Job& job, sim::TaskGraph& grap
   const std::uint32_t stage = par.zero_stage;
   const bool gather_forward = stage == 3 || (fsdp && stage == 2);  // parameters sharded between steps
   const bool gather_backward = stage == 3;                         // resharded after the forward
+  // FULL_SHARD (and ZeRO-3): unit u's all-gather waits for the forward of unit u − 2 to end (FSDP's
+  // limit_all_gathers: at most two all-gathers ahead of the frees). SHARD_GRAD_OP frees nothing in the forward,
+  // so FSDP's rate limiter, which waits on the frees' events, never holds its all-gathers: the host issues them
+  // all as it runs ahead.
+  const bool rate_limited = stage == 3;
   const bool per_unit_reduce = stage == 3 || fsdp;                 // reduce-scatter per unit, every micro-batch
   // DeepSpeed stage 2 partitions the gradients, so each micro-batch's are reduced into the rank's partition
   // (the engine's allreduce_gradients: "ZeRO stage >= 2 communicates during non gradient accumulation
@@ -233,11 +238,7 @@ JobGraph build_zero_job(const Scenario& sc, const Job& job, sim::TaskGraph& grap
         if (reduced[r]) start[r].push_back(last_reduce[r]);
       }
     auto at_start = [&](std::uint32_t r) { return start[r]; };
-    // FULL_SHARD (and ZeRO-3): unit u's all-gather waits for the forward of unit u − 2 to end (FSDP's
-    // limit_all_gathers: at most two all-gathers ahead of the frees); added lazily below, once the kernels of
-    // unit u − 2 exist. SHARD_GRAD_OP frees nothing in the forward, so FSDP's rate limiter, which waits on the
-    // frees' events, never holds its all-gathers: the host issues them all as it runs ahead.
-    const bool rate_limited = stage == 3;
+    // Rate-limited all-gathers are added lazily below, once the kernels of unit u − 2 exist.
     if (gather_forward) gathered[0] = gather(0, "fwd", at_start);
     std::uint32_t next_gather = 1;
     std::vector<sim::TaskId> last_fwd(ranks, 0);

@@ -124,6 +124,20 @@ class LayerBuilder {
     return forward ? dropout * (2 * e + 1) + (e + 2 * r) : (r + e) + dropout * (2 * e + 1);
   }
   double eager_residual_kernels() const { return m_.dropout ? 2 : 1; }
+  // Megatron's fused bias-dropout-add, bytes per element: forward reads the branch and the residual and writes the
+  // sum (3e) and, with dropout, the 1-byte mask; backward reads the gradient and writes the branch's (2e), with
+  // dropout reading the mask.
+  double residual_bytes(bool forward) const { return (forward ? 3 : 2) * d_.e + (m_.dropout ? 1 : 0); }
+  // Rotary position embedding (position ROPE) of Q and K, T·(q + kvd) elements on this rank, bytes per element:
+  // Megatron-Core's fused kernel (apply_rope_fusion, Transformer Engine's fused_rope: one kernel for Q, one for
+  // K, forward and backward) reads and writes each element once, 2e. Eager PyTorch (OpConfig::autocast; the
+  // Hugging Face apply_rotary_pos_emb, x·cos + rotate_half(x)·sin with rotate_half = cat(−x2, x1)): forward
+  // x·cos (2e), the negation of one half (e), the cat (2e), ·sin (2e), the add (3e) = 10e in 5 kernels per
+  // tensor; backward g·cos (2e), g·sin (2e), the negation's (e), the two slices' zero-filled gradients (2e each)
+  // and the two adds accumulating x's gradient (3e each) = 15e in 9 kernels per tensor.
+  double rope_bytes(bool forward) const { return (c_.autocast ? (forward ? 10 : 15) : 2) * d_.e; }
+  double rope_kernels(bool forward) const { return c_.autocast ? (forward ? 10 : 18) : 2; }
+  bool rope() const { return m_.position == Position::kRope; }
 
   double norm_flops_fwd() const { return m_.norm == Norm::kLayerNorm ? 8 : 4; }
   double norm_flops_bwd() const { return m_.norm == Norm::kLayerNorm ? 10 : 6; }
@@ -286,10 +300,12 @@ class LayerBuilder {
     ops.push_back(elementwise(p + "ln1.fwd", norm_flops_fwd() * act, d_.r * 2 * act));
     if (c_.autocast) ops.push_back(elementwise(p + "ln1_cast.fwd", act, (d_.r + d_.e) * act));
     push_fwd(qkv(p));
+    const double rotated = d_.T * (d_.q + d_.kvd);  // Q and K elements
+    if (rope()) ops.push_back(elementwise(p + "rope.fwd", 3 * rotated, rope_bytes(true) * rotated));
     for (Op& op : attention_core_fwd(p)) ops.push_back(std::move(op));
     push_fwd(proj(p));
     ops.push_back(elementwise(p + "residual1.fwd", 2 * act,
-                              c_.autocast ? eager_residual_bytes(true) * act : d_.e * 3 * act + act));
+                              c_.autocast ? eager_residual_bytes(true) * act : residual_bytes(true) * act));
     ops.push_back(elementwise(p + "ln2.fwd", norm_flops_fwd() * act, d_.r * 2 * act));
     if (c_.autocast) ops.push_back(elementwise(p + "ln2_cast.fwd", act, (d_.r + d_.e) * act));
     if (m_.is_moe_layer(layer)) {
@@ -313,7 +329,7 @@ class LayerBuilder {
       push_fwd(fc2(p, "fc2", m_.ffn_hidden));
     }
     ops.push_back(elementwise(p + "residual2.fwd", 2 * act,
-                              c_.autocast ? eager_residual_bytes(true) * act : d_.e * 3 * act + act));
+                              c_.autocast ? eager_residual_bytes(true) * act : residual_bytes(true) * act));
     return ops;
   }
 
@@ -326,8 +342,8 @@ class LayerBuilder {
       ops.push_back(dgrad(x));
       ops.push_back(wgrad(x));
     };
-    ops.push_back(
-        elementwise(p + "residual2.bwd", act, c_.autocast ? eager_residual_bytes(false) * act : d_.e * 2 * act + act));
+    ops.push_back(elementwise(p + "residual2.bwd", act,
+                              c_.autocast ? eager_residual_bytes(false) * act : residual_bytes(false) * act));
     if (m_.is_moe_layer(layer)) {
       const double routed = d_.T * m_.top_k, fe = m_.expert_ffn();
       const double tl = permuted_tokens(), pl = tl * m_.top_k;
@@ -350,10 +366,12 @@ class LayerBuilder {
     }
     if (c_.autocast) ops.push_back(elementwise(p + "ln2_cast.bwd", act, (d_.e + d_.r) * act));
     ops.push_back(elementwise(p + "ln2.bwd", norm_flops_bwd() * act, d_.r * 3 * act, m_.norm_parameters()));
-    ops.push_back(
-        elementwise(p + "residual1.bwd", act, c_.autocast ? eager_residual_bytes(false) * act : d_.e * 2 * act + act));
+    ops.push_back(elementwise(p + "residual1.bwd", act,
+                              c_.autocast ? eager_residual_bytes(false) * act : residual_bytes(false) * act));
     add_linear(proj(p));
     for (Op& op : attention_core_bwd(p)) ops.push_back(std::move(op));
+    const double rotated = d_.T * (d_.q + d_.kvd);
+    if (rope()) ops.push_back(elementwise(p + "rope.bwd", 3 * rotated, rope_bytes(false) * rotated));
     add_linear(qkv(p));
     if (c_.autocast) ops.push_back(elementwise(p + "ln1_cast.bwd", act, (d_.e + d_.r) * act));
     ops.push_back(elementwise(p + "ln1.bwd", norm_flops_bwd() * act, d_.r * 3 * act, m_.norm_parameters()));
@@ -396,6 +414,8 @@ double dispatch_kernels(const std::string& name, bool biases) {
   else if (base == "flash_attn" || base == "router" || base == "moe_combine") forward = 3;
   else if (base == "moe_dispatch" || base == "embed") forward = 4;
   else if (base == "loss") forward = 12;
+  else if (base == "rope")
+    return 2;  // fused RoPE: one kernel for Q, one for K, either pass
   if (pass == "bwd") return 2 * forward;
   return forward;  // fwd, recompute, dgrad, wgrad
 }
@@ -440,6 +460,7 @@ double eager_kernels(const Op& op, const OpConfig& config, const LayerBuilder& b
   if (is("softmax.fwd") || is("softmax.bwd")) return builder.eager_softmax_kernels();
   if (is("residual1.fwd") || is("residual2.fwd") || is("residual1.bwd") || is("residual2.bwd"))
     return builder.eager_residual_kernels();
+  if (is("rope.fwd") || is("rope.bwd")) return builder.rope_kernels(is("rope.fwd"));
   if (op.name == "loss.fwd") return 3;
   if (op.name == "loss.bwd") return 4;
   return megatron;
@@ -452,7 +473,10 @@ std::vector<Op> forward_ops(const ModelSpec& model, const OpConfig& config) {
   const Dims& d = builder.dims();
   const double act = d.T * d.h;  // one [B, s, h] activation
   std::vector<Op> ops;
-  if (config.embedding) ops.push_back(elementwise("embed.fwd", act, d.r * 3 * act));  // word (+ position) gather, add
+  // The word-embedding gather (read the rows, write the output), plus with learned positions the read of the
+  // position rows and their add.
+  const double embed_bytes = (model.position == Position::kLearned ? 3 : 2) * d.r * act;
+  if (config.embedding) ops.push_back(elementwise("embed.fwd", act, embed_bytes));
   for (std::uint32_t l = config.first_layer; l < last_layer(model, config); ++l)
     for (Op& op : builder.forward(l)) ops.push_back(std::move(op));
   if (config.head) {

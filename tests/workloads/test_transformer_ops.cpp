@@ -430,3 +430,45 @@ TEST_CASE("eager ops under autocast: fp32 residual stream, fp32 softmax and the 
     CHECK(f32[i].kernels == f32_plain[i].kernels);
   }
 }
+
+TEST_CASE("rotary position embedding: Q and K rotated every layer, fused or eager, and no mask without dropout") {
+  // The GPT of the test above (l = 2, h = 64, a = 4, V = 100, s = 16, micro-batch 2: T = 32 tokens, act = 2,048)
+  // with rotary positions and 2 key/value heads: d = 16, Q 4·16 = 64 and K 2·16 = 32 columns, so the rotation
+  // touches T·(64 + 32) = 3,072 elements. BF16 (e = 2):
+  //   fused (Megatron-Core / TE fused_rope) read + write: 2e = 4 B per element = 12,288 B each pass, 2 kernels
+  //   eager (Hugging Face rotate_half) forward 10e = 20 B per element = 61,440 B in 10 kernels; backward
+  //   15e = 30 B = 92,160 B in 18 kernels
+  //   the embedding only gathers the word rows (read + write 2e·act = 8,192 B; learned positions add a read: 3e)
+  // It runs between the QKV GEMM and the attention core, and backward between the core's and the QKV's dgrad.
+  ModelSpec m = gpt(2, 64, 4, 100, 16);
+  m.position = Position::kRope;
+  m.kv_heads = 2;
+  const double act = 2048, rotated = 3072;
+  const std::vector<Op> f = forward_ops(m, 2, Precision::kBF16), b = backward_ops(m, 2, Precision::kBF16);
+  const auto at = [](const std::vector<Op>& ops, const std::string& name) {
+    const auto it = std::find_if(ops.begin(), ops.end(), [&](const Op& op) { return op.name == name; });
+    REQUIRE(it != ops.end());
+    return std::size_t(it - ops.begin());
+  };
+  CHECK(f[at(f, "L1.rope.fwd")].bytes.raw() == 4 * rotated);
+  CHECK(f[at(f, "L1.rope.fwd")].kernels == 2);
+  CHECK(b[at(b, "L1.rope.bwd")].bytes.raw() == 4 * rotated);
+  CHECK(b[at(b, "L1.rope.bwd")].kernels == 2);
+  CHECK(at(f, "L0.rope.fwd") == at(f, "L0.qkv.fwd") + 1);
+  CHECK(at(b, "L0.rope.bwd") + 1 == at(b, "L0.qkv.dgrad"));
+  CHECK(f[at(f, "embed.fwd")].bytes.raw() == 4 * act);
+  CHECK(forward_ops(gpt(2, 64, 4, 100, 16), 2, Precision::kBF16)[0].bytes.raw() == 6 * act);
+  const std::vector<Op> fe = eager_forward_ops(m, 2, Precision::kBF16), be = eager_backward_ops(m, 2, Precision::kBF16);
+  CHECK(fe[at(fe, "L0.rope.fwd")].bytes.raw() == 20 * rotated);
+  CHECK(fe[at(fe, "L0.rope.fwd")].kernels == 10);
+  CHECK(be[at(be, "L0.rope.bwd")].bytes.raw() == 30 * rotated);
+  CHECK(be[at(be, "L0.rope.bwd")].kernels == 18);
+  // Learned positions rotate nothing.
+  for (const Op& op : forward_ops(gpt(2, 64, 4, 100, 16), 2, Precision::kBF16))
+    CHECK(op.name.find("rope") == std::string::npos);
+  // Megatron's bias-dropout-add without dropout stores and reads no mask: 3e = 6·act forward, 2e = 4·act backward
+  // (7·act and 5·act with dropout, above).
+  m.dropout = false;
+  CHECK(forward_ops(m, 2, Precision::kBF16)[at(f, "L0.residual1.fwd")].bytes.raw() == 6 * act);
+  CHECK(backward_ops(m, 2, Precision::kBF16)[at(b, "L1.residual2.bwd")].bytes.raw() == 4 * act);
+}

@@ -754,7 +754,7 @@ void add_scenario_sections(ReportDocument& doc, int level, const workloads::Scen
                                          std::to_string(m.seq_len)});
     config.push_back({pre + "parallel layout", layout_text(job.parallel)});
     config.push_back({pre + "training", "global batch " + std::to_string(t.global_batch) + " samples, " +
-                                            fmt("%g", t.epochs) + " epoch(s) of " + fmt("%.0f", t.samples_per_epoch) +
+                                            fmt("%g", t.epochs) + " epoch(s) of " + fmt("%.10g", t.samples_per_epoch) +
                                             " samples, " + to_string(t.precision)});
   }
   doc.key_values(std::move(config));

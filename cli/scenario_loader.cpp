@@ -439,6 +439,23 @@ void check_layout(const ParsedText& in, const std::string& pre, const workloads:
     in.fail(pre + "parallel.moe_token_skew", "the model is dense (no experts): nothing is routed");
   if (p.ep > 1 && m.experts % p.ep != 0)
     in.fail(pre + "parallel.ep", std::to_string(p.ep) + " does not divide " + std::to_string(m.experts) + " experts");
+  // Top-k routing sends a token to k distinct experts, so one expert gets at most every token: E/k times its even
+  // share T·k/E, a skew of at most E/k − 1 (Mixtral, E 8, k 2: 3). Beyond it the busiest expert would get more
+  // tokens than there are.
+  if (m.is_moe() && m.top_k > 0 && p.moe_token_skew > double(m.experts) / m.top_k - 1)
+    in.fail(pre + "parallel.moe_token_skew", format_number(p.moe_token_skew) +
+                                                 " is more than top-k routing allows: the busiest expert gets at most "
+                                                 "every token, experts/top_k = " +
+                                                 std::to_string(m.experts) + "/" + std::to_string(m.top_k) +
+                                                 " times its even share, a skew of at most " +
+                                                 format_number(double(m.experts) / m.top_k - 1));
+  // Sequence parallelism splits each rank's s/cp tokens along the sequence over the TP group (Megatron-LM's
+  // _split_along_first_dim asserts the first dimension divisible by the tensor-parallel size).
+  if (p.sequence_parallel && p.tp > 1 && (m.seq_len / p.cp) % p.tp != 0)
+    in.fail(pre + "parallel.sequence_parallel",
+            "tp " + std::to_string(p.tp) + " does not divide the " + std::to_string(m.seq_len / p.cp) + " tokens " +
+                (p.cp > 1 ? "a context rank holds (seq_len / cp)" : "of the sequence") +
+                ", which sequence parallelism splits over the TP group");
 }
 
 // torch.nn.DataParallel is one process driving the GPUs of one node.
@@ -480,6 +497,10 @@ void check_precision(const ParsedText& in, const std::string& pre, const workloa
     in.fail(pre + "training.precision", "FP8 needs FP8 tensor cores, and profile \"" + profile_ref + "\" (" +
                                             profile.gpu.gpu + ") has no FP8 peak (gpu.peak_fp8_tflops); use BF16 "
                                             "or FP16, or a profile of a GPU with FP8 (Hopper or later)");
+  // Megatron-LM's arguments.py: "Expert parallelism is not supported with fp16 training."
+  if (parallel.ep > 1 && training.precision == workloads::Precision::kFP16)
+    in.fail(pre + "training.precision", "FP16 with expert parallelism (ep " + std::to_string(parallel.ep) +
+                                            "): Megatron-LM does not support it; use BF16");
   if (parallel.flash_kernel == workloads::FlashKernel::kGeneric) return;
   const std::string kernel = workloads::to_string(parallel.flash_kernel);
   const workloads::Precision pr = training.precision;
@@ -598,7 +619,14 @@ workloads::TrainingJob to_training(const ParsedText& in, const M& s, const std::
   if (t.has_loader_samples_per_s_per_node())
     out.loader_samples_per_s_per_node = positive(in, pre + "training.loader_samples_per_s_per_node", true,
                                                  t.loader_samples_per_s_per_node(), "samples/s");
-  if (t.has_loader_prefetch()) out.loader_prefetch = t.loader_prefetch();
+  if (t.has_loader_prefetch()) {
+    // Set but unused: without a loader rate there are no loader tasks to queue.
+    if (!t.has_loader_samples_per_s_per_node())
+      in.fail(pre + "training.loader_prefetch",
+              "the loader's queue depth needs training.loader_samples_per_s_per_node (without a rate the data "
+              "loader is never the bottleneck and has no queue)");
+    out.loader_prefetch = t.loader_prefetch();
+  }
   if (t.has_host_to_device_gbps()) {
     out.host_to_device =
         GBps(positive(in, pre + "training.host_to_device_GBps", true, t.host_to_device_gbps(), "GB/s"));
@@ -871,9 +899,10 @@ void write_job(const workloads::Job& job, schema::Model* mo_ptr, schema::Paralle
     t.set_gradient_dtype(schema::Training::HALF_GRADIENTS);
   else if (!sharded)
     t.set_gradient_dtype(schema::Training::FP32_GRADIENTS);
-  if (training.loader_samples_per_s_per_node > 0)
+  if (training.loader_samples_per_s_per_node > 0) {
     t.set_loader_samples_per_s_per_node(training.loader_samples_per_s_per_node);
-  t.set_loader_prefetch(training.loader_prefetch);
+    t.set_loader_prefetch(training.loader_prefetch);
+  }
   t.set_host_to_device_gbps(training.host_to_device.raw() / 1e9);
   if (training.host_dispatch_per_kernel.raw() > 0)
     t.set_host_dispatch_us_per_kernel(invert(training.host_dispatch_per_kernel.raw(),

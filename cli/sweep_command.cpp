@@ -238,6 +238,17 @@ std::vector<ParallelPlan> enumerate_layouts(const Scenario& sc, bool allow_tp_ac
             reject("ep does not divide the experts");
             continue;
           }
+          if (ep > 1 && job.training.precision == workloads::Precision::kFP16) {
+            reject("expert parallelism does not run in FP16 (Megatron-LM)");
+            continue;
+          }
+          // Sequence parallelism splits a context rank's s/cp tokens over the TP group; EP with TP needs it.
+          const bool sp_fits = tp > 1 && (m.seq_len / cp) % tp == 0;
+          if (tp > 1 && ep > 1 && !sp_fits) {
+            reject("ep with tp needs sequence parallelism, and tp does not divide the tokens of a context rank");
+            continue;
+          }
+          if (tp > 1 && !sp_fits) reject("sequence parallelism: tp does not divide the tokens of a context rank");
           const bool pure_dp = tp == 1 && cp == 1 && pp == 1 && ep == 1;
           for (std::uint32_t mb : divisors(batch / dp)) {
             const auto ga = static_cast<std::uint32_t>(batch / dp / mb);
@@ -256,7 +267,7 @@ std::vector<ParallelPlan> enumerate_layouts(const Scenario& sc, bool allow_tp_ac
               }
               for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull})
                 // Megatron-LM: expert parallelism with tensor parallelism needs sequence parallelism.
-                for (int sp = (tp > 1 && ep > 1 ? 1 : 0); sp <= (tp > 1 ? 1 : 0); ++sp)
+                for (int sp = (tp > 1 && ep > 1 ? 1 : 0); sp <= (sp_fits ? 1 : 0); ++sp)
                   for (int dopt = 0; dopt <= (dp * cp > 1 ? 1 : 0); ++dopt) {
                     ParallelPlan p = q;
                     p.vp = vp;

@@ -4,12 +4,14 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <tuple>
 #include <unordered_map>
 
 #include "workloads/compute_model.h"
 #include "workloads/ddp_graph.h"
 #include "workloads/host_dispatch.h"
+#include "workloads/input_pipeline.h"
 #include "workloads/megatron_graph.h"
 #include "workloads/rank_layout.h"
 #include "workloads/transformer_ops.h"
@@ -704,7 +706,10 @@ struct AnalyticalEstimator::Impl {
   const ZeroUnits& zero_units_of(const ParallelPlan& p);
   AnalyticalEstimate estimate(const ParallelPlan& p);
   AnalyticalEstimate estimate_zero(const ParallelPlan& p);
-  void finish(AnalyticalEstimate& out, const ParallelPlan& p, double iteration);
+  // The data loader's bound on the step (input_pipeline.h), when the scenario sets a loader rate; 0 otherwise.
+  // `first` and `later`: how long micro-batch 0 and each later one keep the busiest stage busy.
+  double loader_bound(const ParallelPlan& p, double iteration, double first, double later) const;
+  void finish(AnalyticalEstimate& out, const ParallelPlan& p, double iteration, double first, double later);
 };
 
 AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan) {
@@ -946,8 +951,11 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
   // gradient casts, every later micro-batch's accumulation. `tail`: the part inside the last backward (its
   // gradient epilogues and bucket copies), spread over its gradients by parameter count (form_buckets).
   double eager = 0, tail = 0;
+  double first_micro_batch = max_f + max_b, later_micro_batch = max_f + max_b;
   if (!megatron) {
     const EagerCosts& e = eager_costs(plan.micro_batch);
+    first_micro_batch += e.weight_cast + e.epilogue_first;
+    later_micro_batch += e.weight_cast + e.epilogue_later;
     eager = m * e.weight_cast + e.epilogue_first + (m - 1.0) * e.epilogue_later;
     tail = (m > 1 ? e.epilogue_later : e.epilogue_first) + ddp_copy;
   }
@@ -1047,7 +1055,7 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
   out.pp_comm = seconds(pp_exposed);
   out.dp_comm = seconds(dp_last);
   out.exposed_host = seconds(p > 1 ? m * stage[last_stage].host : host_exposed);
-  finish(out, plan, iteration);
+  finish(out, plan, iteration, first_micro_batch, later_micro_batch);
 
   // Memory of the most loaded stage.
   MemoryEstimate worst;
@@ -1070,10 +1078,63 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
 }
 
 // Throughput, MFU and the bubble as the remainder, once the iteration time and its parts are known.
-void AnalyticalEstimator::Impl::finish(AnalyticalEstimate& out, const ParallelPlan& plan, double iteration) {
+double AnalyticalEstimator::Impl::loader_bound(const ParallelPlan& plan, double iteration, double first,
+                                               double later) const {
+  const TrainingJob& tr = job.training;
+  if (tr.loader_samples_per_s_per_node <= 0) return 0;
+  // Readers per node: tensor rank 0 of the first and last stage of every replica and context rank under Megatron,
+  // every rank otherwise (input_pipeline.h).
+  const auto n = static_cast<std::uint32_t>(job.gpus.size());
+  std::vector<std::uint32_t> readers;
+  if (plan.effective_framework() == Framework::kMegatron) {
+    const RankLayout layout(plan.tp, n / (plan.tp * plan.pp * plan.cp), plan.pp, job.parallel.rank_order, plan.cp,
+                            plan.ep);
+    readers = input_readers(layout, plan, plan.dp);
+  } else {
+    for (std::uint32_t r = 0; r < n; ++r) readers.push_back(r);
+  }
+  std::map<std::uint32_t, std::uint32_t> per_node;
+  for (std::uint32_t r : readers) ++per_node[sc.cluster.node_of(job.gpus[r])];
+  std::uint32_t most = 0;
+  for (const auto& [node, count] : per_node) most = std::max(most, count);
+  // One micro-batch's production on the busiest loader, and the copy of a micro-batch to its GPU.
+  const double produce = double(most) * plan.micro_batch / tr.loader_samples_per_s_per_node;
+  const double copy = (micro_batch_input_bytes(job.model, plan.micro_batch) / tr.host_to_device).raw();
+  const std::uint32_t m = plan.grad_accum, q = tr.loader_prefetch;
+  // The graph's input tasks, replayed: the loader makes micro-batches q … m − 1 back to back from the step's
+  // start (the first q are queued), each is copied to the GPU after it is made and after the copy before it,
+  // and micro-batch k starts once it is on the GPU and the one before it is done (`first`, then `later` apart:
+  // the busiest stage's forward and backward). Then the loader refills the next step's queue, entry j once its slot
+  // is free (micro-batch m + j − q copied). The step ends after the last micro-batch's tail (the estimate's time
+  // after its start, first + (m − 2)·later in) and after the refill. Exact for pp = 1; under a pipeline stage 0
+  // starts its last forward no earlier, so the tail is at least this and the bound a lower one.
+  std::vector<double> ready(m);
+  double lane = 0, copied = 0, start = 0;
+  for (std::uint32_t k = 0; k < m; ++k) {
+    double made = 0;
+    if (k >= q) made = lane += produce;
+    ready[k] = copied = std::max(copied, made) + copy;
+    start = k == 0 ? ready[0] : std::max(start + (k == 1 ? first : later), ready[k]);
+  }
+  for (std::uint32_t j = 0; j < std::min(q, m); ++j) {
+    const double freed = m + j >= q ? ready[m + j - q] : 0.0;
+    lane = std::max(lane, freed) + produce;
+  }
+  const double last_start = m > 1 ? first + (m - 2.0) * later : 0.0;
+  return std::max(start + (iteration - last_start), lane);
+}
+
+void AnalyticalEstimator::Impl::finish(AnalyticalEstimate& out, const ParallelPlan& plan, double iteration,
+                                       double first, double later) {
   const double parts =
       (out.compute + out.tp_comm + out.cp_comm + out.ep_comm + out.dp_comm + out.exposed_host).raw() + out.pp_comm.raw();
   out.bubble = seconds(std::max(0.0, iteration - parts));
+  const double loader = loader_bound(plan, iteration, first, later);
+  if (loader > iteration) {
+    out.input_stall = seconds(loader - iteration);
+    iteration = loader;
+    out.iteration_time = seconds(iteration);
+  }
   const double samples = double(plan.micro_batch) * plan.grad_accum * plan.dp;
   out.tokens_per_s = samples * job.model.seq_len / iteration;
   out.mfu = model_flops_of(plan.micro_batch) * plan.grad_accum * plan.dp /
@@ -1250,7 +1311,7 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate_zero(const ParallelPlan& 
   out.iteration_time = seconds(iteration);
   out.compute = seconds(m * z.compute + opt);
   out.dp_comm = seconds(std::max(0.0, iteration - out.compute.raw()));
-  finish(out, plan, iteration);
+  finish(out, plan, iteration, z.compute, z.compute);
   Job copy = job;
   copy.parallel = plan;
   const MemoryEstimate mem = estimate_zero_memory(sc, copy);

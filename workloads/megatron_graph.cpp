@@ -229,8 +229,8 @@ Messages messages_of(const Job& job) {
   return out;
 }
 
-// The ranks that read input (input_pipeline.h): tensor rank 0 of the first and the last stage of every
-// context rank of replicas [0, replicas).
+}  // namespace
+
 std::vector<std::uint32_t> input_readers(const RankLayout& layout, const ParallelPlan& par, std::uint32_t replicas) {
   std::vector<std::uint32_t> readers;
   for (std::uint32_t d = 0; d < replicas; ++d)
@@ -240,8 +240,6 @@ std::vector<std::uint32_t> input_readers(const RankLayout& layout, const Paralle
     }
   return readers;
 }
-
-}  // namespace
 
 std::uint32_t megatron_mirror_rank(const Job& job, std::uint32_t replicas, std::uint32_t rank) {
   const ParallelPlan& par = job.parallel;

@@ -87,6 +87,9 @@ bool ep_sync_after(const std::string& name);
 // the output layer): the one whose reduction Megatron runs beside the weight gradient, and whose input sequence
 // parallelism gathers again.
 bool column_parallel_dgrad(const std::string& name, std::uint32_t ep);
+// The ranks that read input (input_pipeline.h): tensor rank 0 of the first and the last stage of every context
+// rank of data-parallel replicas [0, replicas).
+std::vector<std::uint32_t> input_readers(const RankLayout& layout, const ParallelPlan& par, std::uint32_t replicas);
 
 // Megatron's gradient bucket: parameters' gradients fill a bucket (in backward order) until it holds at least
 // this many bytes. The scenario's ddp_bucket_mib where it gives one; otherwise Megatron-Core's default bucket

@@ -457,4 +457,26 @@ TEST_CASE("scenario checks for context and expert parallelism") {
   // Virtual pipeline chunks without a pipeline.
   CHECK(error("dp: 1 pp: 1 vp: 2 micro_batch: 1 grad_accum: 2 schedule: INTERLEAVED_ONE_F_ONE_B", 1, kLong)
             .find("parallel.vp: 2 model chunks per stage need a pipeline (pp >= 2)") != std::string::npos);
+  // Top-k routing sends a token to k distinct experts: the busiest of E = 8 with k = 2 gets at most every token,
+  // E/k = 4 times its even share, a skew of at most 3.
+  CHECK(error("dp: 8 ep: 8 micro_batch: 1 moe_token_skew: 3", 8, kMixtral) == "<no InputError thrown>");
+  CHECK(error("dp: 8 ep: 8 micro_batch: 1 moe_token_skew: 3.5", 8, kMixtral)
+            .find("parallel.moe_token_skew: 3.5 is more than top-k routing allows: the busiest expert gets at most "
+                  "every token, experts/top_k = 8/2 times its even share, a skew of at most 3") != std::string::npos);
+  // Sequence parallelism splits s/cp tokens over tp: 4098 over tp 4 is 1024.5 each; over tp 2 it divides.
+  const std::string odd = "model { layers: 2 hidden: 1024 heads: 16 vocab: 32000 seq_len: 4098 }\n";
+  CHECK(error("dp: 1 tp: 2 micro_batch: 1 sequence_parallel: true", 2, odd) == "<no InputError thrown>");
+  CHECK(error("dp: 1 tp: 4 micro_batch: 1 sequence_parallel: true", 4, odd)
+            .find("parallel.sequence_parallel: tp 4 does not divide the 4098 tokens of the sequence") !=
+        std::string::npos);
+  // Megatron-LM refuses expert parallelism in FP16.
+  const std::string fp16 = testing::input_error_of([&] {
+    cli::load_scenario_text(
+        "cluster { nodes: 1 gpus_per_node: 8 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 300 "
+        "nic_gbits_per_s_per_direction: 200 }\nprofile: \"a100-sxm4-80gb\"\n" +
+            kMixtral + "parallel { dp: 8 ep: 8 micro_batch: 1 }\ntraining { samples: 1000 precision: FP16 }\n",
+        "cpep.textproto", false, "");
+  });
+  CHECK(fp16.find("training.precision: FP16 with expert parallelism (ep 8): Megatron-LM does not support it") !=
+        std::string::npos);
 }

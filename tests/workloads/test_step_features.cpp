@@ -10,6 +10,7 @@
 #include "cli/scenario_loader.h"
 #include "sim/executor.h"
 #include "sim/input_error.h"
+#include "workloads/analytical_estimate.h"
 #include "workloads/collective_engine.h"
 #include "workloads/compute_model.h"
 #include "workloads/input_pipeline.h"
@@ -208,6 +209,50 @@ TEST_CASE("data loader: a slow loader stalls the step, in the steady state it al
   CHECK(simulate_scenario(quick).jobs[0].iteration_time.raw() == doctest::Approx(f.jobs[0].iteration_time.raw()));
 }
 
+TEST_CASE("analytical estimate: the data loader's bound, as the graph runs the loader") {
+  // The setting of the test above: one GPU, m = 4, micro-batch compute c, optimizer o, copy h. The estimate
+  // replays the loader, copy and refill tasks (analytical_estimate.h), so on one stage it must give the graph's
+  // step for any rate and queue depth. Hand values, L = 1 / rate per micro-batch:
+  //   L = 2c, q = 2: 4L (the loader binds: m productions per step)
+  //   L = 2c, q = 4: h + 4L (every micro-batch queued, but each refill waits for its slot's copy)
+  //   L = c/2, q = 2: h + 4c + o (the loader keeps up; the step waits only for micro-batch 0's copy)
+  // and the partly bound cases (L = 1.2c or 0.9c with q = 1 or 3) must agree with the graph all the same.
+  const Scenario fast = scenario("dp: 1 micro_batch: 1 grad_accum: 4", 1);
+  const ScenarioResult f = simulate_scenario(fast);
+  const double h = micro_batch_input_bytes(fast.jobs[0].model, 1).raw() / 24e9;
+  const double P = fast.jobs[0].model.parameter_count();
+  const double o = op_time(optimizer_op(P, Optimizer::kAdam, 4, false), fast.profile.gpu, Precision::kBF16).raw();
+  const double c = (f.jobs[0].iteration_time.raw() - h - o) / 4;
+  // Without a loader rate the estimate leaves the copy out: 4c + o.
+  CHECK(analytical_estimate(fast, fast.jobs[0]).iteration_time.raw() == doctest::Approx(4 * c + o).epsilon(1e-9));
+  struct Case {
+    double L_over_c;
+    std::uint32_t q;
+  };
+  for (const Case k : {Case{2, 2}, Case{2, 4}, Case{0.5, 2}, Case{1.2, 1}, Case{1.2, 3}, Case{0.9, 1}}) {
+    const double rate = 1 / (k.L_over_c * c);
+    const Scenario sc = scenario("dp: 1 micro_batch: 1 grad_accum: 4", 1,
+                                 "samples: 1000 loader_prefetch: " + std::to_string(k.q) +
+                                     " loader_samples_per_s_per_node: " + std::to_string(rate));
+    const double L = 1.0 / std::stod(std::to_string(rate));
+    const double simulated = simulate_scenario(sc).jobs[0].iteration_time.raw();
+    const AnalyticalEstimate est = analytical_estimate(sc, sc.jobs[0]);
+    CAPTURE(k.L_over_c);
+    CAPTURE(k.q);
+    CHECK(est.iteration_time.raw() == doctest::Approx(simulated).epsilon(1e-9));
+    CHECK(est.input_stall.raw() == doctest::Approx(simulated - (4 * c + o)).epsilon(1e-6));
+    if (k.L_over_c == 2 && k.q == 2) CHECK(simulated == doctest::Approx(4 * L).epsilon(1e-9));
+    if (k.L_over_c == 2 && k.q == 4) CHECK(simulated == doctest::Approx(h + 4 * L).epsilon(1e-9));
+    if (k.L_over_c == 0.5) CHECK(simulated == doctest::Approx(h + 4 * c + o).epsilon(1e-9));
+  }
+  // A pipeline (tp 2, pp 2, m 4; the loader serves the first and last stage's tensor rank 0, both on the one
+  // node: 2 samples per micro-batch): loader-bound, the step is the m productions, 4 · 2 / rate, in both.
+  const Scenario pp =
+      scenario("dp: 1 tp: 2 pp: 2 micro_batch: 1 grad_accum: 4", 4, "samples: 1000 loader_samples_per_s_per_node: 20");
+  CHECK(simulate_scenario(pp).jobs[0].iteration_time.raw() == doctest::Approx(0.4).epsilon(1e-9));
+  CHECK(analytical_estimate(pp, pp.jobs[0]).iteration_time.raw() == doctest::Approx(0.4).epsilon(1e-9));
+}
+
 TEST_CASE("host-to-device copy: b·(s + 1) int64 tokens at the scenario's bandwidth") {
   // b = 4, s = 1024: 4·1025·8 = 32,800 B; at 2 GB/s that is 16.4 µs before the first kernel.
   const Scenario sc = scenario("dp: 1 micro_batch: 4", 1, "samples: 1000 host_to_device_GBps: 2");
@@ -222,6 +267,10 @@ TEST_CASE("step options: invalid combinations are input errors naming the field"
         std::string::npos);
   CHECK(error_of("dp: 1 micro_batch: 1", 1, "samples: 1000 loader_samples_per_s_per_node: 0")
             .find("training.loader_samples_per_s_per_node: 0 must be > 0") != std::string::npos);
+  // A queue depth without a loader rate would be ignored.
+  CHECK(error_of("dp: 1 micro_batch: 1", 1, "samples: 1000 loader_prefetch: 5")
+            .find("training.loader_prefetch: the loader's queue depth needs training.loader_samples_per_s_per_node") !=
+        std::string::npos);
   CHECK(error_of("dp: 1 micro_batch: 1", 1, "samples: 1000 host_to_device_GBps: -1")
             .find("training.host_to_device_GBps: -1 must be > 0") != std::string::npos);
 }

@@ -210,8 +210,11 @@ std::vector<ParallelPlan> enumerate_layouts(const Scenario& sc, bool allow_tp_ac
       reject("tp does not divide the attention (or key/value) heads");
       continue;
     }
-    if (tp > domain && !allow_tp_across_nodes) {
-      reject("tp spans more than one NVLink domain");
+    // TP groups are consecutive ranks: they stay inside NVLink domains only when tp divides the domain (tp 3 on
+    // 8-GPU nodes puts ranks 6-8 across two).
+    if (domain % tp != 0 && !allow_tp_across_nodes) {
+      reject(tp > domain ? "tp spans more than one NVLink domain"
+                         : "tp does not divide the NVLink domain: some TP groups would straddle two");
       continue;
     }
     for (std::uint32_t cp : divisors(n / tp)) {

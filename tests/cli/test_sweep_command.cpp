@@ -113,6 +113,18 @@ TEST_CASE("sweep: the layouts of a 4-layer, 8-head model on 8 GPUs, counted by h
   std::size_t hybrid = 0;
   for (const auto& p : within) hybrid += p.hybrid_shard ? 1 : 0;
   CHECK(hybrid == 4);
+  // A 12-head model on 24 GPUs (three 8-GPU nodes): tp 3 and 6 divide the heads and fit in a node, but TP groups
+  // are consecutive ranks and 8 is no multiple of them (tp 3: ranks 6-8 straddle nodes 0 and 1): rejected like
+  // tp 12, which spans two nodes.
+  std::string twelve = kSmall;
+  twelve.replace(twelve.find("hidden: 1024 heads: 8"), 21, "hidden: 768 heads: 12");
+  std::map<std::string, std::size_t> r24;
+  const auto l24 =
+      cli::enumerate_layouts(cli::sweep_scenario(cli::load_scenario_text(twelve, "s12.textproto", false, ""), 24u),
+                             false, &r24);
+  CHECK(r24["tp does not divide the NVLink domain: some TP groups would straddle two"] == 2);
+  CHECK(r24["tp spans more than one NVLink domain"] == 1);
+  for (const auto& p : l24) CHECK(8 % p.tp == 0);
 }
 
 TEST_CASE("sweep: OOM layouts are rejected with the memory part that breaks them") {

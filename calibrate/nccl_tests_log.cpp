@@ -149,6 +149,13 @@ class Reader {
     return v;
   }
 
+  // A time: a number > 0 (no collective takes no time; a printed 0.00 is no measurement), or NaN for N/A.
+  double time_field(const Token& t, int line, const char* what, bool empty_is_na = false) const {
+    const double v = number_field(t, line, what, empty_is_na);
+    if (v == 0) fail(line, t.column, std::string(what) + ": \"" + std::string(t.text) + "\" must be > 0 or N/A");
+    return v;
+  }
+
  private:
   const std::string& file_;
 };
@@ -378,10 +385,13 @@ MeasuredRow parse_log_row(const Reader& r, const std::vector<Token>& t, const Co
   auto num = [&](int index, const char* what) {
     return index < 0 ? kNaN : r.number_field(t[static_cast<std::size_t>(index)], line, what);
   };
-  row.time_us_oop = num(c.time_oop, "out-of-place time");
+  auto time = [&](int index, const char* what) {
+    return index < 0 ? kNaN : r.time_field(t[static_cast<std::size_t>(index)], line, what);
+  };
+  row.time_us_oop = time(c.time_oop, "out-of-place time");
   row.algbw_oop = num(c.algbw_oop, "out-of-place algbw");
   row.busbw_oop = num(c.busbw_oop, "out-of-place busbw");
-  row.time_us_ip = num(c.time_ip, "in-place time");
+  row.time_us_ip = time(c.time_ip, "in-place time");
   row.algbw_ip = num(c.algbw_ip, "in-place algbw");
   row.busbw_ip = num(c.busbw_ip, "in-place busbw");
   for (int extra : c.numeric_extras)
@@ -658,10 +668,10 @@ MeasuredRun parse_csv(const std::vector<Line>& lines, std::size_t header_index, 
     if (!is_word(f[2].text) || all_digits(f[2].text))
       r.fail(l.number, f[2].column, "type: \"" + std::string(f[2].text) + "\" is not a data type name such as float");
     row.type = std::string(f[2].text);
-    row.time_us_oop = r.number_field(f[3], l.number, "time_us_oop", true);
+    row.time_us_oop = r.time_field(f[3], l.number, "time_us_oop", true);
     row.algbw_oop = r.number_field(f[4], l.number, "algbw_oop", true);
     row.busbw_oop = r.number_field(f[5], l.number, "busbw_oop", true);
-    row.time_us_ip = r.number_field(f[6], l.number, "time_us_ip", true);
+    row.time_us_ip = r.time_field(f[6], l.number, "time_us_ip", true);
     row.algbw_ip = r.number_field(f[7], l.number, "algbw_ip", true);
     row.busbw_ip = r.number_field(f[8], l.number, "busbw_ip", true);
     run.rows.push_back(std::move(row));

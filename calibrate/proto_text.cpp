@@ -12,6 +12,9 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <set>
 #include <vector>
 
 #include "calibrate/json_text.h"
@@ -423,7 +426,7 @@ bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(
 
 // Text between the first pair of double quotes after `after`, e.g. the type in
 // `Message type "clustersim.schema.Cluster" has no field named "foo".`
-std::string quoted(std::string_view message, std::size_t after = 0) {
+std::string quoted_part(std::string_view message, std::size_t after = 0) {
   const std::size_t open = message.find('"', after);
   if (open == std::string_view::npos) return {};
   const std::size_t close = message.find('"', open + 1);
@@ -462,8 +465,8 @@ std::string schema_path(const pb::Descriptor* root, std::string_view indexed) {
     column = context.name_column;
   }
   if (starts_with(message, "Message type \"")) {
-    const std::string type = quoted(message);
-    const std::string name = quoted(message, message.find("has no field named"));
+    const std::string type = quoted_part(message);
+    const std::string name = quoted_part(message, message.find("has no field named"));
     message = unknown_field_message(root->file()->pool()->FindMessageTypeByName(type), name);
   } else if (starts_with(message, "Unknown enumeration value")) {
     // Reported after the value has been read: point at the value.
@@ -665,17 +668,49 @@ ParsedText parse_message(std::string_view raw, const std::string& file, InputSyn
   return parsed;
 }
 
+namespace {
+
+std::mutex inputs_mutex;
+std::set<std::filesystem::path> inputs_read;  // canonical paths of the plain files read
+
+std::filesystem::path canonical_file(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path p = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+  return ec ? std::filesystem::path(path).lexically_normal() : p;
+}
+
+}  // namespace
+
 std::string read_text_file(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) throw InputError(path, 0, 0, "", std::string("cannot read file: ") + std::strerror(errno));
   std::string out;
   char buffer[65536];
   std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) out.append(buffer, n);
+  while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) {
+    out.append(buffer, n);
+    if (out.size() > kMaxInputFileBytes) {  // /dev/zero, or not an input of clustersim's
+      std::fclose(f);
+      throw InputError(path, 0, 0, "",
+                       "cannot read file: longer than " + std::to_string(kMaxInputFileBytes >> 20) +
+                           " MiB, more than any scenario, profile, raw measurement or nccl-tests log");
+    }
+  }
   const int error = std::ferror(f) != 0 ? errno : 0;
   std::fclose(f);
   if (error != 0) throw InputError(path, 0, 0, "", std::string("cannot read file: ") + std::strerror(error));
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) {
+    const std::lock_guard<std::mutex> lock(inputs_mutex);
+    inputs_read.insert(canonical_file(path));
+  }
   return out;
+}
+
+bool was_read_as_input(const std::string& path) {
+  const std::filesystem::path file = canonical_file(path);
+  const std::lock_guard<std::mutex> lock(inputs_mutex);
+  return inputs_read.count(file) != 0;
 }
 
 std::string format_number(double value) {

@@ -73,8 +73,13 @@ class ParsedText {
 ParsedText parse_message(std::string_view text, const std::string& file, InputSyntax syntax,
                          google::protobuf::Message& message);
 
-// Reads a whole file. Throws InputError(path, 0, 0, "", "cannot read file: <reason>").
+// Reads a whole file. Throws InputError(path, 0, 0, "", "cannot read file: <reason>"), also for a file (or
+// device) longer than kMaxInputFileBytes. Remembers each plain file read, for was_read_as_input.
+inline constexpr std::size_t kMaxInputFileBytes = std::size_t{256} << 20;
 std::string read_text_file(const std::string& path);
+// Whether this process read the file `path` names (links followed) with read_text_file: an output written there
+// would overwrite an input (a scenario's profile, a fit's base).
+bool was_read_as_input(const std::string& path);
 
 // Shortest decimal text that reads back as the same double ("300", "0.77", "-5", "nan").
 std::string format_number(double value);

@@ -572,9 +572,14 @@ topology::ClusterSpec to_cluster(const ParsedText& in, const schema::Cluster& c,
       out.node.nics_per_node = c.has_nics_per_node() ? c.nics_per_node() : out.gpus_per_node;
     }
   }
-  if (std::uint64_t{out.nodes} * out.gpus_per_node > std::numeric_limits<std::uint32_t>::max()) {
-    in.fail(join(path, "gpus_per_node"), plural(out.nodes, "node") + " x " + plural(out.gpus_per_node, "GPU") +
-                                             " per node is more GPUs than 2^32 - 1");
+  // The largest clusters built have a few hundred thousand GPUs; at 2^20 (sweep's and plan's bound too) the
+  // topology alone takes seconds and a gigabyte.
+  constexpr std::uint64_t kMaxGpus = std::uint64_t{1} << 20;
+  if (std::uint64_t{out.nodes} * out.gpus_per_node > kMaxGpus) {
+    const bool per_node = out.gpus_per_node > out.nodes;
+    in.fail(join(path, per_node ? "gpus_per_node" : "nodes"),
+            plural(out.nodes, "node") + " x " + plural(out.gpus_per_node, "GPU") +
+                " per node is more GPUs than clustersim models (" + std::to_string(kMaxGpus) + ")");
   }
   if (c.has_nvls()) out.node.nvls = c.nvls();
   if (c.has_cpu_vendor()) out.node.cpu_vendor = cpu_vendor(c.cpu_vendor());

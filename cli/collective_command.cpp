@@ -589,6 +589,11 @@ int collective_command(const std::vector<std::string>& args, std::ostream& out) 
         valid += std::string(valid.empty() ? "" : ", ") + workloads::to_string(x);
       fail_option("--algo", "\"" + text + "\" is not an algorithm; valid: " + valid);
     }
+    // AlltoAll and Send/Recv are point-to-point: NCCL_ALGO does not choose among algorithms for them (a training
+    // scenario's nccl.algorithm leaves them alone); asked for here explicitly, another algorithm is an error.
+    if ((op == CollectiveOp::kAllToAll || op == CollectiveOp::kSendRecv) && *a != Algorithm::kPointToPoint)
+      fail_option("--algo", "\"" + text + "\": " + workloads::to_string(op) +
+                                " is point-to-point (NCCL_ALGO does not apply to it); the only algorithm is p2p");
     scenario.nccl.algorithm = *a;
   }
   if (vm.count("proto")) {

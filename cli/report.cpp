@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "calibrate/proto_text.h"
 #include "cli/command_line.h"
 #include "cli/html_report.h"
 #include "sim/input_error.h"
@@ -357,6 +358,10 @@ void check_output_path(const std::string& path) {
   std::error_code ec;
   const fs::file_status st = fs::status(target, ec);
   if (fs::is_directory(st)) throw InputError(path, 0, 0, "", "cannot write output file: it is a directory");
+  if (fs::is_regular_file(st) && calibrate::was_read_as_input(path))
+    throw InputError(path, 0, 0, "",
+                     "cannot write output file: this command read it as an input (a scenario's "
+                     "profile, a fit's base); writing it would overwrite it");
   if (fs::exists(st)) {
     if (::access(target.c_str(), W_OK) != 0)
       throw InputError(path, 0, 0, "", std::string("cannot write output file: ") + std::strerror(errno));
@@ -441,6 +446,10 @@ void write_file_atomically(const std::string& path, const std::function<void(std
   std::error_code ec;
   const fs::file_status st = fs::status(target, ec);
   if (fs::is_directory(st)) throw InputError(path, 0, 0, "", "cannot write output file: it is a directory");
+  if (fs::is_regular_file(st) && calibrate::was_read_as_input(path))
+    throw InputError(path, 0, 0, "",
+                     "cannot write output file: this command read it as an input (a scenario's "
+                     "profile, a fit's base); writing it would overwrite it");
   if (fs::exists(st) && !fs::is_regular_file(st)) {
     // A device, a named pipe or a socket: write into it; a rename would replace it with a plain file.
     std::ofstream out(target, std::ios::binary);

@@ -25,8 +25,14 @@ inline std::uint32_t at_least_one(const ParsedText& in, const std::string& path,
   return value;
 }
 
+// No scenario quantity in its field's unit (GB/s, Gbit/s, samples, tokens, us, ...) comes near 1e18; a larger value
+// is a typo whose conversion to base units (x 1e9, x 2^30) or products would leave the finite doubles.
+inline constexpr double kMaxScenarioValue = 1e18;
+
 inline double finite(const ParsedText& in, const std::string& path, double value) {
   if (!std::isfinite(value)) in.fail(path, format_number(value) + " is not a finite number");
+  if (std::abs(value) > kMaxScenarioValue)
+    in.fail(path, format_number(value) + " is too large (at most " + format_number(kMaxScenarioValue) + ")");
   return value;
 }
 

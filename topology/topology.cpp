@@ -190,11 +190,10 @@ void Topology::add_link(VertexIndex from, VertexIndex to, LinkKind kind, BytesPe
   p.bandwidth = bandwidth;
   p.latency = latency;
   p.name = graph_[from].name + "->" + graph_[to].name;
-  if (boost::edge(from, to, graph_).second) {  // a parallel link: keep names unique
-    std::uint32_t n = 2;
-    while (find_link(p.name + "#" + str(n)) != kNone) ++n;
-    p.name += "#" + str(n);
-  }
+  // A parallel link gets "#2", "#3", ...: counted per vertex pair (boost::edge would scan the out-edges of a
+  // switch with every GPU of a large domain, quadratic in the GPUs).
+  const std::uint32_t parallel = ++links_between_[(std::uint64_t{from} << 32) | to];
+  if (parallel > 1) p.name += "#" + str(parallel);
   p.index = static_cast<LinkIndex>(edges_.size());
   edges_.push_back(boost::add_edge(from, to, p, graph_).first);
 }

@@ -233,6 +233,7 @@ class Topology {
   std::vector<std::uint32_t> fabric_slot_;     // dense index of NICs and fabric switches, else kNone
   std::uint32_t fabric_slots_ = 0;
   std::unordered_map<std::string, VertexIndex> vertex_by_name_;
+  std::unordered_map<std::uint64_t, std::uint32_t> links_between_;  // (from << 32 | to) -> links added
   std::vector<std::string> tiers_;  // fabric tiers present, bottom up ("leaf", "spine")
 
   mutable std::unordered_map<std::uint64_t, std::unique_ptr<std::vector<std::uint16_t>>> distance_cache_;

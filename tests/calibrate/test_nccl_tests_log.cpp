@@ -349,6 +349,12 @@ TEST_CASE("measured runs: cut-off and foreign input are InputErrors with file:li
       "     0\n";
   CHECK(error_of([&] { calibrate::parse_measured_run(header + row1 + nan_time, "nan.log"); }) ==
         "nan.log:6:59: out-of-place time: \"nan\" must be a finite number >= 0 or N/A");
+  // Nor is a time of 0 (no collective takes no time): refused here, at the log's line, not later by `fit`.
+  const std::string zero_time =
+      "          16             4     float     sum      -1     0.00    0.00    0.00       0    35.10    0.00    0.00  "
+      "     0\n";
+  CHECK(error_of([&] { calibrate::parse_measured_run(header + row1 + zero_time, "zero.log"); }) ==
+        "zero.log:6:58: out-of-place time: \"0.00\" must be > 0 or N/A");
   // Cut off between two rows: it reads, and says that it may be cut off; with nccl-tests' closing line it is whole.
   const calibrate::MeasuredRun open_ended = calibrate::parse_measured_run(header + row1, "open.log");
   CHECK_FALSE(open_ended.complete);

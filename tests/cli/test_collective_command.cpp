@@ -234,6 +234,12 @@ TEST_CASE("collective: bad options are input errors naming the option, the binar
         }) ==
         "command line: --algo: \"butterfly\" is not an algorithm; valid: ring, tree, nvls, collnet, hierarchical, "
         "torus, p2p, pat");
+  // AlltoAll and Send/Recv are point-to-point: NCCL_ALGO does not apply, and asking for another algorithm is an error.
+  CHECK(error_of([] {
+          run_api({kRingScenario, "--op", "alltoall", "--algo", "tree"});
+        }) ==
+        "command line: --algo: \"tree\": alltoall is point-to-point (NCCL_ALGO does not apply to it); the only "
+        "algorithm is p2p");
   CHECK(error_of([] {
           run_api({kRingScenario, "--op", "allreduce", "--proto", "fast"});
         }) == "command line: --proto: \"fast\" is not a protocol; valid: LL, LL128, Simple");

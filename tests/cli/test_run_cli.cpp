@@ -323,6 +323,20 @@ TEST_CASE("output files: a symlink keeps pointing at its target, a device is wri
   CHECK(r.status == 2);
   CHECK(r.err == "error: command line: --trace: " + a + " is also the output of --json: give each its own file\n");
   CHECK(r.out.empty());
+  // A file the scenario reads, its hardware profile, is an input too: known only once the scenario is loaded, it is
+  // refused when the output is written, and the profile is left as it was.
+  const std::string profile_text =
+      slurp(fs::path(CLUSTERSIM_SOURCE_DIR) / "calibrate" / "profiles" / "a100-sxm4-80gb.textproto");
+  { std::ofstream(dir / "p.textproto") << profile_text; }
+  std::string with_profile = scenario_text;
+  with_profile.replace(with_profile.find("profile: \""), 10, "profile: \"" + (dir / "p.textproto").string() + "\" #");
+  { std::ofstream(dir / "sp.textproto") << with_profile; }
+  r = run("run " + (dir / "sp.textproto").string() + " --json " + (dir / "p.textproto").string(), dir);
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: " + (dir / "p.textproto").string() +
+                     ": cannot write output file: this command read it as an input (a scenario's profile, a fit's "
+                     "base); writing it would overwrite it\n");
+  CHECK(slurp(dir / "p.textproto") == profile_text);
   // Devices may take several outputs; an empty name names its option.
   CHECK(run("run " + s + " --json /dev/null --trace /dev/null", dir).status == 0);
   r = run("topo --dot \"\"", dir);

@@ -446,9 +446,9 @@ TEST_CASE("bad inline scenarios") {
           "GPUs x 8 tasks per layer need at least 5.12e+08 tasks, more than the 67108864 clustersim builds");
   }
   SUBCASE("more training steps than clustersim counts") {
-    // 1e300 epochs x 1000 samples / global batch 10 x grad_accum 2 = 2e302 micro-batch steps > 2^53.
-    CHECK(text_error(kMinimal + "training { samples: 1000 epochs: 1e300 }\n") ==
-          "inline.textproto:6:34: training.epochs: training would take 2e+302 micro-batch steps, more than the "
+    // 1e15 epochs x 1000 samples / global batch 10 x grad_accum 2 = 2e17 micro-batch steps > 2^53.
+    CHECK(text_error(kMinimal + "training { samples: 1000 epochs: 1e15 }\n") ==
+          "inline.textproto:6:34: training.epochs: training would take 2e+17 micro-batch steps, more than the "
           "9007199254740992 clustersim counts");
   }
   SUBCASE("non-finite and non-positive numbers") {
@@ -495,9 +495,22 @@ TEST_CASE("bad inline scenarios") {
           "inline.textproto:6:55: training.host_dispatch_us_per_kernel: not modelled for Horovod (its graph has no "
           "host thread); the DDP, FSDP, DeepSpeed and Megatron graphs take it");
   }
+  SUBCASE("a finite value too large for its units, and more GPUs than clustersim models") {
+    // 1e308 Gbit/s is finite, but x 1e9 / 8 in bytes per second it is not.
+    std::string nic = kMinimal;
+    nic.replace(nic.find("nic_gbits_per_s_per_direction: 200"), 34, "nic_gbits_per_s_per_direction: 1e308");
+    CHECK(text_error(nic + good_training) ==
+          "inline.textproto:2:81: cluster.nic_gbits_per_s_per_direction: 1e+308 is too large (at most 1e+18)");
+    // 2 nodes x 2^20 GPUs: 2^21 GPUs, past the 2^20 bound (the per-node count is the larger one, and named).
+    std::string big = kMinimal;
+    big.replace(big.find("nodes: 1 gpus_per_node: 1"), 25, "nodes: 2 gpus_per_node: 1048576");
+    CHECK(text_error(big + good_training) ==
+          "inline.textproto:1:35: cluster.gpus_per_node: 2 nodes x 1048576 GPUs per node is more GPUs than clustersim "
+          "models (1048576)");
+  }
   SUBCASE("MoE figures on a dense model are set but unused") {
     CHECK(text_error(kMinimal.substr(0, kMinimal.find("parallel {")) +
-                     "parallel { dp: 1 micro_batch: 5 grad_accum: 2 moe_token_skew: 1e30 }\n" + good_training) ==
+                     "parallel { dp: 1 micro_batch: 5 grad_accum: 2 moe_token_skew: 0.5 }\n" + good_training) ==
           "inline.textproto:5:63: parallel.moe_token_skew: the model is dense (no experts): nothing is routed");
     CHECK(text_error(kMinimal.substr(0, kMinimal.find("parallel {")) +
                      "parallel { dp: 1 micro_batch: 5 grad_accum: 2 moe_capacity_factor: 1.25 }\n" + good_training) ==

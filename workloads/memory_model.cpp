@@ -225,8 +225,12 @@ Bytes layer_activation_bytes(const ModelSpec& m, std::uint32_t layer, const Memo
   if (c.recompute == Recompute::kFull) return bytes(residual * T * h / sp);
   // Kept whole unless sequence-parallel: norm inputs, QKV and MLP inputs, dropout masks.
   double whole = 2 * residual * T * h + e * T * h + e * T * h + 2 * mask * T * h;
-  // Inside the tensor-parallel regions: Q, K, V, output-projection input, MLP internals.
-  double split = e * T * (q + 2 * kv) + e * T * q;
+  // Inside the tensor-parallel regions: Q, K, V, output-projection input, MLP internals. Explicit attention over
+  // grouped K/V expands them to every query head first (Megatron-Core's DotProductAttention repeat_interleave,
+  // Hugging Face's repeat_kv), and its matmuls keep the expanded copies; fused kernels and a recomputed core keep
+  // the grouped ones.
+  const bool expanded = c.attention != AttentionKernel::kFlash && cp == 1 && c.recompute != Recompute::kSelective;
+  double split = e * T * (q + 2 * (expanded ? q : kv)) + e * T * q;
   double gathered = 0;  // whole on every TP rank, with or without sequence parallelism
   if (m.is_moe_layer(layer)) {
     const double routed = T * m.top_k * c.expert_load;
@@ -266,7 +270,10 @@ MemoryConfig megatron_memory_config(const ModelSpec& model, const ParallelPlan& 
   mc.recompute = p.recompute;
   mc.attention = p.attention;
   mc.optimizer = training.optimizer;
-  mc.gradients = training.gradients;
+  // Megatron's float16 optimizer steps on fp32 gradients: with 16-bit main_grad buffers it makes an fp32 copy of them
+  // (Float16OptimizerWithFloat16Params._copy_model_grads_to_main_grads, `main_grad.float()`; the distributed
+  // optimizer per shard), the 20 B (4 + 16/d) of dist_optimizer.md's "fp16 param, fp16 grads" row.
+  mc.gradients = training.gradients == GradientDtype::k16Bit ? GradientDtype::k16BitFp32Copy : training.gradients;
   mc.sharding = p.distributed_optimizer ? Sharding::kOptimizer : Sharding::kNone;
   return mc;
 }

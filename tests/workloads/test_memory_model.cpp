@@ -342,3 +342,36 @@ TEST_CASE("the DDP path keeps its composition: 22 B per parameter + one micro-ba
   CHECK(estimate_ddp_memory(job, gpu).peak.raw() ==
         doctest::Approx(629374976.0 + 3481272320.0 + overhead).epsilon(1e-12));
 }
+
+TEST_CASE(
+    "Megatron with 16-bit gradients keeps the optimizer's fp32 copy, and explicit attention expands grouped K/V") {
+  // HALF_GRADIENTS under Megatron: Float16OptimizerWithFloat16Params steps on main_grad.float(), an fp32 copy:
+  // dist_optimizer.md's "fp16 param, fp16 grads" 20 B = 2 + 2 + 16 per parameter (4 + 16/d distributed).
+  ParallelPlan p;
+  p.tp = 1, p.pp = 1, p.dp = 8, p.micro_batch = 1, p.grad_accum = 1;
+  TrainingJob tr;
+  tr.precision = Precision::kFP16;
+  tr.gradients = GradientDtype::k16Bit;
+  const MemoryConfig c = megatron_memory_config(gpt3_175b(), p, tr, 0);
+  CHECK(c.gradients == GradientDtype::k16BitFp32Copy);
+  CHECK(model_state_bytes(c.optimizer, c.precision, c.gradients, c.sharding, 8).total() == 20);
+  p.distributed_optimizer = true;
+  const MemoryConfig d = megatron_memory_config(gpt3_175b(), p, tr, 0);
+  CHECK(model_state_bytes(d.optimizer, d.precision, d.gradients, d.sharding, 8).total() == 4 + 16.0 / 8);
+  // fp32 gradients stay 18 B.
+  tr.gradients = GradientDtype::kFp32;
+  CHECK(megatron_memory_config(gpt3_175b(), p, tr, 0).gradients == GradientDtype::kFp32);
+
+  // GPT-3 175B with 8 query groups (n_kv = 8 of 96 heads, d = 128), t = 8, no SP: explicit attention expands K and
+  // V to all 96 heads (repeat_interleave) and keeps them, so a layer holds what multi-head attention holds. With
+  // selective recompute the core's grouped inputs are kept: e·T·2(q − kv)/t = 2·2048·2·(12288 − 1024)/8 =
+  // 11,534,336 B per layer less.
+  ModelSpec gqa = gpt3_175b();
+  gqa.kv_heads = 8;
+  const double full = layer_activation_bytes(gpt3_175b(), 0, plan(8, false, Recompute::kNone)).raw();
+  const double grouped = layer_activation_bytes(gqa, 0, plan(8, false, Recompute::kNone)).raw();
+  CHECK(full == grouped);  // expanded: the same K and V as multi-head attention
+  const double sel_full = layer_activation_bytes(gpt3_175b(), 0, plan(8, false, Recompute::kSelective)).raw();
+  const double sel_gqa = layer_activation_bytes(gqa, 0, plan(8, false, Recompute::kSelective)).raw();
+  CHECK(sel_full - sel_gqa == 2.0 * 2048 * 2 * (12288 - 1024) / 8);
+}

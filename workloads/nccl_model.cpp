@@ -181,11 +181,30 @@ std::uint32_t pat_rounds(std::uint32_t n) {
   return rounds;
 }
 
+namespace {
+
+// NCCL's binary tree over n ranks (src/graph/trees.cc, ncclGetBtree): in order, rank 0 the root, rank r's parent
+// found from its lowest set bit b: (r xor b) | 2b, or r xor b where that is past the end; so parent and child are
+// 2^k apart (8 ranks: 0 - 4, 4 - 2 and 6, 2 - 1 and 3, 6 - 5 and 7). Returns n for the root.
+std::uint32_t btree_parent(std::uint32_t rank, std::uint32_t n) {
+  if (rank == 0) return n;
+  std::uint32_t bit = 1;
+  while ((bit & rank) == 0) bit <<= 1;
+  const std::uint32_t up = (rank ^ bit) | (bit << 1);
+  return up < n ? up : rank ^ bit;
+}
+
+}  // namespace
+
 std::uint32_t tree_parent(int tree, std::uint32_t i, std::uint32_t domains) {
-  const std::uint32_t j = tree == 0 ? i : domains - 1 - i;  // position in the heap
-  if (j == 0) return domains;
-  const std::uint32_t parent = (j - 1) / 2;
-  return tree == 0 ? parent : domains - 1 - parent;
+  if (tree == 0) return btree_parent(i, domains);
+  // ncclGetDtree: tree 1 mirrors tree 0 (rank r as D − 1 − r) on an even count, and shifts it by one on an odd one.
+  if (domains % 2 == 0) {
+    const std::uint32_t p = btree_parent(domains - 1 - i, domains);
+    return p == domains ? domains : domains - 1 - p;
+  }
+  const std::uint32_t p = btree_parent((i + domains - 1) % domains, domains);
+  return p == domains ? domains : (p + 1) % domains;
 }
 
 std::uint32_t tree_max_sends(std::uint32_t domains) {

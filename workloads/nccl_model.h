@@ -79,9 +79,10 @@ const char* nccl_tests_name(CollectiveOp op);
 // nccl-tests' bus-bandwidth factor (doc/PERFORMANCE.md): busbw = algbw · factor.
 double busbw_factor(CollectiveOp op, std::uint32_t ranks);
 
-// The double binary tree over D domains (Sanders, Speck & Träff 2009; NCCL 2.4): tree 0 is a binary
-// heap over domains 0..D−1, tree 1 its mirror image, so a domain that is interior in one tree is a
-// leaf (or near one) in the other. Returns the parent of domain i in `tree`, or D for the root.
+// The double binary tree over D domains (Sanders, Speck & Träff 2009; NCCL 2.4, src/graph/trees.cc): tree 0 is
+// NCCL's in-order binary tree over domains 0..D−1 (parent and child 2^k apart, so few edges leave a leaf switch),
+// tree 1 its mirror image (D even) or its shift by one (D odd), so a domain that is interior in one tree is a
+// leaf in the other. Returns the parent of domain i in `tree`, or D for the root.
 std::uint32_t tree_parent(int tree, std::uint32_t i, std::uint32_t domains);
 // PAT's rounds on n ranks (one per node): ceil(log2 n), each to peers at a power-of-two distance (network_model.cpp
 // runs them farthest first).

@@ -301,3 +301,30 @@ TEST_CASE("PAT at FLOW fidelity: its far rounds load an oversubscribed spine, th
   CHECK(full == doctest::Approx(1073741824.0 * 15 / 16 / 31.875e9).epsilon(0.01));
   CHECK(blocking == doctest::Approx(2 * 1073741824.0 / 0.75 / 42.5e9).epsilon(0.01));
 }
+
+TEST_CASE("NCCL's double binary tree: in-order trees keep FLOW at ANALYTICAL's time on a large rail fabric") {
+  // ncclGetBtree over 8 domains: 0 - 4, 4 - 2 and 6, 2 - 1 and 3, 6 - 5 and 7 (parents 2^k away); tree 1 mirrors it
+  // (domain r as 7 − r): 7 - 3, 3 - 5 and 1, 5 - 6 and 4, 1 - 2 and 0. On an odd count tree 1 is tree 0 shifted by
+  // one: 5 domains, tree 0 0 - 4 (4's lowest bit 4: (4 ^ 4) | 8 = 8 is past the end, so 0), 4 - 2, 2 - 1 and 3;
+  // tree 1 1 - 0, 0 - 3, 3 - 2 and 4.
+  const std::uint32_t t0[] = {8, 2, 4, 2, 0, 6, 4, 6}, t1[] = {1, 3, 1, 7, 5, 3, 5, 8};
+  for (std::uint32_t i = 0; i < 8; ++i) {
+    CAPTURE(i);
+    CHECK(tree_parent(0, i, 8) == t0[i]);
+    CHECK(tree_parent(1, i, 8) == t1[i]);
+  }
+  const std::uint32_t o0[] = {5, 2, 4, 2, 0}, o1[] = {1, 5, 3, 0, 3};
+  for (std::uint32_t i = 0; i < 5; ++i) {
+    CAPTURE(i);
+    CHECK(tree_parent(0, i, 5) == o0[i]);
+    CHECK(tree_parent(1, i, 5) == o1[i]);
+  }
+  // 64 DGX A100 nodes on the default rail-optimised fat tree (radix 64: 32 nodes per rail leaf, 2 leaves per rail).
+  // A heap-shaped tree put the parents of domains 32..63 in 15..31, 64 edges across the spines sharing a few
+  // uplinks, and FLOW ran 2.1x ANALYTICAL's time; NCCL's tree crosses between the two leaves 4 times.
+  Scenario sc = cluster_only("node_preset: \"dgx-a100\" nodes: 64", "a100-sxm4-80gb");
+  sc.nccl.algorithm = Algorithm::kTree;
+  const double flow = collective_seconds(sc, Fidelity::kFlow, MiB(100), CollectiveOp::kAllReduce);
+  const double analytical = collective_seconds(sc, Fidelity::kAnalytical, MiB(100), CollectiveOp::kAllReduce);
+  CHECK(flow == doctest::Approx(analytical).epsilon(0.01));
+}

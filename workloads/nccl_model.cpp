@@ -45,6 +45,13 @@ struct Shape {
   // per edge on average. 1 and 1 elsewhere.
   double torus_ring_load = 1;
   double torus_ring_hops = 1;
+  // Fabric switches per network edge (topology::fabric_switches_between), each adding the fabric's switch latency:
+  // the ring's edges between domains in rank order on average, the trees' edges on average, the farthest pair of
+  // domains (point-to-point). And the trees' depth in network edges. Filled only where the cluster has hop latencies.
+  double ring_switches = 0;
+  double tree_switches = 0;
+  double farthest_switches = 0;
+  std::uint32_t tree_depth = 0;
 };
 
 // The ring's link loads on a torus (Shape::torus_ring_load): the ring over `order` (a chain without the closing
@@ -336,6 +343,51 @@ struct Evaluator {
         std::rotate(order.begin(), order.begin() + std::min<std::size_t>(req.root, order.size() - 1), order.end());
       torus_ring_routes(cluster.node.torus, order, chain, sh);
     }
+    if (sh.domains > 1 && (cluster.network_hop_latency.raw() > 0 || cluster.nvlink_hop_latency.raw() > 0 ||
+                           cluster.fabric.switch_latency.raw() > 0))
+      fabric_routes();
+  }
+
+  // The communicator's domains in order of first appearance (as network_model.cpp groups them), each by the node of
+  // its first rank, and Shape's switch counts and tree depth over them.
+  void fabric_routes() {
+    const bool pcie_only = cluster.node.scale_up == topology::ScaleUp::kPcieOnly;
+    const std::uint32_t per_domain = std::max<std::uint32_t>(1, cluster.node.nvlink_domain_nodes);
+    auto domain_of = [&](std::uint32_t gpu) {
+      return pcie_only ? cluster.node_of(gpu) : cluster.node_of(gpu) / per_domain;
+    };
+    std::map<std::uint32_t, std::size_t> index;
+    std::vector<std::uint32_t> node;  // by domain, in first-appearance order
+    for (std::uint32_t g : req.gpus)
+      if (index.emplace(domain_of(g), node.size()).second) node.push_back(cluster.node_of(g));
+    const auto D = static_cast<std::uint32_t>(node.size());
+    auto switches = [&](std::uint32_t a, std::uint32_t b) {
+      return double(topology::fabric_switches_between(cluster, a, b));
+    };
+    double sum = 0, edges = 0;
+    const std::size_t n = req.gpus.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint32_t a = req.gpus[i], b = req.gpus[(i + 1) % n];
+      if (domain_of(a) == domain_of(b)) continue;
+      sum += switches(cluster.node_of(a), cluster.node_of(b));
+      edges += 1;
+    }
+    sh.ring_switches = edges > 0 ? sum / edges : 0;
+    sum = edges = 0;
+    for (int tree = 0; tree < 2; ++tree)
+      for (std::uint32_t i = 0; i < D; ++i) {
+        std::uint32_t depth = 0;
+        for (std::uint32_t j = i; tree_parent(tree, j, D) != D; j = tree_parent(tree, j, D)) ++depth;
+        sh.tree_depth = std::max(sh.tree_depth, depth);
+        const std::uint32_t p = tree_parent(tree, i, D);
+        if (p == D) continue;
+        sum += switches(node[i], node[p]);
+        edges += 1;
+      }
+    sh.tree_switches = edges > 0 ? sum / edges : 0;
+    for (std::uint32_t i = 0; i < D; ++i)
+      for (std::uint32_t j = i + 1; j < D; ++j)
+        sh.farthest_switches = std::max(sh.farthest_switches, switches(node[i], node[j]));
   }
 
   const calibrate::NcclTuning& t() const { return profile.collectives.nccl; }
@@ -572,7 +624,8 @@ struct Evaluator {
     plan.protocol = p;
     plan.channels = sh.domains > 1 && (a == Algorithm::kRing || a == Algorithm::kTree) ? std::max(1u, sh.rails) : 1;
     const double lat_us = latency_us(a, p, bytes);
-    double hops = 0;  // the cluster's own per-hop latencies along a ring, or a point-to-point route
+    const double switch_latency = cluster.fabric.switch_latency.raw();
+    double hops = 0;  // the cluster's own per-hop latencies along a ring or the trees, or a point-to-point route
     if (a == Algorithm::kRing && sh.n > 1) {
       // A chunk crosses one edge per step: 2(n − 1) steps round a ring of n edges for AllReduce, n − 1 for
       // the others, n − 1 down a chain (Broadcast, Reduce); of a ring's n edges the domains' D are network
@@ -583,14 +636,21 @@ struct Evaluator {
       const double edges = chain ? n - 1 : n;
       const double network_edges = domains > 1 ? (chain ? domains - 1 : domains) : 0;
       const double inter = steps * network_edges / edges;
+      // A network edge pays the NIC's hop and each fabric switch on its route.
       hops = (steps - inter) * sh.torus_ring_hops * cluster.nvlink_hop_latency.raw() +
-             inter * cluster.network_hop_latency.raw();
+             inter * (cluster.network_hop_latency.raw() + sh.ring_switches * switch_latency);
+    } else if (a == Algorithm::kTree && sh.n > 1) {
+      // Reduce up and broadcast down: each domain's chain (its ranks − 1 NVLink edges) and the trees' depth in
+      // network edges, each way; the flows of FLOW fidelity pay the same.
+      const double chain = sh.max_ppn > 1 ? 2.0 * (sh.max_ppn - 1) * cluster.nvlink_hop_latency.raw() : 0.0;
+      hops = chain + 2.0 * sh.tree_depth * (cluster.network_hop_latency.raw() + sh.tree_switches * switch_latency);
     } else if (a == Algorithm::kPat && sh.n > 1) {
       // Each round crosses the network once.
       hops = pat_rounds(sh.n) * cluster.network_hop_latency.raw();
     } else if (a == Algorithm::kPointToPoint && sh.n > 1) {
       // One hop: over the network when the pair (for AlltoAll, the farthest pair) is in different domains.
-      hops = (sh.domains > 1 ? cluster.network_hop_latency : cluster.nvlink_hop_latency).raw();
+      hops = sh.domains > 1 ? cluster.network_hop_latency.raw() + sh.farthest_switches * switch_latency
+                            : cluster.nvlink_hop_latency.raw();
     }
     plan.hop_latency = seconds(hops);
     plan.latency = microseconds(lat_us) + plan.hop_latency;

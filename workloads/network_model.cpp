@@ -409,7 +409,9 @@ void NetworkModel::run(const CollectivePlan& plan, const CollectiveRequest& req,
         f.bytes = bytes(S / (2.0 * double(k)));
         flows.push_back(std::move(f));
       }
-      break;
+      // The trees' hop latencies are the plan's (its chains' and trees' depth, CollectiveModel), not a route's.
+      start_phase(std::move(flows), plan.latency, std::move(done));
+      return;
     }
     case Algorithm::kNvls: {
       // Every GPU sends S + S/n to the NVSwitch and receives S/n + S (nccl.md §1.12), at most at the

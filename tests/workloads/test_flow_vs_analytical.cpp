@@ -328,3 +328,31 @@ TEST_CASE("NCCL's double binary tree: in-order trees keep FLOW at ANALYTICAL's t
   const double analytical = collective_seconds(sc, Fidelity::kAnalytical, MiB(100), CollectiveOp::kAllReduce);
   CHECK(flow == doctest::Approx(analytical).epsilon(0.01));
 }
+
+TEST_CASE(
+    "fabric switch latency: rings, trees and point-to-point pay each switch on their routes, at both fidelities") {
+  // 16 DGX A100 nodes under one leaf per rail (radix 64: 32 nodes per leaf), switch_latency_us 50: every network
+  // edge crosses 1 switch. Ring AllReduce of 128 ranks: 2·127 = 254 steps, 16 of the 128 edges network ones:
+  // 254·16/128 = 31.75 network steps · 50 µs = 1587.5 µs more. Trees over 16 domains: depth 4 (0 - 8 - 4 - 2 - 1),
+  // up and down: 2·4·50 = 400 µs more. 80 nodes (640 ranks, 3 leaves per rail): the ring's edges between nodes
+  // 31 - 32 and 63 - 64 and the closing 79 - 0 go through a spine (3 switches), the other 77 of the 80 network edges
+  // stay under a leaf: 2·639·80/640 = 159.75 network steps at (77 + 3·3)/80 switches · 50 µs = 8586.5625 µs more.
+  // Send/Recv between nodes 0 and 40 (leaves 0 and 1): 3 switches, 150 µs. The FLOW routes charge the same.
+  const auto extra = [](std::uint32_t nodes, Algorithm a, CollectiveOp op, Fidelity f,
+                        std::vector<std::uint32_t> gpus) {
+    const std::string cluster = "node_preset: \"dgx-a100\" nodes: " + std::to_string(nodes);
+    Scenario plain = cluster_only(cluster, "a100-sxm4-80gb");
+    Scenario slow = cluster_only(cluster + " fabric { switch_latency_us: 50 }", "a100-sxm4-80gb");
+    plain.nccl.algorithm = slow.nccl.algorithm = a;
+    if (a != Algorithm::kPointToPoint) plain.nccl.protocol = slow.nccl.protocol = Protocol::kSimple;  // one protocol
+    return (collective_seconds(slow, f, MiB(1), op, gpus) - collective_seconds(plain, f, MiB(1), op, gpus)) * 1e6;
+  };
+  for (Fidelity f : {Fidelity::kFlow, Fidelity::kAnalytical}) {
+    CAPTURE(static_cast<int>(f));
+    CHECK(extra(16, Algorithm::kRing, CollectiveOp::kAllReduce, f, {}) == doctest::Approx(1587.5).epsilon(1e-6));
+    CHECK(extra(16, Algorithm::kTree, CollectiveOp::kAllReduce, f, {}) == doctest::Approx(400).epsilon(1e-6));
+    CHECK(extra(80, Algorithm::kRing, CollectiveOp::kAllReduce, f, {}) == doctest::Approx(8586.5625).epsilon(1e-6));
+    CHECK(extra(80, Algorithm::kPointToPoint, CollectiveOp::kSendRecv, f, {0, 320}) ==
+          doctest::Approx(150).epsilon(1e-6));
+  }
+}

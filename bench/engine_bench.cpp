@@ -10,6 +10,7 @@
 #include <random>
 #include <string>
 
+#include "bench/bench_args.h"
 #include "cli/scenario_loader.h"
 #include "sim/event_queue.h"
 #include "workloads/iteration_result.h"
@@ -27,12 +28,10 @@ double peak_rss_mib() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::uint32_t gpus = 1024;
-  std::uint64_t events = 5'000'000;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--gpus")) gpus = static_cast<std::uint32_t>(std::atoi(argv[i + 1]));
-    if (!std::strcmp(argv[i], "--events")) events = std::strtoull(argv[i + 1], nullptr, 10);
-  }
+  constexpr const char* kUsage = "clustersim_bench_engine [--gpus N] [--events N]";
+  const auto options = bench::bench_options(argc, argv, kUsage, {"--gpus", "--events"});
+  auto gpus = static_cast<std::uint32_t>(bench::bench_whole(options, "--gpus", 1024, kUsage));
+  const std::uint64_t events = bench::bench_whole(options, "--events", 5'000'000, kUsage);
 
   {  // Event queue: a steady population of 10,000 pending events, each scheduling a successor.
     sim::EventQueue q;

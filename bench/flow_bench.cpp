@@ -21,6 +21,7 @@
 #include <random>
 #include <vector>
 
+#include "bench/bench_args.h"
 #include "sim/flow_network.h"
 #include "sim/simulation.h"
 
@@ -109,25 +110,16 @@ void run(const Options& opt, FlowNetwork::Mode mode, std::uint64_t total) {
 
 int main(int argc, char** argv) {
   Options opt;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const char* v = argv[i + 1];
-    if (!std::strcmp(argv[i], "--flows"))
-      opt.flows = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10));
-    else if (!std::strcmp(argv[i], "--links"))
-      opt.links = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10));
-    else if (!std::strcmp(argv[i], "--pod"))
-      opt.pod = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10));
-    else if (!std::strcmp(argv[i], "--total"))
-      opt.total = std::strtoull(v, nullptr, 10);
-    else if (!std::strcmp(argv[i], "--full-total"))
-      opt.full_total = std::strtoull(v, nullptr, 10);
-    else if (!std::strcmp(argv[i], "--seed"))
-      opt.seed = std::strtoull(v, nullptr, 10);
-    else {
-      std::fprintf(stderr, "error: unknown option %s\n", argv[i]);
-      return 2;
-    }
-  }
+  constexpr const char* kUsage =
+      "clustersim_bench_flow [--flows N] [--links N] [--pod N] [--total N] [--full-total N] [--seed N]";
+  const auto options =
+      bench::bench_options(argc, argv, kUsage, {"--flows", "--links", "--pod", "--total", "--full-total", "--seed"});
+  opt.flows = static_cast<std::uint32_t>(bench::bench_whole(options, "--flows", opt.flows, kUsage));
+  opt.links = static_cast<std::uint32_t>(bench::bench_whole(options, "--links", opt.links, kUsage));
+  opt.pod = static_cast<std::uint32_t>(bench::bench_whole(options, "--pod", opt.pod, kUsage));
+  opt.total = bench::bench_whole(options, "--total", opt.total, kUsage);
+  opt.full_total = bench::bench_whole(options, "--full-total", opt.full_total, kUsage);
+  opt.seed = bench::bench_whole(options, "--seed", opt.seed, kUsage);
   if (opt.links < 6) {
     std::fprintf(stderr, "error: --links must be >= 6 (paths have up to 6 distinct links)\n");
     return 2;

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "bench/bench_args.h"
 #include "cli/scenario_loader.h"
 #include "cli/sweep_command.h"
 #include "workloads/analytical_estimate.h"
@@ -46,19 +47,20 @@ double cpu_s() {
 int main(int argc, char** argv) {
   std::string gpu = "a100", fidelity = "analytical", model = "gpt3-175b";
   unsigned gpus = 1024, top = 20, jobs = 2;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--gpu") gpu = v;
-    else if (k == "--gpus") gpus = static_cast<unsigned>(std::stoul(v));
-    else if (k == "--top") top = static_cast<unsigned>(std::stoul(v));
-    else if (k == "--jobs") jobs = static_cast<unsigned>(std::stoul(v));
-    else if (k == "--fidelity") fidelity = v;
-    else if (k == "--model") model = v;
-    else {
-      std::fprintf(stderr, "error: command line: unknown option %s\n", k.c_str());
-      return 2;
-    }
-  }
+  constexpr const char* kUsage =
+      "clustersim_bench_sweep [--gpu a100|h100] [--gpus N] [--top N] [--jobs N] [--fidelity analytical|flow] "
+      "[--model PRESET]";
+  const auto args =
+      bench::bench_options(argc, argv, kUsage, {"--gpu", "--gpus", "--top", "--jobs", "--fidelity", "--model"});
+  if (args.count("--gpu")) gpu = args.at("--gpu");
+  if (args.count("--fidelity")) fidelity = args.at("--fidelity");
+  if (args.count("--model")) model = args.at("--model");
+  gpus = static_cast<unsigned>(bench::bench_whole(args, "--gpus", gpus, kUsage));
+  top = static_cast<unsigned>(bench::bench_whole(args, "--top", top, kUsage));
+  jobs = static_cast<unsigned>(bench::bench_whole(args, "--jobs", jobs, kUsage));
+  if (gpu != "a100" && gpu != "h100") bench::bench_usage_error(kUsage, "--gpu: \"" + gpu + "\" is not a100 or h100");
+  if (fidelity != "analytical" && fidelity != "flow")
+    bench::bench_usage_error(kUsage, "--fidelity: \"" + fidelity + "\" is not analytical or flow");
   const bool h100 = gpu == "h100";
   const std::string text =
       "name: \"" + model + " sweep\"\ncluster { nodes: " + std::to_string(gpus / 8) +

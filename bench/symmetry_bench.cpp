@@ -14,6 +14,7 @@
 #include <cstring>
 #include <string>
 
+#include "bench/bench_args.h"
 #include "cli/scenario_loader.h"
 #include "workloads/iteration_result.h"
 
@@ -55,11 +56,13 @@ void run_one(const workloads::Scenario& sc, workloads::Symmetry mode) {
 int main(int argc, char** argv) {
   std::string mode = "both";
   std::uint32_t pp = 16, dp = 8;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--mode")) mode = argv[i + 1];
-    if (!std::strcmp(argv[i], "--pp")) pp = static_cast<std::uint32_t>(std::atoi(argv[i + 1]));
-    if (!std::strcmp(argv[i], "--dp")) dp = static_cast<std::uint32_t>(std::atoi(argv[i + 1]));
-  }
+  constexpr const char* kUsage = "clustersim_bench_symmetry [--mode both|reduced|full] [--pp N] [--dp N]";
+  const auto options = bench::bench_options(argc, argv, kUsage, {"--mode", "--pp", "--dp"});
+  if (options.count("--mode")) mode = options.at("--mode");
+  if (mode != "both" && mode != "reduced" && mode != "full")
+    bench::bench_usage_error(kUsage, "--mode: \"" + mode + "\" is not both, reduced or full");
+  pp = static_cast<std::uint32_t>(bench::bench_whole(options, "--pp", pp, kUsage));
+  dp = static_cast<std::uint32_t>(bench::bench_whole(options, "--dp", dp, kUsage));
   const workloads::Scenario sc = gpt3_175b(pp, dp);
   for (const workloads::Symmetry m : {workloads::Symmetry::kAuto, workloads::Symmetry::kOff}) {
     if (mode != "both" && mode != (m == workloads::Symmetry::kAuto ? "reduced" : "full")) continue;

@@ -70,6 +70,24 @@ std::string error_of(const std::string& parallel, std::uint32_t gpus, const std:
   return "";
 }
 
+// The data-loader tests' setting: one GPU, DDP, m = 4 micro-batches without a loader rate; its input copy h,
+// optimizer o and micro-batch compute c = (step − h − o) / 4.
+struct LoaderSetting {
+  Scenario fast;
+  double h = 0, o = 0, c = 0;
+  double step = 0;
+};
+
+LoaderSetting loader_setting() {
+  LoaderSetting ls{scenario("dp: 1 micro_batch: 1 grad_accum: 4", 1)};
+  ls.step = simulate_scenario(ls.fast).jobs[0].iteration_time.raw();
+  ls.h = micro_batch_input_bytes(ls.fast.jobs[0].model, 1).raw() / 24e9;
+  const double P = ls.fast.jobs[0].model.parameter_count();
+  ls.o = op_time(optimizer_op(P, Optimizer::kAdam, 4, false), ls.fast.profile.gpu, Precision::kBF16).raw();
+  ls.c = (ls.step - ls.h - ls.o) / 4;
+  return ls;
+}
+
 }  // namespace
 
 TEST_CASE("optimizer step: bytes per parameter by optimizer and weight dtype") {
@@ -181,12 +199,8 @@ TEST_CASE("data loader: a slow loader stalls the step, in the steady state it al
   //   step = max(4L, 2L + h + c + o): the loader's m = 4 micro-batches per step (4L = 8c) when it binds.
   //   input stall = time the input streams run alone: the loader is busy over [0, 4L] and the GPU's 4c + o
   //   lie inside it, so 4L − 4c − o.
-  const Scenario fast = scenario("dp: 1 micro_batch: 1 grad_accum: 4", 1);
-  const ScenarioResult f = simulate_scenario(fast);
-  const double h = micro_batch_input_bytes(fast.jobs[0].model, 1).raw() / 24e9;
-  const double P = fast.jobs[0].model.parameter_count();
-  const double o = op_time(optimizer_op(P, Optimizer::kAdam, 4, false), fast.profile.gpu, Precision::kBF16).raw();
-  const double c = (f.jobs[0].iteration_time.raw() - h - o) / 4;
+  const LoaderSetting ls = loader_setting();
+  const double h = ls.h, o = ls.o, c = ls.c;
   const double rate = 0.5 / c;  // L = 1 / rate = 2c per micro-batch
   const Scenario slow = scenario("dp: 1 micro_batch: 1 grad_accum: 4", 1,
                                  "samples: 1000 loader_samples_per_s_per_node: " + std::to_string(rate));
@@ -203,10 +217,10 @@ TEST_CASE("data loader: a slow loader stalls the step, in the steady state it al
   CHECK(simulate_scenario(deep).jobs[0].iteration_time.raw() ==
         doctest::Approx(std::max(h + 4 * L, h + 4 * c + o)).epsilon(1e-6));
   // A loader that keeps up (4 micro-batches in a quarter of the step) costs nothing with the deep queue.
-  const Scenario quick = scenario("dp: 1 micro_batch: 1 grad_accum: 4", 1,
-                                  "samples: 1000 loader_prefetch: 4 loader_samples_per_s_per_node: " +
-                                      std::to_string(16 / f.jobs[0].iteration_time.raw()));
-  CHECK(simulate_scenario(quick).jobs[0].iteration_time.raw() == doctest::Approx(f.jobs[0].iteration_time.raw()));
+  const Scenario quick =
+      scenario("dp: 1 micro_batch: 1 grad_accum: 4", 1,
+               "samples: 1000 loader_prefetch: 4 loader_samples_per_s_per_node: " + std::to_string(16 / ls.step));
+  CHECK(simulate_scenario(quick).jobs[0].iteration_time.raw() == doctest::Approx(ls.step));
 }
 
 TEST_CASE("analytical estimate: the data loader's bound, as the graph runs the loader") {
@@ -217,12 +231,9 @@ TEST_CASE("analytical estimate: the data loader's bound, as the graph runs the l
   //   L = 2c, q = 4: h + 4L (every micro-batch queued, but each refill waits for its slot's copy)
   //   L = c/2, q = 2: h + 4c + o (the loader keeps up; the step waits only for micro-batch 0's copy)
   // and the partly bound cases (L = 1.2c or 0.9c with q = 1 or 3) must agree with the graph all the same.
-  const Scenario fast = scenario("dp: 1 micro_batch: 1 grad_accum: 4", 1);
-  const ScenarioResult f = simulate_scenario(fast);
-  const double h = micro_batch_input_bytes(fast.jobs[0].model, 1).raw() / 24e9;
-  const double P = fast.jobs[0].model.parameter_count();
-  const double o = op_time(optimizer_op(P, Optimizer::kAdam, 4, false), fast.profile.gpu, Precision::kBF16).raw();
-  const double c = (f.jobs[0].iteration_time.raw() - h - o) / 4;
+  const LoaderSetting ls = loader_setting();
+  const Scenario& fast = ls.fast;
+  const double h = ls.h, o = ls.o, c = ls.c;
   // Without a loader rate the estimate leaves the copy out: 4c + o.
   CHECK(analytical_estimate(fast, fast.jobs[0]).iteration_time.raw() == doctest::Approx(4 * c + o).epsilon(1e-9));
   struct Case {

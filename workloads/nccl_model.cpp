@@ -385,9 +385,10 @@ struct Evaluator {
         edges += 1;
       }
     sh.tree_switches = edges > 0 ? sum / edges : 0;
-    for (std::uint32_t i = 0; i < D; ++i)
-      for (std::uint32_t j = i + 1; j < D; ++j)
-        sh.farthest_switches = std::max(sh.farthest_switches, switches(node[i], node[j]));
+    // The farthest pair: some domain is as far from the first as any two are from each other (another leaf, or
+    // another pod, exists exactly when one differs from the first's).
+    for (std::uint32_t i = 1; i < D; ++i)
+      sh.farthest_switches = std::max(sh.farthest_switches, switches(node[0], node[i]));
   }
 
   const calibrate::NcclTuning& t() const { return profile.collectives.nccl; }

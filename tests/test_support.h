@@ -11,6 +11,7 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "sim/input_error.h"
 
@@ -64,6 +65,18 @@ inline std::filesystem::path scratch_dir(const std::string& name) {
   std::filesystem::create_directories(dir);
   return dir;
 }
+
+// Removes a scratch folder when the test case that made it ends, passed or failed.
+struct RemoveOnExit {
+  std::filesystem::path dir;
+  explicit RemoveOnExit(std::filesystem::path d) : dir(std::move(d)) {}
+  RemoveOnExit(const RemoveOnExit&) = delete;
+  RemoveOnExit& operator=(const RemoveOnExit&) = delete;
+  ~RemoveOnExit() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+};
 
 struct BinaryRun {
   int status = -1;

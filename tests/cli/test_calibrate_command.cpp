@@ -29,6 +29,7 @@ namespace {
 namespace calibrate = clustersim::calibrate;
 namespace cli = clustersim::cli;
 namespace schema = clustersim::schema;
+using clustersim::testing::RemoveOnExit;
 using clustersim::testing::run_clustersim;
 using clustersim::testing::scratch_dir;
 
@@ -176,6 +177,7 @@ TEST_CASE("calibrate import: every validation CSV, rebuilt as nccl-tests text (n
 
 TEST_CASE("calibrate import: the recorded fixture is what importing the CSV gives today") {
   const std::filesystem::path dir = scratch_dir("calibrate-import");
+  const RemoveOnExit cleanup{dir};
   const auto run = run_clustersim(
       "calibrate import-nccl-tests validation/nccl/h100_8gpu_nvswitch_allreduce_ring.csv "
       "--algo ring -o " +
@@ -193,6 +195,7 @@ TEST_CASE("calibrate import: the recorded fixture is what importing the CSV give
 
 TEST_CASE("calibrate fit and show through the binary, same raws give byte-identical profiles") {
   const std::filesystem::path dir = scratch_dir("calibrate-fit");
+  const RemoveOnExit cleanup{dir};
   const std::string a = (dir / "a.textproto").string(), b = (dir / "b.textproto").string();
   const auto fit = run_clustersim("calibrate fit tests/data/calibrate/two_points.textproto -o " + a, dir);
   CHECK(fit.status == 0);
@@ -228,6 +231,7 @@ TEST_CASE("calibrate fit and show through the binary, same raws give byte-identi
 
 TEST_CASE("calibrate: bad input exits 2 with file and field") {
   const std::filesystem::path dir = scratch_dir("calibrate-errors");
+  const RemoveOnExit cleanup{dir};
   const std::string out = " -o " + (dir / "x.textproto").string();
   auto err = [&](const std::string& args) {
     const auto r = run_clustersim(args, dir);
@@ -313,6 +317,7 @@ TEST_CASE("calibrate import: rows nccl-tests found wrong are left out, srun labe
   CHECK(calibrate::parse_measured_run("\xEF\xBB\xBF" + csv_text, "bom.csv").rows.size() == csv.rows.size());
   // --bands: 17179869185G is 2^64 + 2^30 bytes, which a 64-bit shift would wrap to 1 GiB.
   const std::filesystem::path dir = scratch_dir("calibrate-bands");
+  const RemoveOnExit cleanup{dir};
   const auto r = run_clustersim("calibrate fit tests/data/calibrate/two_points.textproto --bands 17179869185G -o " +
                                     (dir / "x.textproto").string(),
                                 dir);
@@ -361,6 +366,7 @@ TEST_CASE("nccl-tests logs of several tests: each is a run, --compare takes --op
 
   // Through the binary: --compare with the log and --op allgather prints the rows the AllGather CSV alone gives.
   const std::filesystem::path dir = scratch_dir("calibrate-sweep");
+  const RemoveOnExit cleanup{dir};
   const std::string log = (dir / "sweep.log").string();
   { std::ofstream(log) << text; }
   const std::string scenario = "scenarios/nccl/h100_8gpu_nvswitch_allgather_ring.textproto --op allgather --compare ";
@@ -482,6 +488,7 @@ TEST_CASE("calibrate closing the loop: fit H100 ring AllReduce, predict ring All
 
 TEST_CASE("clustersim run names a fitted profile in its summary") {
   const std::filesystem::path dir = scratch_dir("calibrate-run");
+  const RemoveOnExit cleanup{dir};
   const std::string profile = (dir / "fitted.textproto").string();
   REQUIRE(run_clustersim("calibrate fit tests/data/calibrate/h100_8gpu_allreduce_ring.raw.textproto -o " + profile, dir)
               .status == 0);
@@ -500,6 +507,7 @@ TEST_CASE("built-in profile vtrain-a100 is what import-nccl-tests and fit make o
   // calibrate/profiles/vtrain-a100.{raw.,}textproto are regenerated here from the committed CSVs, byte for byte:
   // the shipped profile cannot drift from its measurements or from the fitting code.
   const std::filesystem::path dir = scratch_dir("calibrate-vtrain");
+  const RemoveOnExit cleanup{dir};
   const std::string raw = (dir / "raw.textproto").string(), fitted = (dir / "fitted.textproto").string();
   const auto import = run_clustersim(
       "calibrate import-nccl-tests validation/nccl/vtrain_a100_2gpu_allreduce.csv "
@@ -551,6 +559,7 @@ TEST_CASE("import-nccl-tests: a log's unmodelled, failed and repeated tests are 
   for (std::size_t at; (at = gather_text.find("all_gather_perf")) != std::string::npos;)
     gather_text.replace(at, std::string("all_gather_perf").size(), "gather_perf");
   const std::filesystem::path dir = scratch_dir("calibrate-skip");
+  const RemoveOnExit cleanup{dir};
   const std::string log = (dir / "all.log").string();
   { std::ofstream(log) << ag_text << "\n" << gather_text << "\n" << ag_text; }
   const auto r = run_clustersim("calibrate import-nccl-tests " + log + " -o " + (dir / "raw.textproto").string(), dir);

@@ -364,6 +364,7 @@ TEST_CASE("framework Horovod: hierarchical AllReduce = ReduceScatter in node, Al
 
 TEST_CASE("framework loader: DATA_PARALLEL on two nodes is an input error naming parallel.framework") {
   const auto dir = testing::scratch_dir("framework-loader");
+  const testing::RemoveOnExit cleanup{dir};
   const std::string path = (dir / "dp2.textproto").string();
   std::ofstream(path) << "name: \"dp on 2 nodes\"\n"
                          "cluster { node_preset: \"dgx-a100\" nodes: 2 }\n"

@@ -5,13 +5,15 @@
 
 namespace clustersim::topology {
 
+std::uint32_t domain_of(const ClusterSpec& cluster, std::uint32_t gpu) {
+  // A torus is one ICI domain: every chip reaches every other over ICI links.
+  if (cluster.node.scale_up == ScaleUp::kTorus) return 0;
+  return cluster.node_of(gpu) / std::max<std::uint32_t>(1, cluster.node.nvlink_domain_nodes);
+}
+
 CommunicatorSpan span_of(const ClusterSpec& cluster, std::span<const std::uint32_t> gpus) {
   std::map<std::uint32_t, std::uint32_t> per_node;
-  // A torus is one ICI domain: every chip reaches every other over ICI links.
-  const std::uint32_t domain_nodes = cluster.node.scale_up == ScaleUp::kTorus
-                                         ? cluster.nodes
-                                         : std::max<std::uint32_t>(1, cluster.node.nvlink_domain_nodes);
-  for (std::uint32_t g : gpus) ++per_node[cluster.node_of(g) / domain_nodes];
+  for (std::uint32_t g : gpus) ++per_node[domain_of(cluster, g)];
   CommunicatorSpan span;
   span.ranks = static_cast<std::uint32_t>(gpus.size());
   span.nodes = static_cast<std::uint32_t>(per_node.size());

@@ -19,6 +19,9 @@ struct CommunicatorSpan {
   std::uint32_t max_ranks_per_node = 0;
 };
 
+// The NVLink domain of a GPU: its node's index over the nodes per domain; a torus is one ICI domain.
+std::uint32_t domain_of(const ClusterSpec& cluster, std::uint32_t gpu);
+
 // gpus: global GPU indices (0 .. cluster.gpu_count()-1), distinct.
 CommunicatorSpan span_of(const ClusterSpec& cluster, std::span<const std::uint32_t> gpus);
 

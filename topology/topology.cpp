@@ -336,9 +336,9 @@ bool has_fabric(const ClusterSpec& spec) {
   return ceil_div(spec.nodes, std::max<std::uint32_t>(per_domain, 1)) > 1 && layout.nics_per_node > 0;
 }
 
-std::uint32_t fabric_switches_between(const ClusterSpec& spec, std::uint32_t node_a, std::uint32_t node_b) {
-  if (node_a == node_b || spec.is_explicit() || !has_fabric(spec)) return 0;
-  const FabricShape shape = fabric_shape(spec);
+std::uint32_t fabric_switches_between(const ClusterSpec& spec, const FabricShape& shape, std::uint32_t node_a,
+                                      std::uint32_t node_b) {
+  if (node_a == node_b) return 0;
   const std::uint32_t per_leaf =
       spec.fabric.kind == FabricKind::kRailOptimizedFatTree ? shape.ports.downlinks : shape.nodes_per_leaf;
   const std::uint32_t leaf_a = node_a / per_leaf, leaf_b = node_b / per_leaf;

@@ -148,10 +148,11 @@ FabricShape fabric_shape(const ClusterSpec& spec);
 // Whether a generated cluster has a network fabric at all: more than one NVLink domain (a torus is one), with
 // NICs. Only then must fabric_shape() hold its nodes.
 bool has_fabric(const ClusterSpec& spec);
-// Fabric switches the route from node a's NIC to node b's crosses on a generated fabric (any rail: the rails' leaves
-// hold the same nodes): 1 under one leaf, 3 through a spine, 5 through a core. 0 for one node, without a fabric,
-// or on an explicit cluster. Each adds the fabric's switch_latency to the route (Topology's link latencies).
-std::uint32_t fabric_switches_between(const ClusterSpec& spec, std::uint32_t node_a, std::uint32_t node_b);
+// Fabric switches the route from node a's NIC to node b's crosses on a generated fabric of this shape (any rail: the
+// rails' leaves hold the same nodes): 1 under one leaf, 3 through a spine, 5 through a core; 0 for one node. Each
+// adds the fabric's switch_latency to the route (Topology's link latencies). Only where has_fabric(spec) holds.
+std::uint32_t fabric_switches_between(const ClusterSpec& spec, const FabricShape& shape, std::uint32_t node_a,
+                                      std::uint32_t node_b);
 
 // ICI links per chip of a torus: 2 per dimension longer than 2, 1 for a dimension of 2, 0 for 1.
 std::uint32_t torus_links_per_chip(const std::array<std::uint32_t, 3>& dims);

@@ -351,24 +351,22 @@ struct Evaluator {
   // The communicator's domains in order of first appearance (as network_model.cpp groups them), each by the node of
   // its first rank, and Shape's switch counts and tree depth over them.
   void fabric_routes() {
-    const bool pcie_only = cluster.node.scale_up == topology::ScaleUp::kPcieOnly;
-    const std::uint32_t per_domain = std::max<std::uint32_t>(1, cluster.node.nvlink_domain_nodes);
-    auto domain_of = [&](std::uint32_t gpu) {
-      return pcie_only ? cluster.node_of(gpu) : cluster.node_of(gpu) / per_domain;
-    };
     std::map<std::uint32_t, std::size_t> index;
     std::vector<std::uint32_t> node;  // by domain, in first-appearance order
     for (std::uint32_t g : req.gpus)
-      if (index.emplace(domain_of(g), node.size()).second) node.push_back(cluster.node_of(g));
+      if (index.emplace(topology::domain_of(cluster, g), node.size()).second) node.push_back(cluster.node_of(g));
     const auto D = static_cast<std::uint32_t>(node.size());
+    // Without a generated fabric (one domain, an explicit cluster) no route crosses a fabric switch.
+    const bool fabric = !cluster.is_explicit() && topology::has_fabric(cluster);
+    const topology::FabricShape shape = fabric ? topology::fabric_shape(cluster) : topology::FabricShape{};
     auto switches = [&](std::uint32_t a, std::uint32_t b) {
-      return double(topology::fabric_switches_between(cluster, a, b));
+      return fabric ? double(topology::fabric_switches_between(cluster, shape, a, b)) : 0.0;
     };
     double sum = 0, edges = 0;
     const std::size_t n = req.gpus.size();
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint32_t a = req.gpus[i], b = req.gpus[(i + 1) % n];
-      if (domain_of(a) == domain_of(b)) continue;
+      if (topology::domain_of(cluster, a) == topology::domain_of(cluster, b)) continue;
       sum += switches(cluster.node_of(a), cluster.node_of(b));
       edges += 1;
     }

@@ -848,7 +848,10 @@ void add_scenario_sections(ReportDocument& doc, int level, const workloads::Scen
                   (m.oom ? "OUT OF MEMORY (capacity exceeded when adding: " + m.breaking_part +
                                "; largest part: " + m.largest_part + ")"
                          : "fits") +
-                  (sc.jobs[j].parallel.pp > 1 ? ". Parts of the most loaded pipeline stage." : "."));
+                  (result.jobs[j].stage_peak_memory.size() > 1
+                       ? ". Parts of the most loaded pipeline stage, " + std::to_string(result.jobs[j].memory_stage) +
+                             " of " + std::to_string(result.jobs[j].stage_peak_memory.size()) + "."
+                       : "."));
     ReportTable mt;
     mt.header = {"part", "GiB", "share of capacity [%]"};
     mt.right_aligned = {false, true, true};

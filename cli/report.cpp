@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -22,6 +24,16 @@ namespace clustersim::cli {
 namespace {
 
 // "; FlashAttention (FA2)" for a flash job, naming the kernel implementation (parallel.flash_kernel); "" else.
+// Which kernels the job's ops are timed with (workloads/transformer_ops.h: OpConfig::eager, OpConfig::autocast).
+std::string kernels_text(const workloads::ParallelPlan& p, workloads::Precision precision) {
+  if (p.megatron()) return "; Megatron-LM's fused kernels";
+  const workloads::Framework fw = p.effective_framework();
+  if (fw == workloads::Framework::kFsdp || fw == workloads::Framework::kDeepSpeed)
+    return std::string("; eager PyTorch kernels in ") + to_string(precision) + " (16-bit parameters, no autocast)";
+  return workloads::eager_autocast(precision) ? "; eager PyTorch kernels under autocast (fp32 parameters)"
+                                              : "; eager PyTorch kernels";
+}
+
 std::string attention_text(const workloads::ParallelPlan& p) {
   if (p.attention != workloads::AttentionKernel::kFlash) return "";
   return p.flash_kernel == workloads::FlashKernel::kGeneric
@@ -85,7 +97,7 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
       << (p.ep > 1 ? " (EP " + std::to_string(p.ep) + " within DP)" : "") << ", "
       << workloads::to_string(p.schedule) << ", rank order " << p.rank_order << "; micro-batch " << p.micro_batch
       << " x " << p.grad_accum << " micro-batches x DP " << p.dp << " = global batch " << t.global_batch
-      << " samples; " << to_string(t.precision) << attention_text(p)
+      << " samples; " << to_string(t.precision) << attention_text(p) << kernels_text(p, t.precision)
       << (p.distributed_optimizer
               ? (p.overlap_param_gather ? "; distributed optimizer (parameter all-gathers beside the next forward)"
                                         : "; distributed optimizer")
@@ -102,12 +114,13 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
     if (fw == workloads::Framework::kHorovod)
       o << "; fusion buffer " << fmt("%g", p.horovod_fusion.raw() / 1048576.0) << " MiB, cycle "
         << fmt("%g", p.horovod_cycle.raw() * 1e3) << " ms" << (p.horovod_hierarchical ? ", hierarchical AllReduce" : "");
-    o << "; " << to_string(t.precision) << attention_text(p) << "\n\n";
+    o << "; " << to_string(t.precision) << attention_text(p) << kernels_text(p, t.precision) << "\n\n";
   } else {
     o << "  parallel   PyTorch DDP: DP " << p.dp << " x micro-batch " << p.micro_batch << " x grad-accum "
       << p.grad_accum << " = global batch " << t.global_batch << " samples; " << r.buckets.size()
       << " gradient buckets (first 1 MiB, then " << fmt("%g", p.ddp_bucket.raw() / 1048576.0) << " MiB"
-      << (p.dp == 1 ? "; nothing to all-reduce at DP 1" : "") << "); " << to_string(t.precision) << "\n\n";
+      << (p.dp == 1 ? "; nothing to all-reduce at DP 1" : "") << "); " << to_string(t.precision) << attention_text(p)
+      << kernels_text(p, t.precision) << "\n\n";
   }
   const double it = r.iteration_time.raw();
   o << "Iteration (one optimizer step)\n";
@@ -169,7 +182,14 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
             : "")
     << "\n\n";
 
-  o << "Memory per GPU (peak)\n";
+  o << "Memory per GPU (peak";
+  if (r.stage_peak_memory.size() > 1) {
+    const auto lightest = std::min_element(r.stage_peak_memory.begin(), r.stage_peak_memory.end());
+    o << ", on pipeline stage " << r.memory_stage << " of " << r.stage_peak_memory.size()
+      << ", the most loaded; the least loaded, stage " << (lightest - r.stage_peak_memory.begin()) << ", peaks at "
+      << fmt("%.2f", to_GiB(*lightest)) << " GiB";
+  }
+  o << ")\n";
   for (const auto& part : r.memory.parts)
     o << "  " << part.name << std::string(part.name.size() < 68 ? 68 - part.name.size() : 1, ' ')
       << fmt("%8.2f", to_GiB(part.size)) << " GiB\n";
@@ -180,7 +200,11 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
 
   o << "Training time\n";
   o << "  optimizer steps   " << grouped(r.training.optimizer_steps) << "  (= " << fmt("%g", t.epochs)
-    << " epoch(s) x " << fmt("%.10g", t.samples_per_epoch) << " samples / global batch " << t.global_batch << ")\n";
+    << " epoch(s) x " << fmt("%.10g", t.samples_per_epoch) << " samples / global batch " << t.global_batch;
+  if (const double exact = t.epochs * t.samples_per_epoch / double(t.global_batch);
+      std::fabs(double(r.training.optimizer_steps) - exact) > 1e-9 * exact && exact < 1e15)
+    o << " = " << fmt("%.10g", exact) << ", rounded up: the last step is partial and timed as a whole one";
+  o << ")\n";
   o << "  micro-batch steps " << grouped(r.training.micro_batch_steps) << "  (= optimizer steps x grad-accum "
     << p.grad_accum << ")\n";
   o << "  time to train     " << human_duration(r.training.time_to_train) << "  ("
@@ -233,7 +257,15 @@ std::string job_json(const workloads::Job& job, const workloads::IterationResult
       << (b < r.bucket_allreduce.size() ? ", \"allreduce_s\": " + num(r.bucket_allreduce[b].raw()) : "") << "}";
   o << "\n" << in << "],\n";
   o << in << "\"memory\": {\"peak_bytes\": " << num(r.memory.peak.raw()) << ", \"capacity_bytes\": "
-    << num(r.memory.capacity.raw()) << ", \"oom\": " << (r.memory.oom ? "true" : "false") << ", \"parts_bytes\": {";
+    << num(r.memory.capacity.raw()) << ", \"oom\": " << (r.memory.oom ? "true" : "false");
+  if (r.memory.oom) o << ", \"breaking_part\": \"" << json_escape(r.memory.breaking_part) << "\"";
+  o << ", \"largest_part\": \"" << json_escape(r.memory.largest_part) << "\"";
+  if (!r.stage_peak_memory.empty()) {
+    o << ", \"stage\": " << r.memory_stage << ", \"stage_peak_bytes\": [";
+    for (std::size_t s = 0; s < r.stage_peak_memory.size(); ++s) o << (s ? ", " : "") << num(r.stage_peak_memory[s].raw());
+    o << "]";
+  }
+  o << ", \"parts_bytes\": {";
   for (std::size_t i = 0; i < r.memory.parts.size(); ++i)
     o << (i ? ", " : "") << "\"" << json_escape(r.memory.parts[i].name) << "\": " << num(r.memory.parts[i].size.raw());
   o << "}},\n";

@@ -63,14 +63,16 @@ struct OpsKey {
   AttentionKernel attention;
   double load;  // the busiest EP rank's expert load
   std::uint32_t ring_layers;  // with context parallelism the layers of a chunk (run_ops reps), else 0
-  bool autocast;              // PyTorch DDP's eager autocast around fp32 parameters (OpConfig::autocast)
+  bool eager;                 // PyTorch DDP's eager kernels (OpConfig::eager)
+  bool autocast;              // and its autocast around fp32 parameters (OpConfig::autocast)
   bool operator==(const OpsKey&) const = default;
 };
 struct OpsKeyHash {
   std::size_t operator()(const OpsKey& k) const {
     std::size_t h = (((std::size_t{k.tp} * 1000003u + k.mb) * 4099u + k.cp) * 257u + k.ep) * 131u + k.pp;
     h = (h * 4u + (k.sp ? 1u : 0u)) * 16u + static_cast<std::size_t>(k.rc) * 4u + static_cast<std::size_t>(k.attention);
-    return ((h ^ (std::hash<double>()(k.load) << 1)) * 31u + k.ring_layers) * 2u + (k.autocast ? 1u : 0u);
+    return ((h ^ (std::hash<double>()(k.load) << 1)) * 31u + k.ring_layers) * 4u + (k.eager ? 2u : 0u) +
+           (k.autocast ? 1u : 0u);
   }
 };
 
@@ -484,6 +486,7 @@ struct AnalyticalEstimator::Impl {
     oc.recompute = k.rc;
     oc.attention = k.attention;
     oc.flash_kernel = job.parallel.flash_kernel;
+    oc.eager = k.eager;
     oc.autocast = k.autocast;
     if (k.ring_layers > 0) {  // a ring of equal edges needs no repeated layers: share the single-layer costs
       const std::vector<double>& ring = ring_edges(CommKey{k.tp, k.pp, k.cp, 1, Group::kRing, CollectiveOp::kSendRecv,
@@ -738,7 +741,8 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
                    plan.attention,  // DDP too: F.scaled_dot_product_attention's fused kernel
                    megatron ? load : 1.0,
                    megatron && cp > 1 ? lpc : 0u,
-                   !megatron && eager_autocast(prec)};  // DDP: the eager ops (eager_forward_ops), as ddp_graph.cpp
+                   !megatron,  // DDP: the eager ops (eager_forward_ops), as ddp_graph.cpp
+                   !megatron && eager_autocast(prec)};
   const Segments& segs = segments_of(key);
   const double activation = double(plan.micro_batch) * job.model.seq_len / cp * job.model.hidden * element;
 
@@ -1153,6 +1157,7 @@ const ZeroUnits& AnalyticalEstimator::Impl::zero_units_of(const ParallelPlan& pl
   oc.recompute = plan.recompute;
   oc.attention = plan.attention;
   oc.flash_kernel = plan.flash_kernel;
+  oc.eager = true;
   const std::vector<Op> fwd = forward_ops(job.model, oc);
   const std::vector<Op> bwd = backward_ops(job.model, oc);
   ZeroUnits z;

@@ -269,7 +269,11 @@ ScenarioResult simulate(const Scenario& sc, const std::vector<sim::TraceSink*>& 
       for (std::uint32_t stage = 0; stage < par.pp; ++stage) {
         const MemoryConfig mc = megatron_memory_config(job.model, par, job.training, stage);
         MemoryEstimate e = estimate_memory(job.model, mc, sc.profile.gpu.memory_capacity);
-        if (stage == 0 || e.peak > r.memory.peak) r.memory = std::move(e);
+        if (par.pp > 1) r.stage_peak_memory.push_back(e.peak);
+        if (stage == 0 || e.peak > r.memory.peak) {
+          r.memory = std::move(e);
+          r.memory_stage = stage;
+        }
       }
     } else if (job.parallel.effective_framework() == Framework::kFsdp ||
                job.parallel.effective_framework() == Framework::kDeepSpeed) {

@@ -65,7 +65,10 @@ struct IterationResult {
   std::uint32_t breakdown_gpu = 0;      // global GPU index
   std::vector<GradientBucket> buckets;
   std::vector<Seconds> bucket_allreduce;   // how long each bucket's AllReduce ran (empty at DP 1)
-  MemoryEstimate memory;
+  MemoryEstimate memory;                // of the GPU with the highest peak (the worst pipeline stage's)
+  // Megatron with pp > 1: each pipeline stage's peak, index = stage; `memory` is stage memory_stage's.
+  std::vector<Bytes> stage_peak_memory;
+  std::uint32_t memory_stage = 0;
   TrainingTime training;
   // Symmetry reduction: the ranks the simulation ran (the others copy them) and how many data-parallel
   // replicas they form; simulated_ranks = the job's ranks when it was not applied.

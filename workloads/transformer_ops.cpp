@@ -108,22 +108,34 @@ class LayerBuilder {
   //             read 4 + 4 write 2; BF16 in fp32, read 4 + 4 write 4, then its input cast's, read 4 write e) + the
   //             mask's and the scale's (read e, write e each): FP16 33, BF16 41 (without dropout 24, 32)
   // and the kernels each runs: FP16 5 forward and 5 backward, BF16 6 and 6 (one fewer each without dropout).
+  // Without autocast (OpConfig::eager alone) every kernel works in the activations' dtype: forward scale, mask and
+  // softmax (read e, write e each) and dropout (read e, write e and the mask): 8e + 1; backward dropout's (read e and
+  // the mask, write e), softmax's (read e + e, write e), the mask's and the scale's (read e, write e): 9e + 1;
+  // without dropout 6e and 7e. Kernels 4 and 4 (3 and 3 without dropout).
   bool half_softmax() const { return c_.precision == Precision::kFP16; }
   double eager_softmax_bytes(bool forward) const {
     const double e = d_.e, dropout = m_.dropout ? 1 : 0;
+    if (!c_.autocast) return forward ? 6 * e + dropout * (2 * e + 1) : 7 * e + dropout * (2 * e + 1);
     if (forward) return 2 * e + 2 * e + (half_softmax() ? e + 4 : (e + 4) + 8) + dropout * 9 + (4 + e);
     return (e + 4) + dropout * 9 + (half_softmax() ? 8 + e : 12 + (4 + e)) + 2 * e + 2 * e;
   }
-  double eager_softmax_kernels() const { return (half_softmax() ? 5 : 6) - (m_.dropout ? 0 : 1); }
+  double eager_softmax_kernels() const {
+    return (!c_.autocast ? 4 : half_softmax() ? 5 : 6) - (m_.dropout ? 0 : 1);
+  }
   // Eager dropout and residual add (OpConfig::autocast), bytes per element: forward dropout of the 16-bit branch
   // (read e, write e and the mask) then the add that promotes to fp32 (read e + r, write r): 15 with dropout, 10
   // without; backward the add's gradient cast to the branch's 16 bits (read r, write e) then dropout's (read e and
-  // the mask, write e): 11 and 6. Kernels 2 and 2 (1 and 1 without dropout).
+  // the mask, write e): 11 and 6. Kernels 2 and 2 (1 and 1 without dropout). Without autocast (r = e) the add
+  // neither promotes nor needs a cast back: forward 5e + 1 (3e), backward dropout's 2e + 1 (nothing without
+  // dropout: the add's gradient reaches both branches as it is), kernels 2 and 1 (1 and 0).
   double eager_residual_bytes(bool forward) const {
     const double e = d_.e, r = d_.r, dropout = m_.dropout ? 1 : 0;
-    return forward ? dropout * (2 * e + 1) + (e + 2 * r) : (r + e) + dropout * (2 * e + 1);
+    const double cast_back = c_.autocast ? r + e : 0;
+    return forward ? dropout * (2 * e + 1) + (e + 2 * r) : cast_back + dropout * (2 * e + 1);
   }
-  double eager_residual_kernels() const { return m_.dropout ? 2 : 1; }
+  double eager_residual_kernels(bool forward) const {
+    return (m_.dropout ? 1 : 0) + (forward || c_.autocast ? 1 : 0);
+  }
   // Megatron's fused bias-dropout-add, bytes per element: forward reads the branch and the residual and writes the
   // sum (3e) and, with dropout, the 1-byte mask; backward reads the gradient and writes the branch's (2e), with
   // dropout reading the mask.
@@ -135,8 +147,8 @@ class LayerBuilder {
   // x·cos (2e), the negation of one half (e), the cat (2e), ·sin (2e), the add (3e) = 10e in 5 kernels per
   // tensor; backward g·cos (2e), g·sin (2e), the negation's (e), the two slices' zero-filled gradients (2e each)
   // and the two adds accumulating x's gradient (3e each) = 15e in 9 kernels per tensor.
-  double rope_bytes(bool forward) const { return (c_.autocast ? (forward ? 10 : 15) : 2) * d_.e; }
-  double rope_kernels(bool forward) const { return c_.autocast ? (forward ? 10 : 18) : 2; }
+  double rope_bytes(bool forward) const { return (c_.eager ? (forward ? 10 : 15) : 2) * d_.e; }
+  double rope_kernels(bool forward) const { return c_.eager ? (forward ? 10 : 18) : 2; }
   bool rope() const { return m_.position == Position::kRope; }
 
   double norm_flops_fwd() const { return m_.norm == Norm::kLayerNorm ? 8 : 4; }
@@ -254,8 +266,8 @@ class LayerBuilder {
     // Megatron's CoreAttention: the fused scale-mask-softmax kernel (reads the scores, writes P), then the
     // attention dropout as its own kernel (reads P, writes the dropped P and a 1-byte mask): 4e + 1 B per score.
     // Without dropout (p = 0: PyTorch's dropout returns its input, no kernel, no mask) 2e B.
-    // Eager PyTorch under autocast runs its own kernels instead (eager_softmax_bytes).
-    const double per_score = c_.autocast ? eager_softmax_bytes(true) : m_.dropout ? d_.e * 4 + 1 : d_.e * 2;
+    // Eager PyTorch runs its own kernels instead (eager_softmax_bytes).
+    const double per_score = c_.eager ? eager_softmax_bytes(true) : m_.dropout ? d_.e * 4 + 1 : d_.e * 2;
     Op softmax = elementwise(p + "softmax.fwd", 5 * scores, per_score * scores);
     softmax.attention_core = true;
     ops.push_back(softmax);
@@ -279,8 +291,8 @@ class LayerBuilder {
     ops.push_back(attention_gemm(p + "attn_values.bwd", d_.s, d_.d, d_.s, 2 * Ba, d_.e * (2 * scores + 2 * qt + 2 * kvt)));
     // The dropout's backward (reads dP' and the mask, writes dP) and the fused softmax backward (reads dP and
     // P, writes dS): 5e + 1 B per score; 3e without dropout.
-    // Eager PyTorch under autocast: eager_softmax_bytes.
-    const double per_score = c_.autocast ? eager_softmax_bytes(false) : m_.dropout ? d_.e * 5 + 1 : d_.e * 3;
+    // Eager PyTorch: eager_softmax_bytes.
+    const double per_score = c_.eager ? eager_softmax_bytes(false) : m_.dropout ? d_.e * 5 + 1 : d_.e * 3;
     Op softmax = elementwise(p + "softmax.bwd", 4 * scores, per_score * scores);
     softmax.attention_core = true;
     ops.push_back(softmax);
@@ -305,7 +317,7 @@ class LayerBuilder {
     for (Op& op : attention_core_fwd(p)) ops.push_back(std::move(op));
     push_fwd(proj(p));
     ops.push_back(elementwise(p + "residual1.fwd", 2 * act,
-                              c_.autocast ? eager_residual_bytes(true) * act : residual_bytes(true) * act));
+                              c_.eager ? eager_residual_bytes(true) * act : residual_bytes(true) * act));
     ops.push_back(elementwise(p + "ln2.fwd", norm_flops_fwd() * act, d_.r * 2 * act));
     if (c_.autocast) ops.push_back(elementwise(p + "ln2_cast.fwd", act, (d_.r + d_.e) * act));
     if (m_.is_moe_layer(layer)) {
@@ -329,7 +341,7 @@ class LayerBuilder {
       push_fwd(fc2(p, "fc2", m_.ffn_hidden));
     }
     ops.push_back(elementwise(p + "residual2.fwd", 2 * act,
-                              c_.autocast ? eager_residual_bytes(true) * act : residual_bytes(true) * act));
+                              c_.eager ? eager_residual_bytes(true) * act : residual_bytes(true) * act));
     return ops;
   }
 
@@ -342,8 +354,9 @@ class LayerBuilder {
       ops.push_back(dgrad(x));
       ops.push_back(wgrad(x));
     };
-    ops.push_back(elementwise(p + "residual2.bwd", act,
-                              c_.autocast ? eager_residual_bytes(false) * act : residual_bytes(false) * act));
+    if (!c_.eager || eager_residual_kernels(false) > 0)  // eager without autocast or dropout: no kernel
+      ops.push_back(elementwise(p + "residual2.bwd", act,
+                                c_.eager ? eager_residual_bytes(false) * act : residual_bytes(false) * act));
     if (m_.is_moe_layer(layer)) {
       const double routed = d_.T * m_.top_k, fe = m_.expert_ffn();
       const double tl = permuted_tokens(), pl = tl * m_.top_k;
@@ -366,8 +379,9 @@ class LayerBuilder {
     }
     if (c_.autocast) ops.push_back(elementwise(p + "ln2_cast.bwd", act, (d_.e + d_.r) * act));
     ops.push_back(elementwise(p + "ln2.bwd", norm_flops_bwd() * act, d_.r * 3 * act, m_.norm_parameters()));
-    ops.push_back(elementwise(p + "residual1.bwd", act,
-                              c_.autocast ? eager_residual_bytes(false) * act : residual_bytes(false) * act));
+    if (!c_.eager || eager_residual_kernels(false) > 0)  // eager without autocast or dropout: no kernel
+      ops.push_back(elementwise(p + "residual1.bwd", act,
+                                c_.eager ? eager_residual_bytes(false) * act : residual_bytes(false) * act));
     add_linear(proj(p));
     for (Op& op : attention_core_bwd(p)) ops.push_back(std::move(op));
     const double rotated = d_.T * (d_.q + d_.kvd);
@@ -440,8 +454,9 @@ double cross_entropy_bwd_bytes_per_logit(double element_bytes) {
   return 8 + cross_entropy_cast_bytes_per_logit(element_bytes);
 }
 
-// PyTorch's F.cross_entropy as eager PyTorch runs it under autocast (OpConfig::autocast; cross_entropy is one of
-// autocast's fp32 ops): forward the cast of the 16-bit logits (read e, write 4) and one log_softmax kernel (read 4,
+// PyTorch's F.cross_entropy as eager PyTorch runs it (OpConfig::eager) under autocast (cross_entropy is one of
+// autocast's fp32 ops) or without it (Hugging Face's causal-LM loss upcasts the logits with .float() first, the
+// same kernels; fp32 logits need no cast: 2 and 3 kernels): forward the cast of the 16-bit logits (read e, write 4) and one log_softmax kernel (read 4,
 // write 4, kept for backward), nll_loss reading the T target entries only: e + 12 B per logit (14 with e = 2), 3
 // kernels; backward nll_loss's gradient, a zeroed fp32 T x V tensor with the targets scattered in (write 4),
 // log_softmax's backward (read 4 + 4, write 4) and the cast's (read 4, write e): 20 + e B (22), 4 kernels.
@@ -450,19 +465,20 @@ double eager_cross_entropy_bytes_per_logit(double element_bytes, bool forward) {
                  : 4 + 12 + cross_entropy_cast_bytes_per_logit(element_bytes);
 }
 
-// Op::kernels: dispatch_kernels' count (Megatron-LM's fused kernels), or under autocast (OpConfig::autocast) the
+// Op::kernels: dispatch_kernels' count (Megatron-LM's fused kernels), or in eager PyTorch (OpConfig::eager) the
 // eager kernels of the ops whose fusion eager PyTorch does not have: the explicit attention's softmax part, dropout
 // and residual add, and the cross-entropy.
 double eager_kernels(const Op& op, const OpConfig& config, const LayerBuilder& builder, bool biases) {
   const double megatron = dispatch_kernels(op.name, biases);
-  if (!config.autocast) return megatron;
+  if (!config.eager) return megatron;
   auto is = [&](std::string_view suffix) { return op.name.ends_with(suffix); };
   if (is("softmax.fwd") || is("softmax.bwd")) return builder.eager_softmax_kernels();
-  if (is("residual1.fwd") || is("residual2.fwd") || is("residual1.bwd") || is("residual2.bwd"))
-    return builder.eager_residual_kernels();
+  if (is("residual1.fwd") || is("residual2.fwd")) return builder.eager_residual_kernels(true);
+  if (is("residual1.bwd") || is("residual2.bwd")) return builder.eager_residual_kernels(false);
   if (is("rope.fwd") || is("rope.bwd")) return builder.rope_kernels(is("rope.fwd"));
-  if (op.name == "loss.fwd") return 3;
-  if (op.name == "loss.bwd") return 4;
+  const double cast = builder.dims().e < 4 ? 1 : 0;  // no cast of fp32 logits
+  if (op.name == "loss.fwd") return 2 + cast;
+  if (op.name == "loss.bwd") return 3 + cast;
   return megatron;
 }
 
@@ -486,7 +502,7 @@ std::vector<Op> forward_ops(const ModelSpec& model, const OpConfig& config) {
     if (config.autocast) ops.push_back(elementwise("final_ln_cast.fwd", act_n, (d.r + d.e) * act_n));
     ops.push_back(gemm("lm_head.fwd", d.T, d.h, d.V_r, d.e));
     const double per_logit =
-        config.autocast ? eager_cross_entropy_bytes_per_logit(d.e, true) : cross_entropy_fwd_bytes_per_logit(d.e);
+        config.eager ? eager_cross_entropy_bytes_per_logit(d.e, true) : cross_entropy_fwd_bytes_per_logit(d.e);
     ops.push_back(elementwise("loss.fwd", 5 * d.T * d.V_r, per_logit * d.T * d.V_r));
   }
   for (Op& op : ops) op.kernels = eager_kernels(op, config, builder, model.biases);
@@ -502,7 +518,7 @@ std::vector<Op> backward_ops(const ModelSpec& model, const OpConfig& config) {
   if (config.head) {
     const double act_n = d.Tn * d.h;
     const double per_logit =
-        config.autocast ? eager_cross_entropy_bytes_per_logit(d.e, false) : cross_entropy_bwd_bytes_per_logit(d.e);
+        config.eager ? eager_cross_entropy_bytes_per_logit(d.e, false) : cross_entropy_bwd_bytes_per_logit(d.e);
     ops.push_back(elementwise("loss.bwd", 3 * d.T * d.V_r, per_logit * d.T * d.V_r));
     // An untied head owns its weight; a tied one shares the word embedding, whose gradient
     // completes in embed.bwd — or here, on a last pipeline stage that holds its own copy.
@@ -539,6 +555,7 @@ OpConfig whole_model_config(std::uint32_t micro_batch, Precision precision, bool
   OpConfig c;
   c.micro_batch = micro_batch;
   c.precision = precision;
+  c.eager = eager;
   c.autocast = eager && eager_autocast(precision);
   c.attention = attention;
   c.flash_kernel = flash_kernel;

@@ -162,7 +162,16 @@ struct OpConfig {
   // 9 and 11 fused: LayerBuilder::eager_softmax_bytes in transformer_ops.cpp), the branch's dropout and the
   // promoting residual add (15 and 11 B per element against 7 and 5), and F.cross_entropy in fp32 (14 and 22 B per
   // 16-bit logit against Megatron's 38 and 14), each with its eager kernel count for the host dispatch.
+  // autocast implies `eager`.
   bool autocast = false;
+  // Eager PyTorch's unfused kernels without autocast (`eager` on, `autocast` off): a model trained in its own
+  // dtype, as PyTorch FSDP's MixedPrecision(param_dtype) and DeepSpeed's bf16/fp16 engines run it, or in fp32
+  // under DDP: the explicit attention's scale, mask, softmax and dropout as separate kernels in the activations'
+  // dtype (8e + 1 B per score forward, 9e + 1 backward; 6e and 7e without dropout), dropout and residual add
+  // unfused (5e + 1 forward, 2e + 1 backward: the add's gradient passes to both branches without a kernel), the
+  // Hugging Face rotary embedding, and F.cross_entropy over fp32-upcast logits (Hugging Face's causal-LM loss
+  // upcasts them) — no fp32 residual stream and no casts.
+  bool eager = false;
 };
 
 // Kernels the host dispatches per op (Op::kernels), from the code of Megatron-LM's legacy GPT layer
@@ -199,8 +208,8 @@ std::vector<Op> backward_ops(const ModelSpec& model, std::uint32_t micro_batch, 
 // Whether eager PyTorch trains `precision` under torch.autocast (OpConfig::autocast): every precision whose
 // activations are below fp32 (BF16, FP16, FP8).
 bool eager_autocast(Precision precision);
-// The same as eager PyTorch runs it (the DDP, Horovod and DataParallel paths): OpConfig::autocast where
-// eager_autocast(precision).
+// The same as eager PyTorch runs it (the DDP, Horovod and DataParallel paths): OpConfig::eager, and
+// OpConfig::autocast where eager_autocast(precision).
 // `attention` kFlash: F.scaled_dot_product_attention's fused kernel (`flash_kernel` names its implementation).
 std::vector<Op> eager_forward_ops(const ModelSpec& model, std::uint32_t micro_batch, Precision precision,
                                   AttentionKernel attention = AttentionKernel::kExplicit,

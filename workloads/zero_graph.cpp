@@ -74,6 +74,7 @@ OpConfig zero_op_config(const Job& job) {
   c.recompute = job.parallel.recompute;
   c.attention = job.parallel.attention;
   c.flash_kernel = job.parallel.flash_kernel;
+  c.eager = true;  // an eager nn.Module in the training dtype (MixedPrecision(param_dtype), DeepSpeed's bf16/fp16)
   return c;  // tp 1, no SP/CP/EP, every layer, embedding and head: the whole model on each rank
 }
 

@@ -28,7 +28,11 @@
 //     gradient accumulation boundaries as well") — and, after the optimizer, the updated 16-bit parameters
 //     all-gathered (allgather_bucket_size 5e8 elements).
 // Kernels: the op lists of workloads/transformer_ops.h for the whole model on one rank (OpConfig: tp 1,
-// every layer, embedding and head) with the plan's recomputation and attention kernel (zero_op_config()).
+// every layer, embedding and head) with the plan's recomputation and attention kernel (zero_op_config()), as
+// eager PyTorch runs them in the training dtype (OpConfig::eager without autocast: FSDP and DeepSpeed wrap the
+// same eager nn.Module DDP trains, so the attention's scale, mask, softmax and dropout, the dropout and residual
+// add and the loss run unfused; MixedPrecision(param_dtype) and DeepSpeed's bf16/fp16 engines hold 16-bit
+// parameters, so there is no fp32 residual stream and no casts).
 // Activation checkpointing (llm-foundry's `activation_checkpointing: true` wraps every block in
 // checkpoint_wrapper inside its FSDP unit; DeepSpeed's checkpoint_activations) is recompute FULL: each block's
 // forward re-runs right before its backward — the recomputed ops keep their "L<i>." prefix, so they belong to

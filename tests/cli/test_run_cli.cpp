@@ -14,6 +14,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace fs = std::filesystem;
 
@@ -341,5 +342,45 @@ TEST_CASE("output files: a symlink keeps pointing at its target, a device is wri
   CHECK(run("run " + s + " --json /dev/null --trace /dev/null", dir).status == 0);
   r = run("topo --dot \"\"", dir);
   CHECK(r.err == "error: command line: --dot: the file name is empty\n");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("out of memory on a pipeline: the report names the most loaded stage, the JSON each stage's peak") {
+  // GPT-3 175B, tp 8, pp 8 (12 layers per stage), SP, no recomputation, explicit attention, m = 64.
+  // 1F1B: stage i holds p − i = 8 − i micro-batches of its 12 layers; one layer of one micro-batch keeps
+  // (34/8 + 5·a·s/(h·8))·s·b·h = (4.25 + 5·96·2048/(12288·8))·sbh = 14.25·sbh (Korthikanti et al. 2022, TP + SP),
+  // sbh = 2048·12288 = 25,165,824. Stages 1 and 2 hold the same weights and states, so their peaks differ by
+  // one micro-batch of 12 layers: 12 · 14.25 · 25,165,824 = 4,303,355,904 B. Stage 0 holds 8 micro-batches:
+  // 96 · 14.25 · sbh = 32.06 GiB of activations, which with 47.33 GiB of 16-bit weights, fp32 gradients and
+  // Adam (18 B per parameter) and 2 GiB of overhead exceeds 80 GiB.
+  const fs::path dir = scratch_dir("oom-stage");
+  {
+    std::ofstream s(dir / "pp8.textproto");
+    s << "cluster { node_preset: \"dgx-a100\" nodes: 8 }\nprofile: \"a100-sxm4-80gb\"\nfidelity: ANALYTICAL\n"
+         "model { preset: \"gpt3-175b\" }\n"
+         "parallel { framework: MEGATRON tp: 8 pp: 8 dp: 1 micro_batch: 1 grad_accum: 64 sequence_parallel: true\n"
+         "  recompute: NONE flash_attention: false distributed_optimizer: false }\n"
+         "training { samples: 64 global_batch: 64 precision: BF16 }\n";
+  }
+  const Run r = run("run " + (dir / "pp8.textproto").string() + " --json " + (dir / "r.json").string(), dir);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("Memory per GPU (peak, on pipeline stage 0 of 8, the most loaded; the least loaded, stage 7") !=
+        std::string::npos);
+  CHECK(r.out.find("OUT OF MEMORY (capacity exceeded when adding: ") != std::string::npos);
+  const std::string j = slurp(dir / "r.json");
+  CHECK(j.find("\"oom\": true, \"breaking_part\": \"") != std::string::npos);
+  CHECK(j.find("\"largest_part\": \"activations (12 layers x 8 micro-batches in flight, 1F1B)\"") !=
+        std::string::npos);
+  CHECK(json_number(j, "stage") == 0);
+  const std::regex re("\"stage_peak_bytes\": \\[([^\\]]*)\\]");
+  std::smatch m;
+  REQUIRE(std::regex_search(j, m, re));
+  std::vector<double> peaks;
+  std::istringstream list(m[1].str());
+  for (std::string v; std::getline(list, v, ',');) peaks.push_back(std::stod(v));
+  REQUIRE(peaks.size() == 8);
+  CHECK(peaks[0] == json_number(j, "peak_bytes"));
+  CHECK(peaks[1] - peaks[2] == 4303355904.0);
+  CHECK(*std::max_element(peaks.begin(), peaks.end()) == peaks[0]);
   fs::remove_all(dir);
 }

@@ -418,17 +418,84 @@ TEST_CASE("eager ops under autocast: fp32 residual stream, fp32 softmax and the 
   CHECK(find_op(fn, "L0.softmax.fwd").kernels == 5);
   CHECK(find_op(fn, "L0.residual1.fwd").kernels == 1);
   // FP8: Transformer Engine makes the same 16-bit copy of the fp32 norm output before its FP8 cast, so the norms'
-  // casts stay; fp32 training has no autocast at all.
+  // casts stay.
   const std::vector<Op> f8 = eager_forward_ops(m, 2, Precision::kFP8);
   CHECK(bytes_of(f8, "L0.ln1_cast.fwd") == 6 * act);
   CHECK(bytes_of(f8, "L0.ln1.fwd") == 8 * act);
-  const std::vector<Op> f32 = eager_forward_ops(m, 2, Precision::kFP32),
-                        f32_plain = forward_ops(m, 2, Precision::kFP32);
-  REQUIRE(f32.size() == f32_plain.size());
-  for (std::size_t i = 0; i < f32.size(); ++i) {
-    CHECK(f32[i].bytes.raw() == f32_plain[i].bytes.raw());
-    CHECK(f32[i].kernels == f32_plain[i].kernels);
-  }
+  // fp32 training has no autocast: no casts, a 4-byte residual stream either way; its eager kernels are the unfused
+  // ones in fp32 (e = 4; the next test case): softmax 8e + 1 = 33 and 9e + 1 = 37 per score, dropout and add 5e + 1
+  // = 21 and 2e + 1 = 9 per element, cross-entropy without the cast 8 and 16 per logit in 2 and 3 kernels.
+  const std::vector<Op> f32 = eager_forward_ops(m, 2, Precision::kFP32), b32 = eager_backward_ops(m, 2, Precision::kFP32);
+  const std::vector<Op> f32_plain = forward_ops(m, 2, Precision::kFP32);
+  CHECK(f32.size() == f32_plain.size());
+  CHECK(bytes_of(f32, "L0.ln1.fwd") == bytes_of(f32_plain, "L0.ln1.fwd"));
+  CHECK(bytes_of(f32, "L0.softmax.fwd") == 33 * scores);
+  CHECK(bytes_of(b32, "L0.softmax.bwd") == 37 * scores);
+  CHECK(bytes_of(f32, "L0.residual1.fwd") == 21 * act);
+  CHECK(bytes_of(b32, "L0.residual1.bwd") == 9 * act);
+  CHECK(bytes_of(f32, "loss.fwd") == 8 * logits);
+  CHECK(bytes_of(b32, "loss.bwd") == 16 * logits);
+  CHECK(find_op(f32, "loss.fwd").kernels == 2);
+  CHECK(find_op(b32, "loss.bwd").kernels == 3);
+}
+
+TEST_CASE("eager ops without autocast (FSDP, DeepSpeed): unfused kernels in the training dtype, no casts") {
+  // The GPT of the test above (act = 2,048 elements, scores = 2,048, logits = 3,200), BF16 parameters as FSDP's
+  // MixedPrecision(param_dtype) and DeepSpeed's bf16 engine hold them (OpConfig::eager, not autocast), e = 2 and a
+  // 16-bit residual stream:
+  //   attention, per score, forward: scale (e + e) + mask (e + e) + softmax (e + e) + dropout (e + e + 1) = 8e + 1 =
+  //   17 in 4 kernels; backward: dropout's (e + 1 + e) + softmax's (e + e + e) + mask's (e + e) + scale's (e + e) =
+  //   9e + 1 = 19 in 4 kernels
+  //   dropout then add: forward (e + e + 1) + (e + e + e) = 11 in 2 kernels; backward dropout's (e + 1 + e) = 5 in 1
+  //   (the add's gradient reaches both branches without a kernel, and needs no cast back)
+  //   norms as Megatron's: 2e = 4 forward, 3e = 6 backward; cross-entropy as under autocast: 14 and 22 per logit
+  //   (Hugging Face upcasts the logits), 3 and 4 kernels.
+  // Without dropout: softmax 6e = 12 and 7e = 14 in 3 kernels, add 3e = 6 in 1 kernel, and no residual backward op.
+  const ModelSpec m = gpt(2, 64, 4, 100, 16);
+  const double act = 2048, scores = 2048, logits = 3200;
+  OpConfig c;
+  c.micro_batch = 2;
+  c.precision = Precision::kBF16;
+  c.eager = true;
+  const std::vector<Op> f = forward_ops(m, c), b = backward_ops(m, c);
+  auto find_op = [](const std::vector<Op>& ops, const std::string& name) -> const Op& {
+    const auto it = std::find_if(ops.begin(), ops.end(), [&](const Op& op) { return op.name == name; });
+    REQUIRE(it != ops.end());
+    return *it;
+  };
+  auto has = [](const std::vector<Op>& ops, const std::string& name) {
+    return std::any_of(ops.begin(), ops.end(), [&](const Op& op) { return op.name == name; });
+  };
+  CHECK(find_op(f, "L0.softmax.fwd").bytes.raw() == 17 * scores);
+  CHECK(find_op(b, "L0.softmax.bwd").bytes.raw() == 19 * scores);
+  CHECK(find_op(f, "L0.softmax.fwd").kernels == 4);
+  CHECK(find_op(b, "L0.softmax.bwd").kernels == 4);
+  CHECK(find_op(f, "L1.residual2.fwd").bytes.raw() == 11 * act);
+  CHECK(find_op(b, "L1.residual2.bwd").bytes.raw() == 5 * act);
+  CHECK(find_op(f, "L1.residual2.fwd").kernels == 2);
+  CHECK(find_op(b, "L1.residual2.bwd").kernels == 1);
+  CHECK(find_op(f, "L0.ln1.fwd").bytes.raw() == 4 * act);
+  CHECK(find_op(b, "L0.ln1.bwd").bytes.raw() == 6 * act);
+  CHECK(find_op(f, "loss.fwd").bytes.raw() == 14 * logits);
+  CHECK(find_op(b, "loss.bwd").bytes.raw() == 22 * logits);
+  CHECK(find_op(f, "loss.fwd").kernels == 3);
+  CHECK(!has(f, "L0.ln1_cast.fwd"));
+  CHECK(!has(f, "final_ln_cast.fwd"));
+  CHECK(!has(b, "final_ln_cast.bwd"));
+  // The GEMMs are Megatron's (the same 16-bit matmuls); only the element-wise chains differ.
+  const std::vector<Op> f16 = forward_ops(m, 2, Precision::kBF16);
+  CHECK(f.size() == f16.size());
+  CHECK(find_op(f, "L0.qkv.fwd").bytes.raw() == find_op(f16, "L0.qkv.fwd").bytes.raw());
+  ModelSpec no_dropout = m;
+  no_dropout.dropout = false;
+  const std::vector<Op> fn = forward_ops(no_dropout, c), bn = backward_ops(no_dropout, c);
+  CHECK(find_op(fn, "L0.softmax.fwd").bytes.raw() == 12 * scores);
+  CHECK(find_op(bn, "L0.softmax.bwd").bytes.raw() == 14 * scores);
+  CHECK(find_op(fn, "L0.softmax.fwd").kernels == 3);
+  CHECK(find_op(fn, "L0.residual1.fwd").bytes.raw() == 6 * act);
+  CHECK(find_op(fn, "L0.residual1.fwd").kernels == 1);
+  CHECK(!has(bn, "L0.residual1.bwd"));
+  CHECK(!has(bn, "L1.residual2.bwd"));
 }
 
 TEST_CASE("rotary position embedding: Q and K rotated every layer, fused or eager, and no mask without dropout") {

@@ -34,7 +34,7 @@
 //    GPipe: T = ΣF + (m−1)·max(F_max, c) + ΣB + (m−1)·max(B_max, c) + 2(p−1)·c.
 //    1F1B: T = Σ_s t_s + 2(p−1)·c + (m−1)·t_last + (m−2)·(P − t_last), P = max(t_max, max_{s<p−1} t_s + 2c):
 //      in the steady state a stage's next forward waits for its neighbour's backward and forward and two
-//      sends; for equal stages this is (m + p − 1)·t + 2(m + p − 2)·c.
+//      sends; for equal stages this is (m + p − 1)·t + 2(m + p − 3)·c.
 //    Interleaved 1F1B (v chunks): T = m·t_max + (Σ_s t_s − t_max)/v + 2(pv − 1)·c (the bubble is (p − 1)/v
 //      stage times).
 //    Stage s ends its last backward Σ_{s'<s} (B_s' + c) before stage 0 does (the drain).

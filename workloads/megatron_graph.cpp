@@ -769,7 +769,8 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
       for (std::uint32_t c = 0; c < cp; ++c)
         for (std::uint32_t tr = 0; tr < t; ++tr)
           for (std::uint32_t s = 0; s < p; ++s)
-            for (const PipelineStep& step : order[s]) {
+            for (std::size_t i = 0; i < order[s].size(); ++i) {
+              const PipelineStep& step = order[s][i];
               const bool forward = step.kind == PipelineStep::Kind::kForward;
               const std::uint32_t vs = step.chunk * p + s;
               if (forward ? vs + 1 == virtual_stages : vs == 0) continue;
@@ -786,12 +787,27 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
                                                ? gather->second
                                                : first_task.at({forward, step.micro_batch, to_vs, dst});
               graph.add_dependency(receiver, send);
+              // Megatron's non-interleaved 1F1B cannot overlap its pipeline communication (arguments.py turns
+              // overlap_p2p_comm off for it): send_forward, send_forward_recv_backward, send_backward_recv_forward
+              // and send_backward wait for their batched isend/irecv (and torch.cuda.synchronize()) before the
+              // stage's next step starts, so the sender's next step waits for the send too. The interleaved
+              // schedule overlaps them (overlap_p2p_comm defaults to on there).
+              const bool blocking = par.schedule == PipelineSchedule::kOneFOneB && i + 1 < order[s].size();
+              sim::TaskId next_step = 0;
+              if (blocking) {
+                const PipelineStep& n = order[s][i + 1];
+                const bool next_forward = n.kind == PipelineStep::Kind::kForward;
+                next_step = first_task.at({next_forward, n.micro_batch, n.chunk * p + s, src});
+                graph.add_dependency(next_step, send);
+              }
               if (host) {
                 // The sender issues the send after its step; the receiver posts the receive before its step and
-                // waits for it (torch.cuda.synchronize() in _communicate) before it issues the step.
+                // waits for it (torch.cuda.synchronize() in _communicate) before it issues the step; under 1F1B
+                // the sender waits for it as well before it issues its next step.
                 it.host.issue_after(src, after, send, kCollectiveKernels);
                 it.host.issue_before(dst, receiver, send, kCollectiveKernels);
                 it.host.synchronize_before(dst, receiver, send);
+                if (blocking) it.host.synchronize_before(src, next_step, send);
               }
             }
   }

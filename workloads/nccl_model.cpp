@@ -52,6 +52,13 @@ struct Shape {
   double tree_switches = 0;
   double farthest_switches = 0;
   std::uint32_t tree_depth = 0;
+  // Leaf uplinks of a generated fabric (leaf_uplinks()): the network edges that leave a leaf share its uplinks,
+  // spread evenly over them (FLOW's ECMP hash can do worse, never better). `ring_flow_cap`: bytes/s one ring
+  // channel's edge can get; `tree_alg_cap`: the trees' payload bytes/s; `alltoall_leaf_s_per_byte`: seconds per
+  // byte of an AlltoAll's per-rank buffer the busiest leaf's uplinks need. No bound: inf, inf, 0.
+  double ring_flow_cap = std::numeric_limits<double>::infinity();
+  double tree_alg_cap = std::numeric_limits<double>::infinity();
+  double alltoall_leaf_s_per_byte = 0;
 };
 
 // The ring's link loads on a torus (Shape::torus_ring_load): the ring over `order` (a chain without the closing
@@ -346,6 +353,92 @@ struct Evaluator {
     if (sh.domains > 1 && (cluster.network_hop_latency.raw() > 0 || cluster.nvlink_hop_latency.raw() > 0 ||
                            cluster.fabric.switch_latency.raw() > 0))
       fabric_routes();
+    if (sh.domains > 1 && !cluster.is_explicit() && topology::has_fabric(cluster)) leaf_uplinks();
+  }
+
+  // Shape's leaf-uplink bounds on a generated fabric (topology.h's sizing rule: a leaf has u uplinks of the fabric's
+  // link bandwidth, derated like every network link by network_bus_efficiency). A GPU's traffic leaves through its
+  // own NIC (rail floor(local·N/G)); that NIC sits on leaf floor(node/d) of its rail in a rail-optimised fat tree (d
+  // downlinks), on leaf floor(node/nodes_per_leaf) with all the node's NICs in a Clos. Edges between domains
+  // under different leaves cross the uplinks of both. Rings and trees run one channel per rail
+  // (CollectivePlan::channels): in a Clos all of a node's channels share its leaf, in a rail-optimised tree each
+  // rail's leaf carries its own channel. The communicator's domains are in order of first appearance, each at the
+  // node and rail of its first rank, as fabric_routes() takes them.
+  void leaf_uplinks() {
+    const topology::FabricShape shape = topology::fabric_shape(cluster);
+    if (shape.leaves <= 1 || shape.ports.uplinks == 0) return;
+    const bool rail = cluster.fabric.kind == topology::FabricKind::kRailOptimizedFatTree;
+    const double port = cluster.nic_per_direction.raw() * cluster.gpus_per_node /
+                        std::max<std::uint32_t>(1, cluster.node.nics_per_node);
+    const double link = cluster.fabric.link_per_direction.raw() > 0 ? cluster.fabric.link_per_direction.raw() : port;
+    const double cap = shape.ports.uplinks * link * profile.collectives.network_bus_efficiency;  // per leaf
+    auto rail_of = [&](std::uint32_t gpu) {
+      return (gpu % cluster.gpus_per_node) * cluster.node.nics_per_node / cluster.gpus_per_node;
+    };
+    auto leaf_of = [&](std::uint32_t gpu) -> std::uint64_t {
+      const std::uint32_t node = cluster.node_of(gpu);
+      return rail ? std::uint64_t{rail_of(gpu)} * shape.leaves_per_rail + node / shape.ports.downlinks
+                  : node / shape.nodes_per_leaf;
+    };
+    // Leaves of a domain's channels: by the domain's first rank's node, one per rail (a Clos: all the same).
+    std::map<std::uint32_t, std::size_t> index;
+    std::vector<std::uint32_t> first;  // by domain, its first rank's GPU
+    for (std::uint32_t g : req.gpus)
+      if (index.emplace(topology::domain_of(cluster, g), first.size()).second) first.push_back(g);
+    const auto D = static_cast<std::uint32_t>(first.size());
+    const std::uint32_t channels = std::max(1u, sh.rails);
+    const std::uint32_t local0 = cluster.gpus_per_node;
+    auto channel_leaf = [&](std::uint32_t domain, std::uint32_t c) {
+      // Channel c leaves through rail c (of the node's NICs; wrapped when a node has fewer).
+      const std::uint32_t node_first = cluster.node_of(first[domain]) * local0;
+      const std::uint32_t rails = std::max(1u, cluster.node.nics_per_node);
+      const std::uint32_t gpu = node_first + (c % rails) * cluster.gpus_per_node / rails;
+      return leaf_of(gpu);
+    };
+    // Ring: channel c's edge from domain i to i + 1 (the last to the first) leaves i's leaf when the next domain's
+    // is another; the busiest leaf's crossing edges, over every channel, share its uplinks.
+    std::map<std::uint64_t, double> ring_out, tree_out;
+    for (std::uint32_t c = 0; c < channels; ++c)
+      for (std::uint32_t i = 0; i < D; ++i) {
+        const std::uint64_t a = channel_leaf(i, c), b = channel_leaf((i + 1) % D, c);
+        if (a != b) ring_out[a] += 1;
+      }
+    for (const auto& [leaf, flows] : ring_out) sh.ring_flow_cap = std::min(sh.ring_flow_cap, cap / flows);
+    // Trees: each of the two trees carries half of the buffer over every edge, both ways, split over the channels:
+    // an edge between leaves sends S/(2·channels) per channel out of each of its two leaves.
+    for (std::uint32_t c = 0; c < channels; ++c)
+      for (int tree = 0; tree < 2; ++tree)
+        for (std::uint32_t i = 0; i < D; ++i) {
+          const std::uint32_t p = tree_parent(tree, i, D);
+          if (p == D) continue;
+          const std::uint64_t a = channel_leaf(i, c), b = channel_leaf(p, c);
+          if (a == b) continue;
+          tree_out[a] += 1;
+          tree_out[b] += 1;
+        }
+    for (const auto& [leaf, edges] : tree_out)
+      sh.tree_alg_cap = std::min(sh.tree_alg_cap, cap / (edges / (2.0 * channels)));
+    // AlltoAll: every rank sends S/n to each other rank; what goes to a rank of another domain under another leaf
+    // (its own NIC's) crosses the source leaf's uplinks.
+    // Ranks reached without the uplinks: those under the same leaf, and those of the same domain (NVLink).
+    std::map<std::uint64_t, double> under_leaf;
+    std::map<std::uint32_t, double> in_domain;
+    std::map<std::pair<std::uint32_t, std::uint64_t>, double> in_both;
+    for (std::uint32_t g : req.gpus) {
+      const std::uint32_t d = topology::domain_of(cluster, g);
+      under_leaf[leaf_of(g)] += 1;
+      in_domain[d] += 1;
+      in_both[{d, leaf_of(g)}] += 1;
+    }
+    std::map<std::uint64_t, double> a2a_out;
+    const double n = double(req.gpus.size());
+    for (std::uint32_t g : req.gpus) {
+      const std::uint64_t leaf = leaf_of(g);
+      const std::uint32_t d = topology::domain_of(cluster, g);
+      a2a_out[leaf] += (n - under_leaf[leaf] - in_domain[d] + in_both[{d, leaf}]) / n;
+    }
+    for (const auto& [leaf, per_byte] : a2a_out)
+      sh.alltoall_leaf_s_per_byte = std::max(sh.alltoall_leaf_s_per_byte, per_byte / cap);
   }
 
   // The communicator's domains in order of first appearance (as network_model.cpp groups them), each by the node of
@@ -545,7 +638,8 @@ struct Evaluator {
     const double b_intra = !raw && req.op == CollectiveOp::kAllGather && ag_efficiency > 0
                                ? sh.b_intra * ag_efficiency / profile.collectives.nvlink_bus_efficiency
                                : sh.b_intra;
-    const double ring_bus = std::min(b_intra / sh.torus_ring_load, sh.egress);
+    const double ring_bus =
+        std::min({b_intra / sh.torus_ring_load, sh.egress, sh.domains > 1 ? sh.rails * sh.ring_flow_cap : kInf});
     auto protocol_cap = [&](double bus_Bps) {  // ring protocols: wire efficiency and NCCL's per-channel caps
       if (!k.present || raw) return bus_Bps;
       if (p == Protocol::kLL) return std::min(ll_max_bus_GBps() * 1e9, bus_Bps * 0.5);
@@ -569,7 +663,8 @@ struct Evaluator {
         for (std::uint32_t m = std::max(1u, sh.rails); m <= sh.max_ppn; ++m)
           chain = std::max(chain, tree_chain_sends(m, channels));
         const double tree_bytes = N > 1 ? tree_max_sends(static_cast<std::uint32_t>(N)) / 2.0 : 0;
-        double alg = std::min(chain > 0 ? b_intra / chain : kInf, N > 1 ? sh.egress / tree_bytes : kInf);
+        double alg = std::min({chain > 0 ? b_intra / chain : kInf, N > 1 ? sh.egress / tree_bytes : kInf,
+                               sh.tree_alg_cap});
         if (!std::isfinite(alg)) alg = b_intra;
         if (raw) return alg;
         // Wire efficiency: Simple moves payload only; LL and LL128 as NCCL's tree factors (1/3.8; 7/9 in a
@@ -589,7 +684,7 @@ struct Evaluator {
         return std::min(sh.egress, ppn > 1 ? b_intra * ppn / (2 * (ppn - 1)) : kInf);
       case Algorithm::kHierarchical: {
         const double intra_time = ppn > 1 ? 2 * (ppn - 1) / ppn / b_intra : 0;  // per byte of S
-        const double inter_time = N > 1 ? 2 * (N - 1) / N / ppn / sh.b_nic : 0;
+        const double inter_time = N > 1 ? 2 * (N - 1) / N / ppn / std::min(sh.b_nic, sh.ring_flow_cap) : 0;
         const double per_byte = intra_time + inter_time;
         if (!(per_byte > 0)) return kInf;
         // The protocol caps are on bus bandwidth, as for the ring (on one domain the two are the same ring).
@@ -606,7 +701,7 @@ struct Evaluator {
         // domain's the most inside.
         const double inter = N > 1 ? (n - sh.rails) / n / sh.b_nic : 0;
         const double local = sh.max_ppn > 1 ? (sh.max_ppn - 1.0) / n / b_intra : 0;
-        const double per_byte = std::max(inter, local);
+        const double per_byte = std::max({inter, local, sh.alltoall_leaf_s_per_byte});
         return per_byte > 0 ? 1 / per_byte : kInf;
       }
       case Algorithm::kTorus:  // planned by torus_plan(), never here

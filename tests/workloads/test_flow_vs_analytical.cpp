@@ -356,3 +356,45 @@ TEST_CASE(
           doctest::Approx(150).epsilon(1e-6));
   }
 }
+
+TEST_CASE("oversubscribed leaves: ANALYTICAL bounds rings, trees and AlltoAll by the leaf uplinks, FLOW is no faster") {
+  // DGX H100 (8 GPUs, 8 NICs of 400 Gb/s = 50 GB/s; fabric links the same), H100 profile network_bus_efficiency
+  // 0.85: B = 42.5 GB/s per link. Times are compared by their slope in the size (t(2S) − t(S)) / S, which the
+  // latency terms leave out.
+  const double B = 50e9 * 0.85;
+  auto slope = [](const Scenario& sc, Fidelity f, CollectiveOp op, std::vector<std::uint32_t> gpus = {}) {
+    return (collective_seconds(sc, f, GiB(2), op, gpus) - collective_seconds(sc, f, GiB(1), op, gpus)) /
+           GiB(1).raw();
+  };
+  // 16 nodes on a 4:1 two-level Clos of radix 64: a leaf has u = floor(64·50/(50 + 4·50)) = 12 uplinks and
+  // d = min(64 − 12, 4·12) = 48 downlinks, 6 nodes; leaves hold nodes 0-5, 6-11, 12-15. AlltoAll of all 128 GPUs:
+  // each of leaf 0's 48 GPUs sends 80/128 of its buffer S to GPUs under other leaves: 30·S over 12·B.
+  Scenario clos = cluster_only("node_preset: \"dgx-h100\" nodes: 16 fabric { kind: CLOS_TWO_LEVEL oversubscription: 4 }",
+                               "h100-sxm5-80gb");
+  CHECK(slope(clos, Fidelity::kAnalytical, CollectiveOp::kAllToAll) == doctest::Approx(30 / (12 * B)).epsilon(1e-9));
+  CHECK(slope(clos, Fidelity::kFlow, CollectiveOp::kAllToAll) >= 30 / (12 * B) * 0.99);
+  // The NIC alone would allow (128 − 8)/128 · S / B: 2.7 times less.
+  CHECK(30 / (12 * B) > 2.6 * (120.0 / 128) / B);
+  // 2 nodes on a 2:1 Clos of radix 16: u = floor(16·50/(50 + 2·50)) = 5 uplinks, d = min(11, 10) = 10 downlinks,
+  // one node per leaf. A ring AllReduce over the 16 GPUs runs 8 channels, each with one edge from node 0 to node 1
+  // and one back: 8 flows leave each leaf over 5 uplinks, 5·B/8 each at best, so the ring's bus bandwidth is
+  // 8 · 5B/8 = 5B (the 8 NICs would give 8B): slope 2·15/16 / (5B).
+  Scenario two = cluster_only(
+      "node_preset: \"dgx-h100\" nodes: 2 fabric { kind: CLOS_TWO_LEVEL oversubscription: 2 switch_radix: 16 }",
+      "h100-sxm5-80gb");
+  two.nccl.algorithm = Algorithm::kRing;
+  two.nccl.protocol = Protocol::kSimple;
+  CHECK(slope(two, Fidelity::kAnalytical, CollectiveOp::kAllReduce) ==
+        doctest::Approx(2 * 15.0 / 16 / (5 * B)).epsilon(1e-9));
+  CHECK(slope(two, Fidelity::kFlow, CollectiveOp::kAllReduce) >= 2 * 15.0 / 16 / (5 * B) * 0.99);
+  // Trees on the same 2 nodes: each of the two trees has one edge between the nodes and carries half the buffer
+  // over it both ways, so S leaves each leaf (2 trees · S/2, split over the 8 channels): S / (5B), slope 1/(5B),
+  // where the 8 NICs alone would carry it in S / (8B).
+  two.nccl.algorithm = Algorithm::kTree;
+  CHECK(slope(two, Fidelity::kAnalytical, CollectiveOp::kAllReduce) == doctest::Approx(1 / (5 * B)).epsilon(1e-9));
+  // A non-blocking fabric is not bounded: 32 uplinks per leaf.
+  Scenario open = cluster_only(
+      "node_preset: \"dgx-h100\" nodes: 16 fabric { kind: CLOS_TWO_LEVEL oversubscription: 1 }", "h100-sxm5-80gb");
+  CHECK(slope(open, Fidelity::kAnalytical, CollectiveOp::kAllToAll) ==
+        doctest::Approx(120.0 / 128 / B).epsilon(1e-9));
+}

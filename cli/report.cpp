@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <csignal>
@@ -170,6 +171,18 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
            default: return "   (DP gradient AllReduce not hidden behind backward)\n";
          }
        }();
+  if (r.breakdown.exposed_comm.raw() > 0) {
+    std::string kinds;
+    for (std::size_t k = 0; k < workloads::kCommKinds; ++k) {
+      const double v = r.breakdown.exposed_by_kind[k].raw();
+      if (v <= 0) continue;
+      std::string name = workloads::to_string(static_cast<workloads::CommKind>(k));
+      for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      kinds += (kinds.empty() ? "" : ", ") + name + " " + fmt("%.6f", v) + " s";
+    }
+    o << "    by kind         " << kinds
+      << "   (where kinds overlap: the first of TP, CP, EP, PP, DP)\n";
+  }
   if (r.breakdown.exposed_input.raw() > 0)
     o << "  input stall       " << fmt("%.6f", r.breakdown.exposed_input.raw()) << " s  "
       << pct(r.breakdown.exposed_input.raw(), it) << "   (data loader / host-to-device copy, nothing else running)\n";
@@ -221,7 +234,11 @@ std::string job_json(const workloads::Job& job, const workloads::IterationResult
   std::ostringstream o;
   auto num = [](double v) { return format_number(v); };
   auto breakdown = [&](const workloads::TimeBreakdown& b) {
-    return "{\"compute\": " + num(b.compute.raw()) + ", \"exposed_comm\": " + num(b.exposed_comm.raw()) +
+    std::string kinds;
+    for (std::size_t k = 0; k < workloads::kCommKinds; ++k)
+      kinds += std::string(", \"exposed_") + workloads::to_string(static_cast<workloads::CommKind>(k)) +
+               "\": " + num(b.exposed_by_kind[k].raw());
+    return "{\"compute\": " + num(b.compute.raw()) + ", \"exposed_comm\": " + num(b.exposed_comm.raw()) + kinds +
            ", \"exposed_input\": " + num(b.exposed_input.raw()) + ", \"exposed_host\": " + num(b.exposed_host.raw()) +
            ", \"idle\": " + num(b.idle.raw()) + "}";
   };

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <tuple>
 
 #include "sim/executor.h"
 #include "sim/input_error.h"
@@ -45,6 +46,63 @@ Seconds exposed_time(const Intervals& busy, const Intervals& cover) {
   }
   return sim::to_seconds(exposed);
 }
+
+const char* to_string(CommKind k) {
+  switch (k) {
+    case CommKind::kTp: return "tp";
+    case CommKind::kCp: return "cp";
+    case CommKind::kEp: return "ep";
+    case CommKind::kPp: return "pp";
+    case CommKind::kDp: return "dp";
+  }
+  return "?";
+}
+
+namespace {
+
+CommKind comm_kind_of(const std::string& category) {
+  if (category == kCategoryTpComm) return CommKind::kTp;
+  if (category == kCategoryCpComm) return CommKind::kCp;
+  if (category == kCategoryEpComm) return CommKind::kEp;
+  if (category == kCategoryPpComm) return CommKind::kPp;
+  return CommKind::kDp;  // dp_comm, and Horovod's negotiation cycles
+}
+
+// Exposed time of each kind's intervals where `cover` (merged, sorted) runs nothing; an instant where several kinds
+// run goes to the first kind in CommKind order (TimeBreakdown::exposed_by_kind).
+std::array<sim::SimTime, kCommKinds> exposed_by_kind(
+    const std::vector<std::pair<std::pair<sim::SimTime, sim::SimTime>, CommKind>>& comm,
+    const std::vector<std::pair<sim::SimTime, sim::SimTime>>& cover) {
+  // Events: +1/−1 per kind (index 0..4) and per cover (index 5), swept in time order.
+  std::vector<std::tuple<sim::SimTime, int, std::size_t>> events;
+  for (const auto& [span, kind] : comm) {
+    if (span.second <= span.first) continue;
+    events.emplace_back(span.first, +1, static_cast<std::size_t>(kind));
+    events.emplace_back(span.second, -1, static_cast<std::size_t>(kind));
+  }
+  for (const auto& [a, b] : cover) {
+    if (b <= a) continue;
+    events.emplace_back(a, +1, kCommKinds);
+    events.emplace_back(b, -1, kCommKinds);
+  }
+  std::sort(events.begin(), events.end());
+  std::array<sim::SimTime, kCommKinds> out{};
+  std::array<int, kCommKinds + 1> active{};
+  sim::SimTime at = 0;
+  for (const auto& [t, delta, index] : events) {
+    if (t > at && active[kCommKinds] == 0)
+      for (std::size_t k = 0; k < kCommKinds; ++k)
+        if (active[k] > 0) {
+          out[k] += t - at;
+          break;
+        }
+    at = t;
+    active[index] += delta;
+  }
+  return out;
+}
+
+}  // namespace
 
 std::uint64_t optimizer_steps_for(double steps) {
   if (!(steps > 0)) return 0;
@@ -193,9 +251,16 @@ ScenarioResult simulate(const Scenario& sc, const std::vector<sim::TraceSink*>& 
       }
       Intervals busy_compute_stream = intervals(it.compute_stream[rank]);
       comm = intervals(it.comm_stream[rank]);
+      std::vector<std::pair<std::pair<sim::SimTime, sim::SimTime>, CommKind>> kinds;
+      auto add_kinds = [&](sim::StreamId s) {
+        for (sim::TaskId t : graph.stream_tasks(s))
+          kinds.push_back({{executor.start_time(t), executor.end_time(t)}, comm_kind_of(graph.label(t).category)});
+      };
+      add_kinds(it.comm_stream[rank]);
       for (sim::StreamId s : it.other_comm_streams.empty() ? std::vector<sim::StreamId>{} : it.other_comm_streams[rank]) {
         const Intervals more = intervals(s);
         comm.insert(comm.end(), more.begin(), more.end());
+        add_kinds(s);
       }
       comm = merge(std::move(comm));
       // Sums in integer picoseconds so that the three parts add up to the iteration exactly.
@@ -221,6 +286,11 @@ ScenarioResult simulate(const Scenario& sc, const std::vector<sim::TraceSink*>& 
       TimeBreakdown b;
       b.compute = sim::to_seconds(busy);
       b.exposed_comm = sim::to_seconds(exposed);
+      {
+        std::array<sim::SimTime, kCommKinds> split = exposed_by_kind(kinds, merge(Intervals(busy_compute_stream)));
+        split[static_cast<std::size_t>(CommKind::kTp)] += tp_comm;
+        for (std::size_t k = 0; k < kCommKinds; ++k) b.exposed_by_kind[k] = sim::to_seconds(split[k]);
+      }
       b.exposed_input = sim::to_seconds(stalled);
       b.exposed_host = sim::to_seconds(host_stalled);
       b.idle = sim::to_seconds(end - busy - exposed - stalled - host_stalled);

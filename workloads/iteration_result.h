@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <string>
+#include <array>
 #include <vector>
 
 #include "sim/trace.h"
@@ -32,9 +33,18 @@
 
 namespace clustersim::workloads {
 
+// Kinds of communication, in the order exposed time is attributed where two run at once (CommKind).
+enum class CommKind { kTp, kCp, kEp, kPp, kDp };
+inline constexpr std::size_t kCommKinds = 5;
+const char* to_string(CommKind k);  // "tp", "cp", "ep", "pp", "dp"
+
 struct TimeBreakdown {
   Seconds compute;
   Seconds exposed_comm;
+  // exposed_comm by kind (index CommKind): tensor-parallel collectives on the compute stream count whole; the
+  // other streams' communication counts where the compute stream is idle, an instant where several kinds run going
+  // to the first of TP, CP, EP, PP, DP. Horovod's negotiation cycles count as DP. The parts add up to exposed_comm.
+  std::array<Seconds, kCommKinds> exposed_by_kind{};
   Seconds exposed_input;   // data loader and host-to-device copies while nothing else runs
   Seconds exposed_host;    // the host thread issuing kernels while the GPU runs nothing (host_dispatch.h)
   Seconds idle;

@@ -52,7 +52,7 @@ TEST_CASE("--json has the documented keys and the training identity holds") {
   REQUIRE(r.status == 0);
   const std::string j = slurp(dir / "r.json");
   for (const char* key :
-       {"iteration_time_s", "tokens_per_s", "mfu", "breakdown_s", "compute", "exposed_comm", "compute_eager_s",
+       {"iteration_time_s", "tokens_per_s", "mfu", "breakdown_s", "compute", "exposed_comm", "exposed_dp", "compute_eager_s",
         "training", "optimizer_steps", "micro_batch_steps", "time_to_train_s", "gpu_hours"})
     CHECK_MESSAGE(j.find(std::string("\"") + key + "\"") != std::string::npos, "JSON lacks " << key);
   // 1000 samples · 1 epoch / global batch 10 = 100 optimizer steps; × accumulation 2 = 200 micro-batch steps.

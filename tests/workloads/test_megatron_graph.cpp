@@ -79,6 +79,8 @@ TEST_CASE("tensor parallelism on one node: compute halves, the TP AllReduces are
   const CollectivePlan ar = CollectiveModel(sc.cluster, sc.profile).plan(
       CollectiveRequest{CollectiveOp::kAllReduce, {0, 1}, bytes(2097152), 0});
   CHECK(b.exposed_comm.raw() == doctest::Approx(18 * ar.time.raw()).epsilon(1e-6));
+  // All of it is tensor-parallel communication.
+  CHECK(b.exposed_by_kind[static_cast<std::size_t>(CommKind::kTp)].raw() == b.exposed_comm.raw());
   // FLOW fidelity on the same contention-free node gives the same step within 1 %.
   Scenario flow = sc;
   flow.fidelity = Fidelity::kFlow;
@@ -325,4 +327,27 @@ TEST_CASE("1F1B: a stage's next step waits for its own pipeline send, interleave
   double total = 0;
   for (double overlap : send_compute_overlap_s(interleaved)) total += overlap;
   CHECK(total > 1e-3);
+}
+
+TEST_CASE("exposed communication by kind: TP on the compute stream, pipeline sends, the parts add up") {
+  // tp 2 x pp 2 on 4 GPUs at ANALYTICAL, 4 micro-batches under 1F1B (blocking sends). Every rank's exposed time splits
+  // into TP (its collectives on the compute stream, whole), PP (its sends and receives where the compute stream is
+  // idle) and DP (none: dp 1); the kinds add up to exposed_comm to the picosecond rounding, and the TP part equals
+  // the summed durations of the rank's tp_comm tasks: 4 micro-batches x (2 layers x 4 AllReduces + the embedding's
+  // forward on stage 0, or the output layer's input gradient on stage 1) = 36 AllReduces of b·s·h·2 = 2 MiB over 2
+  // NVLink GPUs each.
+  Scenario sc = scenario("dp: 1 tp: 2 pp: 2 micro_batch: 1 grad_accum: 4 async_tp_grad_reduce: false", 4);
+  sc.fidelity = Fidelity::kAnalytical;
+  const ScenarioResult r = simulate_scenario(sc);
+  const CollectivePlan ar = CollectiveModel(sc.cluster, sc.profile).plan(
+      CollectiveRequest{CollectiveOp::kAllReduce, {0, 1}, bytes(2097152), 0});
+  for (const TimeBreakdown& b : r.jobs[0].per_gpu) {
+    double sum = 0;
+    for (const Seconds& s : b.exposed_by_kind) sum += s.raw();
+    CHECK(sum == doctest::Approx(b.exposed_comm.raw()).epsilon(1e-9));
+    CHECK(b.exposed_by_kind[static_cast<std::size_t>(CommKind::kTp)].raw() ==
+          doctest::Approx(36 * ar.time.raw()).epsilon(1e-6));
+    CHECK(b.exposed_by_kind[static_cast<std::size_t>(CommKind::kPp)].raw() > 0);
+    CHECK(b.exposed_by_kind[static_cast<std::size_t>(CommKind::kDp)].raw() == 0);
+  }
 }

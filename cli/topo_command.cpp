@@ -75,8 +75,13 @@ int topo_command(const std::vector<std::string>& args, std::ostream& out) {
   for (const auto& [kind, s] : st.links)
     out << "    " << fmt_name(topology::to_string(kind), 14) << fmt("%6.0f", double(s.count)) << " links, "
         << fmt("%12.1f", to_GBps(s.total)) << " GB/s in total\n";
-  out << "  bisection         " << fmt("%.1f", to_GBps(st.bisection)) << " GB/s per direction (GPUs 0.."
-      << (st.gpus / 2 ? st.gpus / 2 - 1 : 0) << " to the rest, max-flow)\n";
+  if (c.node.scale_up == topology::ScaleUp::kTorus && !c.is_explicit()) {
+    out << "  bisection         " << fmt("%.1f", to_GBps(st.bisection))
+        << " GB/s per direction (the least max-flow over the cuts across each axis)\n";
+  } else {
+    out << "  bisection         " << fmt("%.1f", to_GBps(st.bisection)) << " GB/s per direction (GPUs 0.."
+        << (st.gpus / 2 ? st.gpus / 2 - 1 : 0) << " to the rest, max-flow)\n";
+  }
   if (st.oversubscription.empty()) {
     out << "  oversubscription  none (no switched fabric)\n";
   } else {

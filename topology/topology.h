@@ -42,13 +42,15 @@
 // Bisection bandwidth: the maximum flow (boost::push_relabel_max_flow, integer bytes/s) from a super source
 // feeding GPUs 0 .. G/2-1 to a super sink fed by GPUs G/2 .. G-1, over the up links at their (fault-scaled)
 // bandwidth, GPUs not forwarding: one direction's worth of what the first half of the GPUs (by index) can
-// send the second half at once. Diameter: the longest route, in links, over all ordered GPU pairs (O(G^2)).
+// send the second half at once. On a generated torus: the least such flow over the cuts across each axis
+// (the chips below the middle coordinate of the axis against the rest), the torus's true bisection. Diameter: the longest route, in links, over all ordered GPU pairs (O(G^2)).
 // Sources of the presets' figures are in topology/presets/*.textproto.
 #pragma once
 
 #include <array>
 #include <boost/graph/adjacency_list.hpp>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <map>
 #include <memory>
@@ -188,6 +190,8 @@ class Topology {
   Seconds latency(std::span<const LinkIndex> path) const;
 
   BytesPerSecond bisection_bandwidth() const;
+  // One direction's maximum flow from the GPUs `first_half` selects to the others (see Bisection above).
+  BytesPerSecond max_flow_between(const std::function<bool(std::uint32_t)>& first_half) const;
   std::uint32_t diameter_hops() const;
   TopologyStats stats() const;
   // Graphviz: vertices labelled with name and kind, edges with kind and GB/s; down links dashed.

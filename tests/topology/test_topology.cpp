@@ -179,6 +179,19 @@ TEST_CASE("topology: preset vertex and link counts at 1 and several nodes") {
     // Halves z in {0,1} and {2,3}: 16 columns x 2 crossing links (1->2 and the wraparound 0->3) x 50 GB/s.
     CHECK(to_GBps(s.bisection) == doctest::Approx(1600).epsilon(1e-9));
   }
+  SUBCASE("a torus's bisection is its least cut across an axis, whichever axis is the long one") {
+    // 128 chips as 4x4x8, 8x4x4 and 4x8x4: cutting the 8-long axis in half leaves 4·4 = 16 lines along it, each
+    // crossing the cut twice (the middle link and the wraparound) at 50 GB/s: 1600 GB/s. Halving a 4-long axis
+    // crosses 8·4 = 32 lines twice: 3200. By chip index the first half is z < 2 on the 8x4x4 slice, which is the
+    // 3200 GB/s cut; the bisection is the least: 1600 for all three.
+    for (const char* dims : {"x: 4 y: 4 z: 8", "x: 8 y: 4 z: 4", "x: 4 y: 8 z: 4"}) {
+      CAPTURE(dims);
+      const Topology t(load(std::string("node_preset: \"tpu-v4-cube\" nodes: 32 torus { ") + dims + " }"));
+      CHECK(to_GBps(t.bisection_bandwidth()) == doctest::Approx(1600).epsilon(1e-9));
+    }
+    const Topology t(load("node_preset: \"tpu-v4-cube\" nodes: 32 torus { x: 8 y: 4 z: 4 }"));
+    CHECK(to_GBps(t.max_flow_between([](std::uint32_t g) { return g < 64; })) == doctest::Approx(3200).epsilon(1e-9));
+  }
 }
 
 TEST_CASE("topology: rail-optimised routes use the GPU's own NIC, the rail leaf, and a spine between rails") {

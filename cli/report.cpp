@@ -24,7 +24,6 @@
 namespace clustersim::cli {
 namespace {
 
-// "; FlashAttention (FA2)" for a flash job, naming the kernel implementation (parallel.flash_kernel); "" else.
 // Which kernels the job's ops are timed with (workloads/transformer_ops.h: OpConfig::eager, OpConfig::autocast).
 std::string kernels_text(const workloads::ParallelPlan& p, workloads::Precision precision) {
   if (p.megatron()) return "; Megatron-LM's fused kernels";
@@ -35,6 +34,7 @@ std::string kernels_text(const workloads::ParallelPlan& p, workloads::Precision 
                                               : "; eager PyTorch kernels";
 }
 
+// "; FlashAttention (FA2)" for a flash job, naming the kernel implementation (parallel.flash_kernel); "" else.
 std::string attention_text(const workloads::ParallelPlan& p) {
   if (p.attention != workloads::AttentionKernel::kFlash) return "";
   return p.flash_kernel == workloads::FlashKernel::kGeneric

@@ -371,6 +371,9 @@ struct Evaluator {
     const double port = cluster.nic_per_direction.raw() * cluster.gpus_per_node /
                         std::max<std::uint32_t>(1, cluster.node.nics_per_node);
     const double link = cluster.fabric.link_per_direction.raw() > 0 ? cluster.fabric.link_per_direction.raw() : port;
+    // A leaf whose uplinks carry what its downlinks can bring (oversubscription <= 1) never binds: the edges leaving
+    // it are at most those its NICs send, and each NIC's share is already bounded by its own bandwidth.
+    if (shape.ports.uplinks * link >= shape.ports.downlinks * port) return;
     const double cap = shape.ports.uplinks * link * profile.collectives.network_bus_efficiency;  // per leaf
     auto rail_of = [&](std::uint32_t gpu) {
       return (gpu % cluster.gpus_per_node) * cluster.node.nics_per_node / cluster.gpus_per_node;

@@ -95,10 +95,10 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
     o << "  parallel   Megatron 3D: TP " << p.tp << (p.sequence_parallel ? " (+SP)" : "")
       << (p.cp > 1 ? " x CP " + std::to_string(p.cp) : "") << " x PP " << p.pp
       << (p.vp > 1 ? " (vp " + std::to_string(p.vp) + ")" : "") << " x DP " << p.dp
-      << (p.ep > 1 ? " (EP " + std::to_string(p.ep) + " within DP)" : "") << ", "
-      << workloads::to_string(p.schedule) << ", rank order " << p.rank_order << "; micro-batch " << p.micro_batch
-      << " x " << p.grad_accum << " micro-batches x DP " << p.dp << " = global batch " << t.global_batch
-      << " samples; " << to_string(t.precision) << attention_text(p) << kernels_text(p, t.precision)
+      << (p.ep > 1 ? " (EP " + std::to_string(p.ep) + " within DP)" : "") << ", " << workloads::to_string(p.schedule)
+      << ", rank order " << p.rank_order << "; micro-batch " << p.micro_batch << " x " << p.grad_accum
+      << " micro-batches x DP " << p.dp << " = global batch " << t.global_batch << " samples; "
+      << to_string(t.precision) << attention_text(p) << kernels_text(p, t.precision)
       << (p.distributed_optimizer
               ? (p.overlap_param_gather ? "; distributed optimizer (parameter all-gathers beside the next forward)"
                                         : "; distributed optimizer")
@@ -180,8 +180,7 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
       for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
       kinds += (kinds.empty() ? "" : ", ") + name + " " + fmt("%.6f", v) + " s";
     }
-    o << "    by kind         " << kinds
-      << "   (where kinds overlap: the first of TP, CP, EP, PP, DP)\n";
+    o << "    by kind         " << kinds << "   (where kinds overlap: the first of TP, CP, EP, PP, DP)\n";
   }
   if (r.breakdown.exposed_input.raw() > 0)
     o << "  input stall       " << fmt("%.6f", r.breakdown.exposed_input.raw()) << " s  "
@@ -212,8 +211,8 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
                         : "fits") << "\n\n";
 
   o << "Training time\n";
-  o << "  optimizer steps   " << grouped(r.training.optimizer_steps) << "  (= " << fmt("%g", t.epochs)
-    << " epoch(s) x " << fmt("%.10g", t.samples_per_epoch) << " samples / global batch " << t.global_batch;
+  o << "  optimizer steps   " << grouped(r.training.optimizer_steps) << "  (= " << fmt("%g", t.epochs) << " epoch(s) x "
+    << fmt("%.10g", t.samples_per_epoch) << " samples / global batch " << t.global_batch;
   if (const double exact = t.epochs * t.samples_per_epoch / double(t.global_batch);
       std::fabs(double(r.training.optimizer_steps) - exact) > 1e-9 * exact && exact < 1e15)
     o << " = " << fmt("%.10g", exact) << ", rounded up: the last step is partial and timed as a whole one";
@@ -273,13 +272,14 @@ std::string job_json(const workloads::Job& job, const workloads::IterationResult
       << "\", \"last\": \"" << json_escape(r.buckets[b].last_op) << "\""
       << (b < r.bucket_allreduce.size() ? ", \"allreduce_s\": " + num(r.bucket_allreduce[b].raw()) : "") << "}";
   o << "\n" << in << "],\n";
-  o << in << "\"memory\": {\"peak_bytes\": " << num(r.memory.peak.raw()) << ", \"capacity_bytes\": "
-    << num(r.memory.capacity.raw()) << ", \"oom\": " << (r.memory.oom ? "true" : "false");
+  o << in << "\"memory\": {\"peak_bytes\": " << num(r.memory.peak.raw())
+    << ", \"capacity_bytes\": " << num(r.memory.capacity.raw()) << ", \"oom\": " << (r.memory.oom ? "true" : "false");
   if (r.memory.oom) o << ", \"breaking_part\": \"" << json_escape(r.memory.breaking_part) << "\"";
   o << ", \"largest_part\": \"" << json_escape(r.memory.largest_part) << "\"";
   if (!r.stage_peak_memory.empty()) {
     o << ", \"stage\": " << r.memory_stage << ", \"stage_peak_bytes\": [";
-    for (std::size_t s = 0; s < r.stage_peak_memory.size(); ++s) o << (s ? ", " : "") << num(r.stage_peak_memory[s].raw());
+    for (std::size_t s = 0; s < r.stage_peak_memory.size(); ++s)
+      o << (s ? ", " : "") << num(r.stage_peak_memory[s].raw());
     o << "]";
   }
   o << ", \"parts_bytes\": {";

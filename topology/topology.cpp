@@ -767,9 +767,8 @@ BytesPerSecond Topology::bisection_bandwidth() const {
     for (int axis = 0; axis < 3; ++axis) {
       const std::uint32_t D = dims[static_cast<std::size_t>(axis)];
       if (D < 2) continue;
-      const BytesPerSecond b = max_flow_between([&](std::uint32_t g) {
-        return torus_coords(dims, g)[static_cast<std::size_t>(axis)] < D / 2;
-      });
+      const BytesPerSecond b = max_flow_between(
+          [&](std::uint32_t g) { return torus_coords(dims, g)[static_cast<std::size_t>(axis)] < D / 2; });
       if (!any || b < least) least = b;
       any = true;
     }

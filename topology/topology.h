@@ -43,8 +43,9 @@
 // feeding GPUs 0 .. G/2-1 to a super sink fed by GPUs G/2 .. G-1, over the up links at their (fault-scaled)
 // bandwidth, GPUs not forwarding: one direction's worth of what the first half of the GPUs (by index) can
 // send the second half at once. On a generated torus: the least such flow over the cuts across each axis
-// (the chips below the middle coordinate of the axis against the rest), the torus's true bisection. Diameter: the longest route, in links, over all ordered GPU pairs (O(G^2)).
-// Sources of the presets' figures are in topology/presets/*.textproto.
+// (the chips below the middle coordinate of the axis against the rest), the torus's true bisection. Diameter: the
+// longest route, in links, over all ordered GPU pairs (O(G^2)). Sources of the presets' figures are in
+// topology/presets/*.textproto.
 #pragma once
 
 #include <array>

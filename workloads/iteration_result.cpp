@@ -49,11 +49,16 @@ Seconds exposed_time(const Intervals& busy, const Intervals& cover) {
 
 const char* to_string(CommKind k) {
   switch (k) {
-    case CommKind::kTp: return "tp";
-    case CommKind::kCp: return "cp";
-    case CommKind::kEp: return "ep";
-    case CommKind::kPp: return "pp";
-    case CommKind::kDp: return "dp";
+    case CommKind::kTp:
+      return "tp";
+    case CommKind::kCp:
+      return "cp";
+    case CommKind::kEp:
+      return "ep";
+    case CommKind::kPp:
+      return "pp";
+    case CommKind::kDp:
+      return "dp";
   }
   return "?";
 }

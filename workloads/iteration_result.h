@@ -20,9 +20,9 @@
 // they are read.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
-#include <array>
 #include <vector>
 
 #include "sim/trace.h"
@@ -75,7 +75,7 @@ struct IterationResult {
   std::uint32_t breakdown_gpu = 0;      // global GPU index
   std::vector<GradientBucket> buckets;
   std::vector<Seconds> bucket_allreduce;   // how long each bucket's AllReduce ran (empty at DP 1)
-  MemoryEstimate memory;                // of the GPU with the highest peak (the worst pipeline stage's)
+  MemoryEstimate memory;                   // of the GPU with the highest peak (the worst pipeline stage's)
   // Megatron with pp > 1: each pipeline stage's peak, index = stage; `memory` is stage memory_stage's.
   std::vector<Bytes> stage_peak_memory;
   std::uint32_t memory_stage = 0;

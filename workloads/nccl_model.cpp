@@ -390,10 +390,9 @@ struct Evaluator {
       if (index.emplace(topology::domain_of(cluster, g), first.size()).second) first.push_back(g);
     const auto D = static_cast<std::uint32_t>(first.size());
     const std::uint32_t channels = std::max(1u, sh.rails);
-    const std::uint32_t local0 = cluster.gpus_per_node;
     auto channel_leaf = [&](std::uint32_t domain, std::uint32_t c) {
       // Channel c leaves through rail c (of the node's NICs; wrapped when a node has fewer).
-      const std::uint32_t node_first = cluster.node_of(first[domain]) * local0;
+      const std::uint32_t node_first = cluster.node_of(first[domain]) * cluster.gpus_per_node;
       const std::uint32_t rails = std::max(1u, cluster.node.nics_per_node);
       const std::uint32_t gpu = node_first + (c % rails) * cluster.gpus_per_node / rails;
       return leaf_of(gpu);
@@ -666,8 +665,8 @@ struct Evaluator {
         for (std::uint32_t m = std::max(1u, sh.rails); m <= sh.max_ppn; ++m)
           chain = std::max(chain, tree_chain_sends(m, channels));
         const double tree_bytes = N > 1 ? tree_max_sends(static_cast<std::uint32_t>(N)) / 2.0 : 0;
-        double alg = std::min({chain > 0 ? b_intra / chain : kInf, N > 1 ? sh.egress / tree_bytes : kInf,
-                               sh.tree_alg_cap});
+        double alg =
+            std::min({chain > 0 ? b_intra / chain : kInf, N > 1 ? sh.egress / tree_bytes : kInf, sh.tree_alg_cap});
         if (!std::isfinite(alg)) alg = b_intra;
         if (raw) return alg;
         // Wire efficiency: Simple moves payload only; LL and LL128 as NCCL's tree factors (1/3.8; 7/9 in a

@@ -37,6 +37,7 @@ struct Dims {
 
 Dims dims_of(const ModelSpec& m, const OpConfig& c) {
   assert(c.tp >= 1 && c.ep >= 1 && c.cp >= 1 && "tensor-, expert- and context-parallel degrees are >= 1");
+  assert((!c.autocast || c.eager) && "autocast is eager PyTorch's (OpConfig::autocast implies eager)");
   Dims d{};
   d.B = c.micro_batch;
   d.s = m.seq_len;
@@ -119,9 +120,7 @@ class LayerBuilder {
     if (forward) return 2 * e + 2 * e + (half_softmax() ? e + 4 : (e + 4) + 8) + dropout * 9 + (4 + e);
     return (e + 4) + dropout * 9 + (half_softmax() ? 8 + e : 12 + (4 + e)) + 2 * e + 2 * e;
   }
-  double eager_softmax_kernels() const {
-    return (!c_.autocast ? 4 : half_softmax() ? 5 : 6) - (m_.dropout ? 0 : 1);
-  }
+  double eager_softmax_kernels() const { return (!c_.autocast ? 4 : half_softmax() ? 5 : 6) - (m_.dropout ? 0 : 1); }
   // Eager dropout and residual add (OpConfig::autocast), bytes per element: forward dropout of the 16-bit branch
   // (read e, write e and the mask) then the add that promotes to fp32 (read e + r, write r): 15 with dropout, 10
   // without; backward the add's gradient cast to the branch's 16 bits (read r, write e) then dropout's (read e and
@@ -133,8 +132,13 @@ class LayerBuilder {
     const double cast_back = c_.autocast ? r + e : 0;
     return forward ? dropout * (2 * e + 1) + (e + 2 * r) : cast_back + dropout * (2 * e + 1);
   }
-  double eager_residual_kernels(bool forward) const {
-    return (m_.dropout ? 1 : 0) + (forward || c_.autocast ? 1 : 0);
+  double eager_residual_kernels(bool forward) const { return (m_.dropout ? 1 : 0) + (forward || c_.autocast ? 1 : 0); }
+  // The dropout-and-residual-add op `name` over `act` elements: Megatron's fused kernel or eager PyTorch's; none
+  // where eager PyTorch runs no kernel (the backward without autocast or dropout).
+  void push_residual(std::vector<Op>& ops, const std::string& name, double act, bool forward) const {
+    if (c_.eager && eager_residual_kernels(forward) == 0) return;
+    const double per_element = c_.eager ? eager_residual_bytes(forward) : residual_bytes(forward);
+    ops.push_back(elementwise(name, (forward ? 2 : 1) * act, per_element * act));
   }
   // Megatron's fused bias-dropout-add, bytes per element: forward reads the branch and the residual and writes the
   // sum (3e) and, with dropout, the 1-byte mask; backward reads the gradient and writes the branch's (2e), with
@@ -316,8 +320,7 @@ class LayerBuilder {
     if (rope()) ops.push_back(elementwise(p + "rope.fwd", 3 * rotated, rope_bytes(true) * rotated));
     for (Op& op : attention_core_fwd(p)) ops.push_back(std::move(op));
     push_fwd(proj(p));
-    ops.push_back(elementwise(p + "residual1.fwd", 2 * act,
-                              c_.eager ? eager_residual_bytes(true) * act : residual_bytes(true) * act));
+    push_residual(ops, p + "residual1.fwd", act, true);
     ops.push_back(elementwise(p + "ln2.fwd", norm_flops_fwd() * act, d_.r * 2 * act));
     if (c_.autocast) ops.push_back(elementwise(p + "ln2_cast.fwd", act, (d_.r + d_.e) * act));
     if (m_.is_moe_layer(layer)) {
@@ -340,8 +343,7 @@ class LayerBuilder {
       ops.push_back(act_fwd(p, activation_name(m_), d_.T, m_.ffn_hidden / d_.t));
       push_fwd(fc2(p, "fc2", m_.ffn_hidden));
     }
-    ops.push_back(elementwise(p + "residual2.fwd", 2 * act,
-                              c_.eager ? eager_residual_bytes(true) * act : residual_bytes(true) * act));
+    push_residual(ops, p + "residual2.fwd", act, true);
     return ops;
   }
 
@@ -354,9 +356,7 @@ class LayerBuilder {
       ops.push_back(dgrad(x));
       ops.push_back(wgrad(x));
     };
-    if (!c_.eager || eager_residual_kernels(false) > 0)  // eager without autocast or dropout: no kernel
-      ops.push_back(elementwise(p + "residual2.bwd", act,
-                                c_.eager ? eager_residual_bytes(false) * act : residual_bytes(false) * act));
+    push_residual(ops, p + "residual2.bwd", act, false);
     if (m_.is_moe_layer(layer)) {
       const double routed = d_.T * m_.top_k, fe = m_.expert_ffn();
       const double tl = permuted_tokens(), pl = tl * m_.top_k;
@@ -379,9 +379,7 @@ class LayerBuilder {
     }
     if (c_.autocast) ops.push_back(elementwise(p + "ln2_cast.bwd", act, (d_.e + d_.r) * act));
     ops.push_back(elementwise(p + "ln2.bwd", norm_flops_bwd() * act, d_.r * 3 * act, m_.norm_parameters()));
-    if (!c_.eager || eager_residual_kernels(false) > 0)  // eager without autocast or dropout: no kernel
-      ops.push_back(elementwise(p + "residual1.bwd", act,
-                                c_.eager ? eager_residual_bytes(false) * act : residual_bytes(false) * act));
+    push_residual(ops, p + "residual1.bwd", act, false);
     add_linear(proj(p));
     for (Op& op : attention_core_bwd(p)) ops.push_back(std::move(op));
     const double rotated = d_.T * (d_.q + d_.kvd);
@@ -456,10 +454,11 @@ double cross_entropy_bwd_bytes_per_logit(double element_bytes) {
 
 // PyTorch's F.cross_entropy as eager PyTorch runs it (OpConfig::eager) under autocast (cross_entropy is one of
 // autocast's fp32 ops) or without it (Hugging Face's causal-LM loss upcasts the logits with .float() first, the
-// same kernels; fp32 logits need no cast: 2 and 3 kernels): forward the cast of the 16-bit logits (read e, write 4) and one log_softmax kernel (read 4,
-// write 4, kept for backward), nll_loss reading the T target entries only: e + 12 B per logit (14 with e = 2), 3
-// kernels; backward nll_loss's gradient, a zeroed fp32 T x V tensor with the targets scattered in (write 4),
-// log_softmax's backward (read 4 + 4, write 4) and the cast's (read 4, write e): 20 + e B (22), 4 kernels.
+// same kernels; fp32 logits need no cast: 2 and 3 kernels): forward the cast of the 16-bit logits (read e, write
+// 4) and one log_softmax kernel (read 4, write 4, kept for backward), nll_loss reading the T target entries only: e +
+// 12 B per logit (14 with e = 2), 3 kernels; backward nll_loss's gradient, a zeroed fp32 T x V tensor with the targets
+// scattered in (write 4), log_softmax's backward (read 4 + 4, write 4) and the cast's (read 4, write e): 20 + e B (22),
+// 4 kernels.
 double eager_cross_entropy_bytes_per_logit(double element_bytes, bool forward) {
   return forward ? cross_entropy_cast_bytes_per_logit(element_bytes) + 8
                  : 4 + 12 + cross_entropy_cast_bytes_per_logit(element_bytes);

@@ -1,13 +1,9 @@
 // End-to-end tests of `clustersim run`: the binary as a user runs it.
 #include <doctest/doctest.h>
-
-#include "tests/test_support.h"
-
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +11,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "tests/test_support.h"
 
 namespace fs = std::filesystem;
 
@@ -52,8 +50,8 @@ TEST_CASE("--json has the documented keys and the training identity holds") {
   REQUIRE(r.status == 0);
   const std::string j = slurp(dir / "r.json");
   for (const char* key :
-       {"iteration_time_s", "tokens_per_s", "mfu", "breakdown_s", "compute", "exposed_comm", "exposed_dp", "compute_eager_s",
-        "training", "optimizer_steps", "micro_batch_steps", "time_to_train_s", "gpu_hours"})
+       {"iteration_time_s", "tokens_per_s", "mfu", "breakdown_s", "compute", "exposed_comm", "exposed_dp",
+        "compute_eager_s", "training", "optimizer_steps", "micro_batch_steps", "time_to_train_s", "gpu_hours"})
     CHECK_MESSAGE(j.find(std::string("\"") + key + "\"") != std::string::npos, "JSON lacks " << key);
   // 1000 samples · 1 epoch / global batch 10 = 100 optimizer steps; × accumulation 2 = 200 micro-batch steps.
   CHECK(json_number(j, "optimizer_steps") == 100);
@@ -369,8 +367,7 @@ TEST_CASE("out of memory on a pipeline: the report names the most loaded stage, 
   CHECK(r.out.find("OUT OF MEMORY (capacity exceeded when adding: ") != std::string::npos);
   const std::string j = slurp(dir / "r.json");
   CHECK(j.find("\"oom\": true, \"breaking_part\": \"") != std::string::npos);
-  CHECK(j.find("\"largest_part\": \"activations (12 layers x 8 micro-batches in flight, 1F1B)\"") !=
-        std::string::npos);
+  CHECK(j.find("\"largest_part\": \"activations (12 layers x 8 micro-batches in flight, 1F1B)\"") != std::string::npos);
   CHECK(json_number(j, "stage") == 0);
   const std::regex re("\"stage_peak_bytes\": \\[([^\\]]*)\\]");
   std::smatch m;

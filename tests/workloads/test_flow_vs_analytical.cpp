@@ -363,14 +363,13 @@ TEST_CASE("oversubscribed leaves: ANALYTICAL bounds rings, trees and AlltoAll by
   // latency terms leave out.
   const double B = 50e9 * 0.85;
   auto slope = [](const Scenario& sc, Fidelity f, CollectiveOp op, std::vector<std::uint32_t> gpus = {}) {
-    return (collective_seconds(sc, f, GiB(2), op, gpus) - collective_seconds(sc, f, GiB(1), op, gpus)) /
-           GiB(1).raw();
+    return (collective_seconds(sc, f, GiB(2), op, gpus) - collective_seconds(sc, f, GiB(1), op, gpus)) / GiB(1).raw();
   };
   // 16 nodes on a 4:1 two-level Clos of radix 64: a leaf has u = floor(64·50/(50 + 4·50)) = 12 uplinks and
   // d = min(64 − 12, 4·12) = 48 downlinks, 6 nodes; leaves hold nodes 0-5, 6-11, 12-15. AlltoAll of all 128 GPUs:
   // each of leaf 0's 48 GPUs sends 80/128 of its buffer S to GPUs under other leaves: 30·S over 12·B.
-  Scenario clos = cluster_only("node_preset: \"dgx-h100\" nodes: 16 fabric { kind: CLOS_TWO_LEVEL oversubscription: 4 }",
-                               "h100-sxm5-80gb");
+  Scenario clos = cluster_only(
+      "node_preset: \"dgx-h100\" nodes: 16 fabric { kind: CLOS_TWO_LEVEL oversubscription: 4 }", "h100-sxm5-80gb");
   CHECK(slope(clos, Fidelity::kAnalytical, CollectiveOp::kAllToAll) == doctest::Approx(30 / (12 * B)).epsilon(1e-9));
   CHECK(slope(clos, Fidelity::kFlow, CollectiveOp::kAllToAll) >= 30 / (12 * B) * 0.99);
   // The NIC alone would allow (128 − 8)/128 · S / B: 2.7 times less.
@@ -395,6 +394,5 @@ TEST_CASE("oversubscribed leaves: ANALYTICAL bounds rings, trees and AlltoAll by
   // A non-blocking fabric is not bounded: 32 uplinks per leaf.
   Scenario open = cluster_only(
       "node_preset: \"dgx-h100\" nodes: 16 fabric { kind: CLOS_TWO_LEVEL oversubscription: 1 }", "h100-sxm5-80gb");
-  CHECK(slope(open, Fidelity::kAnalytical, CollectiveOp::kAllToAll) ==
-        doctest::Approx(120.0 / 128 / B).epsilon(1e-9));
+  CHECK(slope(open, Fidelity::kAnalytical, CollectiveOp::kAllToAll) == doctest::Approx(120.0 / 128 / B).epsilon(1e-9));
 }

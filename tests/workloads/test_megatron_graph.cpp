@@ -292,7 +292,8 @@ std::vector<double> send_compute_overlap_s(const Scenario& sc) {
   std::vector<std::vector<std::pair<double, double>>> sends(gpus), compute(gpus);
   for (sim::TaskId t = 0; t < g.size(); ++t) {
     const auto& label = g.label(t);
-    const std::pair<double, double> span{sim::to_seconds(ex.start_time(t)).raw(), sim::to_seconds(ex.end_time(t)).raw()};
+    const std::pair<double, double> span{sim::to_seconds(ex.start_time(t)).raw(),
+                                         sim::to_seconds(ex.end_time(t)).raw()};
     const std::uint32_t gpu = g.stream(g.lanes(t)[0]).gpu;  // a send's first lane is the sender's
     if (label.name == "send.activation" || label.name == "send.gradient") sends[gpu].push_back(span);
     if (label.category == "compute") compute[gpu].push_back(span);
@@ -300,7 +301,8 @@ std::vector<double> send_compute_overlap_s(const Scenario& sc) {
   std::vector<double> out(gpus, 0.0);
   for (std::size_t gpu = 0; gpu < gpus; ++gpu)
     for (const auto& a : sends[gpu])
-      for (const auto& b : compute[gpu]) out[gpu] += std::max(0.0, std::min(a.second, b.second) - std::max(a.first, b.first));
+      for (const auto& b : compute[gpu])
+        out[gpu] += std::max(0.0, std::min(a.second, b.second) - std::max(a.first, b.first));
   return out;
 }
 
@@ -321,8 +323,9 @@ TEST_CASE("1F1B: a stage's next step waits for its own pipeline send, interleave
       false, "");
   for (double overlap : send_compute_overlap_s(one_f_one_b)) CHECK(overlap == 0);
   const Scenario interleaved = cli::load_scenario_text(
-      text + "parallel { dp: 1 pp: 2 vp: 2 schedule: INTERLEAVED_ONE_F_ONE_B micro_batch: 1 grad_accum: 8 }\n"
-             "training { samples: 1000 }\n",
+      text +
+          "parallel { dp: 1 pp: 2 vp: 2 schedule: INTERLEAVED_ONE_F_ONE_B micro_batch: 1 grad_accum: 8 }\n"
+          "training { samples: 1000 }\n",
       "p.textproto", false, "");
   double total = 0;
   for (double overlap : send_compute_overlap_s(interleaved)) total += overlap;
@@ -339,8 +342,8 @@ TEST_CASE("exposed communication by kind: TP on the compute stream, pipeline sen
   Scenario sc = scenario("dp: 1 tp: 2 pp: 2 micro_batch: 1 grad_accum: 4 async_tp_grad_reduce: false", 4);
   sc.fidelity = Fidelity::kAnalytical;
   const ScenarioResult r = simulate_scenario(sc);
-  const CollectivePlan ar = CollectiveModel(sc.cluster, sc.profile).plan(
-      CollectiveRequest{CollectiveOp::kAllReduce, {0, 1}, bytes(2097152), 0});
+  const CollectivePlan ar = CollectiveModel(sc.cluster, sc.profile)
+                                .plan(CollectiveRequest{CollectiveOp::kAllReduce, {0, 1}, bytes(2097152), 0});
   for (const TimeBreakdown& b : r.jobs[0].per_gpu) {
     double sum = 0;
     for (const Seconds& s : b.exposed_by_kind) sum += s.raw();

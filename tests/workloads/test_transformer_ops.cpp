@@ -16,6 +16,12 @@ double sum_grad_parameters(const std::vector<Op>& ops) {
   for (const Op& op : ops) p += op.grad_parameters;
   return p;
 }
+// The op named `name` of `ops` (the test fails where there is none).
+const Op& find_op(const std::vector<Op>& ops, const std::string& name) {
+  const auto it = std::find_if(ops.begin(), ops.end(), [&](const Op& op) { return op.name == name; });
+  REQUIRE(it != ops.end());
+  return *it;
+}
 }  // namespace
 
 TEST_CASE("model FLOPs match the closed form 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h))") {
@@ -347,11 +353,6 @@ TEST_CASE("eager ops under autocast: fp32 residual stream, fp32 softmax and the 
   const ModelSpec m = gpt(2, 64, 4, 100, 16);
   const double act = 2048, scores = 2048, logits = 3200;
   const std::vector<Op> f = eager_forward_ops(m, 2, Precision::kBF16), b = eager_backward_ops(m, 2, Precision::kBF16);
-  auto find_op = [](const std::vector<Op>& ops, const std::string& name) -> const Op& {
-    const auto it = std::find_if(ops.begin(), ops.end(), [&](const Op& op) { return op.name == name; });
-    REQUIRE(it != ops.end());
-    return *it;
-  };
   auto bytes_of = [&](const std::vector<Op>& ops, const std::string& name) { return find_op(ops, name).bytes.raw(); };
   CHECK(bytes_of(f, "embed.fwd") == 12 * act);
   CHECK(bytes_of(f, "L0.ln1.fwd") == 8 * act);
@@ -425,7 +426,8 @@ TEST_CASE("eager ops under autocast: fp32 residual stream, fp32 softmax and the 
   // fp32 training has no autocast: no casts, a 4-byte residual stream either way; its eager kernels are the unfused
   // ones in fp32 (e = 4; the next test case): softmax 8e + 1 = 33 and 9e + 1 = 37 per score, dropout and add 5e + 1
   // = 21 and 2e + 1 = 9 per element, cross-entropy without the cast 8 and 16 per logit in 2 and 3 kernels.
-  const std::vector<Op> f32 = eager_forward_ops(m, 2, Precision::kFP32), b32 = eager_backward_ops(m, 2, Precision::kFP32);
+  const std::vector<Op> f32 = eager_forward_ops(m, 2, Precision::kFP32),
+                        b32 = eager_backward_ops(m, 2, Precision::kFP32);
   const std::vector<Op> f32_plain = forward_ops(m, 2, Precision::kFP32);
   CHECK(f32.size() == f32_plain.size());
   CHECK(bytes_of(f32, "L0.ln1.fwd") == bytes_of(f32_plain, "L0.ln1.fwd"));
@@ -458,11 +460,6 @@ TEST_CASE("eager ops without autocast (FSDP, DeepSpeed): unfused kernels in the 
   c.precision = Precision::kBF16;
   c.eager = true;
   const std::vector<Op> f = forward_ops(m, c), b = backward_ops(m, c);
-  auto find_op = [](const std::vector<Op>& ops, const std::string& name) -> const Op& {
-    const auto it = std::find_if(ops.begin(), ops.end(), [&](const Op& op) { return op.name == name; });
-    REQUIRE(it != ops.end());
-    return *it;
-  };
   auto has = [](const std::vector<Op>& ops, const std::string& name) {
     return std::any_of(ops.begin(), ops.end(), [&](const Op& op) { return op.name == name; });
   };

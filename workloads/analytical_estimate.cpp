@@ -388,12 +388,8 @@ struct AnalyticalEstimator::Impl {
             for (std::size_t r = 0; r < n; ++r) t[r] = std::max(t[r], kv_end[(r + n - 1) % n]);
           }
           for (double& x : t) x += c;
-          if (gradients && j + 1 == k.cp) {  // the accumulated dK/dV go home; the QKV backward waits
-            transfer(dkv_end, [&](std::size_t r, const std::vector<double>& prev) {
-              return std::max(t[r], prev[(r + n - 1) % n]);
-            });
+          if (gradients && j + 1 == k.cp)  // own chunk last: the QKV backward waits for its accumulated dK/dV
             for (std::size_t r = 0; r < n; ++r) t[r] = std::max(t[r], dkv_end[(r + n - 1) % n]);
-          }
         } else {
           for (double& x : t) x += c;
         }

@@ -15,8 +15,9 @@
 //    Send/Recv time of ring_kv_bytes on a ring edge, the transfers forwarded hop by hop), so step j starts at
 //    max(end of step j − 1, start_0 + j·X): the forward ring takes C_f + (cp − 1)·max(C_f, X). Backward, the
 //    dK/dV of step j − 1 leave when it ends and after the previous dK/dV hop, d_j = max(e_{j−1}, d_{j−1}) + X,
-//    and the QKV backward waits for the last hop home d_cp: C_b + (cp − 1)·max(C_b, X) + X. Exposed per layer:
-//    X when compute-bound (C ≥ X), 3X − C_f − C_b at cp = 2 when transfer-bound (the graph's test).
+//    and the QKV backward waits for the last, d_{cp−1} (the own chunk comes last: no hop after the last
+//    step): C_b + (cp − 1)·max(C_b, X). Exposed per layer: 0 when compute-bound (C ≥ X), 2X − C_f − C_b at
+//    cp = 2 when transfer-bound (the graph's test).
 //    Every per-token op runs on s/cp tokens (transformer_ops.h). With equal edges this closed form is exact.
 //    Rings whose hops alternate between NVLink and the NIC desynchronise (the member behind a NIC edge waits
 //    longest, the others run ahead and their next layer's K/V leave early): there the fast path keeps one

@@ -746,12 +746,11 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
             if (!forward && step.micro_batch + 1 == m && op.grad_parameters > 0) chunk_backward[{r, vs}].push_back(id);
             if (forward && step.micro_batch == 0 && gather_params) first_forward[{r, vs}].push_back(id);
           }
-          // After the last backward ring step the accumulated dK/dV go one hop further, back to the rank that
-          // owns K and V; its QKV backward waits for them.
-          if (ring_bwd && op0.ring_step + 1 == int(cp)) {
-            ring_transfer(true, cp);
+          // The last backward ring step works on the rank's own K/V (Transformer Engine runs the backward ring
+          // the other way round, so its own chunk comes last): the dK/dV of that chunk accumulated by the other
+          // ranks arrive during the step (the transfer issued before it), and the QKV backward waits for them.
+          if (ring_bwd && op0.ring_step + 1 == int(cp))
             for (std::size_t g = 0; g < n; ++g) pending[g].push_back(dkv_in[g]);
-          }
         }
         for (std::size_t g = 0; g < n; ++g)
           if (any[g]) {

@@ -23,8 +23,11 @@
 // j − 1: with step compute C and transfer X the forward attention takes cp·C + (cp − 1)·max(0, X − C) —
 // nothing is exposed when C ≥ X (step 0 works on the local K/V). The backward runs the same K/V ring plus
 // a dK/dV ring ("cp-dkv" streams, same size): after step j − 1 a rank passes the accumulated dK/dV of the
-// chunk it just used on, and after the last step they go one more hop, home to the rank owning K and V,
-// whose QKV backward waits for them. Gradients are reduced over the dp·cp ranks (Megatron's
+// chunk it just used on, beside step j. TE's backward visits the chunks so that the rank's own comes last
+// (it starts from the neighbour's K/V kept by the forward and sends the other way round; the mirror image
+// of this ring, same times), so the accumulated dK/dV of the own chunk arrive during the last step, with
+// no hop after it: cp − 1 K/V and cp − 1 dK/dV transfers, 2·(cp − 1) per layer backward (formulas.md
+// 2.12), and the QKV backward waits for the last. Gradients are reduced over the dp·cp ranks (Megatron's
 // data-parallel group with CP).
 // Expert parallelism (Megatron-Core MoE, alltoall token dispatcher): an MoE layer's routed experts are
 // split over the ep ranks of an EP group carved out of DP (rank_layout.h). Per MoE layer and micro-batch an

@@ -71,6 +71,15 @@ std::string fmt(const char* format, double value) {
   return buf;
 }
 
+std::string human_duration(Seconds s) {
+  const double v = s.raw();
+  if (v >= 86400) return fmt("%.2f days", v / 86400);
+  if (v >= 3600) return fmt("%.2f hours", v / 3600);
+  if (v >= 60) return fmt("%.2f minutes", v / 60);
+  if (v >= 1) return fmt("%.3f s", v);
+  return fmt("%.3f ms", v * 1e3);
+}
+
 std::vector<std::uint32_t> parse_gpu_ranges(const std::string& text, std::uint32_t total, const std::string& option) {
   return parse_gpu_ranges(text, total,
                           [&](const std::string& message) { throw InputError("command line", 0, 0, option, message); });

@@ -38,6 +38,10 @@ workloads::Scenario load_scenario_argument(const ParsedCommand& parsed, const st
 // printf-style formatting of one number.
 std::string fmt(const char* format, double value);
 
+// A duration in the largest unit that keeps it at 1 or more: "20.59 days", "4.57 hours", "5.72 minutes",
+// "15.900 s", "3.243 ms".
+std::string human_duration(Seconds s);
+
 // "0-63,128-191" → {0..63, 128..191}: GPU index ranges as jobs and --ranks write them, sorted. Throws
 // InputError("command line", 0, 0, option, ...) for malformed text, backwards ranges, GPUs that do not
 // exist (index >= total) and GPUs listed twice. `option` names the flag in the error ("--ranks").

@@ -143,13 +143,18 @@ PlanResult run_plan(const workloads::Scenario& scenario, const PlanOptions& opti
   workloads::OpConfig whole;
   whole.expert_load =
       workloads::routed_fraction_computed(job.model, job.parallel.moe_capacity_factor, job.parallel.moe_token_skew);
-  const double flops = workloads::model_flops(job.model, whole, workloads::AttentionFlops::kCausalHalf).raw() *
-                       options.tokens / job.model.seq_len;
+  // Over whole optimizer steps, as the training runs them (a budget below one step still runs one).
+  const double tokens_per_step = double(job.training.global_batch) * job.model.seq_len;
+  const double tokens = double(workloads::optimizer_steps_for(options.tokens / tokens_per_step)) * tokens_per_step;
+  const double flops =
+      workloads::model_flops(job.model, whole, workloads::AttentionFlops::kCausalHalf).raw() * tokens / job.model.seq_len;
   const double peak = workloads::tensor_peak(scenario.profile.gpu, job.training.precision).raw();
   const double bound = flops / (peak * *options.deadline_days * 86400.0);
   r.compute_bound = bound;
   // The search runs in whole NVLink domains: the limit too (plan_command refuses one below a domain).
   const std::uint32_t max_gpus = options.max_gpus / step * step;
+  r.search_step = step;
+  r.search_limit = max_gpus;
   std::uint32_t n = step;
   if (bound > step) n = static_cast<std::uint32_t>(std::min<double>(max_gpus, std::ceil(bound / step) * step));
   r.search_from = n;
@@ -164,23 +169,69 @@ PlanResult run_plan(const workloads::Scenario& scenario, const PlanOptions& opti
       r.closest.reset();
       break;
     }
-    if (pt && (!r.closest || pt->wall_time < r.closest->wall_time)) r.closest = std::move(pt);
+    if (pt && (!r.closest || pt->wall_time < r.closest->wall_time ||
+               (!std::isfinite(pt->wall_time.raw()) && !std::isfinite(r.closest->wall_time.raw()) &&
+                pt->train_time < r.closest->train_time)))
+      r.closest = std::move(pt);
   }
   return r;
 }
 
 namespace {
 
+// The job's MTBF: hours (a shorter unit below one hour); none at failure rate 0.
+std::string mtbf_text(const Goodput& g) {
+  if (!std::isfinite(g.mtbf_h)) return "none (failure rate 0: no interruptions modelled)";
+  return g.mtbf_h >= 1 ? fmt("%.2f h", g.mtbf_h) : human_duration(seconds(g.mtbf_h * 3600));
+}
+
+std::string interval_text(const Goodput& g) {
+  if (!std::isfinite(g.interval_h)) return "none (no failures to checkpoint against)";
+  return human_duration(seconds(g.interval_h * 3600));
+}
+
+// Waste is a share of the wall time: at 100 % or more no work survives (effective ratio 0).
+std::string waste_text(const Goodput& g) {
+  if (g.effective_ratio <= 0) return "100 % or more: the job never finishes";
+  return fmt("%.2f %%", 100 * g.waste_fraction);
+}
+
+// GPU-hours and money: whole above 100, else 3 significant digits (a short job's 0.0044 GPU-hours).
+std::string amount_text(double v) { return fmt(v >= 100 ? "%.0f" : "%.3g", v); }
+
+std::string energy_text(double kwh) {
+  if (kwh >= 1000) return fmt("%.1f MWh", kwh / 1000);
+  return fmt(kwh >= 1 ? "%.1f kWh" : "%.3g kWh", kwh);
+}
+
+// "N (= T tokens / (global batch x sequence) = X, rounded up: ...)" when the budget is not whole steps.
+std::string steps_text(const workloads::Job& job, const PlanOptions& options, std::uint64_t steps) {
+  const double tokens_per_step = double(job.training.global_batch) * job.model.seq_len;
+  const double exact = options.tokens / tokens_per_step;
+  std::string s = std::to_string(steps);
+  if (std::fabs(double(steps) - exact) > 1e-9 * exact)
+    s += " (" + fmt("%.4g", options.tokens) + " tokens / " + fmt("%.10g", tokens_per_step) + " per step = " +
+         fmt("%.10g", exact) + ", rounded up: the last step is partial and timed as a whole one)";
+  return s;
+}
+
 // The compute bound in GPUs: whole below 1e9, else in 4 significant digits (a deadline of seconds asks for 1e29).
 std::string bound_text(double bound) {
   return bound < 1e9 ? fmt("%.0f", std::ceil(bound)) : fmt("%.4g", bound);
 }
 
-// Why a deadline search found no plan.
+// The deadline search's step: whole nodes, or whole NVLink domains where one spans several nodes.
+std::string search_unit_text(const workloads::Scenario& sc) {
+  const std::uint32_t domain = sc.cluster.node.nvlink_domain_nodes;
+  if (domain <= 1) return "whole nodes";
+  return "whole NVLink domains (" + std::to_string(domain * sc.cluster.gpus_per_node) + " GPUs, " +
+         std::to_string(domain) + " nodes)";
+}
+
 // "N", or "N (capped by --max-gpus; the bound is B)" when the bound lies above the cap.
-std::string compute_bound_text(const PlanOptions& options, const PlanResult& r) {
+std::string compute_bound_text(const PlanResult& r) {
   std::string s = std::to_string(r.search_from);
-  if (r.compute_bound > options.max_gpus) s += " (--max-gpus; the bound itself is " + bound_text(r.compute_bound) + ")";
+  if (r.compute_bound > r.search_limit) s += " (--max-gpus; the bound itself is " + bound_text(r.compute_bound) + ")";
   return s;
 }
 
@@ -191,14 +242,15 @@ std::string nodes_text(std::uint32_t gpus, std::uint32_t per_node) {
   return std::to_string(nodes) + (nodes == 1 ? " node" : " nodes");
 }
 
-std::string no_plan_sentence(const PlanOptions& options, const PlanResult& r) {
+// Why a deadline search found no plan.
+std::string no_plan_sentence(const PlanResult& r) {
   if (r.fixed_size) {
     return "The cluster's " + std::to_string(r.search_from) +
            " GPUs do not meet the deadline (or no layout runs on them), and a torus or explicit cluster is not "
            "resized: give a larger cluster in the scenario.";
   }
   // The bound alone rules out every count searchable: no layout on fewer GPUs computes the FLOPs in time.
-  const std::uint32_t most = r.fabric_limit > 0 ? r.fabric_limit : options.max_gpus;
+  const std::uint32_t most = r.fabric_limit > 0 ? r.fabric_limit : r.search_limit;
   if (r.compute_bound > most)
     return "No GPU count can meet the deadline: the compute bound alone, " + bound_text(r.compute_bound) +
            " GPUs (the training FLOPs at the dense peak within the deadline), is more than the " +
@@ -209,7 +261,7 @@ std::string no_plan_sentence(const PlanOptions& options, const PlanResult& r) {
            ", the most the scenario's fabric holds, meets the deadline (the compute bound is " +
            std::to_string(r.search_from) +
            "): give the scenario a larger fabric (fabric.switch_radix, fabric.kind CLOS_THREE_LEVEL).";
-  return "No GPU count up to " + std::to_string(options.max_gpus) + " meets the deadline.";
+  return "No GPU count up to " + std::to_string(r.search_limit) + " meets the deadline.";
 }
 
 // How close the search came, after no_plan_sentence: the tried count with the shortest wall time.
@@ -218,13 +270,13 @@ std::string closest_sentence(const workloads::Scenario& sc, const PlanOptions& o
   const PlanPoint& c = *r.closest;
   std::string s = "Closest: " + std::to_string(c.gpus) + " GPUs (" + nodes_text(c.gpus, sc.cluster.gpus_per_node) +
                   "), " + c.layout + ", ";
-  if (std::isfinite(c.wall_time.raw()))
-    s += fmt("%.2f", c.wall_time.raw() / 86400) + " days with failures";
-  else
-    s += "never finishing with failures";
-  s += " (" + fmt("%.2f", c.train_time.raw() / 86400) + " without) against the deadline of " +
+  const bool finishes = std::isfinite(c.wall_time.raw());
+  s += finishes ? human_duration(c.wall_time) + " with failures" : "never finishing with failures";
+  s += " (" + human_duration(c.train_time) + " without) against the deadline of " +
        fmt("%g", *options.deadline_days) + " days.";
-  if (!r.fixed_size)
+  if (!finishes)  // more GPUs only shorten the MTBF
+    s += " Failures stop every count tried: lower the checkpoint write and restart times or the failure rate.";
+  else if (!r.fixed_size)
     s += r.fabric_limit > 0 ? " Give a larger fabric or raise the deadline." : " Raise --max-gpus or the deadline.";
   return s;
 }
@@ -243,14 +295,14 @@ std::string plan_text(const workloads::Scenario& sc, const PlanOptions& options,
   else if (options.deadline_days)
     o << "  deadline " << fmt("%g", *options.deadline_days) << " days: searched " << r.searched
       << (r.searched == 1 ? " GPU count" : " GPU counts") << " from the compute bound "
-      << compute_bound_text(options, r) << " in whole nodes\n";
+      << compute_bound_text(r) << " in " << search_unit_text(sc) << "\n";
   o << "\n";
   if (!r.point) {
     if (options.gpus)
       o << "No layout runs on " << *options.gpus << " GPUs (every one is out of memory or does not divide the model "
         << "and batch; clustersim sweep SCENARIO --gpus " << *options.gpus << " lists why).\n";
     else
-      o << no_plan_sentence(options, r) << "\n"
+      o << no_plan_sentence(r) << "\n"
         << (r.closest || r.searched > 0 ? closest_sentence(sc, options, r) + "\n" : std::string());
     return o.str();
   }
@@ -259,38 +311,41 @@ std::string plan_text(const workloads::Scenario& sc, const PlanOptions& options,
   o << "best layout          " << p.layout << (p.simulated ? " (event-driven time)" : " (analytical time)") << "\n";
   o << "iteration time       " << fmt("%.4f", p.iteration_time.raw()) << " s, MFU " << fmt("%.1f", 100 * p.mfu)
     << " %\n";
-  o << "optimizer steps      " << p.optimizer_steps << "\n";
-  o << "time to train        " << fmt("%.2f", p.train_time.raw() / 86400) << " days without failures\n";
+  o << "optimizer steps      " << steps_text(job, options, p.optimizer_steps) << "\n";
+  o << "time to train        " << human_duration(p.train_time) << " without failures\n";
   const bool finishes = std::isfinite(p.wall_time.raw());
-  o << "GPU-hours            " << fmt("%.0f", p.gpu_hours) << " without failures";
-  if (finishes) o << "; " << fmt("%.0f", p.held_gpu_hours) << " held for the wall time with failures";
+  o << "GPU-hours            " << amount_text(p.gpu_hours) << " without failures";
+  if (finishes) o << "; " << amount_text(p.held_gpu_hours) << " held for the wall time with failures";
   o << "\n";
   if (p.cost) {
-    o << "cost                 " << fmt("%.0f", *p.cost) << " without failures";
-    if (finishes) o << ", " << fmt("%.0f", *p.held_cost) << " with failures";
+    o << "cost                 " << amount_text(*p.cost) << " without failures";
+    if (finishes) o << ", " << amount_text(*p.held_cost) << " with failures";
     o << ", at " << fmt("%g", *options.price_per_gpu_hour) << " per GPU-hour\n";
   }
   if (p.energy_kwh)
-    o << "energy (GPUs)        " << fmt("%.1f", *p.energy_kwh / 1000) << " MWh of training without failures at "
+    o << "energy (GPUs)        " << energy_text(*p.energy_kwh) << " of training without failures at "
       << fmt("%g", options.gpu_power_w ? *options.gpu_power_w : *default_gpu_power_w(sc.profile.gpu.gpu))
       << " W per GPU\n";
   else
     o << "energy               unknown GPU power: pass --gpu-power-w\n";
   o << "\nFailures and checkpoints\n";
-  o << "  failure rate       " << fmt("%.4g", options.failures_per_gpu_hour) << " per GPU-hour -> MTBF "
-    << fmt("%.2f", p.goodput.mtbf_h) << " h on " << p.gpus << " GPUs\n";
+  if (!std::isfinite(p.goodput.mtbf_h)) {
+    o << "  failure rate       0 per GPU-hour: no interruptions modelled, no checkpoints needed\n";
+  } else {
+    o << "  failure rate       " << fmt("%.4g", options.failures_per_gpu_hour) << " per GPU-hour -> MTBF "
+      << mtbf_text(p.goodput) << " on " << p.gpus << " GPUs\n";
+  }
   o << "  checkpoint         write " << fmt("%g", options.checkpoint_write.raw()) << " s, restart "
-    << fmt("%g", options.restart.raw()) << " s; Young/Daly interval " << fmt("%.1f", p.goodput.interval_h * 60)
-    << " min\n";
-  o << "  waste              " << fmt("%.2f", 100 * p.goodput.waste_fraction) << " %, effective training time ratio "
+    << fmt("%g", options.restart.raw()) << " s; Young/Daly interval " << interval_text(p.goodput) << "\n";
+  o << "  waste              " << waste_text(p.goodput) << ", effective training time ratio "
     << fmt("%.4f", p.goodput.effective_ratio) << "\n";
   if (!finishes) {
-    o << "  wall time          never: failures come faster (MTBF " << fmt("%.2f", p.goodput.mtbf_h)
-      << " h) than checkpoints and restarts\n                     let work progress; this first-order model needs "
+    o << "  wall time          never: failures come faster (MTBF " << mtbf_text(p.goodput)
+      << ") than checkpoints and restarts\n                     let work progress; this first-order model needs "
          "checkpoint and restart times well below the MTBF\n";
     return o.str();
   }
-  o << "  wall time          " << fmt("%.2f", p.wall_time.raw() / 86400) << " days with failures";
+  o << "  wall time          " << human_duration(p.wall_time) << " with failures";
   if (options.deadline_days) o << " (deadline " << fmt("%g", *options.deadline_days) << " days: met)";
   o << "\n";
   return o.str();
@@ -311,7 +366,7 @@ std::string plan_report(const workloads::Scenario& sc, const PlanOptions& option
   if (!r.point) {
     doc.paragraph(options.gpus ? "No layout runs on " + std::to_string(*options.gpus) +
                                      " GPUs (every one is out of memory or does not divide the model and batch)."
-                               : no_plan_sentence(options, r) +
+                               : no_plan_sentence(r) +
                                      (r.closest || r.searched > 0 ? " " + closest_sentence(sc, options, r) : ""));
     return format == ReportFormat::kHtml ? doc.html() : doc.markdown();
   }
@@ -324,34 +379,40 @@ std::string plan_report(const workloads::Scenario& sc, const PlanOptions& option
   plan.rows.push_back({"best layout", p.layout + (p.simulated ? " (event-driven time)" : " (analytical time)")});
   plan.rows.push_back({"iteration time [s]", fmt("%.4f", p.iteration_time.raw())});
   plan.rows.push_back({"MFU [%]", fmt("%.1f", 100 * p.mfu)});
-  plan.rows.push_back({"optimizer steps", std::to_string(p.optimizer_steps)});
-  plan.rows.push_back({"time to train without failures [days]", fmt("%.2f", p.train_time.raw() / 86400)});
-  plan.rows.push_back({"wall time with failures [days]",
-                       std::isfinite(p.wall_time.raw()) ? fmt("%.2f", p.wall_time.raw() / 86400) : "never"});
-  plan.rows.push_back({"GPU-hours without failures", fmt("%.0f", p.gpu_hours)});
+  plan.rows.push_back({"optimizer steps", steps_text(job, options, p.optimizer_steps)});
+  plan.rows.push_back({"time to train without failures", human_duration(p.train_time)});
+  plan.rows.push_back(
+      {"wall time with failures", std::isfinite(p.wall_time.raw()) ? human_duration(p.wall_time) : "never"});
+  plan.rows.push_back({"GPU-hours without failures", amount_text(p.gpu_hours)});
   if (std::isfinite(p.wall_time.raw()))
-    plan.rows.push_back({"GPU-hours held for the wall time with failures", fmt("%.0f", p.held_gpu_hours)});
-  if (p.cost) plan.rows.push_back({"cost without failures", fmt("%.0f", *p.cost)});
+    plan.rows.push_back({"GPU-hours held for the wall time with failures", amount_text(p.held_gpu_hours)});
+  if (p.cost) {
+    plan.rows.push_back({"price per GPU-hour", fmt("%g", *options.price_per_gpu_hour)});
+    plan.rows.push_back({"cost without failures", amount_text(*p.cost)});
+  }
   if (p.held_cost && std::isfinite(*p.held_cost))
-    plan.rows.push_back({"cost with failures", fmt("%.0f", *p.held_cost)});
-  if (p.energy_kwh)
-    plan.rows.push_back({"energy (GPUs) of training without failures [MWh]", fmt("%.1f", *p.energy_kwh / 1000)});
+    plan.rows.push_back({"cost with failures", amount_text(*p.held_cost)});
+  if (p.energy_kwh) {
+    plan.rows.push_back({"GPU board power [W]", fmt("%g", options.gpu_power_w ? *options.gpu_power_w
+                                                                              : *default_gpu_power_w(sc.profile.gpu.gpu))});
+    plan.rows.push_back({"energy (GPUs) of training without failures", energy_text(*p.energy_kwh)});
+  }
   doc.table(plan);
   doc.heading(2, "Failures and checkpoints");
   ReportTable failures;
   failures.header = {"quantity", "value"};
   failures.right_aligned = {false, true};
   failures.rows.push_back({"failure rate [per GPU-hour]", fmt("%.4g", options.failures_per_gpu_hour)});
-  failures.rows.push_back({"MTBF of the job [h]", fmt("%.2f", p.goodput.mtbf_h)});
+  failures.rows.push_back({"MTBF of the job", mtbf_text(p.goodput)});
   failures.rows.push_back({"checkpoint write / restart [s]",
                            fmt("%g", options.checkpoint_write.raw()) + " / " + fmt("%g", options.restart.raw())});
-  failures.rows.push_back({"Young/Daly interval [min]", fmt("%.1f", p.goodput.interval_h * 60)});
-  failures.rows.push_back({"waste [%]", fmt("%.2f", 100 * p.goodput.waste_fraction)});
+  failures.rows.push_back({"Young/Daly interval", interval_text(p.goodput)});
+  failures.rows.push_back({"waste (share of the wall time)", waste_text(p.goodput)});
   failures.rows.push_back({"effective training time ratio", fmt("%.4f", p.goodput.effective_ratio)});
   doc.table(failures);
   if (!std::isfinite(p.wall_time.raw())) {
-    doc.paragraph("The job never finishes: failures come faster (MTBF " + fmt("%.2f", p.goodput.mtbf_h) +
-                  " h) than checkpoints and restarts let work progress; this first-order model needs checkpoint and "
+    doc.paragraph("The job never finishes: failures come faster (MTBF " + mtbf_text(p.goodput) +
+                  ") than checkpoints and restarts let work progress; this first-order model needs checkpoint and "
                   "restart times well below the MTBF.");
     return format == ReportFormat::kHtml ? doc.html() : doc.markdown();
   }
@@ -371,7 +432,8 @@ std::string plan_report(const workloads::Scenario& sc, const PlanOptions& option
 int plan_command(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description named(
       "clustersim plan SCENARIO --tokens T (--deadline-days D | --gpus N) [options]\n\n"
-      "Capacity planning with the sweep's best layout: the smallest GPU count (whole nodes) that trains\n"
+      "Capacity planning with the sweep's best layout: the smallest GPU count (whole nodes; whole NVLink\n"
+      "domains where one spans several nodes, e.g. 72-GPU NVL72 racks) that trains\n"
       "on T tokens by the deadline, or the training time on N GPUs; GPU-hours, cost, energy, and the\n"
       "goodput with failures and Young/Daly checkpointing.\n\nOptions");
   named.add_options()("help,h", "show this help")("tokens", po::value<double>()->value_name("T"), "training tokens")(
@@ -437,6 +499,11 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out) {
   if (vm.count("report")) report = report_format(vm["report"].as<std::string>());
   check_output_options(parsed, {"report"});
   const workloads::Scenario scenario = load_scenario_argument(parsed, "plan");
+  // plan sizes one job's cluster; jobs sharing a fabric (multi-job scenarios) are not planned together.
+  if (scenario.jobs.size() > 1)
+    throw InputError(parsed.scenarios.at(0), 0, 0, "jobs",
+                     "has " + std::to_string(scenario.jobs.size()) +
+                         " jobs; plan sizes the cluster of one job: give each job a scenario of its own");
   // Steps are counted in whole numbers (workloads::kMaxTrainingSteps): 1e30 tokens would overflow the count.
   if (!scenario.jobs.empty()) {
     const workloads::Job& job = scenario.jobs[0];

@@ -13,9 +13,10 @@
 //    since the last checkpoint, half an interval on average) + R/MTBF (restart R per interruption);
 //    effective training time ratio = 1 − waste, wall time = training time / ratio.
 //    Defaults δ = 60 s and R = 600 s are allowances, not measurements: set them from the real system.
-//  * --deadline-days D: the smallest GPU count in whole NVLink domains (nodes) whose wall time (with
-//    failures) meets D; the search starts at the compute bound N ≥ 6·P·T / (peak · D) and goes up a domain
-//    at a time to --max-gpus.
+//  * --deadline-days D: the smallest GPU count in whole NVLink domains (nodes; a rack such as GB200 NVL72
+//    where a domain spans several nodes, the unit one buys) whose wall time (with failures) meets D; the search
+//    starts at the compute bound N ≥ 6·P·T' / (peak · D), T' the tokens of the whole optimizer steps, and goes
+//    up a domain at a time to --max-gpus.
 //  * GPU power (--gpu-power-w): the profile has no power figure; the default is the board's maximum power
 //    from NVIDIA's datasheets for the profile's GPU: A100 SXM 400 W (A100 PCIe 300 W), H100 SXM 700 W
 //    (H100 PCIe 350 W), H200 SXM 700 W; GB200 (a Blackwell GPU of GB200 NVL72) 1,200 W, the power limit nvidia-smi
@@ -88,6 +89,8 @@ struct PlanResult {
   std::optional<PlanPoint> point;   // the answer (the smallest meeting the deadline, or the given N)
   std::uint32_t searched = 0;       // GPU counts tried
   std::uint32_t search_from = 0;    // the compute bound the search started at
+  std::uint32_t search_step = 0;    // GPUs per search step: a node, or an NVLink domain of several nodes
+  std::uint32_t search_limit = 0;   // --max-gpus rounded down to whole search steps
   double compute_bound = 0;         // GPUs that would train at the dense peak in time (unrounded, uncapped)
   std::uint32_t fabric_limit = 0;   // when the scenario's fabric holds fewer GPUs than --max-gpus: the most it holds
   bool fixed_size = false;          // a torus or explicit cluster: only its own GPU count was tried

@@ -53,15 +53,6 @@ std::string grouped(std::uint64_t v) {
   return out;
 }
 
-std::string human_duration(Seconds s) {
-  const double v = s.raw();
-  if (v >= 86400) return fmt("%.2f days", v / 86400);
-  if (v >= 3600) return fmt("%.2f hours", v / 3600);
-  if (v >= 60) return fmt("%.2f minutes", v / 60);
-  if (v >= 1) return fmt("%.3f s", v);
-  return fmt("%.3f ms", v * 1e3);
-}
-
 std::string pct(double part, double whole) { return fmt("%5.1f %%", whole > 0 ? 100 * part / whole : 0); }
 
 // The schedule's theoretical bubble as a share of the step, like the idle share beside it: the theory gives it

@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -63,7 +65,15 @@ std::string delta_text(std::optional<double> d) {
   if (!d) return "n/a";
   std::string s = fmt("%+.1f", *d);
   if (s == "-0.0") s = "+0.0";
+  if (s == "-100.0" && *d != -100) s = fmt("%+.4g", *d);  // -99.98 % is not all of it
   return s + "%";
+}
+
+// A row's number: its fixed format (`decimals` places) while that shows 3 significant digits, else 3
+// significant digits, so a short run beside a long one in the row's unit (0.000184 days) is not rounded to 0.
+std::string row_number(const char* format, int decimals, double v) {
+  if (v != 0 && std::fabs(v) < std::pow(10.0, 2 - decimals)) return fmt("%.3g", v);
+  return fmt(format, v);
 }
 
 ReportCell::Tone delta_tone(std::optional<double> d, Better better) {
@@ -73,7 +83,8 @@ ReportCell::Tone delta_tone(std::optional<double> d, Better better) {
 }
 
 // Indices of the best values of a row among the scenarios whose job fits in memory (a layout that runs out of
-// memory cannot be trained, so none of its values is best); none when two or more fit and their values are equal.
+// memory cannot be trained, so none of its values is best); none when fewer than two fit (nothing to choose
+// between) or their values are equal.
 std::vector<bool> best_of(const Row& row) {
   std::vector<bool> best(row.texts.size(), false);
   if (!row.numeric || row.better == Better::kNone || row.values.empty()) return best;
@@ -87,7 +98,7 @@ std::vector<bool> best_of(const Row& row) {
     target = !target ? v : row.better == Better::kLower ? std::min(*target, v) : std::max(*target, v);
   }
   const auto runnable = std::count(row.runnable.begin(), row.runnable.end(), true);
-  if (!target || (all_equal && runnable > 1)) return best;
+  if (!target || runnable < 2 || all_equal) return best;
   for (std::size_t i = 0; i < row.values.size(); ++i) best[i] = row.runnable[i] && row.values[i] == *target;
   return best;
 }
@@ -106,10 +117,12 @@ std::vector<Row> rows_for_job(const std::vector<Entry>& entries, std::size_t j, 
   auto add = [&](std::string name, std::string key, Better better, const char* format,
                  const std::function<double(const Job&, const IterationResult&)>& value) {
     Row row{std::move(name), std::move(key), better, true, {}, {}, {}};
+    const char* point = std::strchr(format, '.');
+    const int decimals = point ? std::atoi(point + 1) : 0;
     for (const Entry& e : entries) {
       const double v = value(e.scenario.jobs[j], e.result.jobs[j]);
       row.values.push_back(v);
-      row.texts.push_back(fmt(format, v));
+      row.texts.push_back(row_number(format, decimals, v));
       row.runnable.push_back(!e.result.jobs[j].memory.oom);
     }
     rows.push_back(std::move(row));
@@ -136,6 +149,16 @@ std::vector<Row> rows_for_job(const std::vector<Entry>& entries, std::size_t j, 
         [](const Job&, const IterationResult& r) { return r.breakdown.compute_eager.raw(); });
   add("  exposed comm [s]", "exposed_comm_s", Better::kLower, "%.6f",
       [](const Job&, const IterationResult& r) { return r.breakdown.exposed_comm.raw(); });
+  // By kind (TP, CP, EP, PP, DP), the kinds some scenario exposes, as `run` prints them.
+  for (std::size_t k = 0; k < workloads::kCommKinds; ++k) {
+    bool any = false;
+    for (const Entry& e : entries) any = any || e.result.jobs[j].breakdown.exposed_by_kind[k].raw() > 0;
+    if (!any) continue;
+    std::string kind = workloads::to_string(static_cast<workloads::CommKind>(k)), upper = kind;
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    add("    of which " + upper + " [s]", "exposed_" + kind + "_s", Better::kLower, "%.6f",
+        [k](const Job&, const IterationResult& r) { return r.breakdown.exposed_by_kind[k].raw(); });
+  }
   add("  input stall [s]", "input_stall_s", Better::kLower, "%.6f",
       [](const Job&, const IterationResult& r) { return r.breakdown.exposed_input.raw(); });
   bool any_host = false;
@@ -203,7 +226,8 @@ ReportTable compare_table(const std::vector<Entry>& entries, const std::vector<R
       }
       const std::optional<double> d = delta_pct(row.values[i], row.values[0]);
       ReportCell delta(delta_text(d));
-      delta.tone = delta_tone(d, row.better);
+      // A scenario that runs out of memory (or a baseline that does) is no better or worse option: no colour.
+      delta.tone = row.runnable[i] && row.runnable[0] ? delta_tone(d, row.better) : ReportCell::Tone::kPlain;
       cells.push_back(delta);
     }
     t.rows.push_back(std::move(cells));
@@ -224,17 +248,33 @@ std::string legend_text(const std::vector<Entry>& entries) {
   return out;
 }
 
-constexpr const char* kNotes =
-    "vs A: 100 % x (value - A) / A. * marks the best value of a row among the scenarios that fit in memory: lower\n"
-    "time, memory, GPU-hours and cost, higher tokens/s and MFU.\nThe breakdown (compute + exposed comm + input "
-    "stall [+ host dispatch] + idle = iteration time) is of\nthe GPU with the most exposed communication. MFU is "
-    "of each scenario's own precision peak (FP8: the FP8 peak);\nmodel TFLOP/s per GPU compare across precisions.";
-
-std::string notes(std::optional<double> price) {
+// The notes under the table, one paragraph each (wrapped for the terminal by compare_text).
+std::vector<std::string> notes(std::optional<double> price) {
   // The baseline is always labelled A.
-  std::string n = kNotes;
-  if (price) n += "\nCost = GPU-hours x " + fmt("%.2f", *price) + " USD per GPU-hour.";
+  std::vector<std::string> n = {
+      "vs A: 100 % x (value - A) / A. * marks the best value of a row among the scenarios that fit in memory "
+      "(when two or more do): lower time, memory, GPU-hours and cost, higher tokens/s and MFU. A scenario that "
+      "runs out of memory has its differences shown uncoloured: it is no option as configured.",
+      "The breakdown (compute + exposed comm + input stall [+ host dispatch] + idle = iteration time) is of the "
+      "GPU with the most exposed communication; \"of which\" rows are parts of the row above them (exposed comm "
+      "by kind: where kinds overlap, the first of TP, CP, EP, PP, DP).",
+      "MFU is of each scenario's own precision peak (FP8: the FP8 peak); model TFLOP/s per GPU compare across "
+      "precisions."};
+  if (price) n.push_back("Cost = GPU-hours x " + fmt("%.2f", *price) + " USD per GPU-hour.");
   return n;
+}
+
+// Greedy word wrap of one paragraph at `width` columns.
+std::vector<std::string> wrap(const std::string& paragraph, std::size_t width) {
+  std::vector<std::string> lines;
+  std::istringstream words(paragraph);
+  std::string line;
+  for (std::string word; words >> word;) {
+    if (!line.empty() && line.size() + 1 + word.size() > width) lines.push_back(std::move(line)), line.clear();
+    line += (line.empty() ? "" : " ") + word;
+  }
+  if (!line.empty()) lines.push_back(std::move(line));
+  return lines;
 }
 
 std::string job_heading(const std::vector<Entry>& entries, std::size_t j) {
@@ -255,9 +295,9 @@ std::string compare_text(const std::vector<Entry>& entries, const std::vector<st
     if (per_job.size() > 1) o << (j ? "\n" : "") << job_heading(entries, j) << "\n";
     o << text_table(compare_table(entries, per_job[j]), colour, "  ");
   }
-  std::istringstream lines(notes(price));
   o << "\n";
-  for (std::string line; std::getline(lines, line);) o << "  " << line << "\n";
+  for (const std::string& paragraph : notes(price))
+    for (const std::string& line : wrap(paragraph, 110)) o << "  " << line << "\n";
   return o.str();
 }
 
@@ -288,7 +328,11 @@ std::string compare_json(const std::vector<Entry>& entries, const std::vector<st
       o << "          \"iteration_time_s\": " << format_number(r.iteration_time.raw()) << ",\n";
       o << "          \"breakdown_gpu\": " << r.breakdown_gpu << ",\n";
       o << "          \"breakdown_s\": {\"compute\": " << format_number(r.breakdown.compute.raw())
-        << ", \"exposed_comm\": " << format_number(r.breakdown.exposed_comm.raw())
+        << ", \"exposed_comm\": " << format_number(r.breakdown.exposed_comm.raw());
+      for (std::size_t k = 0; k < workloads::kCommKinds; ++k)
+        o << ", \"exposed_" << workloads::to_string(static_cast<workloads::CommKind>(k))
+          << "\": " << format_number(r.breakdown.exposed_by_kind[k].raw());
+      o
         << ", \"exposed_input\": " << format_number(r.breakdown.exposed_input.raw())
         << ", \"exposed_host\": " << format_number(r.breakdown.exposed_host.raw())
         << ", \"idle\": " << format_number(r.breakdown.idle.raw()) << "},\n";
@@ -346,8 +390,7 @@ std::string compare_report(const std::vector<Entry>& entries, const std::vector<
   doc.table(std::move(st));
 
   doc.heading(2, "Side by side");
-  std::istringstream lines(notes(price));
-  for (std::string line; std::getline(lines, line);) doc.paragraph(line);
+  for (const std::string& paragraph : notes(price)) doc.paragraph(paragraph);
   for (std::size_t j = 0; j < per_job.size(); ++j) {
     if (per_job.size() > 1) doc.heading(3, job_heading(entries, j));
     doc.table(compare_table(entries, per_job[j]));

@@ -1,6 +1,7 @@
 #include "cli/html_report.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -693,6 +694,7 @@ workloads::TimeBreakdown mean_breakdown(const workloads::TimeBreakdown& sum, dou
   mean.compute = sum.compute / n;
   mean.compute_eager = sum.compute_eager / n;
   mean.exposed_comm = sum.exposed_comm / n;
+  for (std::size_t k = 0; k < workloads::kCommKinds; ++k) mean.exposed_by_kind[k] = sum.exposed_by_kind[k] / n;
   mean.exposed_input = sum.exposed_input / n;
   mean.exposed_host = sum.exposed_host / n;
   mean.idle = sum.idle / n;
@@ -712,6 +714,7 @@ std::vector<BreakdownRow> stage_rows(const workloads::Job& job, const workloads:
     sum[s].compute += r.per_gpu[rank].compute;
     sum[s].compute_eager += r.per_gpu[rank].compute_eager;
     sum[s].exposed_comm += r.per_gpu[rank].exposed_comm;
+    for (std::size_t k = 0; k < workloads::kCommKinds; ++k) sum[s].exposed_by_kind[k] += r.per_gpu[rank].exposed_by_kind[k];
     sum[s].exposed_input += r.per_gpu[rank].exposed_input;
     sum[s].exposed_host += r.per_gpu[rank].exposed_host;
     sum[s].idle += r.per_gpu[rank].idle;
@@ -764,16 +767,22 @@ void add_scenario_sections(ReportDocument& doc, int level, const workloads::Scen
   ReportTable res;
   res.header = {"job",       "GPUs",    "iteration time [s]", "tokens/s",
                 "samples/s", "MFU [%]", "optimizer steps",    "time to train",
-                "GPU-hours"};
-  res.right_aligned = {false, true, true, true, true, true, true, true, true};
+                "GPU-hours", "memory"};
+  res.right_aligned = {false, true, true, true, true, true, true, true, true, false};
+  std::string oom_jobs;
   for (std::size_t j = 0; j < sc.jobs.size(); ++j) {
     const auto& r = result.jobs[j];
     res.rows.push_back({sc.jobs[j].name, std::to_string(sc.jobs[j].gpus.size()), fmt("%.6f", r.iteration_time.raw()),
                         fmt("%.0f", r.tokens_per_s), fmt("%.2f", r.samples_per_s), fixed(100 * r.mfu, 1),
                         std::to_string(r.training.optimizer_steps), duration_text(r.training.time_to_train),
-                        fmt("%.1f", r.training.gpu_hours)});
+                        fmt("%.1f", r.training.gpu_hours), r.memory.oom ? "OUT OF MEMORY" : "fits"});
+    if (r.memory.oom) oom_jobs += (oom_jobs.empty() ? "" : ", ") + sc.jobs[j].name;
   }
   doc.table(std::move(res));
+  if (!oom_jobs.empty())
+    doc.paragraph((sc.jobs.size() > 1 ? "Job " + oom_jobs + " runs" : std::string("The job runs")) +
+                  " OUT OF MEMORY as configured: its times are those it would take if it fitted (see Memory per "
+                  "GPU).");
 
   // Time breakdown.
   doc.heading(level, "Time breakdown");
@@ -782,7 +791,9 @@ void add_scenario_sections(ReportDocument& doc, int level, const workloads::Scen
                 "communication stream is busy while compute is not; " +
                 "input stall: only the data loader or host-to-device copy runs; " +
                 "host dispatch stall: the GPU waits for the host thread to issue kernels; " +
-                "idle: the rest (waiting on other GPUs, the pipeline bubble). A job row is its GPU with the most "
+                "idle: the rest (waiting on other GPUs, the pipeline bubble). \"of which\" columns are parts of "
+                "the column before them; exposed communication by kind counts an instant where kinds overlap "
+                "for the first of TP, CP, EP, PP, DP. A job row is its GPU with the most "
                 "exposed communication; a stage row is the mean over that pipeline stage's GPUs. Where a job runs "
                 "PyTorch eager mixed precision (DDP, Horovod, DataParallel), \"of which eager\" is the part of the "
                 "compute spent on autocast's weight and gradient casts and the accumulation into .grad.");
@@ -798,14 +809,25 @@ void add_scenario_sections(ReportDocument& doc, int level, const workloads::Scen
   }
   // Host dispatch (host_dispatch.h) gets its columns only when some row has any, as in the text summary.
   bool any_host = false, any_eager = false;
+  std::array<bool, workloads::kCommKinds> any_kind{};  // exposed comm by kind: the kinds some row has
   for (const BreakdownRow& row : rows) {
     any_host = any_host || row.b.exposed_host.raw() > 0;
     any_eager = any_eager || row.b.compute_eager.raw() > 0;  // and its column, as `run` prints "of which eager"
+    for (std::size_t k = 0; k < workloads::kCommKinds; ++k)
+      any_kind[k] = any_kind[k] || row.b.exposed_by_kind[k].raw() > 0;
   }
+  auto kind_name = [](std::size_t k) {
+    std::string s = workloads::to_string(static_cast<workloads::CommKind>(k));
+    for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return s;
+  };
   ReportTable bt;
   bt.header = {"where", "compute [s]"};
   if (any_eager) bt.header.push_back("of which eager [s]");
-  for (const char* h : {"exposed comm [s]", "input stall [s]"}) bt.header.push_back(h);
+  bt.header.push_back("exposed comm [s]");
+  for (std::size_t k = 0; k < workloads::kCommKinds; ++k)
+    if (any_kind[k]) bt.header.push_back("of which " + kind_name(k) + " [s]");
+  bt.header.push_back("input stall [s]");
   if (any_host) bt.header.push_back("host dispatch [s]");
   for (const char* h : {"idle [s]", "compute [%]", "exposed comm [%]", "input stall [%]"}) bt.header.push_back(h);
   if (any_host) bt.header.push_back("host dispatch [%]");
@@ -821,6 +843,8 @@ void add_scenario_sections(ReportDocument& doc, int level, const workloads::Scen
     std::vector<ReportCell> cells = {row.label, fmt("%.6f", b.compute.raw())};
     if (any_eager) cells.emplace_back(fmt("%.6f", b.compute_eager.raw()));
     cells.emplace_back(fmt("%.6f", b.exposed_comm.raw()));
+    for (std::size_t k = 0; k < workloads::kCommKinds; ++k)
+      if (any_kind[k]) cells.emplace_back(fmt("%.6f", b.exposed_by_kind[k].raw()));
     cells.emplace_back(fmt("%.6f", b.exposed_input.raw()));
     if (any_host) cells.emplace_back(fmt("%.6f", b.exposed_host.raw()));
     cells.emplace_back(fmt("%.6f", b.idle.raw()));

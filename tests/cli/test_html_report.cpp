@@ -313,13 +313,21 @@ TEST_CASE("run --report: a pipeline-parallel job has a breakdown row per stage, 
   const double iteration = std::stod(m[1]);
   for (int stage = 0; stage < 2; ++stage) {
     const auto row = md_row(md, "stage " + std::to_string(stage) + " (mean of 4 GPUs)");
-    REQUIRE(row.size() == 9);  // where; compute, exposed comm, input stall, idle in s; the same in %
+    // where; compute, exposed comm, its k kinds (of which TP, PP, DP, ...), input stall, idle in s; compute,
+    // exposed comm, input stall, idle in %.
+    REQUIRE(row.size() >= 9);
+    const std::size_t k = row.size() - 9;
+    CHECK(k >= 1);  // the pipeline sends at least
     double mean = 0;
     for (int rank = 4 * stage; rank < 4 * stage + 4; ++rank) mean += compute[static_cast<std::size_t>(rank)] / 4;
     CHECK(std::abs(std::stod(row[1]) - mean) <= 0.5e-6);
     // Each GPU's compute + exposed comm + input stall + idle = the iteration time, so their means add up to it
-    // too (four values rounded to 1e-6 s).
-    CHECK(std::abs(std::stod(row[1]) + std::stod(row[2]) + std::stod(row[3]) + std::stod(row[4]) - iteration) <= 2e-6);
+    // too (four values rounded to 1e-6 s); the kinds add up to the exposed comm (k + 1 values rounded).
+    CHECK(std::abs(std::stod(row[1]) + std::stod(row[2]) + std::stod(row[3 + k]) + std::stod(row[4 + k]) - iteration) <=
+          2e-6);
+    double kinds = 0;
+    for (std::size_t i = 3; i < 3 + k; ++i) kinds += std::stod(row[i]);
+    CHECK(std::abs(kinds - std::stod(row[2])) <= 0.5e-6 * double(k + 1));
   }
   // The timeline shows the first rank of each stage: rank(0, 0, 0) = 0 and rank(0, 0, 1) = 4.
   CHECK(html.find("GPUs 0, 4 of 8") != std::string::npos);
@@ -345,6 +353,23 @@ TEST_CASE("compare --report: the side-by-side table and each scenario's sections
     CHECK_MESSAGE(html.find(s) != std::string::npos, s);
   // Two scenarios: two timelines, and every scenario's sections.
   CHECK(count(html, "<h3>Configuration</h3>") == 2);
+  // The notes are whole paragraphs, not the terminal's wrapped lines.
+  CHECK(html.find("<p>vs A: 100 % x (value - A) / A. * marks the best value of a row among the scenarios that fit in "
+                  "memory (when two or more do): lower time") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("run --report: a job that runs out of memory says so beside its times to train") {
+  // ep4 needs 87.72 GiB per GPU of 79.65: its Results row says OUT OF MEMORY, and a sentence under the table
+  // says its times are those it would take if it fitted, as the text summary does.
+  const fs::path dir = scratch_dir("report-oom");
+  REQUIRE(run("run scenarios/mixtral-8x7b-ep/ep4.textproto --report " + (dir / "r.md").string(), dir).status == 0);
+  const std::string md = slurp(dir / "r.md");
+  const auto row = md_row(md, "Mixtral 8x7B, tp 2 x ep 4 (dp 8) on 2 x DGX H100");
+  REQUIRE(row.size() == 10);
+  CHECK(row[9] == "OUT OF MEMORY");
+  CHECK(md.find("The job runs OUT OF MEMORY as configured: its times are those it would take if it fitted") !=
+        std::string::npos);
   fs::remove_all(dir);
 }
 

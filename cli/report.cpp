@@ -63,6 +63,15 @@ double bubble_share_of_step(const workloads::ParallelPlan& p) {
   return f / (1 + f);
 }
 
+// The order the ranks are laid out in, fastest first, as Megatron names it: cp where the layout puts it (unnamed:
+// right after tp) and ep (consecutive data-parallel ranks) when they are above 1.
+std::string rank_order_text(const workloads::ParallelPlan& p) {
+  std::string s = p.rank_order;
+  if (p.cp > 1 && s.find("cp") == std::string::npos) s.insert(s.find("tp") + 2, "-cp");
+  if (p.ep > 1) s.insert(s.find("dp"), "ep-");
+  return s;
+}
+
 constexpr const char* kMfuConvention =
     "model FLOPs: all GEMMs incl. attention scores and LM head, fwd + bwd (2x fwd), no recomputation, "
     "no causal discount (Korthikanti et al. 2022); peak = dense tensor peak of the precision";
@@ -87,7 +96,7 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
       << (p.cp > 1 ? " x CP " + std::to_string(p.cp) : "") << " x PP " << p.pp
       << (p.vp > 1 ? " (vp " + std::to_string(p.vp) + ")" : "") << " x DP " << p.dp
       << (p.ep > 1 ? " (EP " + std::to_string(p.ep) + " within DP)" : "") << ", " << workloads::to_string(p.schedule)
-      << ", rank order " << p.rank_order << "; micro-batch " << p.micro_batch << " x " << p.grad_accum
+      << ", rank order " << rank_order_text(p) << "; micro-batch " << p.micro_batch << " x " << p.grad_accum
       << " micro-batches x DP " << p.dp << " = global batch " << t.global_batch << " samples; "
       << to_string(t.precision) << attention_text(p) << kernels_text(p, t.precision)
       << (p.distributed_optimizer

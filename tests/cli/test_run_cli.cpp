@@ -44,6 +44,19 @@ TEST_CASE("clustersim run on the built-in default scenario prints the summary") 
   fs::remove_all(dir);
 }
 
+TEST_CASE("the parallel line names the rank order the layout uses, cp and ep included") {
+  // rank_layout.cpp: an unnamed cp goes right after tp, and the EP group is ep consecutive data-parallel ranks:
+  // Megatron's tp-cp-ep-dp-pp with the degrees that are 1 left out of the name.
+  const fs::path dir = scratch_dir("rank-order");
+  const Run cp = run("run scenarios/long-context-cp.textproto", dir);  // tp 2 x cp 4 x dp 2, order unset
+  CHECK(cp.status == 0);
+  CHECK(cp.out.find("rank order tp-cp-dp-pp;") != std::string::npos);
+  const Run ep = run("run scenarios/mixtral-8x7b-ep/ep4.textproto", dir);  // tp 2 x dp 8, ep 4 within dp
+  CHECK(ep.status == 0);
+  CHECK(ep.out.find("rank order tp-ep-dp-pp;") != std::string::npos);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("--json has the documented keys and the training identity holds") {
   const fs::path dir = scratch_dir("json");
   const Run r = run("run scenarios/grad-accum-example/one-gpu.textproto --json " + (dir / "r.json").string(), dir);

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -38,6 +39,18 @@ using calibrate::format_number;
 using calibrate::ParsedText;
 
 constexpr double kDefaultDdpBucketMiB = 25;  // PyTorch DDP bucket_cap_mb default
+
+// A name printed in the summary, the reports and the trace: no control characters (a newline would break the
+// one-line rows, an escape sequence would drive the terminal).
+const std::string& printable_name(const ParsedText& in, const std::string& field, const std::string& name) {
+  for (unsigned char c : name) {
+    if (c >= 0x20 && c != 0x7f) continue;
+    char code[8];
+    std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(c));
+    in.fail(field, std::string("contains the control character ") + code + " (names are printed in one-line rows)");
+  }
+  return name;
+}
 
 std::string builtin_profile_list() {
   std::string out;
@@ -99,7 +112,8 @@ workloads::ModelSpec to_model(const ParsedText& in, const M& s, const std::strin
   auto field = [&](const char* name) { return path + "." + name; };
 
   workloads::ModelSpec out;
-  out.name = m.has_name() && !m.name().empty() ? m.name() : (preset.empty() ? path : preset);
+  out.name = m.has_name() && !m.name().empty() ? printable_name(in, field("name"), m.name())
+                                               : (preset.empty() ? path : preset);
   out.layers = at_least_one(in, field("layers"), m.has_layers(), m.layers());
   out.hidden = at_least_one(in, field("hidden"), m.has_hidden(), m.hidden());
   out.heads = at_least_one(in, field("heads"), m.has_heads(), m.heads());
@@ -670,7 +684,7 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
       text, display_name, json ? calibrate::InputSyntax::kJson : calibrate::InputSyntax::kTextFormat, message);
   workloads::Scenario out;
   out.name = message.has_name() && !message.name().empty()
-                 ? message.name()
+                 ? printable_name(in, "name", message.name())
                  : std::filesystem::path(display_name).stem().string();
   out.source_file = display_name;
   if (!message.has_cluster()) in.fail("cluster", "missing (required)");
@@ -749,7 +763,7 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
       const schema::Job& m = message.jobs(j);
       const std::string pre = "jobs[" + std::to_string(j) + "].";
       workloads::Job job;
-      job.name = m.has_name() && !m.name().empty() ? m.name() : "job" + std::to_string(j);
+      job.name = m.has_name() && !m.name().empty() ? printable_name(in, pre + "name", m.name()) : "job" + std::to_string(j);
       // The report and the JSON tell jobs apart by name.
       if (const auto [it, fresh] = named.emplace(job.name, j); !fresh)
         in.fail(pre + "name", "\"" + job.name + "\" is already the name of jobs[" + std::to_string(it->second) + "]" +

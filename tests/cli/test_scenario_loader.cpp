@@ -373,6 +373,15 @@ TEST_CASE("bad inline scenarios") {
     CHECK(text_error("jobs: [ { name: \"a\" }, { name: \"b\" }, { model < layers: x > } ]\n") ==
           "inline.textproto:1:57: jobs[2].model.layers: Expected integer, got: x");
   }
+  SUBCASE("a name with a control character: printed in one-line rows and terminals, so refused") {
+    // Text format's "\x1b" escape is ESC (U+001B), "\n" a newline; names are checked where they are read.
+    CHECK(text_error("name: \"red\\x1b[31m\"\n" + kMinimal + good_training) ==
+          "inline.textproto:1:7: name: contains the control character U+001B (names are printed in one-line rows)");
+    std::string model = kMinimal;
+    model.replace(model.find("model { "), 8, "model { name: \"a\\nb\" ");
+    CHECK(text_error(model + good_training).starts_with("inline.textproto:4:15: model.name: contains the control "
+                                                        "character U+000A"));
+  }
   SUBCASE("protobuf counts a tab as reaching the next multiple of 8 columns") {
     CHECK(text_error("cluster {\n\tnodes: x }\n") ==
           "inline.textproto:2:16: cluster.nodes: Expected integer, got: x");

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <ostream>
 #include <sstream>
+#include <system_error>
 #include <thread>
 
 #include "cli/command_line.h"
@@ -79,7 +80,7 @@ class Progress {
 };
 
 // Runs fn(worker, i) for i in [0, n) on `jobs` worker threads (worker in [0, jobs)) — on this thread alone
-// when jobs is 1 — calling tick(done) from this thread meanwhile. The first exception a call throws stops
+// when jobs is 1, on fewer threads when the system refuses more — calling tick(done) from this thread meanwhile. The first exception a call throws stops
 // the workers and is rethrown here, after they have joined.
 template <class Fn, class Tick>
 void parallel_for(std::size_t n, std::uint32_t jobs, Fn fn, Tick tick) {
@@ -101,14 +102,22 @@ void parallel_for(std::size_t n, std::uint32_t jobs, Fn fn, Tick tick) {
   if (jobs <= 1) {
     worker(0);
   } else {
-    std::atomic<std::uint32_t> running{jobs};
+    std::atomic<std::uint32_t> running{0};
     std::vector<std::thread> threads;
+    threads.reserve(jobs);
     for (std::uint32_t w = 0; w < jobs; ++w) {
-      threads.emplace_back([&, w] {
-        worker(w);
+      running.fetch_add(1);
+      try {
+        threads.emplace_back([&, w] {
+          worker(w);
+          running.fetch_sub(1);
+        });
+      } catch (const std::system_error&) {  // the system starts no more threads: those started share the work
         running.fetch_sub(1);
-      });
+        break;
+      }
     }
+    if (threads.empty()) worker(0);
     while (running.load() > 0) {
       tick(done.load());
       std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -14,6 +14,7 @@
 #include <ostream>
 #include <set>
 #include <sstream>
+#include <system_error>
 #include <thread>
 
 #include "cli/command_line.h"
@@ -996,7 +997,15 @@ ValidationReport validate_measurements(const CsvTable& table, workloads::Fidelit
     work();
   } else {
     std::vector<std::thread> pool;
-    for (unsigned i = 0; i < n; ++i) pool.emplace_back(work);
+    pool.reserve(n);
+    for (unsigned i = 0; i < n; ++i) {
+      try {
+        pool.emplace_back(work);
+      } catch (const std::system_error&) {  // the system starts no more threads: those started share the rows
+        break;
+      }
+    }
+    if (pool.empty()) work();
     for (std::thread& t : pool) t.join();
   }
   for (const std::exception_ptr& e : errors)
@@ -1182,7 +1191,8 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out) {
   unsigned threads = 1;
   if (vm.count("threads")) {
     threads = vm["threads"].as<unsigned>();
-    if (threads < 1) throw InputError("command line", 0, 0, "--threads", "0 must be >= 1");
+    if (threads < 1 || threads > 256)  // as sweep's and plan's --jobs
+      throw InputError("command line", 0, 0, "--threads", std::to_string(threads) + " must be in 1..256");
   }
 
   check_output_options(parsed, {"json"},

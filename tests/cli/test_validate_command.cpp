@@ -518,6 +518,10 @@ TEST_CASE("validate: the command writes the JSON, and bad input exits with statu
   CHECK(clustersim::testing::input_error_of([&] {
           cli::validate_command({"--fidelity", "exact"}, out);
         }).find("--fidelity") != std::string::npos);
+  // At most 256 threads, as sweep's and plan's --jobs (thousands aborted when the system refused them).
+  CHECK(clustersim::testing::input_error_of([&] {
+          cli::validate_command({"--threads", "300"}, out);
+        }).find("--threads: 300 must be in 1..256") != std::string::npos);
 
   {
     std::ofstream bad(dir / "bad.csv", std::ios::binary);

@@ -5,6 +5,7 @@
 #include <boost/graph/push_relabel_max_flow.hpp>
 #include <cassert>
 #include <cmath>
+#include <cstdio>
 #include <deque>
 #include <functional>
 #include <limits>
@@ -476,6 +477,9 @@ void Topology::build_explicit() {
 }
 
 void Topology::apply_faults() {
+  // Each fault's factor is checked against 1e-6 where it is read; several on one link multiply, and their
+  // product must stay above it too (60 factors of 1e-6 underflow to 0: a link that never delivers).
+  std::vector<double> factor(link_count(), 1.0);
   for (std::size_t i = 0; i < spec_.link_faults.size(); ++i) {
     const LinkFault& fault = spec_.link_faults[i];
     const std::string path = "link_faults[" + std::to_string(i) + "]";
@@ -503,6 +507,15 @@ void Topology::apply_faults() {
         p.up = false;
       } else {
         p.bandwidth = p.bandwidth * fault.bandwidth_factor;
+        factor[l] *= fault.bandwidth_factor;
+        if (factor[l] < 1e-6) {
+          char product[32];
+          std::snprintf(product, sizeof product, "%.3g", factor[l]);
+          input_error(path + ".bandwidth_factor",
+                      "with the faults before it, link " + p.name + " runs at " + product +
+                          " of its bandwidth, below 1e-6: a link that slow is down for any training step (use "
+                          "down: true)");
+        }
       }
     }
   }

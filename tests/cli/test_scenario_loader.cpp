@@ -553,6 +553,16 @@ TEST_CASE("link faults: a GPU cut off from the other nodes is named at load time
   CHECK(error_of([&] { cli::load_scenario_text(half + "fidelity: ANALYTICAL\n", "half.textproto", false, ""); }) ==
         "half.textproto:33:11: fidelity: ANALYTICAL ignores cluster.link_faults (its closed-form collectives use the "
         "nominal bandwidths): use fidelity FLOW with link faults");
+  // Faults on one link multiply: 1e-3 · 1e-3 = 1e-6 is the slowest allowed, a third 1e-3 makes it 1e-9 (each
+  // factor alone passes the 1e-6 check; 60 of 1e-6 underflowed to a link that never delivered). Lines 5-7.
+  std::string slow = kGood;
+  std::string faults = "  nodes: 2\n";
+  for (int i = 0; i < 3; ++i) faults += "  link_faults { from: \"n0/nic3\" to: \"rail3/leaf0\" bandwidth_factor: 0.001 }\n";
+  slow.replace(slow.find("  nodes: 2\n"), 11, faults);
+  CHECK(error_of([&] { cli::load_scenario_text(slow, "slow.textproto", false, ""); }) ==
+        "slow.textproto:7:69: cluster.link_faults[2].bandwidth_factor: with the faults before it, link "
+        "n0/nic3->rail3/leaf0 runs at 1e-09 of its bandwidth, below 1e-6: a link that slow is down for any training "
+        "step (use down: true)");
 }
 
 TEST_CASE("gradient_dtype: Megatron's choice, the other frameworks' is fixed, and the other value is refused") {

@@ -300,7 +300,8 @@ SimTime FlowNetwork::predict_completion(const Flow& fl) const {
   // division's rounding must not turn an exact 100 ms into 100 ms + 1 ps).
   const double up = std::ceil(ps - ps * (8 * DBL_EPSILON));
   // A flow that moves, but would end beyond the engine's range: the inputs are far outside what hardware does.
-  if (!(up < double(kMaxSimTime - fl.anchor))) throw TimeRangeError(ps * 1e-12);
+  // The error names when it would end (not how long it has left).
+  if (!(up < double(kMaxSimTime - fl.anchor))) throw TimeRangeError((double(fl.anchor) + ps) * 1e-12);
   return fl.anchor + std::max<SimTime>(1, static_cast<SimTime>(up));
 }
 

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "sim/flow_network.h"
@@ -45,6 +46,22 @@ struct Fixture {
     return net.start(path, bytes(size), latency, record(label), weight, bound);
   }
 };
+
+TEST_CASE("flow network: a flow that would end beyond the engine's range names when it would end") {
+  // After a latency of 4.32e6 s (50 days), 1e15 B at 1 GB/s take 1e6 s more: it would end at 5.32e6 s
+  // (61.6 days), beyond the 2^62 ps = 4.61e6 s (53 days) the engine counts. The error says 5.32e+06 s, not
+  // the 1e6 s the flow had left.
+  Fixture fx;
+  const LinkId l = fx.net.add_link(GBps(1));
+  fx.start({l}, 1e15, seconds(4.32e6), 0);
+  std::string what;
+  try {
+    fx.sim.run();
+  } catch (const TimeRangeError& e) {
+    what = e.what();
+  }
+  CHECK(what.starts_with("simulated time out of range: 5.32e+06 s (61.6 days) is beyond the 53 days"));
+}
 
 TEST_CASE("flow network: one flow takes latency + size / capacity") {
   // 1e9 B over a 10 GB/s link after 5 us: 5 us + 1e9 / 1e10 s = 5e6 ps + 1e11 ps = 100'005'000'000 ps.

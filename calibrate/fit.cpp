@@ -523,6 +523,13 @@ void check_finite_positive(const RawInput& in, const std::string& path, double v
   if (!std::isfinite(v) || v <= 0) in.fail(path, format_number(v) + " must be a number > 0 (" + unit + ")");
 }
 
+// A measured time in microseconds: at least 1 ns (nothing a benchmark times is faster; 1e-300 made the fit's
+// sums NaN) and at most 1e12 µs, the profile's cap on latencies.
+void check_measured_us(const RawInput& in, const std::string& path, double v) {
+  if (!std::isfinite(v) || v < 1e-3 || v > 1e12)
+    in.fail(path, format_number(v) + " must be a number of microseconds in [1e-3, 1e12]");
+}
+
 }  // namespace
 
 FitResult fit_profile(const std::vector<RawInput>& raws, const FitOptions& options) {
@@ -574,8 +581,8 @@ FitResult fit_profile(const std::vector<RawInput>& raws, const FitOptions& optio
     for (int i = 0; i < r.raw->launch_size(); ++i) {
       const schema::LaunchSample& l = r.raw->launch(i);
       const std::string p = "launch[" + std::to_string(i) + "].overhead_us";
-      if (!std::isfinite(l.overhead_us()) || l.overhead_us() < 0)
-        r.fail(p, format_number(l.overhead_us()) + " must be a number >= 0 (microseconds)");
+      if (!std::isfinite(l.overhead_us()) || l.overhead_us() < 0 || l.overhead_us() > 1e12)
+        r.fail(p, format_number(l.overhead_us()) + " must be a number of microseconds in [0, 1e12]");
       any.push_back(l.overhead_us());
       if (l.kind() == "empty_kernel_back_to_back") b2b.push_back(l.overhead_us());
     }
@@ -706,8 +713,7 @@ FitResult fit_profile(const std::vector<RawInput>& raws, const FitOptions& optio
       const std::uint32_t ranks = s.ranks() ? s.ranks() : p.gpus();
       if (ranks < 2) r.fail(path + ".ranks", "missing (and no provenance.gpus); a collective needs >= 2 ranks");
       if (s.size_bytes() == 0) continue;  // nothing ran
-      if (!std::isfinite(s.time_us()) || s.time_us() <= 0)
-        r.fail(path + ".time_us", format_number(s.time_us()) + " must be a number > 0 (microseconds)");
+      check_measured_us(r, path + ".time_us", s.time_us());
       // The link kind the simulator asks for: NVLINK while the ranks stay inside one NVLink domain, which on
       // multi-node NVLink (GB200 NVL72: 18 hosts) spans hosts; NET once they cross domains.
       const std::uint32_t nodes = s.nodes() ? s.nodes() : p.hosts();

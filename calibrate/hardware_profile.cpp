@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -25,9 +26,12 @@ namespace {
 constexpr double kMaxProfileValue = 1e12;
 
 void not_huge(const ParsedText& in, const std::string& path, double value, const std::string& unit) {
-  if (value > kMaxProfileValue)
-    in.fail(path, format_number(value) + " is too large (at most " + format_number(kMaxProfileValue) + " " +
-                      unit.substr(0, unit.find(';')) + ")");
+  if (value > kMaxProfileValue) {
+    // "at most 1e+12 GiB"; a unit that starts with a number reads "at most 1e+12 x 1e12 FLOP/s".
+    const std::string u = unit.substr(0, unit.find(';'));
+    in.fail(path, format_number(value) + " is too large (at most " + format_number(kMaxProfileValue) +
+                      (!u.empty() && std::isdigit(static_cast<unsigned char>(u[0])) ? " x " : " ") + u + ")");
+  }
 }
 
 // Profile fields are plain proto3 scalars, so an absent number reads as 0: a quantity that must be
@@ -182,10 +186,7 @@ std::vector<AlphaBetaBand> to_bands(const ParsedText& in,
                                       std::to_string(b.min_bytes()) + " (the band is [min_bytes, max_bytes))");
       v.max_bytes = b.max_bytes();
     }
-    if (std::isnan(b.alpha_us()) || std::isinf(b.alpha_us()))
-      in.fail(p + ".alpha_us", format_number(b.alpha_us()) + " is not a finite number");
-    if (b.alpha_us() < 0) in.fail(p + ".alpha_us", format_number(b.alpha_us()) + " must be >= 0 (microseconds)");
-    v.alpha = microseconds(b.alpha_us());
+    v.alpha = microseconds(non_negative(in, p + ".alpha_us", b.alpha_us()));  // finite, >= 0, at most 1e12
     const double bw = b.busbw_gbytes_per_s();
     if (std::isnan(bw)) in.fail(p + ".busbw_gbytes_per_s", "nan is not a bandwidth");
     if (bw == 0) in.fail(p + ".busbw_gbytes_per_s", "missing or zero; must be > 0 (decimal GB/s; inf = latency only)");

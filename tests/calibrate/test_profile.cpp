@@ -6,6 +6,7 @@
 
 #include "tests/test_support.h"
 
+#include <filesystem>
 #include <functional>
 #include <string>
 
@@ -142,6 +143,18 @@ TEST_CASE("bad inline profiles") {
         "p.textproto:10:24: gpu.memory_capacity_gib: 1e+308 is too large (at most 1e+12 GiB)");
   CHECK(profile_error(replaced("network_step_latency_us: 1", "network_step_latency_us: 2e12")) ==
         "p.textproto:18:28: collectives.network_step_latency_us: 2e+12 is too large (at most 1e+12 microseconds)");
+  // A unit that starts with a number is read as a multiplier.
+  CHECK(profile_error(replaced("peak_fp32_tflops: 10", "peak_fp32_tflops: 2e12")) ==
+        "p.textproto:8:21: gpu.peak_fp32_tflops: 2e+12 is too large (at most 1e+12 x 1e12 FLOP/s)");
+  // A fitted band's alpha has the latencies' cap too (1e300 passed, and the run's time overflowed).
+  {
+    std::string t = clustersim::testing::slurp(std::filesystem::path(CLUSTERSIM_SOURCE_DIR) /
+                                               "tests/data/calibrate/bad_band.textproto");
+    t.replace(t.find("max_bytes: 65536"), 16, "max_bytes: 1073741824");
+    t.replace(t.find("alpha_us: 10"), 12, "alpha_us: 1e300");
+    CHECK(error_of([&] { calibrate::parse_profile(t, "p.textproto"); }) ==
+          "p.textproto:26:15: collectives.bands[0].alpha_us: 1e+300 is too large (at most 1e+12 microseconds)");
+  }
   CHECK(profile_error(replaced("provenance { source: \"made up for a test\" }\n", "")) ==
         "p.textproto: provenance.source: missing; a profile must say where its numbers come from");
   CHECK(profile_error("name: \"x\" provenance { source: \"s\" }") ==

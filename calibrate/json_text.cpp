@@ -1,5 +1,6 @@
 #include "calibrate/json_text.h"
 
+#include <cmath>
 #include <cstdlib>
 
 namespace clustersim::calibrate {
@@ -217,8 +218,9 @@ class Reader {
     if (token.size() > digits + 1 && token[digits] == '0' && is_digit(token[digits + 1]))
       return fail("\"" + token + "\" starts with 0: octal and hex numbers are not JSON", start);
     char* end = nullptr;
-    std::strtod(token.c_str(), &end);
+    const double value = std::strtod(token.c_str(), &end);
     if (end != token.c_str() + token.size()) return fail("\"" + token + "\" is not a number", start);
+    if (std::isinf(value)) return fail("\"" + token + "\" is beyond the range of a double (about 1.8e308)", start);
     return true;
   }
 

@@ -104,6 +104,8 @@ workloads::ModelSpec to_model(const ParsedText& in, const M& s, const std::strin
   const std::string path = pre + "model";
   const schema::Model& written = s.model();
   const std::string preset = written.has_preset() ? written.preset() : "";
+  if (written.has_preset() && preset.empty())  // as node_preset: "" is; an unset preset is left out
+    in.fail(path + ".preset", "empty: a built-in model (" + builtin_model_list() + ")");
   const schema::Model m = preset.empty() ? written : with_preset(in, path, written);
   // Errors that involve a value the preset supplied say so (their location is the model block).
   auto origin = [&](bool all_written_inline) {

@@ -316,6 +316,10 @@ TEST_CASE("bad JSON scenarios: line:col and field path") {
           "inline.textproto:1:15: not valid JSON: text after the end of the JSON value");
     CHECK(text_error("{\"name\": x}", true) ==
           "inline.textproto:1:10: name: not valid JSON: expected a value, found \"x\" (strings are quoted)");
+    // A number no double holds: protobuf said "Number exceeds the range of double." with no position or field.
+    CHECK(text_error("{\"cluster\": {\"nodes\": 1, \"nvlinkGbytesPerSPerDirection\": 1e400}}", true) ==
+          "inline.textproto:1:58: cluster.nvlink_gbytes_per_s_per_direction: not valid JSON: \"1e400\" is beyond the "
+          "range of a double (about 1.8e308)");
     CHECK(text_error("{\"jobs\": [{}, {\"name\": \"a}]}", true) ==
           "inline.textproto:1:24: jobs[1].name: not valid JSON: string not closed");
     CHECK(text_error("", true) == "inline.textproto:1:1: not valid JSON: expected a value (the file ends here)");
@@ -372,6 +376,11 @@ TEST_CASE("bad inline scenarios") {
           "inline.textproto:2:34: jobs[1].model.layers: Expected integer, got: -");
     CHECK(text_error("jobs: [ { name: \"a\" }, { name: \"b\" }, { model < layers: x > } ]\n") ==
           "inline.textproto:1:57: jobs[2].model.layers: Expected integer, got: x");
+  }
+  SUBCASE("an empty model preset is refused, as an empty node_preset is (it ran as no preset)") {
+    std::string model = kMinimal;
+    model.replace(model.find("model { "), 8, "model { preset: \"\" ");
+    CHECK(text_error(model + good_training).starts_with("inline.textproto:4:17: model.preset: empty: a built-in model ("));
   }
   SUBCASE("a name with a control character: printed in one-line rows and terminals, so refused") {
     // Text format's "\x1b" escape is ESC (U+001B), "\n" a newline; names are checked where they are read.

@@ -380,7 +380,8 @@ void explicit_form(const ParsedText& in, const schema::Cluster& c, const std::st
   }
   if (next_gpu != gpus) {
     in.fail(join(path, "vertices"),
-            plural(next_gpu, "GPU vertex") + " but nodes x gpus_per_node = " + std::to_string(gpus));
+            std::to_string(next_gpu) + (next_gpu == 1 ? " GPU vertex" : " GPU vertices") +
+                " but nodes x gpus_per_node = " + std::to_string(gpus));
   }
   for (int i = 0; i < c.links_size(); ++i) {
     const schema::Link& l = c.links(i);

@@ -379,9 +379,8 @@ void explicit_form(const ParsedText& in, const schema::Cluster& c, const std::st
     out.vertices.push_back(std::move(spec));
   }
   if (next_gpu != gpus) {
-    in.fail(join(path, "vertices"),
-            std::to_string(next_gpu) + (next_gpu == 1 ? " GPU vertex" : " GPU vertices") +
-                " but nodes x gpus_per_node = " + std::to_string(gpus));
+    in.fail(join(path, "vertices"), std::to_string(next_gpu) + (next_gpu == 1 ? " GPU vertex" : " GPU vertices") +
+                                        " but nodes x gpus_per_node = " + std::to_string(gpus));
   }
   for (int i = 0; i < c.links_size(); ++i) {
     const schema::Link& l = c.links(i);

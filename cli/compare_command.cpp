@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cctype>
 #include <cmath>
@@ -10,7 +11,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <algorithm>
 #include <optional>
 #include <ostream>
 #include <sstream>
@@ -332,8 +332,7 @@ std::string compare_json(const std::vector<Entry>& entries, const std::vector<st
       for (std::size_t k = 0; k < workloads::kCommKinds; ++k)
         o << ", \"exposed_" << workloads::to_string(static_cast<workloads::CommKind>(k))
           << "\": " << format_number(r.breakdown.exposed_by_kind[k].raw());
-      o
-        << ", \"exposed_input\": " << format_number(r.breakdown.exposed_input.raw())
+      o << ", \"exposed_input\": " << format_number(r.breakdown.exposed_input.raw())
         << ", \"exposed_host\": " << format_number(r.breakdown.exposed_host.raw())
         << ", \"idle\": " << format_number(r.breakdown.idle.raw()) << "},\n";
       o << "          \"compute_eager_s\": " << format_number(r.breakdown.compute_eager.raw()) << ",\n";

@@ -714,7 +714,8 @@ std::vector<BreakdownRow> stage_rows(const workloads::Job& job, const workloads:
     sum[s].compute += r.per_gpu[rank].compute;
     sum[s].compute_eager += r.per_gpu[rank].compute_eager;
     sum[s].exposed_comm += r.per_gpu[rank].exposed_comm;
-    for (std::size_t k = 0; k < workloads::kCommKinds; ++k) sum[s].exposed_by_kind[k] += r.per_gpu[rank].exposed_by_kind[k];
+    for (std::size_t k = 0; k < workloads::kCommKinds; ++k)
+      sum[s].exposed_by_kind[k] += r.per_gpu[rank].exposed_by_kind[k];
     sum[s].exposed_input += r.per_gpu[rank].exposed_input;
     sum[s].exposed_host += r.per_gpu[rank].exposed_host;
     sum[s].idle += r.per_gpu[rank].idle;

@@ -146,14 +146,13 @@ PlanResult run_plan(const workloads::Scenario& scenario, const PlanOptions& opti
   // Over whole optimizer steps, as the training runs them (a budget below one step still runs one).
   const double tokens_per_step = double(job.training.global_batch) * job.model.seq_len;
   const double tokens = double(workloads::optimizer_steps_for(options.tokens / tokens_per_step)) * tokens_per_step;
-  const double flops =
-      workloads::model_flops(job.model, whole, workloads::AttentionFlops::kCausalHalf).raw() * tokens / job.model.seq_len;
+  const double flops = workloads::model_flops(job.model, whole, workloads::AttentionFlops::kCausalHalf).raw() * tokens /
+                       job.model.seq_len;
   const double peak = workloads::tensor_peak(scenario.profile.gpu, job.training.precision).raw();
   const double bound = flops / (peak * *options.deadline_days * 86400.0);
   r.compute_bound = bound;
   // The search runs in whole NVLink domains: the limit too (plan_command refuses one below a domain).
   const std::uint32_t max_gpus = options.max_gpus / step * step;
-  r.search_step = step;
   r.search_limit = max_gpus;
   std::uint32_t n = step;
   if (bound > step) n = static_cast<std::uint32_t>(std::min<double>(max_gpus, std::ceil(bound / step) * step));
@@ -197,21 +196,24 @@ std::string waste_text(const Goodput& g) {
 }
 
 // GPU-hours and money: whole above 100, else 3 significant digits (a short job's 0.0044 GPU-hours).
-std::string amount_text(double v) { return fmt(v >= 100 ? "%.0f" : "%.3g", v); }
+std::string amount_text(double v) {
+  return fmt(v >= 100 ? "%.0f" : "%.3g", v);
+}
 
 std::string energy_text(double kwh) {
   if (kwh >= 1000) return fmt("%.1f MWh", kwh / 1000);
   return fmt(kwh >= 1 ? "%.1f kWh" : "%.3g kWh", kwh);
 }
 
-// "N (= T tokens / (global batch x sequence) = X, rounded up: ...)" when the budget is not whole steps.
+// "N", or "N (T tokens / S per step = X, rounded up: ...)" when the budget is not whole steps (S = global batch
+// x sequence).
 std::string steps_text(const workloads::Job& job, const PlanOptions& options, std::uint64_t steps) {
   const double tokens_per_step = double(job.training.global_batch) * job.model.seq_len;
   const double exact = options.tokens / tokens_per_step;
   std::string s = std::to_string(steps);
   if (std::fabs(double(steps) - exact) > 1e-9 * exact)
-    s += " (" + fmt("%.4g", options.tokens) + " tokens / " + fmt("%.10g", tokens_per_step) + " per step = " +
-         fmt("%.10g", exact) + ", rounded up: the last step is partial and timed as a whole one)";
+    s += " (" + fmt("%.4g", options.tokens) + " tokens / " + fmt("%.10g", tokens_per_step) +
+         " per step = " + fmt("%.10g", exact) + ", rounded up: the last step is partial and timed as a whole one)";
   return s;
 }
 
@@ -272,8 +274,8 @@ std::string closest_sentence(const workloads::Scenario& sc, const PlanOptions& o
                   "), " + c.layout + ", ";
   const bool finishes = std::isfinite(c.wall_time.raw());
   s += finishes ? human_duration(c.wall_time) + " with failures" : "never finishing with failures";
-  s += " (" + human_duration(c.train_time) + " without) against the deadline of " +
-       fmt("%g", *options.deadline_days) + " days.";
+  s += " (" + human_duration(c.train_time) + " without) against the deadline of " + fmt("%g", *options.deadline_days) +
+       " days.";
   if (!finishes)  // more GPUs only shorten the MTBF
     s += " Failures stop every count tried: lower the checkpoint write and restart times or the failure rate.";
   else if (!r.fixed_size)
@@ -294,8 +296,8 @@ std::string plan_text(const workloads::Scenario& sc, const PlanOptions& options,
       << " GPUs (a torus or explicit cluster is not resized)\n";
   else if (options.deadline_days)
     o << "  deadline " << fmt("%g", *options.deadline_days) << " days: searched " << r.searched
-      << (r.searched == 1 ? " GPU count" : " GPU counts") << " from the compute bound "
-      << compute_bound_text(r) << " in " << search_unit_text(sc) << "\n";
+      << (r.searched == 1 ? " GPU count" : " GPU counts") << " from the compute bound " << compute_bound_text(r)
+      << " in " << search_unit_text(sc) << "\n";
   o << "\n";
   if (!r.point) {
     if (options.gpus)
@@ -393,8 +395,9 @@ std::string plan_report(const workloads::Scenario& sc, const PlanOptions& option
   if (p.held_cost && std::isfinite(*p.held_cost))
     plan.rows.push_back({"cost with failures", amount_text(*p.held_cost)});
   if (p.energy_kwh) {
-    plan.rows.push_back({"GPU board power [W]", fmt("%g", options.gpu_power_w ? *options.gpu_power_w
-                                                                              : *default_gpu_power_w(sc.profile.gpu.gpu))});
+    plan.rows.push_back(
+        {"GPU board power [W]",
+         fmt("%g", options.gpu_power_w ? *options.gpu_power_w : *default_gpu_power_w(sc.profile.gpu.gpu))});
     plan.rows.push_back({"energy (GPUs) of training without failures", energy_text(*p.energy_kwh)});
   }
   doc.table(plan);

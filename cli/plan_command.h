@@ -89,7 +89,6 @@ struct PlanResult {
   std::optional<PlanPoint> point;   // the answer (the smallest meeting the deadline, or the given N)
   std::uint32_t searched = 0;       // GPU counts tried
   std::uint32_t search_from = 0;    // the compute bound the search started at
-  std::uint32_t search_step = 0;    // GPUs per search step: a node, or an NVLink domain of several nodes
   std::uint32_t search_limit = 0;   // --max-gpus rounded down to whole search steps
   double compute_bound = 0;         // GPUs that would train at the dense peak in time (unrounded, uncapped)
   std::uint32_t fabric_limit = 0;   // when the scenario's fabric holds fewer GPUs than --max-gpus: the most it holds

@@ -21,9 +21,9 @@
 #include "cli/command_line.h"
 #include "cli/scenario.pb.h"
 #include "cli/validate.h"
+#include "sim/input_error.h"
 #include "workloads/compute_model.h"
 #include "workloads/rank_layout.h"
-#include "sim/input_error.h"
 
 namespace clustersim::cli {
 
@@ -685,9 +685,8 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
   const ParsedText in = calibrate::parse_message(
       text, display_name, json ? calibrate::InputSyntax::kJson : calibrate::InputSyntax::kTextFormat, message);
   workloads::Scenario out;
-  out.name = message.has_name() && !message.name().empty()
-                 ? printable_name(in, "name", message.name())
-                 : std::filesystem::path(display_name).stem().string();
+  out.name = message.has_name() && !message.name().empty() ? printable_name(in, "name", message.name())
+                                                           : std::filesystem::path(display_name).stem().string();
   out.source_file = display_name;
   if (!message.has_cluster()) in.fail("cluster", "missing (required)");
   out.cluster = to_cluster(in, message.cluster(), "cluster");
@@ -765,7 +764,8 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
       const schema::Job& m = message.jobs(j);
       const std::string pre = "jobs[" + std::to_string(j) + "].";
       workloads::Job job;
-      job.name = m.has_name() && !m.name().empty() ? printable_name(in, pre + "name", m.name()) : "job" + std::to_string(j);
+      job.name =
+          m.has_name() && !m.name().empty() ? printable_name(in, pre + "name", m.name()) : "job" + std::to_string(j);
       // The report and the JSON tell jobs apart by name.
       if (const auto [it, fresh] = named.emplace(job.name, j); !fresh)
         in.fail(pre + "name", "\"" + job.name + "\" is already the name of jobs[" + std::to_string(it->second) + "]" +

@@ -80,8 +80,8 @@ class Progress {
 };
 
 // Runs fn(worker, i) for i in [0, n) on `jobs` worker threads (worker in [0, jobs)) — on this thread alone
-// when jobs is 1, on fewer threads when the system refuses more — calling tick(done) from this thread meanwhile. The first exception a call throws stops
-// the workers and is rethrown here, after they have joined.
+// when jobs is 1, on fewer threads when the system refuses more — calling tick(done) from this thread meanwhile. The
+// first exception a call throws stops the workers and is rethrown here, after they have joined.
 template <class Fn, class Tick>
 void parallel_for(std::size_t n, std::uint32_t jobs, Fn fn, Tick tick) {
   std::atomic<std::size_t> next{0}, done{0};

@@ -187,7 +187,8 @@ TEST_CASE("fit: the recorded nccl-tests import fits four bands of ring all_reduc
 
 TEST_CASE("fit: bad input is an InputError naming the file and field") {
   CHECK(input_error_of([] { fit_files({"bad_time.textproto"}); }) ==
-        kData + "bad_time.textproto:5:24: collectives[1].time_us: -41 must be a number of microseconds in [1e-3, 1e12]");
+        kData +
+            "bad_time.textproto:5:24: collectives[1].time_us: -41 must be a number of microseconds in [1e-3, 1e12]");
   // Measured times far outside what a benchmark times are refused at their field (1e-300 µs made the fit's sums NaN,
   // reported against the fitted profile; 1e300 µs of launch overhead too).
   const auto dir = clustersim::testing::scratch_dir("fit-range");
@@ -204,10 +205,12 @@ TEST_CASE("fit: bad input is an InputError naming the file and field") {
     raws.push_back(calibrate::read_raw(path.string()));
     calibrate::fit_profile(raws, {});
   };
-  CHECK(input_error_of([&] { fit_path(dir / "tiny.textproto"); }) == (dir / "tiny.textproto").string() +
-                  ":2:79: collectives[0].time_us: 1e-300 must be a number of microseconds in [1e-3, 1e12]");
-  CHECK(input_error_of([&] { fit_path(dir / "slow_launch.textproto"); }) == (dir / "slow_launch.textproto").string() +
-                  ":2:57: launch[0].overhead_us: 1e+300 must be a number of microseconds in [0, 1e12]");
+  CHECK(input_error_of([&] { fit_path(dir / "tiny.textproto"); }) ==
+        (dir / "tiny.textproto").string() +
+            ":2:79: collectives[0].time_us: 1e-300 must be a number of microseconds in [1e-3, 1e12]");
+  CHECK(input_error_of([&] { fit_path(dir / "slow_launch.textproto"); }) ==
+        (dir / "slow_launch.textproto").string() +
+            ":2:57: launch[0].overhead_us: 1e+300 must be a number of microseconds in [0, 1e12]");
   std::filesystem::remove_all(dir);
   CHECK(input_error_of([] { fit_files({"no_usable.textproto"}); }) ==
         kData +

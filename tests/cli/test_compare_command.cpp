@@ -255,7 +255,8 @@ TEST_CASE("compare: a layout that runs out of memory is never marked best, host 
     skewed.replace(skewed.find("moe_token_skew: 0.2"), 19, std::string("moe_token_skew: ") + skew);
     std::ofstream(dir / (std::string("ep8-dropless-") + skew + ".textproto")) << skewed;
   }
-  const std::string b = (dir / "ep8-dropless-0.5.textproto").string(), c = (dir / "ep8-dropless-0.3.textproto").string();
+  const std::string b = (dir / "ep8-dropless-0.5.textproto").string(),
+                    c = (dir / "ep8-dropless-0.3.textproto").string();
   BinaryRun r = run("compare scenarios/mixtral-8x7b-ep/ep4.textproto " + b + " " + c, dir);
   REQUIRE(r.status == 0);
   const auto line_of = [](const std::string& text, const std::string& start) {
@@ -282,10 +283,11 @@ TEST_CASE("compare: a layout that runs out of memory is never marked best, host 
   CHECK(std::regex_search(host, std::regex("0\\.000000 \\* +[1-9][0-9]*\\.[0-9]{6} ")));
   const std::string json = slurp(dir / "c.json");
   // The exposed comm by kind (exposed_tp .. exposed_dp) are parts of exposed_comm, not summed again.
-  const std::regex parts("\"iteration_time_s\": ([0-9.e+-]+),\\s*\"breakdown_gpu\": [0-9]+,\\s*\"breakdown_s\": "
-                         "\\{\"compute\": ([0-9.e+-]+), \"exposed_comm\": ([0-9.e+-]+)(?:, \"exposed_[tcepd]p\": "
-                         "[0-9.e+-]+){5}, \"exposed_input\": ([0-9.e+-]+), \"exposed_host\": ([0-9.e+-]+), \"idle\": "
-                         "([0-9.e+-]+)\\}");
+  const std::regex parts(
+      "\"iteration_time_s\": ([0-9.e+-]+),\\s*\"breakdown_gpu\": [0-9]+,\\s*\"breakdown_s\": "
+      "\\{\"compute\": ([0-9.e+-]+), \"exposed_comm\": ([0-9.e+-]+)(?:, \"exposed_[tcepd]p\": "
+      "[0-9.e+-]+){5}, \"exposed_input\": ([0-9.e+-]+), \"exposed_host\": ([0-9.e+-]+), \"idle\": "
+      "([0-9.e+-]+)\\}");
   int seen = 0;
   for (auto m = std::sregex_iterator(json.begin(), json.end(), parts); m != std::sregex_iterator(); ++m, ++seen) {
     double sum = 0;

@@ -105,8 +105,9 @@ TEST_CASE("plan: the deadline search returns the smallest whole-node count that 
   REQUIRE(none.closest.has_value());
   CHECK(none.closest->gpus == 16);
   CHECK(none.closest->wall_time == w16->wall_time);
-  const std::string closest = "Closest: 16 GPUs (2 nodes), " + w16->layout + ", " + cli::human_duration(w16->wall_time) +
-                              " with failures (" + cli::human_duration(w16->train_time) + " without)";
+  const std::string closest = "Closest: 16 GPUs (2 nodes), " + w16->layout + ", " +
+                              cli::human_duration(w16->wall_time) + " with failures (" +
+                              cli::human_duration(w16->train_time) + " without)";
   CHECK(cli::plan_text(sc, o, none).find(closest) != std::string::npos);
   CHECK(cli::plan_text(sc, o, none).find("Raise --max-gpus or the deadline.") != std::string::npos);
   // What holding the GPUs for the whole run costs: GPUs x wall time with failures (16 GPUs: wall_time · 16 / 3600 s),

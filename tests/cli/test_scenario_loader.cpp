@@ -380,7 +380,8 @@ TEST_CASE("bad inline scenarios") {
   SUBCASE("an empty model preset is refused, as an empty node_preset is (it ran as no preset)") {
     std::string model = kMinimal;
     model.replace(model.find("model { "), 8, "model { preset: \"\" ");
-    CHECK(text_error(model + good_training).starts_with("inline.textproto:4:17: model.preset: empty: a built-in model ("));
+    CHECK(text_error(model + good_training)
+              .starts_with("inline.textproto:4:17: model.preset: empty: a built-in model ("));
   }
   SUBCASE("a name with a control character: printed in one-line rows and terminals, so refused") {
     // Text format's "\x1b" escape is ESC (U+001B), "\n" a newline; names are checked where they are read.
@@ -388,8 +389,9 @@ TEST_CASE("bad inline scenarios") {
           "inline.textproto:1:7: name: contains the control character U+001B (names are printed in one-line rows)");
     std::string model = kMinimal;
     model.replace(model.find("model { "), 8, "model { name: \"a\\nb\" ");
-    CHECK(text_error(model + good_training).starts_with("inline.textproto:4:15: model.name: contains the control "
-                                                        "character U+000A"));
+    CHECK(text_error(model + good_training)
+              .starts_with("inline.textproto:4:15: model.name: contains the control "
+                           "character U+000A"));
   }
   SUBCASE("protobuf counts a tab as reaching the next multiple of 8 columns") {
     CHECK(text_error("cluster {\n\tnodes: x }\n") ==
@@ -566,7 +568,8 @@ TEST_CASE("link faults: a GPU cut off from the other nodes is named at load time
   // factor alone passes the 1e-6 check; 60 of 1e-6 underflowed to a link that never delivered). Lines 5-7.
   std::string slow = kGood;
   std::string faults = "  nodes: 2\n";
-  for (int i = 0; i < 3; ++i) faults += "  link_faults { from: \"n0/nic3\" to: \"rail3/leaf0\" bandwidth_factor: 0.001 }\n";
+  for (int i = 0; i < 3; ++i)
+    faults += "  link_faults { from: \"n0/nic3\" to: \"rail3/leaf0\" bandwidth_factor: 0.001 }\n";
   slow.replace(slow.find("  nodes: 2\n"), 11, faults);
   CHECK(error_of([&] { cli::load_scenario_text(slow, "slow.textproto", false, ""); }) ==
         "slow.textproto:7:69: cluster.link_faults[2].bandwidth_factor: with the faults before it, link "

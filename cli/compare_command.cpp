@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <boost/program_options.hpp>
-#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -154,9 +153,9 @@ std::vector<Row> rows_for_job(const std::vector<Entry>& entries, std::size_t j, 
     bool any = false;
     for (const Entry& e : entries) any = any || e.result.jobs[j].breakdown.exposed_by_kind[k].raw() > 0;
     if (!any) continue;
-    std::string kind = workloads::to_string(static_cast<workloads::CommKind>(k)), upper = kind;
-    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    add("    of which " + upper + " [s]", "exposed_" + kind + "_s", Better::kLower, "%.6f",
+    const auto kind = static_cast<workloads::CommKind>(k);
+    add(std::string("    of which ") + workloads::label(kind) + " [s]",
+        std::string("exposed_") + workloads::to_string(kind) + "_s", Better::kLower, "%.6f",
         [k](const Job&, const IterationResult& r) { return r.breakdown.exposed_by_kind[k].raw(); });
   }
   add("  input stall [s]", "input_stall_s", Better::kLower, "%.6f",

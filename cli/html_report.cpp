@@ -817,17 +817,13 @@ void add_scenario_sections(ReportDocument& doc, int level, const workloads::Scen
     for (std::size_t k = 0; k < workloads::kCommKinds; ++k)
       any_kind[k] = any_kind[k] || row.b.exposed_by_kind[k].raw() > 0;
   }
-  auto kind_name = [](std::size_t k) {
-    std::string s = workloads::to_string(static_cast<workloads::CommKind>(k));
-    for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    return s;
-  };
   ReportTable bt;
   bt.header = {"where", "compute [s]"};
   if (any_eager) bt.header.push_back("of which eager [s]");
   bt.header.push_back("exposed comm [s]");
   for (std::size_t k = 0; k < workloads::kCommKinds; ++k)
-    if (any_kind[k]) bt.header.push_back("of which " + kind_name(k) + " [s]");
+    if (any_kind[k])
+      bt.header.push_back(std::string("of which ") + workloads::label(static_cast<workloads::CommKind>(k)) + " [s]");
   bt.header.push_back("input stall [s]");
   if (any_host) bt.header.push_back("host dispatch [s]");
   for (const char* h : {"idle [s]", "compute [%]", "exposed comm [%]", "input stall [%]"}) bt.header.push_back(h);

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <csignal>
@@ -176,9 +175,8 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
     for (std::size_t k = 0; k < workloads::kCommKinds; ++k) {
       const double v = r.breakdown.exposed_by_kind[k].raw();
       if (v <= 0) continue;
-      std::string name = workloads::to_string(static_cast<workloads::CommKind>(k));
-      for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-      kinds += (kinds.empty() ? "" : ", ") + name + " " + fmt("%.6f", v) + " s";
+      kinds += (kinds.empty() ? "" : ", ") + std::string(workloads::label(static_cast<workloads::CommKind>(k))) + " " +
+               fmt("%.6f", v) + " s";
     }
     o << "    by kind         " << kinds << "   (where kinds overlap: the first of TP, CP, EP, PP, DP)\n";
   }

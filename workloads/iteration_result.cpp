@@ -63,6 +63,22 @@ const char* to_string(CommKind k) {
   return "?";
 }
 
+const char* label(CommKind k) {
+  switch (k) {
+    case CommKind::kTp:
+      return "TP";
+    case CommKind::kCp:
+      return "CP";
+    case CommKind::kEp:
+      return "EP";
+    case CommKind::kPp:
+      return "PP";
+    case CommKind::kDp:
+      return "DP";
+  }
+  return "?";
+}
+
 namespace {
 
 CommKind comm_kind_of(const std::string& category) {

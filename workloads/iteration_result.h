@@ -37,6 +37,7 @@ namespace clustersim::workloads {
 enum class CommKind { kTp, kCp, kEp, kPp, kDp };
 inline constexpr std::size_t kCommKinds = 5;
 const char* to_string(CommKind k);  // "tp", "cp", "ep", "pp", "dp"
+const char* label(CommKind k);      // "TP", "CP", "EP", "PP", "DP", as the summary and the reports print them
 
 struct TimeBreakdown {
   Seconds compute;

@@ -64,19 +64,9 @@ const char* to_string(CommKind k) {
 }
 
 const char* label(CommKind k) {
-  switch (k) {
-    case CommKind::kTp:
-      return "TP";
-    case CommKind::kCp:
-      return "CP";
-    case CommKind::kEp:
-      return "EP";
-    case CommKind::kPp:
-      return "PP";
-    case CommKind::kDp:
-      return "DP";
-  }
-  return "?";
+  constexpr const char* kLabels[kCommKinds] = {"TP", "CP", "EP", "PP", "DP"};  // CommKind's order
+  const auto i = static_cast<std::size_t>(k);
+  return i < kCommKinds ? kLabels[i] : "?";
 }
 
 namespace {

@@ -199,9 +199,15 @@ int fit_command(const std::vector<std::string>& args, std::ostream& out) {
   if (parsed.scenarios.empty()) fail_option("RAW", "missing: give one or more raw measurement files");
   const std::string output = output_option(parsed, "profile");
   calibrate::FitOptions options;
-  if (vm.count("base")) options.base = vm["base"].as<std::string>();
+  if (vm.count("base")) {
+    options.base = vm["base"].as<std::string>();
+    if (options.base.empty()) fail_option("--base", "empty: give a built-in profile name or a profile file");
+  }
   if (vm.count("bands")) options.band_edges = parse_bands(vm["bands"].as<std::string>());
-  if (vm.count("name")) options.name = vm["name"].as<std::string>();
+  if (vm.count("name")) {
+    options.name = vm["name"].as<std::string>();
+    if (options.name.empty()) fail_option("--name", "empty: give the fitted profile a name");
+  }
   std::vector<calibrate::RawInput> raws;
   for (const std::string& path : parsed.scenarios) raws.push_back(calibrate::read_raw(path));
   const calibrate::FitResult result = calibrate::fit_profile(raws, options);

@@ -323,6 +323,15 @@ TEST_CASE("calibrate import: rows nccl-tests found wrong are left out, srun labe
                                 dir);
   CHECK(r.status == 2);
   CHECK(r.err.find("error: command line: --bands: \"17179869185G\" is not") == 0);
+  // An explicitly empty --base or --name is a mistake (an unset shell variable), not a request for the default.
+  for (const char* option : {"--base", "--name"}) {
+    const auto e = run_clustersim("calibrate fit tests/data/calibrate/two_points.textproto " + std::string(option) +
+                                      " '' -o " + (dir / "y.textproto").string(),
+                                  dir);
+    CHECK(e.status == 2);
+    CHECK(e.err.find("error: command line: " + std::string(option) + ": empty") == 0);
+    CHECK(!std::filesystem::exists(dir / "y.textproto"));
+  }
 }
 
 TEST_CASE("nccl-tests logs of several tests: each is a run, --compare takes --op's, import takes all of them") {

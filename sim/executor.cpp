@@ -90,7 +90,11 @@ void Executor::comm_changed(std::uint32_t gpu) {
     r.slowed = slowed;
     sim_.cancel(r.end_event);
     const auto length = static_cast<SimTime>(std::llround(slowed ? r.work_left * slow_factor_ : r.work_left));
-    r.end_event = sim_.schedule_after(length, [this, id] { complete(id); });
+    try {
+      r.end_event = sim_.schedule_after(length, [this, id] { complete(id); });
+    } catch (const TimeRangeError& e) {
+      throw_naming(e, id);
+    }
   }
 }
 
@@ -112,6 +116,25 @@ void Executor::arrive(StreamId s) {
 
 void Executor::try_start(TaskId id) {
   if (deps_left_[id] != 0 || lanes_arrived_[id] != graph_.lanes(id).size() || start_[id] >= 0) return;
+  try {
+    begin(id);
+  } catch (const TimeRangeError& e) {
+    throw_naming(e, id);
+  }
+}
+
+void Executor::throw_naming(const TimeRangeError& e, TaskId id) const {
+  if (e.names_what()) throw e;
+  const auto lanes = graph_.lanes(id);
+  std::string what = "task \"" + graph_.label(id).name + "\"";
+  if (!lanes.empty()) {
+    const StreamInfo& s = graph_.stream(lanes.front());
+    what += " on GPU " + std::to_string(s.gpu) + " (stream " + s.name + ")";
+  }
+  throw TimeRangeError(e.seconds(), what);
+}
+
+void Executor::begin(TaskId id) {
   start_[id] = sim_.now();
   if (slow_factor_ > 1 && kind_[id] != Kind::kOther) {
     if (kind_[id] == Kind::kCompute) {

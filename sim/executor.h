@@ -74,6 +74,9 @@ class Executor {
 
  private:
   void try_start(TaskId id);
+  void begin(TaskId id);  // try_start's work once the task can start
+  // Rethrows a TimeRangeError that names no task as one that names `id` and its GPU.
+  [[noreturn]] void throw_naming(const TimeRangeError& e, TaskId id) const;
   void complete(TaskId id);
   void arrive(StreamId s);
   // Compute slowdown bookkeeping (only when slow_factor_ > 1).

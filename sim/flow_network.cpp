@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cfloat>
 #include <cmath>
+#include <cstdio>
 #include <utility>
 
 namespace clustersim::sim {
@@ -301,7 +302,11 @@ SimTime FlowNetwork::predict_completion(const Flow& fl) const {
   const double up = std::ceil(ps - ps * (8 * DBL_EPSILON));
   // A flow that moves, but would end beyond the engine's range: the inputs are far outside what hardware does.
   // The error names when it would end (not how long it has left).
-  if (!(up < double(kMaxSimTime - fl.anchor))) throw TimeRangeError((double(fl.anchor) + ps) * 1e-12);
+  if (!(up < double(kMaxSimTime - fl.anchor))) {
+    char what[96];
+    std::snprintf(what, sizeof what, "a network transfer of %.4g B moving at %.4g B/s", fl.size, fl.rate);
+    throw TimeRangeError((double(fl.anchor) + ps) * 1e-12, what);
+  }
   return fl.anchor + std::max<SimTime>(1, static_cast<SimTime>(up));
 }
 

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 
 #include "sim/units.h"
 
@@ -28,6 +29,14 @@ constexpr SimTime kMaxSimTime = SimTime{1} << 62;
 class TimeRangeError : public std::runtime_error {
  public:
   explicit TimeRangeError(double seconds);
+  // The same, naming what asked for that time (a task and its GPU: the executor adds it).
+  TimeRangeError(double seconds, const std::string& what);
+  double seconds() const { return seconds_; }
+  bool names_what() const { return names_what_; }
+
+ private:
+  double seconds_;
+  bool names_what_;
 };
 
 inline SimTime to_sim_time(Seconds s) {

@@ -165,8 +165,11 @@ TEST_CASE("inputs far outside what hardware does: out of the simulator's time ra
     CAPTURE(scenario);
     const Run r = run("run " + scenario + " --json " + (dir / "out.json").string(), dir);
     CHECK(r.status == 2);
-    // The line names the scenario, as every input error does.
+    // The line names the scenario, as every input error does, and what would take that long: the slowed GPU's
+    // kernel that would end past the range, or the network transfer at its (shared) rate of the 125 B/s NIC.
     CHECK(r.err.rfind("error: " + scenario + ": simulated time out of range: ", 0) == 0);
+    CHECK(r.err.find(scenario == slow ? "for task \"" : "for a network transfer of ") != std::string::npos);
+    if (scenario == slow) CHECK(r.err.find("on GPU 0 (stream compute)") != std::string::npos);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
     CHECK_FALSE(fs::exists(dir / "out.json"));
   }

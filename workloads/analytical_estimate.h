@@ -77,11 +77,12 @@
 //    DeepSpeed stages 1–2: max(m·F+B + first dispatch, m·host).
 // Collectives are timed contention-free (the ANALYTICAL fidelity's closed form); the event-driven model at
 // FLOW fidelity adds contention. Slow GPUs stretch every kernel by the job's largest slowdown factor.
-// Data loader (input_pipeline.h), when the scenario sets a loader rate: the graph's loader, copy and refill
-// tasks on the busiest node are replayed against micro-batches one per-micro-batch time apart; the step ends
-// after the last micro-batch's tail and after the loader refilled its queue, and the excess over the estimate
-// is `input_stall`. Exact for pp = 1; with a pipeline a lower bound. Without a loader rate the input copy of
-// each micro-batch is not modelled here (negligible: b·(s + 1)·8 bytes).
+// Data loader and host-to-device copy (input_pipeline.h): the graph's loader, copy and refill tasks on the
+// busiest node are replayed against micro-batches one per-micro-batch time apart; the step ends after the last
+// micro-batch's tail and after the loader refilled its queue, and the excess over the estimate is
+// `input_stall`. Without a loader rate every micro-batch is ready at the step's start and only the copies
+// (b·(s + 1)·8 bytes each at host_to_device) are replayed: micro-batch 0's copy, or all of them on a host link
+// slower than the GPU. Exact for pp = 1; with a pipeline a lower bound.
 //
 // Memory: estimate_memory() of stage 0 and stage p − 1 (for dense models no other stage can exceed both:
 // same layers, no embedding, fewer micro-batches in flight; every stage for MoE models), estimate_ddp_memory()
@@ -111,7 +112,7 @@ struct AnalyticalEstimate {
   Seconds ep_comm;         // busiest stage: MoE dispatch/combine all-to-alls per step
   Seconds exposed_host;    // the GPU waiting for the host thread to issue kernels (host_dispatch.h)
   Seconds bubble;          // pipeline fill and drain (and steady-state waiting) on the critical path
-  Seconds input_stall;     // the step's wait for the data loader beyond the rest (0 without a loader rate)
+  Seconds input_stall;     // the step's wait for the data loader and the input copies beyond the rest
   double tokens_per_s = 0;
   double mfu = 0;
   Bytes peak_memory;       // of the most loaded stage

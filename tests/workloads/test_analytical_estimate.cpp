@@ -228,9 +228,10 @@ TEST_CASE("analytical estimate: memory is the simulation's report, throughput fo
   CHECK(est.peak_memory.raw() == doctest::Approx(sim.memory.peak.raw()).epsilon(1e-12));
   CHECK(est.oom == sim.memory.oom);
   CHECK(est.tokens_per_s == doctest::Approx(16.0 * 2048 / est.iteration_time.raw()).epsilon(1e-12));
-  // The parts add up to the iteration time (bubble is the remainder, never negative).
+  // The parts add up to the iteration time (bubble is the remainder, never negative; the input stall is micro-batch
+  // 0's copy to the GPU).
   CHECK(est.bubble.raw() >= 0);
-  CHECK((est.compute + est.tp_comm + est.pp_comm + est.dp_comm + est.bubble).raw() ==
+  CHECK((est.compute + est.tp_comm + est.pp_comm + est.dp_comm + est.bubble + est.input_stall).raw() ==
         doctest::Approx(est.iteration_time.raw()).epsilon(1e-9));
 }
 
@@ -248,7 +249,7 @@ TEST_CASE("analytical estimate: memory and the parts of the step with context, e
     CHECK(est.peak_memory.raw() == doctest::Approx(sim.memory.peak.raw()).epsilon(1e-12));
     CHECK(est.oom == sim.memory.oom);
     CHECK(est.bubble.raw() >= 0);
-    CHECK((est.compute + est.tp_comm + est.cp_comm + est.ep_comm + est.pp_comm + est.dp_comm + est.bubble).raw() ==
+    CHECK((est.compute + est.tp_comm + est.cp_comm + est.ep_comm + est.pp_comm + est.dp_comm + est.bubble + est.input_stall).raw() ==
           doctest::Approx(est.iteration_time.raw()).epsilon(1e-9));
   }
   // The all-to-alls: tp 1, dp 4, pp 2, ep 2 on a 4-layer Mixtral (every layer MoE): 2 MoE layers per stage,

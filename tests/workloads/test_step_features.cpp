@@ -234,8 +234,26 @@ TEST_CASE("analytical estimate: the data loader's bound, as the graph runs the l
   const LoaderSetting ls = loader_setting();
   const Scenario& fast = ls.fast;
   const double h = ls.h, o = ls.o, c = ls.c;
-  // Without a loader rate the estimate leaves the copy out: 4c + o.
-  CHECK(analytical_estimate(fast, fast.jobs[0]).iteration_time.raw() == doctest::Approx(4 * c + o).epsilon(1e-9));
+  // Without a loader rate nothing is produced, but micro-batch 0 waits for its copy: h + 4c + o, the graph's step.
+  CHECK(analytical_estimate(fast, fast.jobs[0]).iteration_time.raw() == doctest::Approx(h + 4 * c + o).epsilon(1e-9));
+  CHECK(analytical_estimate(fast, fast.jobs[0]).iteration_time.raw() == doctest::Approx(ls.step).epsilon(1e-9));
+  // A host link slower than the GPU (copy H = 3c per micro-batch, no loader rate): the copies run back to back, so
+  // micro-batch k starts at (k + 1)H and the step is 4H + c' + o, c' the last micro-batch's compute (a later
+  // micro-batch accumulates into the gradients the first one wrote: c' = step(m = 5) − step(m = 4)). The input
+  // stall is what the step adds to the GPU's h + 4c + o. The estimate used to leave the copies out (4c + o, about
+  // 3x short here), which ranked sweep layouts and sized plans on a step the GPUs cannot run.
+  const double H = 3 * c;
+  const double gbps = micro_batch_input_bytes(fast.jobs[0].model, 1).raw() / H / 1e9;
+  const Scenario copy_bound =
+      scenario("dp: 1 micro_batch: 1 grad_accum: 4", 1, "samples: 1000 host_to_device_GBps: " + std::to_string(gbps));
+  const double H_set = micro_batch_input_bytes(fast.jobs[0].model, 1).raw() / (std::stod(std::to_string(gbps)) * 1e9);
+  const double c_later =
+      simulate_scenario(scenario("dp: 1 micro_batch: 1 grad_accum: 5", 1)).jobs[0].iteration_time.raw() - ls.step;
+  CHECK(simulate_scenario(copy_bound).jobs[0].iteration_time.raw() ==
+        doctest::Approx(4 * H_set + c_later + o).epsilon(1e-6));
+  const AnalyticalEstimate copy_est = analytical_estimate(copy_bound, copy_bound.jobs[0]);
+  CHECK(copy_est.iteration_time.raw() == doctest::Approx(4 * H_set + c_later + o).epsilon(1e-6));
+  CHECK(copy_est.input_stall.raw() == doctest::Approx(4 * H_set + c_later + o - (ls.step - h)).epsilon(1e-6));
   struct Case {
     double L_over_c;
     std::uint32_t q;

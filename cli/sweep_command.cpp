@@ -22,7 +22,9 @@
 #include "cli/scenario_loader.h"
 #include "sim/input_error.h"
 #include "sim/trace.h"
+#include "topology/communicator_span.h"
 #include "topology/topology.h"
+#include "workloads/rank_layout.h"
 
 namespace po = boost::program_options;
 
@@ -42,10 +44,24 @@ std::vector<std::uint32_t> divisors(std::uint64_t n) {
   return out;
 }
 
-// The GPUs one tensor-parallel group may span without leaving NVLink.
-std::uint32_t nvlink_domain_gpus(const topology::ClusterSpec& c) {
-  if (c.node.scale_up == topology::ScaleUp::kTorus) return c.gpu_count();
-  return c.gpus_per_node * std::max<std::uint32_t>(1, c.node.nvlink_domain_nodes);
+// Why a layout's TP groups leave NVLink, or "" when each group's GPUs share one NVLink domain. The groups come
+// from the job's rank order and its GPU list (a job on part of a node, or on GPUs 0-3 and 8-11 of two nodes,
+// is placed as it is, not as whole consecutive domains).
+std::string tp_domain_problem(const Scenario& sc, std::uint32_t tp, std::uint32_t dp, std::uint32_t pp,
+                              std::uint32_t cp) {
+  if (tp == 1) return "";
+  const workloads::Job& job = sc.jobs.at(0);
+  std::map<std::uint32_t, std::uint32_t> per_domain;  // the job's GPUs in each domain
+  for (std::uint32_t g : job.gpus) ++per_domain[topology::domain_of(sc.cluster, g)];
+  std::uint32_t most = 0;
+  for (const auto& [domain, count] : per_domain) most = std::max(most, count);
+  if (tp > most) return "tp spans more than one NVLink domain";
+  const workloads::RankLayout layout(tp, dp, pp, job.parallel.rank_order, cp);
+  for (const std::vector<std::uint32_t>& group : layout.groups(workloads::ParallelDim::kTensor))
+    for (std::uint32_t r : group)
+      if (topology::domain_of(sc.cluster, job.gpus[r]) != topology::domain_of(sc.cluster, job.gpus[group[0]]))
+        return "some TP groups would straddle two NVLink domains";
+  return "";
 }
 
 // "activations (3 layers x 2 micro-batches in flight, 1F1B)" → "activations".
@@ -201,7 +217,6 @@ std::vector<ParallelPlan> enumerate_layouts(const Scenario& sc, bool allow_tp_ac
   const ParallelPlan& base = job.parallel;
   const auto n = static_cast<std::uint32_t>(job.gpus.size());
   const std::uint64_t batch = job.training.global_batch;
-  const std::uint32_t domain = nvlink_domain_gpus(sc.cluster);
   // Hybrid sharding needs the job on more than one node (equal GPUs per node: the sweep takes whole nodes).
   const bool nodes = !job.gpus.empty() && sc.cluster.node_of(job.gpus.front()) != sc.cluster.node_of(job.gpus.back());
   auto reject = [&](const std::string& why) {
@@ -217,13 +232,6 @@ std::vector<ParallelPlan> enumerate_layouts(const Scenario& sc, bool allow_tp_ac
   for (std::uint32_t tp : divisors(n)) {
     if (m.heads % tp != 0 || m.n_kv() % tp != 0) {
       reject("tp does not divide the attention (or key/value) heads");
-      continue;
-    }
-    // TP groups are consecutive ranks: they stay inside NVLink domains only when tp divides the domain (tp 3 on
-    // 8-GPU nodes puts ranks 6-8 across two).
-    if (domain % tp != 0 && !allow_tp_across_nodes) {
-      reject(tp > domain ? "tp spans more than one NVLink domain"
-                         : "tp does not divide the NVLink domain: some TP groups would straddle two");
       continue;
     }
     for (std::uint32_t cp : divisors(n / tp)) {
@@ -243,6 +251,11 @@ std::vector<ParallelPlan> enumerate_layouts(const Scenario& sc, bool allow_tp_ac
         const std::uint32_t dp = n / (tp * cp * pp);
         if (batch % dp != 0) {
           reject("dp does not divide the global batch");
+          continue;
+        }
+        // TP groups must stay inside NVLink domains (tp 3 on 8-GPU nodes puts ranks 6-8 across two).
+        if (const std::string why = allow_tp_across_nodes ? "" : tp_domain_problem(sc, tp, dp, pp, cp); !why.empty()) {
+          reject(why);
           continue;
         }
         for (std::uint32_t ep : m.is_moe() ? divisors(dp) : std::vector<std::uint32_t>{1}) {

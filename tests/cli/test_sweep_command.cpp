@@ -115,16 +115,44 @@ TEST_CASE("sweep: the layouts of a 4-layer, 8-head model on 8 GPUs, counted by h
   CHECK(hybrid == 4);
   // A 12-head model on 24 GPUs (three 8-GPU nodes): tp 3 and 6 divide the heads and fit in a node, but TP groups
   // are consecutive ranks and 8 is no multiple of them (tp 3: ranks 6-8 straddle nodes 0 and 1): rejected like
-  // tp 12, which spans two nodes.
+  // tp 12, which spans two nodes. Counted per (tp, cp, pp) with explicit attention (cp 1) and pp | 4 layers:
+  // tp 3 pp 1/2/4 and tp 6 pp 1/2/4 straddle (6); tp 12 (24/12 = 2 ranks left) pp 1/2 spans (2).
   std::string twelve = kSmall;
   twelve.replace(twelve.find("hidden: 1024 heads: 8"), 21, "hidden: 768 heads: 12");
   std::map<std::string, std::size_t> r24;
   const auto l24 =
       cli::enumerate_layouts(cli::sweep_scenario(cli::load_scenario_text(twelve, "s12.textproto", false, ""), 24u),
                              false, &r24);
-  CHECK(r24["tp does not divide the NVLink domain: some TP groups would straddle two"] == 2);
-  CHECK(r24["tp spans more than one NVLink domain"] == 1);
+  CHECK(r24["some TP groups would straddle two NVLink domains"] == 6);
+  CHECK(r24["tp spans more than one NVLink domain"] == 2);
   for (const auto& p : l24) CHECK(8 % p.tp == 0);
+  // The same model on 6 GPUs of one node (--gpus 6): every TP group is inside the node, so tp 3 and tp 6 are
+  // layouts (the check used to ask whether tp divides the node's 8 GPUs and rejected them; tp 3 was the best).
+  // They are the only ones: with tp 1 or 2 no dp = 6/(tp·pp) with pp | 4 layers divides the global batch of 16.
+  std::map<std::string, std::size_t> r6;
+  const auto l6 =
+      cli::enumerate_layouts(cli::sweep_scenario(cli::load_scenario_text(twelve, "s12.textproto", false, ""), 6u),
+                             false, &r6);
+  CHECK(r6.count("some TP groups would straddle two NVLink domains") == 0);
+  CHECK(r6.count("tp spans more than one NVLink domain") == 0);
+  std::set<std::uint32_t> tps;
+  for (const auto& p : l6) tps.insert(p.tp);
+  CHECK(tps == std::set<std::uint32_t>{3, 6});
+  // A job on GPUs 0-3 and 8-11 of two 8-GPU nodes (a 16-head model): tp 8 would take ranks 0-7, four GPUs of
+  // each node, and is rejected once (cp 1, pp 1; the job's largest domain share is 4 GPUs); tp 4 groups are
+  // 0-3 and 8-11, each inside a node, and stay.
+  std::string split = kSmall;
+  split.replace(split.find("nodes: 1 gpus_per_node: 8"), 25, "nodes: 2 gpus_per_node: 8");
+  split.replace(split.find("heads: 8"), 8, "heads: 16");
+  split.replace(split.find("model {"), 7, "jobs { name: \"a\" gpus: \"0-3,8-11\"\nmodel {");
+  split += "}\n";
+  std::map<std::string, std::size_t> r_split;
+  const auto l_split =
+      cli::enumerate_layouts(cli::load_scenario_text(split, "split.textproto", false, ""), false, &r_split);
+  CHECK(r_split["tp spans more than one NVLink domain"] == 1);
+  std::set<std::uint32_t> split_tps;
+  for (const auto& p : l_split) split_tps.insert(p.tp);
+  CHECK(split_tps == std::set<std::uint32_t>{1, 2, 4});
 }
 
 TEST_CASE("sweep: OOM layouts are rejected with the memory part that breaks them") {

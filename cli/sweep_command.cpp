@@ -653,7 +653,7 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out) {
       "Every valid parallel layout (tp, cp, pp, dp, ep, vp, micro-batch, recompute, sequence parallelism,\n"
       "distributed optimizer; DDP, FSDP and DeepSpeed ZeRO for pure data parallelism) of the scenario's\n"
       "first job, scored analytically, out-of-memory layouts\n"
-      "rejected with the part that breaks them, the best re-simulated event by event and ranked.\n\nOptions");
+      "rejected naming their largest part, the best re-simulated event by event and ranked.\n\nOptions");
   named.add_options()("help,h", "show this help")("gpus", po::value<std::uint32_t>()->value_name("N"),
                                                   "GPU count (part of one node, or whole nodes; default: the job's)")(
       "top", po::value<std::uint32_t>()->value_name("K")->default_value(10), "re-simulate the best K layouts")(

@@ -1073,7 +1073,7 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
   out.peak_memory = worst.peak;
   out.memory_capacity = worst.capacity;
   out.oom = worst.oom;
-  out.oom_part = worst.breaking_part;
+  out.oom_part = worst.largest_part;
   return out;
 }
 
@@ -1321,7 +1321,7 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate_zero(const ParallelPlan& 
   out.peak_memory = mem.peak;
   out.memory_capacity = mem.capacity;
   out.oom = mem.oom;
-  out.oom_part = mem.breaking_part;
+  out.oom_part = mem.largest_part;
   return out;
 }
 

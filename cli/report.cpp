@@ -212,8 +212,13 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
   o << "  optimizer steps   " << grouped(r.training.optimizer_steps) << "  (= " << fmt("%g", t.epochs) << " epoch(s) x "
     << fmt("%.10g", t.samples_per_epoch) << " samples / global batch " << t.global_batch;
   if (const double exact = t.epochs * t.samples_per_epoch / double(t.global_batch);
-      std::fabs(double(r.training.optimizer_steps) - exact) > 1e-9 * exact && exact < 1e15)
-    o << " = " << fmt("%.10g", exact) << ", rounded up: the last step is partial and timed as a whole one";
+      std::fabs(double(r.training.optimizer_steps) - exact) > 1e-9 * exact && exact < 1e15) {
+    o << " = " << fmt("%.10g", exact);
+    if (!p.megatron() && t.epochs >= 2)  // workloads::run_optimizer_steps
+      o << ", rounded up per epoch: a PyTorch DataLoader ends each epoch with a partial batch, timed as a whole step";
+    else
+      o << ", rounded up: the last step is partial and timed as a whole one";
+  }
   o << ")\n";
   o << "  micro-batch steps " << grouped(r.training.micro_batch_steps) << "  (= optimizer steps x grad-accum "
     << p.grad_accum << ")\n";

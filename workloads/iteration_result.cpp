@@ -125,10 +125,20 @@ std::uint64_t optimizer_steps_for(double steps) {
   return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(counted));
 }
 
+std::uint64_t run_optimizer_steps(double epochs, double samples_per_epoch, std::uint64_t global_batch,
+                                  bool per_epoch) {
+  const double whole = std::floor(epochs);
+  if (!per_epoch || whole < 1) return optimizer_steps_for(epochs * samples_per_epoch / double(global_batch));
+  const double per_pass = double(optimizer_steps_for(samples_per_epoch / double(global_batch)));
+  const double rest = epochs - whole;  // a last, partial pass over the data
+  return static_cast<std::uint64_t>(whole * per_pass) +
+         (rest > 0 ? optimizer_steps_for(rest * samples_per_epoch / double(global_batch)) : 0);
+}
+
 TrainingTime training_time(const TrainingJob& job, std::uint32_t grad_accum, std::uint32_t gpus,
-                           Seconds iteration_time) {
+                           Seconds iteration_time, bool per_epoch) {
   TrainingTime t;
-  t.optimizer_steps = optimizer_steps_for(job.epochs * job.samples_per_epoch / double(job.global_batch));
+  t.optimizer_steps = run_optimizer_steps(job.epochs, job.samples_per_epoch, job.global_batch, per_epoch);
   t.micro_batch_steps = t.optimizer_steps * grad_accum;
   t.time_to_train = iteration_time * double(t.optimizer_steps);
   t.gpu_hours = t.time_to_train.raw() * gpus / 3600.0;
@@ -366,7 +376,8 @@ ScenarioResult simulate(const Scenario& sc, const std::vector<sim::TraceSink*>& 
     } else {
       r.memory = estimate_ddp_memory(job, sc.profile.gpu);
     }
-    r.training = training_time(job.training, job.parallel.grad_accum, ranks, r.iteration_time);
+    r.training = training_time(job.training, job.parallel.grad_accum, ranks, r.iteration_time,
+                               job.parallel.effective_framework() != Framework::kMegatron);
     out.jobs.push_back(std::move(r));
   }
   return out;

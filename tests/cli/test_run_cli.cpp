@@ -79,6 +79,16 @@ TEST_CASE("--json has the documented keys and the training identity holds") {
   CHECK(json_number(j, "gpu_hours") == doctest::Approx(100 * it / 3600).epsilon(1e-12));
   // One GPU: nothing to communicate.
   CHECK(json_number(j, "exposed_comm") == 0);
+  // Two epochs of 1005 samples: DDP reads through a PyTorch DataLoader, which ends each epoch with a partial
+  // batch of 5, so 2 · ⌈1005 / 10⌉ = 202 optimizer steps (not ⌈2 · 1005 / 10⌉ = 201), and the summary says why.
+  std::string text = slurp(fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios/grad-accum-example/one-gpu.textproto");
+  text.replace(text.find("samples: 1000"), 13, "samples: 1005");
+  text.replace(text.find("epochs: 1"), 9, "epochs: 2");
+  std::ofstream(dir / "two-epochs.textproto") << text;
+  const Run e = run("run " + (dir / "two-epochs.textproto").string() + " --json " + (dir / "e.json").string(), dir);
+  REQUIRE(e.status == 0);
+  CHECK(json_number(slurp(dir / "e.json"), "optimizer_steps") == 202);
+  CHECK(e.out.find("= 201, rounded up per epoch: a PyTorch DataLoader ends each epoch") != std::string::npos);
   fs::remove_all(dir);
 }
 

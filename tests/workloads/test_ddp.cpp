@@ -208,16 +208,25 @@ TEST_CASE("exposed_time: communication hidden behind compute is not exposed") {
 TEST_CASE("training-time identity: 1000 samples, global batch 10, accumulation 2") {
   // optimizer steps = 1 · 1000 / 10 = 100; micro-batch steps = 100 · 2 = 200;
   // time to train = 100 · 0.5 s = 50 s; GPU-hours = 50 s · 1 GPU / 3600 = 0.013889.
-  const TrainingTime t = training_time(TrainingJob{1000, 1, 10, Precision::kBF16}, 2, 1, seconds(0.5));
+  const TrainingTime t = training_time(TrainingJob{1000, 1, 10, Precision::kBF16}, 2, 1, seconds(0.5), true);
   CHECK(t.optimizer_steps == 100);
   CHECK(t.micro_batch_steps == 200);
   CHECK(t.time_to_train.raw() == doctest::Approx(50));
   CHECK(t.gpu_hours == doctest::Approx(50.0 / 3600));
-  // Two epochs of a partial last batch: 2 · 1005 / 10 = 201 steps.
-  CHECK(training_time(TrainingJob{1005, 2, 10, Precision::kBF16}, 1, 1, seconds(1)).optimizer_steps == 201);
+  // Two epochs of 1005 samples in batches of 10. A PyTorch DataLoader (DDP, FSDP, DeepSpeed, Horovod,
+  // DataParallel) ends each epoch with its own partial batch of 5: 2 · ⌈100.5⌉ = 202 steps; Megatron-LM's sample
+  // stream runs on across the epochs: ⌈2 · 1005 / 10⌉ = 201.
+  CHECK(training_time(TrainingJob{1005, 2, 10, Precision::kBF16}, 1, 1, seconds(1), true).optimizer_steps == 202);
+  CHECK(training_time(TrainingJob{1005, 2, 10, Precision::kBF16}, 1, 1, seconds(1), false).optimizer_steps == 201);
+  // 2.5 epochs per epoch: 2 · 101 + ⌈0.5 · 1005 / 10⌉ = 202 + ⌈50.25⌉ = 253; as one stream ⌈251.25⌉ = 252. Half an
+  // epoch is the same either way: ⌈50.25⌉ = 51. Whole batches are the same either way: 2 · 100 = 200.
+  CHECK(workloads::run_optimizer_steps(2.5, 1005, 10, true) == 253);
+  CHECK(workloads::run_optimizer_steps(2.5, 1005, 10, false) == 252);
+  CHECK(workloads::run_optimizer_steps(0.5, 1005, 10, true) == 51);
+  CHECK(workloads::run_optimizer_steps(2, 1000, 10, true) == 200);
   // Any data at all costs a step: 1e-300 epochs of 1000 samples is a sliver of one batch, 1 step (the absolute
   // epsilon of ceil(steps − 1e-9) made it 0 and the time to train 0 s).
-  CHECK(training_time(TrainingJob{1000, 1e-300, 10, Precision::kBF16}, 1, 1, seconds(1)).optimizer_steps == 1);
+  CHECK(training_time(TrainingJob{1000, 1e-300, 10, Precision::kBF16}, 1, 1, seconds(1), true).optimizer_steps == 1);
   // The epsilon is relative: 0.1 · 3 · 1e9 steps is 300,000,000.00000006 in doubles, still 300,000,000 steps;
   // 300,000,001 whole batches stay 300,000,001.
   CHECK(workloads::optimizer_steps_for(0.1 * 3 * 1e9) == 300000000);
@@ -226,6 +235,6 @@ TEST_CASE("training-time identity: 1000 samples, global batch 10, accumulation 2
   CHECK(workloads::optimizer_steps_for(0) == 0);
   // Whole counts stay whole past 1e12: 5e13 samples / global batch 10 = 5,000,000,000,000 steps exactly (the
   // former ceil(steps · (1 − 1e-12)) gave 4,999,999,999,995), and 2^53 − 1 steps stay 2^53 − 1.
-  CHECK(training_time(TrainingJob{5e13, 1, 10, Precision::kBF16}, 1, 1, seconds(1)).optimizer_steps == 5000000000000);
+  CHECK(training_time(TrainingJob{5e13, 1, 10, Precision::kBF16}, 1, 1, seconds(1), true).optimizer_steps == 5000000000000);
   CHECK(workloads::optimizer_steps_for(9007199254740991.0) == 9007199254740991ull);
 }

@@ -641,6 +641,12 @@ workloads::TrainingJob to_training(const ParsedText& in, const M& s, const std::
       in.fail(pre + "training.loader_prefetch",
               "the loader's queue depth needs training.loader_samples_per_s_per_node (without a rate the data "
               "loader is never the bottleneck and has no queue)");
+    // 0 would be a loader that runs ahead within a step but not across steps, which no DataLoader does (PyTorch
+    // takes prefetch_factor >= 1 with workers; without workers, loading in the training loop, is not modelled).
+    if (t.loader_prefetch() == 0)
+      in.fail(pre + "training.loader_prefetch",
+              "0: the loader's queue holds at least 1 micro-batch (PyTorch's prefetch_factor >= 1; loading in the "
+              "training loop without workers is not modelled)");
     out.loader_prefetch = t.loader_prefetch();
   }
   if (t.has_host_to_device_gbps()) {

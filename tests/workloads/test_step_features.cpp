@@ -300,6 +300,9 @@ TEST_CASE("step options: invalid combinations are input errors naming the field"
   CHECK(error_of("dp: 1 micro_batch: 1", 1, "samples: 1000 loader_prefetch: 5")
             .find("training.loader_prefetch: the loader's queue depth needs training.loader_samples_per_s_per_node") !=
         std::string::npos);
+  // A queue of 0 (a loader running ahead within a step but not across steps) is no DataLoader's behaviour.
+  CHECK(error_of("dp: 1 micro_batch: 1", 1, "samples: 1000 loader_samples_per_s_per_node: 10 loader_prefetch: 0")
+            .find("training.loader_prefetch: 0: the loader's queue holds at least 1 micro-batch") != std::string::npos);
   CHECK(error_of("dp: 1 micro_batch: 1", 1, "samples: 1000 host_to_device_GBps: -1")
             .find("training.host_to_device_GBps: -1 must be > 0") != std::string::npos);
 }

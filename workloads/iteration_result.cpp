@@ -32,7 +32,7 @@ Intervals merge(Intervals in) {
   return out;
 }
 
-Seconds exposed_time(const Intervals& busy, const Intervals& cover) {
+sim::SimTime exposed_ps(const Intervals& busy, const Intervals& cover) {
   sim::SimTime exposed = 0;
   std::size_t j = 0;
   for (const auto& [start, end] : busy) {
@@ -44,8 +44,10 @@ Seconds exposed_time(const Intervals& busy, const Intervals& cover) {
     }
     if (t < end) exposed += end - t;
   }
-  return sim::to_seconds(exposed);
+  return exposed;
 }
+
+Seconds exposed_time(const Intervals& busy, const Intervals& cover) { return sim::to_seconds(exposed_ps(busy, cover)); }
 
 const char* to_string(CommKind k) {
   switch (k) {
@@ -287,7 +289,7 @@ ScenarioResult simulate(const Scenario& sc, const std::vector<sim::TraceSink*>& 
       // Sums in integer picoseconds so that the three parts add up to the iteration exactly.
       sim::SimTime busy = 0;
       for (const auto& [s, e] : compute) busy += e - s;
-      const sim::SimTime exposed = tp_comm + sim::to_sim_time(exposed_time(comm, busy_compute_stream));
+      const sim::SimTime exposed = tp_comm + exposed_ps(comm, busy_compute_stream);
       Intervals input;
       if (rank < it.input_streams.size())
         for (sim::StreamId s : it.input_streams[rank]) {
@@ -297,12 +299,12 @@ ScenarioResult simulate(const Scenario& sc, const std::vector<sim::TraceSink*>& 
       Intervals cover = busy_compute_stream;
       cover.insert(cover.end(), comm.begin(), comm.end());
       Intervals inputs = merge(std::move(input));
-      const sim::SimTime stalled = sim::to_sim_time(exposed_time(inputs, merge(cover)));
+      const sim::SimTime stalled = exposed_ps(inputs, merge(cover));
       // Host dispatch stall: the host thread busy issuing while the GPU runs nothing (and no input stalls it).
       sim::SimTime host_stalled = 0;
       if (rank < it.host_stream.size() && it.host_stream[rank] != 0) {
         cover.insert(cover.end(), inputs.begin(), inputs.end());
-        host_stalled = sim::to_sim_time(exposed_time(merge(intervals(it.host_stream[rank])), merge(std::move(cover))));
+        host_stalled = exposed_ps(merge(intervals(it.host_stream[rank])), merge(std::move(cover)));
       }
       TimeBreakdown b;
       b.compute = sim::to_seconds(busy);

@@ -114,6 +114,10 @@ bool symmetry_may_apply(const Scenario& scenario);
 // internally non-overlapping (as the tasks of one stream are).
 Seconds exposed_time(const std::vector<std::pair<sim::SimTime, sim::SimTime>>& busy,
                      const std::vector<std::pair<sim::SimTime, sim::SimTime>>& cover);
+// The same in whole picoseconds, exact at any length (Seconds lose picoseconds past 2^53 ps, about 2.5 hours,
+// and a breakdown built from them stopped adding up).
+sim::SimTime exposed_ps(const std::vector<std::pair<sim::SimTime, sim::SimTime>>& busy,
+                        const std::vector<std::pair<sim::SimTime, sim::SimTime>>& cover);
 
 // Optimizer steps for `steps` global batches of data: a partial last batch still costs a step, so
 // ceil(steps), at least 1 for any data at all. A value within 4 ulps of a whole number counts as that number, so

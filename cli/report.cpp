@@ -19,6 +19,7 @@
 #include "sim/input_error.h"
 #include "sim/trace.h"
 #include "workloads/compute_model.h"
+#include "workloads/input_pipeline.h"
 
 namespace clustersim::cli {
 namespace {
@@ -183,6 +184,19 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
   if (r.breakdown.exposed_input.raw() > 0)
     o << "  input stall       " << fmt("%.6f", r.breakdown.exposed_input.raw()) << " s  "
       << pct(r.breakdown.exposed_input.raw(), it) << "   (data loader / host-to-device copy, nothing else running)\n";
+  if (r.breakdown.exposed_input.raw() > 0 || t.loader_samples_per_s_per_node > 0) {
+    // The input side's assumptions (input_pipeline.h), so a stall (or its absence) can be checked.
+    o << "    input model     ";
+    if (t.loader_samples_per_s_per_node > 0)
+      o << "loader " << fmt("%g", t.loader_samples_per_s_per_node) << " samples/s per node, queue of "
+        << t.loader_prefetch << " micro-batch(es) (filled during the previous step)\n";
+    else
+      o << "no loader rate (the data loader is never the bottleneck)\n";
+    o << "                    host-to-device copy "
+      << grouped(std::uint64_t(workloads::micro_batch_input_bytes(job.model, p.micro_batch).raw()))
+      << " B per micro-batch (int64 tokens) at " << fmt("%g", t.host_to_device.raw() / 1e9)
+      << " GB/s, on its own stream, overlapping compute\n";
+  }
   if (r.breakdown.exposed_host.raw() > 0)
     o << "  host dispatch     " << fmt("%.6f", r.breakdown.exposed_host.raw()) << " s  "
       << pct(r.breakdown.exposed_host.raw(), it) << "   (the GPU waits for the host thread to issue kernels)\n";

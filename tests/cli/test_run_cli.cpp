@@ -75,6 +75,11 @@ TEST_CASE("--json has the documented keys and the training identity holds") {
   CHECK(json_number(j, "compute_eager_s") > 0);
   CHECK(json_number(j, "compute_eager_s") < json_number(j, "compute"));
   CHECK(r.out.find("    of which eager  ") != std::string::npos);
+  // The input side's assumptions under the (tiny) input stall: micro-batch 5, s = 1024: 5·1025·8 = 41,000 B of
+  // int64 tokens per copy at the default 24 GB/s (1.7 µs), no loader rate.
+  CHECK(r.out.find("    input model     no loader rate (the data loader is never the bottleneck)\n"
+                   "                    host-to-device copy 41,000 B per micro-batch (int64 tokens) at 24 GB/s") !=
+        std::string::npos);
   CHECK(json_number(j, "time_to_train_s") == doctest::Approx(100 * it).epsilon(1e-12));
   CHECK(json_number(j, "gpu_hours") == doctest::Approx(100 * it / 3600).epsilon(1e-12));
   // One GPU: nothing to communicate.

@@ -383,18 +383,19 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
   return out;
 }
 
-// The most tasks a simulation may need, by the lower bound below. A task costs about 120 bytes with its share of
-// streams and labels (a 16-GPU DDP job of 32 layers and 2,000 micro-batches: bound 16 x 2,000 x 32 x 8 = 8.2
-// million; 29.0 million tasks built; 3.5 GB peak). A bound of 2^26 is at least 67 million tasks (8 GB), usually
-// several times more: beyond any real job (a Megatron replica of 128 GPUs, 7 layers per stage and 64
-// micro-batches is 458,752; all 6,144 GPUs of that job at FLOW fidelity 22 million), so a mistyped count
-// (grad_accum 99999999, layers 1000000) fails here at once instead of after minutes and gigabytes.
+// The most tasks a simulation may need, by the lower bound below. A task costs about 500 bytes of peak memory with
+// its share of streams, labels and events (the default scenario, 16 GPUs of DDP with 32 layers and grad_accum
+// 5,000, builds 2.36 million tasks in 1.2 GB). A bound of 2^26 is at least 67 million tasks (over 30 GB), usually
+// about twice that: beyond any real job (a Megatron replica of 128 GPUs, 7 layers per stage and 64 micro-batches
+// is 458,752; all 6,144 GPUs of that job at FLOW fidelity 22 million), so a mistyped count (grad_accum 99999999,
+// layers 1000000) fails here at once instead of after minutes and gigabytes.
 constexpr std::uint64_t kMaxSimulatedTaskBound = std::uint64_t{1} << 26;
 
-// Tasks per layer, micro-batch and GPU that every graph builds at least: the forward and the backward each run
-// four or more kernels per transformer layer (QKV, attention output, the two MLP GEMMs; with norms, attention
-// and host dispatch the builders make 15 to 30).
-constexpr std::uint64_t kMinTasksPerLayer = 8;
+// Tasks per layer, micro-batch and GPU that every graph builds at least. The forward and the backward each run
+// four or more kernels per transformer layer (QKV, attention output, the two MLP GEMMs); with norms, attention,
+// activation functions and collectives the builders make 29 (Megatron-LM, one replica) to 39 (PyTorch DDP,
+// DataParallel, Horovod) per layer of the shipped scenarios. Half of the fewest, so no real layout is refused.
+constexpr std::uint64_t kMinTasksPerLayer = 16;
 
 }  // namespace
 

@@ -432,30 +432,30 @@ TEST_CASE("bad inline scenarios") {
           "inline.textproto:6:40: training.global_batch: 12 is not micro_batch 5 x grad_accum 2 x dp 1 = 10");
   }
   SUBCASE("a count too large to simulate fails before anything is built") {
-    // The bound: simulated GPUs x grad_accum x layers per stage x 8 tasks per layer at least; on 1 GPU with 2
-    // layers that is 16 x grad_accum, and 16 x 4,194,304 = 2^26 is the most: 4,194,305 micro-batches (bound
-    // 67,108,880) are refused.
+    // The bound: simulated GPUs x grad_accum x layers per stage x 16 tasks per layer at least; on 1 GPU with 2
+    // layers that is 32 x grad_accum, and 32 x 2,097,152 = 2^26 is the most: 2,097,153 micro-batches (bound
+    // 67,108,896) are refused.
     const std::string cluster = kMinimal.substr(0, kMinimal.find("model {"));
     CHECK(text_error(cluster +
                      "model { layers: 2 hidden: 64 heads: 4 vocab: 100 seq_len: 16 }\n"
-                     "parallel { dp: 1 micro_batch: 5 grad_accum: 4194305 }\n" +
+                     "parallel { dp: 1 micro_batch: 5 grad_accum: 2097153 }\n" +
                      good_training) ==
-          "inline.textproto:5:45: parallel.grad_accum: 4194305 micro-batches x 2 layers per pipeline stage x 1 "
-          "simulated GPU x 8 tasks per layer need at least 67108880 tasks, more than the 67108864 clustersim builds");
+          "inline.textproto:5:45: parallel.grad_accum: 2097153 micro-batches x 2 layers per pipeline stage x 1 "
+          "simulated GPU x 16 tasks per layer need at least 67108896 tasks, more than the 67108864 clustersim builds");
     CHECK(text_error(cluster +
                      "model { layers: 2 hidden: 64 heads: 4 vocab: 100 seq_len: 16 }\n"
-                     "parallel { dp: 1 micro_batch: 5 grad_accum: 4194304 }\n" +
+                     "parallel { dp: 1 micro_batch: 5 grad_accum: 2097152 }\n" +
                      good_training)
               .find("grad_accum") == std::string::npos);
-    // 99,999,999 layers x 2 micro-batches x 8 = 1,599,999,984: the layers are the larger factor and are named.
+    // 99,999,999 layers x 2 micro-batches x 16 = 3,199,999,968: the layers are the larger factor and are named.
     CHECK(text_error(cluster +
                      "model { layers: 99999999 hidden: 64 heads: 4 vocab: 100 seq_len: 16 }\n"
                      "parallel { dp: 1 micro_batch: 5 grad_accum: 2 }\n" +
                      good_training) ==
           "inline.textproto:4:17: model.layers: 2 micro-batches x 99999999 layers per pipeline stage x 1 simulated "
-          "GPU x 8 tasks per layer need at least 1599999984 tasks, more than the 67108864 clustersim builds");
-    // DDP simulates every GPU, not one per replica: 16 GPUs x 4 micro-batches x 1,000,000 layers x 8 = 5.12e8
-    // (one replica's GPU alone would be 3.2e7, under the bound, and the run took minutes and gigabytes).
+          "GPU x 16 tasks per layer need at least 3199999968 tasks, more than the 67108864 clustersim builds");
+    // DDP simulates every GPU, not one per replica: 16 GPUs x 4 micro-batches x 1,000,000 layers x 16 = 1.024e9
+    // (one replica's GPU alone would be 6.4e7, under the bound, and the run took minutes and gigabytes).
     CHECK(text_error("cluster { nodes: 2 gpus_per_node: 8 gpu: \"A100-SXM4-80GB\"\n"
                      "          nvlink_gbytes_per_s_per_direction: 300 nic_gbits_per_s_per_direction: 200 }\n"
                      "profile: \"a100-sxm4-80gb\"\n"
@@ -463,7 +463,7 @@ TEST_CASE("bad inline scenarios") {
                      "parallel { dp: 16 micro_batch: 1 grad_accum: 4 }\n" +
                      good_training) ==
           "inline.textproto:4:17: model.layers: 4 micro-batches x 1000000 layers per pipeline stage x 16 simulated "
-          "GPUs x 8 tasks per layer need at least 5.12e+08 tasks, more than the 67108864 clustersim builds");
+          "GPUs x 16 tasks per layer need at least 1.024e+09 tasks, more than the 67108864 clustersim builds");
   }
   SUBCASE("more training steps than clustersim counts") {
     // 1e15 epochs x 1000 samples / global batch 10 x grad_accum 2 = 2e17 micro-batch steps > 2^53.

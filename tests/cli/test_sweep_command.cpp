@@ -354,16 +354,16 @@ TEST_CASE("sweep: ties rank by headroom in both rankings, and layouts run would 
   CHECK(r.layouts[r.pareto.front()].name == "tp1 pp1 dp16 mb8 fsdp3");
   CHECK(r.layouts[r.ranked[1]].name == "tp1 pp1 dp16 mb8 zero3");
 
-  // The task bound: 16 GPUs simulated (FLOW fidelity: every GPU) x grad_accum x 32 layers x 8 tasks per layer
-  // exceeds 2^26 = 67,108,864 when grad_accum > 16,384. With a global batch of 524,288 samples, dp 16 and
-  // micro-batch 1 is 32,768 micro-batches: 16 · 32,768 · 32 · 8 = 134,217,728 tasks; run refuses it, so the sweep
+  // The task bound: 16 GPUs simulated (FLOW fidelity: every GPU) x grad_accum x 32 layers x 16 tasks per layer
+  // exceeds 2^26 = 67,108,864 when grad_accum > 8,192. With a global batch of 262,144 samples, dp 16 and
+  // micro-batch 1 is 16,384 micro-batches: 16 · 16,384 · 32 · 16 = 134,217,728 tasks; run refuses it, so the sweep
   // rejects it instead of re-simulating it.
   workloads::Scenario big = cli::load_default_scenario();
-  big.jobs[0].training.global_batch = 524288;
+  big.jobs[0].training.global_batch = 262144;
   workloads::ParallelPlan p = big.jobs[0].parallel;
   p.micro_batch = 1;
-  p.grad_accum = 32768;
+  p.grad_accum = 16384;
   CHECK(cli::simulation_too_large(big.jobs[0].model, p, 16, workloads::Fidelity::kFlow));
-  p.grad_accum = 16384;  // 16 · 16,384 · 32 · 8 = 2^26: not more
+  p.grad_accum = 8192;  // 16 · 8,192 · 32 · 16 = 2^26: not more
   CHECK_FALSE(cli::simulation_too_large(big.jobs[0].model, p, 16, workloads::Fidelity::kFlow));
 }

@@ -6,7 +6,9 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <string_view>
 #include <tuple>
+#include <utility>
 
 namespace clustersim::sim {
 
@@ -144,12 +146,27 @@ std::string ChromeTraceWriter::json() const {
 }
 
 void ChromeTraceWriter::write_json(std::ostream& out) const {
+  // Thread ids by stream name, the same on every GPU: "compute" first, the rest in name order (streams are met in
+  // the order their first task ends, which differs from GPU to GPU and moved the compute row up and down).
+  std::vector<std::vector<std::uint32_t>> tid(streams_.size());
+  for (std::size_t g = 0; g < streams_.size(); ++g) {
+    std::vector<std::uint32_t> by_name(streams_[g].size());
+    for (std::size_t s = 0; s < by_name.size(); ++s) by_name[s] = static_cast<std::uint32_t>(s);
+    std::sort(by_name.begin(), by_name.end(), [&](std::uint32_t x, std::uint32_t y) {
+      const std::string& a = streams_[g][x];
+      const std::string& b = streams_[g][y];
+      return std::make_pair(a != "compute", std::string_view(a)) < std::make_pair(b != "compute", std::string_view(b));
+    });
+    tid[g].resize(by_name.size());
+    for (std::size_t t = 0; t < by_name.size(); ++t) tid[g][by_name[t]] = static_cast<std::uint32_t>(t);
+  }
   std::vector<std::uint32_t> order(events_.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::uint32_t>(i);
   std::sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) {
     const Event& a = events_[x];
     const Event& b = events_[y];
-    return std::tie(a.gpu, a.stream_index, a.start, a.task) < std::tie(b.gpu, b.stream_index, b.start, b.task);
+    return std::make_tuple(a.gpu, tid[a.gpu][a.stream_index], a.start, a.task) <
+           std::make_tuple(b.gpu, tid[b.gpu][b.stream_index], b.start, b.task);
   });
   out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   bool first = true;
@@ -165,9 +182,14 @@ void ChromeTraceWriter::write_json(std::ostream& out) const {
          json_escape(gpu_labels_[g]) + "\"}}");
     line("{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" + pid + ",\"tid\":0,\"args\":{\"sort_index\":" +
          pid + "}}");
-    for (std::size_t s = 0; s < streams_[g].size(); ++s) {
-      line("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + pid + ",\"tid\":" + std::to_string(s) +
-           ",\"args\":{\"name\":\"" + json_escape(streams_[g][s]) + "\"}}");
+    std::vector<std::uint32_t> by_tid(streams_[g].size());
+    for (std::size_t s = 0; s < by_tid.size(); ++s) by_tid[tid[g][s]] = static_cast<std::uint32_t>(s);
+    for (std::size_t t = 0; t < by_tid.size(); ++t) {
+      const std::string id = std::to_string(t);
+      line("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + pid + ",\"tid\":" + id +
+           ",\"args\":{\"name\":\"" + json_escape(streams_[g][by_tid[t]]) + "\"}}");
+      line("{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":" + pid + ",\"tid\":" + id +
+           ",\"args\":{\"sort_index\":" + id + "}}");
     }
   }
   // Events: the label's JSON with pid, tid, ts and dur in place of its '\x1f'.
@@ -181,7 +203,7 @@ void ChromeTraceWriter::write_json(std::ostream& out) const {
     text.assign(l, 0, c);
     text += std::to_string(e.gpu);
     text += ",\"tid\":";
-    text += std::to_string(e.stream_index);
+    text += std::to_string(tid[e.gpu][e.stream_index]);
     text += ",\"ts\":";
     text += format_us(e.start);
     text += ",\"dur\":";

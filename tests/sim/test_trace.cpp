@@ -133,19 +133,23 @@ struct SmallRun {
 TEST_CASE("trace: the complete document for a small run") {
   // Times: fwd0 [0, 1'234'567] ps, fwd1 [0, 2'000'000] ps, allreduce starts at
   // max(1'234'567, 2'000'000) = 2'000'000 ps and lasts 3 us: [2'000'000, 5'000'000] ps.
-  // Threads are numbered per GPU in first-seen (completion) order: compute (fwd ends first) = 0,
-  // dp-comm = 1. Events are sorted by (gpu, stream, start, task). 1.5e9 prints as 1.5e+09
+  // Threads are numbered per GPU by stream name, the same on every GPU: compute = 0, then the others in name
+  // order (dp-comm = 1), each with a thread_sort_index of its id. Events are sorted by (gpu, thread, start, task). 1.5e9 prints as 1.5e+09
   // (shortest form); 1048576 as an integer.
   const std::string expected =
       "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n"
       "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,\"tid\":0,\"args\":{\"name\":\"node 0 / gpu 0\"}},\n"
       "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":0,\"tid\":0,\"args\":{\"sort_index\":0}},\n"
       "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":0,\"tid\":0,\"args\":{\"name\":\"compute\"}},\n"
+      "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":0,\"tid\":0,\"args\":{\"sort_index\":0}},\n"
       "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":0,\"tid\":1,\"args\":{\"name\":\"dp-comm\"}},\n"
+      "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":0,\"tid\":1,\"args\":{\"sort_index\":1}},\n"
       "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"node \\\"0\\\" / gpu 1\"}},\n"
       "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":1,\"tid\":0,\"args\":{\"sort_index\":1}},\n"
       "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"compute\"}},\n"
+      "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":1,\"tid\":0,\"args\":{\"sort_index\":0}},\n"
       "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":1,\"args\":{\"name\":\"dp-comm\"}},\n"
+      "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":1,\"tid\":1,\"args\":{\"sort_index\":1}},\n"
       "{\"ph\":\"X\",\"name\":\"fwd0\",\"cat\":\"compute\",\"pid\":0,\"tid\":0,\"ts\":0.000000,\"dur\":1.234567,"
       "\"args\":{\"flops\":1.5e+09,\"layer\":\"attn \\\"qkv\\\"\"}},\n"
       "{\"ph\":\"X\",\"name\":\"allreduce\",\"cat\":\"dp_comm\",\"pid\":0,\"tid\":1,\"ts\":2.000000,\"dur\":3.000000,"
@@ -162,6 +166,38 @@ TEST_CASE("trace: the complete document for a small run") {
   CHECK(count(run.json, "\"thread_name\"") == 4);   // one per stream
   CHECK(count(run.json, "\"ph\":\"X\"") == 4);      // 2 forwards + 2 lanes of the all-reduce
   CHECK(count(run.json, "\"name\":\"allreduce\"") == 2);
+}
+
+TEST_CASE("trace: a stream's thread id does not depend on which of its GPU's streams finishes a task first") {
+  // GPU 0's "a-send" finishes its task (1 us) before "compute" (2 us), GPU 1's "compute" (1 us) before "a-send"
+  // (2 us). Numbered in completion order, GPU 0 had a-send = 0 and GPU 1 compute = 0, so the compute row moved
+  // between GPUs in Perfetto; by name both have compute = 0 and a-send = 1.
+  TaskGraph graph;
+  const StreamId c0 = graph.add_stream(0, "compute");
+  const StreamId s0 = graph.add_stream(0, "a-send");
+  const StreamId c1 = graph.add_stream(1, "compute");
+  const StreamId s1 = graph.add_stream(1, "a-send");
+  graph.add(TaskSpec{"k0", "compute", {c0}, microseconds(2), {}, {}});
+  graph.add(TaskSpec{"x0", "pp_comm", {s0}, microseconds(1), {}, {}});
+  graph.add(TaskSpec{"k1", "compute", {c1}, microseconds(1), {}, {}});
+  graph.add(TaskSpec{"x1", "pp_comm", {s1}, microseconds(2), {}, {}});
+  Simulation sim;
+  ChromeTraceWriter writer({"gpu 0", "gpu 1"});
+  sim.add_sink(&writer);
+  Executor ex(sim, graph);
+  ex.start();
+  sim.run();
+  ex.finish();
+  const std::string json = writer.json();
+  for (const char* pid : {"0", "1"}) {
+    CAPTURE(pid);
+    CHECK(json.find(std::string("\"thread_name\",\"pid\":") + pid + ",\"tid\":0,\"args\":{\"name\":\"compute\"}") !=
+          std::string::npos);
+    CHECK(json.find(std::string("\"thread_name\",\"pid\":") + pid + ",\"tid\":1,\"args\":{\"name\":\"a-send\"}") !=
+          std::string::npos);
+  }
+  CHECK(json.find("\"name\":\"k0\",\"cat\":\"compute\",\"pid\":0,\"tid\":0,") != std::string::npos);
+  CHECK(json.find("\"name\":\"x1\",\"cat\":\"pp_comm\",\"pid\":1,\"tid\":1,") != std::string::npos);
 }
 
 TEST_CASE("trace: one X event per lane of a collective") {

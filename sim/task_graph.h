@@ -69,6 +69,9 @@ class TaskGraph {
   const std::vector<TaskId>& stream_tasks(StreamId id) const { return stream_tasks_[id]; }
 
   const TaskLabel& label(TaskId id) const { return labels_[tasks_[id].label]; }
+  // Appends an argument to a task's label, for what is known only once it ran (a collective's achieved bus
+  // bandwidth under contention). Call before the task completes: trace sinks read the label then.
+  void append_label_arg(TaskId id, TaskArg arg) { labels_[tasks_[id].label].args.push_back(std::move(arg)); }
   Seconds duration(TaskId id) const { return tasks_[id].duration; }
   bool dynamic(TaskId id) const { return tasks_[id].dynamic; }
   std::span<const StreamId> lanes(TaskId id) const {

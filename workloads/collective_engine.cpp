@@ -51,6 +51,8 @@ sim::TaskId CollectiveEngine::add(sim::TaskGraph& graph, std::string name, std::
                                  busbw_factor(request.op, static_cast<std::uint32_t>(request.gpus.size())) / 1e9
                            : 0,
        {}}};
+  assert((!graph_ || graph_ == &graph) && "one engine, one graph");
+  graph_ = &graph;
   const sim::LabelId label = graph.add_label({std::move(name), std::move(category), std::move(args)});
   const sim::TaskId id = graph.add_dynamic(label, lanes, deps);
   if (call_of_task_.size() <= id) call_of_task_.resize(id + 1, -1);
@@ -66,6 +68,15 @@ void CollectiveEngine::run(sim::TaskId task, std::function<void()> done) {
     sim_.schedule_after(sim::to_sim_time(call.plan.time), std::move(done));
     return;
   }
+  // The bus bandwidth it achieved among the other traffic, on its label before the trace records it (nccl-tests'
+  // convention, as the contention-free one).
+  done = [this, task, start = sim_.now(), size = call.request.size, op = call.request.op,
+          ranks = static_cast<std::uint32_t>(call.request.gpus.size()), done = std::move(done)] {
+    const double took = sim::to_seconds(sim_.now() - start).raw();
+    graph_->append_label_arg(
+        task, {"bus_bandwidth_GBps", took > 0 ? size.raw() / took * busbw_factor(op, ranks) / 1e9 : 0, {}});
+    done();
+  };
   // The call ends when both its flows and the host's launch of it are done (see CollectivePlan::time).
   const Seconds launch = scenario_.nccl.launch_overhead;
   if (launch.raw() <= 0) {

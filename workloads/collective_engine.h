@@ -29,7 +29,8 @@ class CollectiveEngine : public sim::TaskRunner {
   CollectiveEngine(sim::Simulation& sim, const Scenario& scenario, NetworkModel* network);
 
   // Adds the collective to the graph as a dynamic task on `lanes` (one stream per member GPU); the
-  // trace shows its operation, algorithm, protocol, bytes and bus bandwidth. `lanes` may name fewer
+  // trace shows its operation, algorithm, protocol, bytes and bus bandwidth (at FLOW fidelity the contention-free
+  // one and the one achieved, from the time it took among the other traffic). The graph must outlive the run. `lanes` may name fewer
   // streams than the request has members (at least one): under the symmetry reduction
   // (megatron_graph.h) only the simulated ranks take part in the graph, while the request — and so the
   // plan and its time — keeps the whole communicator. The executor counts lanes only, so the task starts
@@ -57,6 +58,7 @@ class CollectiveEngine : public sim::TaskRunner {
   const Scenario& scenario_;
   NetworkModel* network_;
   CollectiveModel model_;
+  sim::TaskGraph* graph_ = nullptr;         // the graph of the calls (for the achieved bandwidth at FLOW)
   std::vector<std::int64_t> call_of_task_;  // task id → index in calls_, −1 if none
   std::vector<Call> calls_;
 };

@@ -19,13 +19,14 @@ namespace fs = std::filesystem;
 namespace {
 
 using Run = clustersim::testing::BinaryRun;
+using clustersim::testing::RemoveOnExit;
 using clustersim::testing::scratch_dir;
 using clustersim::testing::slurp;
 
 Run run(const std::string& args, const fs::path& dir) { return clustersim::testing::run_clustersim(args, dir); }
 
 double json_number(const std::string& json, const std::string& key) {
-  const std::regex re("\"" + key + "\": ([-0-9.eE+]+)");
+  const std::regex re("\"" + key + "\": ?([-0-9.eE+]+)");  // --json writes a space, --trace none
   std::smatch m;
   REQUIRE_MESSAGE(std::regex_search(json, m, re), "key " << key << " missing");
   return std::stod(m[1]);
@@ -114,6 +115,25 @@ TEST_CASE("same scenario twice gives byte-identical JSON and trace") {
   CHECK(trace.find("\"flops\":") != std::string::npos);
   CHECK(trace.find("\"name\":\"allreduce.bucket0\"") != std::string::npos);
   fs::remove_all(dir);
+}
+
+TEST_CASE("trace at FLOW fidelity: a collective shows the bus bandwidth it achieved beside the contention-free one") {
+  // Two DDP jobs whose gradient AllReduces share the leaf uplinks of a 2:1 Clos: their last bucket takes longer
+  // than alone, so the achieved bus bandwidth, nccl-tests' 2(n - 1)/n · bytes / time = 2 · 7/8 · bytes / dur for
+  // n = 8, is below the contention-free one the plan predicts (it was the only one the trace showed).
+  const fs::path dir = scratch_dir("trace-busbw");
+  const RemoveOnExit cleanup{dir};
+  REQUIRE(run("run scenarios/multi-job/two-jobs-sharing-spines.textproto --trace " + (dir / "t.json").string(), dir)
+              .status == 0);
+  const std::string trace = slurp(dir / "t.json");
+  const std::size_t at = trace.find("\"name\":\"allreduce.bucket72\"");
+  REQUIRE(at != std::string::npos);
+  const std::string event = trace.substr(at, trace.find('\n', at) - at);
+  const double dur_us = json_number(event, "dur"), bytes = json_number(event, "bytes");
+  CHECK(json_number(event, "ranks") == 8);
+  const double achieved = json_number(event, "bus_bandwidth_GBps");
+  CHECK(achieved == doctest::Approx(2.0 * 7 / 8 * bytes / dur_us / 1e3).epsilon(1e-6));
+  CHECK(achieved < 0.5 * json_number(event, "contention_free_bus_bandwidth_GBps"));
 }
 
 TEST_CASE("bad input: one error line, exit status 2, no output file left behind") {

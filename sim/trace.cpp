@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <string_view>
 #include <tuple>
@@ -88,6 +89,17 @@ std::string format_number(double v) {
   return std::string(buf.data(), res.ptr);
 }
 
+std::string format_arg(std::string_view key, double v) {
+  if (!std::isfinite(v)) return "null";
+  // Bytes and FLOPs are whole counts (a mean expert load makes fractions of them); anything else keeps 15
+  // significant digits, so the same quantity reached by two roundings (280179507.2 and 280179507.20000005)
+  // prints the same.
+  if (key == "bytes" || key == "flops") v = std::round(v);
+  std::array<char, 32> buf{};
+  std::snprintf(buf.data(), buf.size(), "%.15g", v);
+  return format_number(std::strtod(buf.data(), nullptr));
+}
+
 ChromeTraceWriter::ChromeTraceWriter(std::vector<std::string> gpu_labels)
     : gpu_labels_(std::move(gpu_labels)), streams_(gpu_labels_.size()) {}
 
@@ -117,7 +129,7 @@ std::uint32_t ChromeTraceWriter::label_index(const TaskRecord& r) {
   for (const TaskArg& a : args) {
     if (!args_json.empty()) args_json += ",";
     args_json += "\"" + json_escape(a.key) + "\":";
-    args_json += a.text.empty() ? format_number(a.number) : "\"" + json_escape(a.text) + "\"";
+    args_json += a.text.empty() ? format_arg(a.key, a.number) : "\"" + json_escape(a.text) + "\"";
   }
   // Split around the per-event fields at the '\x1f' (no escaped JSON holds a raw control character).
   l.json = "{\"ph\":\"X\",\"name\":\"" + json_escape(l.name) + "\",\"cat\":\"" + json_escape(l.category) +

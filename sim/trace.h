@@ -98,5 +98,8 @@ std::string format_us(SimTime t);
 std::string json_escape(std::string_view s);
 // Shortest round-trip decimal for a double, locale-independent ("%.17g"-free, via to_chars).
 std::string format_number(double v);
+// A task argument as the trace prints it: "bytes" and "flops" rounded to whole counts, any other number to 15
+// significant digits, then format_number ("280179507.20000005" prints as "280179507.2").
+std::string format_arg(std::string_view key, double v);
 
 }  // namespace clustersim::sim

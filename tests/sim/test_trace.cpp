@@ -99,6 +99,15 @@ TEST_CASE("trace: format_number is the shortest round-trip form") {
   CHECK(format_number(std::numeric_limits<double>::quiet_NaN()) == "null");
   CHECK(format_number(std::numeric_limits<double>::infinity()) == "null");
   CHECK(format_number(-std::numeric_limits<double>::infinity()) == "null");
+  // Trace arguments: whole bytes and FLOPs (a mean expert load gives 40265318.4 B), 15 significant digits for the
+  // rest, so two roundings of one quantity print alike.
+  CHECK(format_arg("bytes", 40265318.4) == "40265318");
+  CHECK(format_arg("flops", 577243604582.4) == "577243604582");
+  CHECK(format_arg("flops", 1.5e9) == "1.5e+09");
+  CHECK(format_arg("x", 280179507.20000005) == "280179507.2");
+  CHECK(format_arg("x", 280179507.2) == "280179507.2");
+  CHECK(format_arg("x", 1.0 / 3.0) == "0.333333333333333");
+  CHECK(format_arg("x", std::numeric_limits<double>::quiet_NaN()) == "null");
 }
 
 // Two GPUs; a forward pass on each compute stream, then an all-reduce over both dp-comm

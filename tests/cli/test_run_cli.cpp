@@ -134,6 +134,9 @@ TEST_CASE("trace at FLOW fidelity: a collective shows the bus bandwidth it achie
   const double achieved = json_number(event, "bus_bandwidth_GBps");
   CHECK(achieved == doctest::Approx(2.0 * 7 / 8 * bytes / dur_us / 1e3).epsilon(1e-6));
   CHECK(achieved < 0.5 * json_number(event, "contention_free_bus_bandwidth_GBps"));
+  // With several jobs each GPU's process names its job (a on GPUs 0-3 and 8-11, b on the rest).
+  CHECK(trace.find("\"args\":{\"name\":\"GPU 8 (node 1, local 0, job a)\"}") != std::string::npos);
+  CHECK(trace.find("\"args\":{\"name\":\"GPU 4 (node 0, local 4, job b)\"}") != std::string::npos);
 }
 
 TEST_CASE("bad input: one error line, exit status 2, no output file left behind") {

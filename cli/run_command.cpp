@@ -2,6 +2,7 @@
 
 #include <boost/program_options.hpp>
 #include <filesystem>
+#include <iostream>
 #include <optional>
 #include <ostream>
 
@@ -28,6 +29,9 @@ int run_command(const std::vector<std::string>& args, std::ostream& out) {
       "trace", po::value<std::string>()->value_name("FILE"),
       "write the timeline as Chrome trace-event JSON (open in https://ui.perfetto.dev); with the symmetry "
       "reduction, the simulated replica's GPUs (--no-symmetry: all)")(
+      "trace-gpus", po::value<std::string>()->value_name("LIST"),
+      "keep only these GPUs' events in --trace, e.g. 0-7,64 (a large run's trace outgrows what Perfetto's web UI "
+      "loads, about 2 GB)")(
       "links", po::value<std::string>()->value_name("FILE"),
       "write per-link utilisation as JSON (FLOW fidelity): bytes, busy fraction, peak concurrent flows")(
       "links-csv", po::value<std::string>()->value_name("FILE"), "the same as CSV")(
@@ -67,6 +71,10 @@ int run_command(const std::vector<std::string>& args, std::ostream& out) {
                      std::to_string(g % scenario.cluster.gpus_per_node) + job_of[g] + ")");
   sim::ChromeTraceWriter trace(std::move(labels));
   std::vector<sim::TraceSink*> sinks;
+  if (vm.count("trace-gpus")) {
+    if (!vm.count("trace")) throw InputError("command line", 0, 0, "--trace-gpus", "needs --trace FILE");
+    trace.keep_only(parse_gpu_ranges(vm["trace-gpus"].as<std::string>(), scenario.cluster.gpu_count(), "--trace-gpus"));
+  }
   if (vm.count("trace")) sinks.push_back(&trace);
   TimelineRecorder timeline(report ? timeline_gpus(scenario) : std::vector<std::uint32_t>{});
   if (report) sinks.push_back(&timeline);
@@ -75,10 +83,20 @@ int run_command(const std::vector<std::string>& args, std::ostream& out) {
       workloads::simulate_scenario(scenario, sinks, vm.count("trace") ? &trace : nullptr, 8,
                                    vm.count("no-symmetry") ? workloads::Symmetry::kOff : workloads::Symmetry::kAuto);
 
+  if (vm.count("trace-gpus") && trace.event_count() == 0)
+    throw InputError("command line", 0, 0, "--trace-gpus",
+                     "none of these GPUs ran a simulated task (with the symmetry reduction only data-parallel replica "
+                     "0's GPUs are simulated; --no-symmetry simulates every GPU)");
   out << summary_text(scenario, result);
   if (vm.count("json")) write_file_atomically(vm["json"].as<std::string>(), result_json(scenario, result));
-  if (vm.count("trace"))
+  if (vm.count("trace")) {
     write_file_atomically(vm["trace"].as<std::string>(), [&](std::ostream& o) { trace.write_json(o); });
+    // About 250 bytes an event: past 5 million (over 1 GB) the file nears what the web viewers load.
+    if (trace.event_count() > 5'000'000)
+      std::cerr << "note: " << vm["trace"].as<std::string>() << " holds " << trace.event_count()
+                << " events (over 1 GB); Perfetto's web UI loads up to about 2 GB: --trace-gpus keeps fewer GPUs, "
+                   "and Perfetto's trace_processor --httpd opens larger files\n";
+  }
   if (vm.count("links")) write_file_atomically(vm["links"].as<std::string>(), link_usage_json(result));
   if (vm.count("links-csv")) write_file_atomically(vm["links-csv"].as<std::string>(), link_usage_csv(result));
   if (report) write_file_atomically(vm["report"].as<std::string>(), run_report(scenario, result, &timeline, *report));

@@ -140,7 +140,16 @@ std::uint32_t ChromeTraceWriter::label_index(const TaskRecord& r) {
   return index;
 }
 
+void ChromeTraceWriter::keep_only(const std::vector<std::uint32_t>& gpus) {
+  keep_.clear();
+  for (std::uint32_t g : gpus) {
+    if (g >= keep_.size()) keep_.resize(g + 1, false);
+    keep_[g] = true;
+  }
+}
+
 void ChromeTraceWriter::on_task(const TaskRecord& r) {
+  if (!keep_.empty() && (r.gpu >= keep_.size() || !keep_[r.gpu])) return;
   events_.push_back(Event{r.gpu, stream_index(r.gpu, r.stream), r.start, r.end, r.task, label_index(r)});
 }
 

@@ -47,6 +47,9 @@ class ChromeTraceWriter : public TraceSink {
   // gpu_labels[g] names GPU g's process (e.g. "node 0 / gpu 3").
   explicit ChromeTraceWriter(std::vector<std::string> gpu_labels);
   void on_task(const TaskRecord& record) override;
+  // Keeps the events of these GPUs only (a large run's trace outgrows what viewers load); by default all.
+  void keep_only(const std::vector<std::uint32_t>& gpus);
+  std::size_t event_count() const { return events_.size(); }
   // A sample of a counter track (e.g. a link's throughput in GB/s) at time t; the track holds its
   // value until the next sample. Counter tracks appear under one extra process, "network links".
   void add_counter_sample(std::string_view track, SimTime t, double value);
@@ -64,6 +67,7 @@ class ChromeTraceWriter : public TraceSink {
     std::vector<TaskArg> args;
     std::string json;  // "name":"…","cat":"…" … "args":{…} around the per-event fields, see write_json
   };
+  std::vector<bool> keep_;  // per GPU, when keep_only() was called
   struct Event {
     std::uint32_t gpu;
     std::uint32_t stream_index;

@@ -139,6 +139,48 @@ TEST_CASE("trace at FLOW fidelity: a collective shows the bus bandwidth it achie
   CHECK(trace.find("\"args\":{\"name\":\"GPU 4 (node 0, local 4, job b)\"}") != std::string::npos);
 }
 
+TEST_CASE("--trace-gpus keeps the listed GPUs' events only") {
+  // The default scenario (16 GPUs at FLOW fidelity): GPUs 0, 1 and 15 keep every event they had in the full
+  // trace, and no other GPU has a process or an event; the link counters stay.
+  const fs::path dir = scratch_dir("trace-gpus");
+  const RemoveOnExit cleanup{dir};
+  REQUIRE(run("run --trace " + (dir / "all.json").string(), dir).status == 0);
+  REQUIRE(run("run --trace " + (dir / "some.json").string() + " --trace-gpus 0-1,15", dir).status == 0);
+  const std::string all = slurp(dir / "all.json"), some = slurp(dir / "some.json");
+  auto events_of = [](const std::string& trace, int pid) {
+    std::size_t n = 0;
+    const std::string key = "\"ph\":\"X\"";
+    const std::string of_pid = ",\"pid\":" + std::to_string(pid) + ",";
+    for (std::size_t at = trace.find(key); at != std::string::npos; at = trace.find(key, at + 1)) {
+      const std::string line = trace.substr(at, trace.find('\n', at) - at);
+      if (line.find(of_pid) != std::string::npos) ++n;
+    }
+    return n;
+  };
+  std::size_t kept = 0;
+  for (int pid : {0, 1, 15}) {
+    CAPTURE(pid);
+    CHECK(events_of(some, pid) > 0);
+    CHECK(events_of(some, pid) == events_of(all, pid));
+    kept += events_of(some, pid);
+  }
+  CHECK(events_of(some, 2) == 0);
+  CHECK(some.find("\"process_name\",\"pid\":2,") == std::string::npos);
+  CHECK(some.find("\"name\":\"network links\"") != std::string::npos);
+  std::size_t x = 0;
+  for (std::size_t at = some.find("\"ph\":\"X\""); at != std::string::npos; at = some.find("\"ph\":\"X\"", at + 1))
+    ++x;
+  CHECK(x == kept);
+  // Without --trace, or naming no GPU that ran a task, it is an error and no file is written.
+  CHECK(run("run --trace-gpus 0", dir).status == 2);
+  const Run none = run("run scenarios/llama3-h100/70b-8k.textproto --trace " + (dir / "none.json").string() +
+                           " --trace-gpus 8000-8001",
+                       dir);
+  CHECK(none.status == 2);
+  CHECK(none.err.find("error: command line: --trace-gpus: none of these GPUs ran a simulated task") == 0);
+  CHECK_FALSE(fs::exists(dir / "none.json"));
+}
+
 TEST_CASE("bad input: one error line, exit status 2, no output file left behind") {
   const fs::path dir = scratch_dir("bad");
   {

@@ -33,7 +33,7 @@ sim::TaskId CollectiveEngine::add_over_ranks(sim::TaskGraph& graph, std::string 
 
 sim::TaskId CollectiveEngine::add(sim::TaskGraph& graph, std::string name, std::string category,
                                   CollectiveRequest request, std::span<const sim::StreamId> lanes,
-                                  std::span<const sim::TaskId> deps) {
+                                  std::span<const sim::TaskId> deps, std::vector<sim::TaskArg> extra_args) {
   assert(!lanes.empty() && lanes.size() <= request.gpus.size() && "a collective's lanes are some of its members'");
   const CollectivePlan plan = model_.plan(request);
   const double n = static_cast<double>(request.gpus.size());
@@ -51,6 +51,7 @@ sim::TaskId CollectiveEngine::add(sim::TaskGraph& graph, std::string name, std::
                                  busbw_factor(request.op, static_cast<std::uint32_t>(request.gpus.size())) / 1e9
                            : 0,
        {}}};
+  for (sim::TaskArg& a : extra_args) args.push_back(std::move(a));
   assert((!graph_ || graph_ == &graph) && "one engine, one graph");
   graph_ = &graph;
   const sim::LabelId label = graph.add_label({std::move(name), std::move(category), std::move(args)});

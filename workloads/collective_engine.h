@@ -35,8 +35,10 @@ class CollectiveEngine : public sim::TaskRunner {
   // (megatron_graph.h) only the simulated ranks take part in the graph, while the request — and so the
   // plan and its time — keeps the whole communicator. The executor counts lanes only, so the task starts
   // when the simulated members have reached it.
+  // `extra_args` go after the collective's own (a pipeline send's micro-batch and GPUs).
   sim::TaskId add(sim::TaskGraph& graph, std::string name, std::string category, CollectiveRequest request,
-                  std::span<const sim::StreamId> lanes, std::span<const sim::TaskId> deps);
+                  std::span<const sim::StreamId> lanes, std::span<const sim::TaskId> deps,
+                  std::vector<sim::TaskArg> extra_args = {});
 
   // The same over a job's ranks: the collective of the GPUs `gpus_of_rank[r]` of `members`, on each
   // member's stream `stream_of_rank[r]`, after each member's `after_of_rank[r]` (or nothing when empty).

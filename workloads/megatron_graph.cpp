@@ -780,7 +780,13 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
               const sim::TaskId send = collectives.add(
                   graph, forward ? "send.activation" : "send.gradient", kCategoryPpComm,
                   CollectiveRequest{CollectiveOp::kSendRecv, {job.gpus[src], job.gpus[dst]}, pp_message, 0}, lanes,
-                  std::span<const sim::TaskId>(&after, 1));
+                  std::span<const sim::TaskId>(&after, 1),
+                  // Which micro-batch and chunk, from which GPU to which: the sender's and the receiver's slices
+                  // are one task, and these tell a schedule's sends apart in the trace.
+                  {{"micro_batch", double(step.micro_batch), {}},
+                   {"chunk", double(step.chunk), {}},
+                   {"from_gpu", double(job.gpus[src]), {}},
+                   {"to_gpu", double(job.gpus[dst]), {}}});
               const auto gather = gather_task.find({forward, step.micro_batch, to_vs, d, c});
               const sim::TaskId receiver = gather != gather_task.end()
                                                ? gather->second

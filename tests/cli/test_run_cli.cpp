@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -139,7 +140,7 @@ TEST_CASE("trace at FLOW fidelity: a collective shows the bus bandwidth it achie
   CHECK(trace.find("\"args\":{\"name\":\"GPU 4 (node 0, local 4, job b)\"}") != std::string::npos);
 }
 
-TEST_CASE("--trace-gpus keeps the listed GPUs' events only") {
+TEST_CASE("--trace-gpus keeps the listed GPUs' events only, and pipeline sends name their micro-batch and GPUs") {
   // The default scenario (16 GPUs at FLOW fidelity): GPUs 0, 1 and 15 keep every event they had in the full
   // trace, and no other GPU has a process or an event; the link counters stay.
   const fs::path dir = scratch_dir("trace-gpus");
@@ -171,6 +172,26 @@ TEST_CASE("--trace-gpus keeps the listed GPUs' events only") {
   for (std::size_t at = some.find("\"ph\":\"X\""); at != std::string::npos; at = some.find("\"ph\":\"X\"", at + 1))
     ++x;
   CHECK(x == kept);
+  // Pipeline sends name their micro-batch, chunk and GPUs. Llama 3 70B, tp 8, pp 4, vp 5, 8 micro-batches: GPU 2048
+  // (stage 1) receives each micro-batch's activations from GPU 0 for each of its 5 chunks and sends them on to
+  // GPU 4096: 8 · 5 = 40 in and 40 out, 80 send.activation slices with 80 different argument sets.
+  REQUIRE(run("run scenarios/llama3-h100/70b-8k.textproto --trace " + (dir / "pp.json").string() +
+                  " --trace-gpus 2048",
+              dir)
+              .status == 0);
+  const std::string pp = slurp(dir / "pp.json");
+  std::set<std::string> sends;
+  std::size_t in = 0, out = 0;
+  for (std::size_t at = pp.find("\"name\":\"send.activation\""); at != std::string::npos;
+       at = pp.find("\"name\":\"send.activation\"", at + 1)) {
+    const std::string line = pp.substr(at, pp.find('\n', at) - at);
+    sends.insert(line.substr(line.find("\"micro_batch\"")));
+    in += line.find("\"from_gpu\":0,\"to_gpu\":2048}") != std::string::npos;
+    out += line.find("\"from_gpu\":2048,\"to_gpu\":4096}") != std::string::npos;
+  }
+  CHECK(sends.size() == 80);
+  CHECK(in == 40);
+  CHECK(out == 40);
   // Without --trace, or naming no GPU that ran a task, it is an error and no file is written.
   CHECK(run("run --trace-gpus 0", dir).status == 2);
   const Run none = run("run scenarios/llama3-h100/70b-8k.textproto --trace " + (dir / "none.json").string() +

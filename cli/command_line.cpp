@@ -30,7 +30,7 @@ void refuse_negative_unsigned(const po::parsed_options& options, const po::optio
     for (const std::string& v : o.value) {
       const std::size_t first = v.find_first_not_of(" \t");
       if (first != std::string::npos && v[first] == '-')
-        throw InputError("command line", 0, 0, "--" + o.string_key, v + " is negative: it must be a whole number >= 0");
+        throw InputError("command line", 0, 0, "--" + o.string_key, v + " is negative: it must be a whole number");
     }
   }
 }

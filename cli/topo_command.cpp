@@ -58,18 +58,42 @@ int topo_command(const std::vector<std::string>& args, std::ostream& out) {
     // The graph has one logical spine per leaf uplink (and cores to match), each using a few of its ports; the
     // switches to buy carry the same cables at full radix: ceil(ports in use / radix) per tier.
     const topology::FabricShape shape = topology::fabric_shape(c);
-    const std::uint64_t k = c.fabric.switch_radix, up = shape.ports.uplinks;
+    const std::uint64_t k = c.fabric.switch_radix, up = shape.ports.uplinks, down = shape.ports.downlinks;
     auto boxes = [&](std::uint64_t ports, std::uint64_t per_switch) { return (ports + per_switch - 1) / per_switch; };
+    // Uplinks a leaf needs for the NICs it holds: a full leaf's `up` for its `down` NIC ports, in proportion (a
+    // rail leaf of a 2-node cluster holds 2 NICs and needs 2 uplinks at 1:1, not a full leaf's 32). Leaves are
+    // numbered as the graph builds them: rail by rail, then in node order.
+    auto needed_uplinks = [&](std::uint32_t leaf) -> std::uint64_t {
+      std::uint64_t nics = 0;
+      if (c.fabric.kind == topology::FabricKind::kRailOptimizedFatTree) {
+        const std::uint64_t i = leaf % shape.leaves_per_rail;  // one NIC of each node, `down` nodes per leaf
+        nics = std::min<std::uint64_t>(c.nodes, (i + 1) * down) - i * down;
+      } else {
+        const std::uint64_t first = std::uint64_t{leaf} * shape.nodes_per_leaf;
+        nics = (std::min<std::uint64_t>(c.nodes, first + shape.nodes_per_leaf) - first) * c.node.nics_per_node;
+      }
+      return (nics * up + down - 1) / down;
+    };
     out << "  switches to buy   leaf " << shape.leaves;
     if (shape.leaves > 1 && c.fabric.kind != topology::FabricKind::kClosThreeLevel) {
-      out << ", spine " << boxes(std::uint64_t{shape.leaves} * up, k);
+      std::uint64_t cables = 0;
+      for (std::uint32_t l = 0; l < shape.leaves; ++l) cables += needed_uplinks(l);
+      out << ", spine " << boxes(cables, k);
     } else if (shape.leaves > 1) {
-      // A spine spends half its ports on its pod's leaves and half on the cores (with more than one pod).
-      const std::uint64_t per_pod = boxes(std::uint64_t{shape.leaves_per_pod} * up, shape.pods > 1 ? k / 2 : k);
+      // A spine spends half its ports on its pod's leaves and half on the cores (with more than one pod); every
+      // pod is built like the fullest one.
+      std::uint64_t fullest = 0;
+      for (std::uint32_t p = 0; p < shape.pods; ++p) {
+        std::uint64_t cables = 0;
+        for (std::uint32_t l = p * shape.leaves_per_pod; l < std::min(shape.leaves, (p + 1) * shape.leaves_per_pod); ++l)
+          cables += needed_uplinks(l);
+        fullest = std::max(fullest, cables);
+      }
+      const std::uint64_t per_pod = boxes(fullest, shape.pods > 1 ? k / 2 : k);
       out << ", spine " << per_pod * shape.pods;
       if (shape.pods > 1) out << ", core " << boxes(std::uint64_t{shape.pods} * per_pod * (k / 2), k);
     }
-    out << " (" << k << "-port switches, counted by the cables in use)\n";
+    out << " (" << k << "-port switches; each leaf with the uplinks its NICs need at the fabric's oversubscription)\n";
   }
   out << "  links (directed; a cable is two)\n";
   for (const auto& [kind, s] : st.links)

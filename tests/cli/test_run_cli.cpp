@@ -328,13 +328,16 @@ TEST_CASE("clustersim topo prints the cluster and writes Graphviz") {
         "leaf 3", "spine 12", "1400.0 GB/s per direction", "leaf 4.00:1", "diameter"})
     CHECK_MESSAGE(r.out.find(s) != std::string::npos, "topo lacks '" << s << "'");
   CHECK(slurp(dir / "g.dot").rfind("digraph", 0) == 0);
-  // The switches to buy carry the graph's cables at full radix. 4:1 at radix 64 with 400 Gbit/s everywhere: a
-  // leaf has 12 uplinks and 48 downlinks (6 nodes of 8 NICs), so 16 nodes take 3 leaves, and their 36 uplinks
-  // fit one 64-port spine. The rail-optimised tree: 8 rails x 1 leaf (16 nodes <= 32 downlinks) with 32 uplinks
-  // each: 256 spine ports = 4 spines.
+  // The switches to buy: each leaf with the uplinks the NICs it holds need, at full radix. 4:1 at radix 64 with
+  // 400 Gbit/s everywhere: a full leaf has 12 uplinks for 48 downlinks (6 nodes of 8 NICs), so 16 nodes take 3
+  // leaves of 48, 48 and 32 NICs needing 12 + 12 + 8 = 32 uplinks: one 64-port spine. The rail-optimised tree:
+  // 8 rails x 1 leaf holding 16 of its 32 downlinks, so 16 of its 32 uplinks at 1:1: 8 x 16 = 128 spine ports =
+  // 2 spines (a full leaf's 32 uplinks each counted 4). The default scenario's 2 nodes: 8 rail leaves of 2 NICs,
+  // 2 uplinks each, 16 ports: 1 spine.
   CHECK(r.out.find("switches to buy   leaf 3, spine 1 (64-port switches") != std::string::npos);
   const Run rail = run("topo scenarios/fabric-rail-vs-oversubscribed/rail-optimized.textproto", dir);
-  CHECK(rail.out.find("switches to buy   leaf 8, spine 4 (64-port switches") != std::string::npos);
+  CHECK(rail.out.find("switches to buy   leaf 8, spine 2 (64-port switches") != std::string::npos);
+  CHECK(run("topo", dir).out.find("switches to buy   leaf 8, spine 1 (64-port switches") != std::string::npos);
   // Three levels, 256 DGX A100: 8 rails x ceil(256 / 32) = 64 leaves in 2 pods of 32; a pod's 32 x 32 leaf
   // uplinks take 32 spines of 32 down-ports each (64 spines), whose 2 x 32 x 32 up-ports fill 32 cores.
   {
@@ -420,7 +423,7 @@ TEST_CASE("output files: a symlink keeps pointing at its target, a device is wri
   // A negative count for an unsigned option is refused, not wrapped to 2^32 − 1 (a sweep that never ends).
   r = run("sweep --top -1", dir);
   CHECK(r.status == 2);
-  CHECK(r.err == "error: command line: --top: -1 is negative: it must be a whole number >= 0\n");
+  CHECK(r.err == "error: command line: --top: -1 is negative: it must be a whole number\n");
   // An output that is an input (also through a link), or two outputs on one file: refused before anything runs,
   // and the scenario is left as it was (run S --json S used to overwrite the scenario with JSON).
   const std::string scenario_text = slurp(fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios" / "default.textproto");

@@ -37,8 +37,9 @@ int run_command(const std::vector<std::string>& args, std::ostream& out) {
       "links-csv", po::value<std::string>()->value_name("FILE"), "the same as CSV")(
       "resolved", po::value<std::string>()->value_name("FILE"),
       "write the scenario with every default filled in (text format)")(
-      "no-symmetry", "simulate every data-parallel replica even where they are provably identical (by default, at "
-                     "ANALYTICAL fidelity, one replica stands for all when nothing breaks the symmetry)")(
+      "no-symmetry",
+      "simulate every data-parallel replica even where they are provably identical (by default, at "
+      "ANALYTICAL fidelity, one replica stands for all when nothing breaks the symmetry)")(
       "report", po::value<std::string>()->value_name("FILE"),
       "write a report: FILE.html (one self-contained file: configuration, time breakdown per job and stage, "
       "memory against capacity, a timeline excerpt, busiest links) or FILE.md (Markdown, the same tables)");
@@ -57,8 +58,8 @@ int run_command(const std::vector<std::string>& args, std::ostream& out) {
     throw InputError("command line", 0, 0, "--links",
                      "per-link utilisation needs fidelity: FLOW (the scenario sets ANALYTICAL)");
 
-  // Trace process names: the device (a "chip" of a torus: TPU pods), its node and local index, and with several jobs the
-  // job that runs on it.
+  // Trace process names: the device (a "chip" of a torus: TPU pods), its node and local index, and with several jobs
+  // the job that runs on it.
   const bool torus = scenario.cluster.node.scale_up == topology::ScaleUp::kTorus;
   std::vector<std::string> job_of(scenario.cluster.gpu_count());
   if (scenario.jobs.size() > 1)

@@ -85,7 +85,8 @@ int topo_command(const std::vector<std::string>& args, std::ostream& out) {
       std::uint64_t fullest = 0;
       for (std::uint32_t p = 0; p < shape.pods; ++p) {
         std::uint64_t cables = 0;
-        for (std::uint32_t l = p * shape.leaves_per_pod; l < std::min(shape.leaves, (p + 1) * shape.leaves_per_pod); ++l)
+        for (std::uint32_t l = p * shape.leaves_per_pod; l < std::min(shape.leaves, (p + 1) * shape.leaves_per_pod);
+             ++l)
           cables += needed_uplinks(l);
         fullest = std::max(fullest, cables);
       }

@@ -207,8 +207,8 @@ void ChromeTraceWriter::write_json(std::ostream& out) const {
     for (std::size_t s = 0; s < by_tid.size(); ++s) by_tid[tid[g][s]] = static_cast<std::uint32_t>(s);
     for (std::size_t t = 0; t < by_tid.size(); ++t) {
       const std::string id = std::to_string(t);
-      line("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + pid + ",\"tid\":" + id +
-           ",\"args\":{\"name\":\"" + json_escape(streams_[g][by_tid[t]]) + "\"}}");
+      line("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + pid + ",\"tid\":" + id + ",\"args\":{\"name\":\"" +
+           json_escape(streams_[g][by_tid[t]]) + "\"}}");
       line("{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":" + pid + ",\"tid\":" + id +
            ",\"args\":{\"sort_index\":" + id + "}}");
     }

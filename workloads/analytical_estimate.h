@@ -118,7 +118,7 @@ struct AnalyticalEstimate {
   Bytes peak_memory;       // of the most loaded stage
   Bytes memory_capacity;
   bool oom = false;
-  std::string oom_part;    // when OOM: the largest memory part (the one to shrink first), as run names it
+  std::string oom_part;  // when OOM: the largest memory part (the one to shrink first), as run names it
 };
 
 // Estimates layouts of one job of a scenario. Not thread-safe (it caches per-op costs); use one per thread.

@@ -30,11 +30,10 @@ class CollectiveEngine : public sim::TaskRunner {
 
   // Adds the collective to the graph as a dynamic task on `lanes` (one stream per member GPU); the
   // trace shows its operation, algorithm, protocol, bytes and bus bandwidth (at FLOW fidelity the contention-free
-  // one and the one achieved, from the time it took among the other traffic). The graph must outlive the run. `lanes` may name fewer
-  // streams than the request has members (at least one): under the symmetry reduction
-  // (megatron_graph.h) only the simulated ranks take part in the graph, while the request — and so the
-  // plan and its time — keeps the whole communicator. The executor counts lanes only, so the task starts
-  // when the simulated members have reached it.
+  // one and the one achieved, from the time it took among the other traffic). The graph must outlive the run. `lanes`
+  // may name fewer streams than the request has members (at least one): under the symmetry reduction (megatron_graph.h)
+  // only the simulated ranks take part in the graph, while the request — and so the plan and its time — keeps the whole
+  // communicator. The executor counts lanes only, so the task starts when the simulated members have reached it.
   // `extra_args` go after the collective's own (a pipeline send's micro-batch and GPUs).
   sim::TaskId add(sim::TaskGraph& graph, std::string name, std::string category, CollectiveRequest request,
                   std::span<const sim::StreamId> lanes, std::span<const sim::TaskId> deps,

@@ -47,7 +47,9 @@ sim::SimTime exposed_ps(const Intervals& busy, const Intervals& cover) {
   return exposed;
 }
 
-Seconds exposed_time(const Intervals& busy, const Intervals& cover) { return sim::to_seconds(exposed_ps(busy, cover)); }
+Seconds exposed_time(const Intervals& busy, const Intervals& cover) {
+  return sim::to_seconds(exposed_ps(busy, cover));
+}
 
 const char* to_string(CommKind k) {
   switch (k) {
@@ -127,8 +129,7 @@ std::uint64_t optimizer_steps_for(double steps) {
   return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(counted));
 }
 
-std::uint64_t run_optimizer_steps(double epochs, double samples_per_epoch, std::uint64_t global_batch,
-                                  bool per_epoch) {
+std::uint64_t run_optimizer_steps(double epochs, double samples_per_epoch, std::uint64_t global_batch, bool per_epoch) {
   const double whole = std::floor(epochs);
   if (!per_epoch || whole < 1) return optimizer_steps_for(epochs * samples_per_epoch / double(global_batch));
   const double per_pass = double(optimizer_steps_for(samples_per_epoch / double(global_batch)));
@@ -137,8 +138,8 @@ std::uint64_t run_optimizer_steps(double epochs, double samples_per_epoch, std::
          (rest > 0 ? optimizer_steps_for(rest * samples_per_epoch / double(global_batch)) : 0);
 }
 
-TrainingTime training_time(const TrainingJob& job, std::uint32_t grad_accum, std::uint32_t gpus,
-                           Seconds iteration_time, bool per_epoch) {
+TrainingTime training_time(const TrainingJob& job, std::uint32_t grad_accum, std::uint32_t gpus, Seconds iteration_time,
+                           bool per_epoch) {
   TrainingTime t;
   t.optimizer_steps = run_optimizer_steps(job.epochs, job.samples_per_epoch, job.global_batch, per_epoch);
   t.micro_batch_steps = t.optimizer_steps * grad_accum;

@@ -129,12 +129,11 @@ std::uint64_t optimizer_steps_for(double steps);
 // per_epoch (a PyTorch DataLoader, which every framework but Megatron-LM reads through): each pass ends with its
 // own partial batch, ⌊E⌋·⌈N/G⌉ + ⌈(E − ⌊E⌋)·N/G⌉ (2 epochs of 1005 samples in batches of 10: 2 × 101 = 202);
 // otherwise Megatron-LM's sample stream runs on across epochs, ⌈E·N/G⌉ (201).
-std::uint64_t run_optimizer_steps(double epochs, double samples_per_epoch, std::uint64_t global_batch,
-                                  bool per_epoch);
+std::uint64_t run_optimizer_steps(double epochs, double samples_per_epoch, std::uint64_t global_batch, bool per_epoch);
 
 // `per_epoch`: as run_optimizer_steps (true for every framework but Megatron-LM).
-TrainingTime training_time(const TrainingJob& job, std::uint32_t grad_accum, std::uint32_t gpus,
-                           Seconds iteration_time, bool per_epoch);
+TrainingTime training_time(const TrainingJob& job, std::uint32_t grad_accum, std::uint32_t gpus, Seconds iteration_time,
+                           bool per_epoch);
 
 // Runs one iteration of every job at once. Sinks (e.g. a Chrome trace writer) receive every simulated task's
 // record (with the symmetry reduction, those of the simulated replicas).

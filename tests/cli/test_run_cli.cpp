@@ -169,14 +169,12 @@ TEST_CASE("--trace-gpus keeps the listed GPUs' events only, and pipeline sends n
   CHECK(some.find("\"process_name\",\"pid\":2,") == std::string::npos);
   CHECK(some.find("\"name\":\"network links\"") != std::string::npos);
   std::size_t x = 0;
-  for (std::size_t at = some.find("\"ph\":\"X\""); at != std::string::npos; at = some.find("\"ph\":\"X\"", at + 1))
-    ++x;
+  for (std::size_t at = some.find("\"ph\":\"X\""); at != std::string::npos; at = some.find("\"ph\":\"X\"", at + 1)) ++x;
   CHECK(x == kept);
   // Pipeline sends name their micro-batch, chunk and GPUs. Llama 3 70B, tp 8, pp 4, vp 5, 8 micro-batches: GPU 2048
   // (stage 1) receives each micro-batch's activations from GPU 0 for each of its 5 chunks and sends them on to
   // GPU 4096: 8 · 5 = 40 in and 40 out, 80 send.activation slices with 80 different argument sets.
-  REQUIRE(run("run scenarios/llama3-h100/70b-8k.textproto --trace " + (dir / "pp.json").string() +
-                  " --trace-gpus 2048",
+  REQUIRE(run("run scenarios/llama3-h100/70b-8k.textproto --trace " + (dir / "pp.json").string() + " --trace-gpus 2048",
               dir)
               .status == 0);
   const std::string pp = slurp(dir / "pp.json");
@@ -194,9 +192,9 @@ TEST_CASE("--trace-gpus keeps the listed GPUs' events only, and pipeline sends n
   CHECK(out == 40);
   // Without --trace, or naming no GPU that ran a task, it is an error and no file is written.
   CHECK(run("run --trace-gpus 0", dir).status == 2);
-  const Run none = run("run scenarios/llama3-h100/70b-8k.textproto --trace " + (dir / "none.json").string() +
-                           " --trace-gpus 8000-8001",
-                       dir);
+  const Run none = run(
+      "run scenarios/llama3-h100/70b-8k.textproto --trace " + (dir / "none.json").string() + " --trace-gpus 8000-8001",
+      dir);
   CHECK(none.status == 2);
   CHECK(none.err.find("error: command line: --trace-gpus: none of these GPUs ran a simulated task") == 0);
   CHECK_FALSE(fs::exists(dir / "none.json"));

@@ -130,9 +130,8 @@ TEST_CASE("sweep: the layouts of a 4-layer, 8-head model on 8 GPUs, counted by h
   // layouts (the check used to ask whether tp divides the node's 8 GPUs and rejected them; tp 3 was the best).
   // They are the only ones: with tp 1 or 2 no dp = 6/(tp·pp) with pp | 4 layers divides the global batch of 16.
   std::map<std::string, std::size_t> r6;
-  const auto l6 =
-      cli::enumerate_layouts(cli::sweep_scenario(cli::load_scenario_text(twelve, "s12.textproto", false, ""), 6u),
-                             false, &r6);
+  const auto l6 = cli::enumerate_layouts(
+      cli::sweep_scenario(cli::load_scenario_text(twelve, "s12.textproto", false, ""), 6u), false, &r6);
   CHECK(r6.count("some TP groups would straddle two NVLink domains") == 0);
   CHECK(r6.count("tp spans more than one NVLink domain") == 0);
   std::set<std::uint32_t> tps;
@@ -182,8 +181,8 @@ TEST_CASE("sweep: OOM layouts are rejected with the memory part that breaks them
   std::size_t named = 0;
   for (const auto& l : r.layouts) {
     named += l.name == "tp1 pp1 dp8 mb1" || l.name == "tp1 pp1 dp8 mb1 ddp" || l.name == "tp8 pp1 dp1 mb8 sp";
-    if (l.name == "tp1 pp1 dp8 mb1") CHECK(l.estimate.oom_part.starts_with("optimizer"));      // Megatron: 12·P
-    if (l.name == "tp1 pp1 dp8 mb1 ddp") CHECK(l.estimate.oom_part.starts_with("optimizer"));  // DDP: 8·P
+    if (l.name == "tp1 pp1 dp8 mb1") CHECK(l.estimate.oom_part.starts_with("optimizer"));       // Megatron: 12·P
+    if (l.name == "tp1 pp1 dp8 mb1 ddp") CHECK(l.estimate.oom_part.starts_with("optimizer"));   // DDP: 8·P
     if (l.name == "tp8 pp1 dp1 mb8 sp") CHECK(l.estimate.oom_part.starts_with("activations"));  // 256.5 GiB
   }
   CHECK(named == 3);

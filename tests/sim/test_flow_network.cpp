@@ -61,8 +61,9 @@ TEST_CASE("flow network: a flow that would end beyond the engine's range names w
     what = e.what();
   }
   // It also says what would take that long: the transfer's size and rate (1e15 B at 1e9 B/s).
-  CHECK(what.starts_with("simulated time out of range: 5.32e+06 s (61.6 days) for a network transfer of 1e+15 B "
-                         "moving at 1e+09 B/s is beyond the 53 days"));
+  CHECK(
+      what.starts_with("simulated time out of range: 5.32e+06 s (61.6 days) for a network transfer of 1e+15 B "
+                       "moving at 1e+09 B/s is beyond the 53 days"));
 }
 
 TEST_CASE("flow network: one flow takes latency + size / capacity") {

@@ -143,8 +143,8 @@ TEST_CASE("trace: the complete document for a small run") {
   // Times: fwd0 [0, 1'234'567] ps, fwd1 [0, 2'000'000] ps, allreduce starts at
   // max(1'234'567, 2'000'000) = 2'000'000 ps and lasts 3 us: [2'000'000, 5'000'000] ps.
   // Threads are numbered per GPU by stream name, the same on every GPU: compute = 0, then the others in name
-  // order (dp-comm = 1), each with a thread_sort_index of its id. Events are sorted by (gpu, thread, start, task). 1.5e9 prints as 1.5e+09
-  // (shortest form); 1048576 as an integer.
+  // order (dp-comm = 1), each with a thread_sort_index of its id. Events are sorted by (gpu, thread, start,
+  // task). 1.5e9 prints as 1.5e+09 (shortest form); 1048576 as an integer.
   const std::string expected =
       "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n"
       "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,\"tid\":0,\"args\":{\"name\":\"node 0 / gpu 0\"}},\n"

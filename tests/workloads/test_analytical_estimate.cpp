@@ -249,8 +249,9 @@ TEST_CASE("analytical estimate: memory and the parts of the step with context, e
     CHECK(est.peak_memory.raw() == doctest::Approx(sim.memory.peak.raw()).epsilon(1e-12));
     CHECK(est.oom == sim.memory.oom);
     CHECK(est.bubble.raw() >= 0);
-    CHECK((est.compute + est.tp_comm + est.cp_comm + est.ep_comm + est.pp_comm + est.dp_comm + est.bubble + est.input_stall).raw() ==
-          doctest::Approx(est.iteration_time.raw()).epsilon(1e-9));
+    CHECK((est.compute + est.tp_comm + est.cp_comm + est.ep_comm + est.pp_comm + est.dp_comm + est.bubble +
+           est.input_stall)
+              .raw() == doctest::Approx(est.iteration_time.raw()).epsilon(1e-9));
   }
   // The all-to-alls: tp 1, dp 4, pp 2, ep 2 on a 4-layer Mixtral (every layer MoE): 2 MoE layers per stage,
   // 4 all-to-alls each per micro-batch (dispatch and combine, forward and backward), m = 4: 32 calls of

@@ -235,6 +235,7 @@ TEST_CASE("training-time identity: 1000 samples, global batch 10, accumulation 2
   CHECK(workloads::optimizer_steps_for(0) == 0);
   // Whole counts stay whole past 1e12: 5e13 samples / global batch 10 = 5,000,000,000,000 steps exactly (the
   // former ceil(steps · (1 − 1e-12)) gave 4,999,999,999,995), and 2^53 − 1 steps stay 2^53 − 1.
-  CHECK(training_time(TrainingJob{5e13, 1, 10, Precision::kBF16}, 1, 1, seconds(1), true).optimizer_steps == 5000000000000);
+  CHECK(training_time(TrainingJob{5e13, 1, 10, Precision::kBF16}, 1, 1, seconds(1), true).optimizer_steps ==
+        5000000000000);
   CHECK(workloads::optimizer_steps_for(9007199254740991.0) == 9007199254740991ull);
 }

@@ -169,9 +169,11 @@ std::string ChromeTraceWriter::json() const {
 void ChromeTraceWriter::write_json(std::ostream& out) const {
   // Thread ids by stream name, the same on every GPU: "compute" first, the rest in name order (streams are met in
   // the order their first task ends, which differs from GPU to GPU and moved the compute row up and down).
-  std::vector<std::vector<std::uint32_t>> tid(streams_.size());
+  std::vector<std::vector<std::uint32_t>> by_tid(streams_.size());  // per GPU: thread id -> stream index
+  std::vector<std::vector<std::uint32_t>> tid(streams_.size());     // per GPU: stream index -> thread id
   for (std::size_t g = 0; g < streams_.size(); ++g) {
-    std::vector<std::uint32_t> by_name(streams_[g].size());
+    std::vector<std::uint32_t>& by_name = by_tid[g];
+    by_name.resize(streams_[g].size());
     for (std::size_t s = 0; s < by_name.size(); ++s) by_name[s] = static_cast<std::uint32_t>(s);
     std::sort(by_name.begin(), by_name.end(), [&](std::uint32_t x, std::uint32_t y) {
       const std::string& a = streams_[g][x];
@@ -203,12 +205,10 @@ void ChromeTraceWriter::write_json(std::ostream& out) const {
          json_escape(gpu_labels_[g]) + "\"}}");
     line("{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" + pid + ",\"tid\":0,\"args\":{\"sort_index\":" +
          pid + "}}");
-    std::vector<std::uint32_t> by_tid(streams_[g].size());
-    for (std::size_t s = 0; s < by_tid.size(); ++s) by_tid[tid[g][s]] = static_cast<std::uint32_t>(s);
-    for (std::size_t t = 0; t < by_tid.size(); ++t) {
+    for (std::size_t t = 0; t < by_tid[g].size(); ++t) {
       const std::string id = std::to_string(t);
       line("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + pid + ",\"tid\":" + id + ",\"args\":{\"name\":\"" +
-           json_escape(streams_[g][by_tid[t]]) + "\"}}");
+           json_escape(streams_[g][by_tid[g][t]]) + "\"}}");
       line("{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":" + pid + ",\"tid\":" + id +
            ",\"args\":{\"sort_index\":" + id + "}}");
     }

@@ -508,11 +508,28 @@ std::string schema_path(const pb::Descriptor* root, std::string_view indexed) {
   }
   // A scalar where a message belongs: "invalid value 5 for type type.googleapis.com/clustersim.schema.Training".
   constexpr std::string_view kValue = "invalid value ", kForType = " for type type.googleapis.com/";
+  // The same words for an enum name protobuf does not know ("bf16" for BF16): list the names it takes.
   if (const std::size_t type_at = message.find(kForType); starts_with(message, kValue) && type_at != std::string::npos) {
     const std::string value = message.substr(kValue.size(), type_at - kValue.size());
-    std::string type = message.substr(type_at + kForType.size());
-    type = type.substr(type.rfind('.') + 1);
-    message = "expected an object (a " + type + "), found " + value;
+    const std::string full = message.substr(type_at + kForType.size());
+    const std::string type = full.substr(full.rfind('.') + 1);
+    const pb::EnumDescriptor* e = root->file()->pool()->FindEnumTypeByName(full);
+    std::string names;  // the values a scenario sets (not the unset 0 of proto3, e.g. PRECISION_UNSPECIFIED)
+    for (int i = 0; e != nullptr && i < e->value_count(); ++i)
+      if (e->value(i)->number() != 0 || !e->value(i)->name().ends_with("_UNSPECIFIED"))
+        names += (names.empty() ? "" : ", ") + e->value(i)->name();
+    message = e != nullptr ? value + " is not one of " + names : "expected an object (a " + type + "), found " + value;
+  }
+  // A list where one value belongs: "nodes: Proto field is not repeating, cannot start list." (the field's name
+  // after the path of its object, which is empty at the top level).
+  constexpr std::string_view kNotRepeating = ": Proto field is not repeating, cannot start list.";
+  if (message.size() > kNotRepeating.size() && message.ends_with(kNotRepeating)) {
+    const std::string name = message.substr(0, message.size() - kNotRepeating.size());
+    path = path.empty() ? name : path + "." + name;
+    const pb::FieldDescriptor* f = field_at_path(root, path);
+    message = f != nullptr && f->message_type() != nullptr
+                  ? "expected an object (a " + f->message_type()->name() + "), found a list"
+                  : "expected one value, found a list";
   }
   if (doc.kind != JsonValue::Kind::kObject) {
     throw InputError(file, doc.at.line, doc.at.column, "", "the JSON value must be an object (a " + root->name() + ")");

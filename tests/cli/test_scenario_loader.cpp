@@ -327,6 +327,15 @@ TEST_CASE("bad JSON scenarios: line:col and field path") {
           "inline.textproto:1:23: cluster.nodes: not valid JSON: \"012\" starts with 0: octal and hex numbers are not "
           "JSON");
     CHECK(text_error("[1]", true) == "inline.textproto:1:1: the JSON value must be an object (a Scenario)");
+    // A list where one value or an object belongs: protobuf said "training: Proto field is not repeating, cannot
+    // start list." with no position (at the top level) and its own words.
+    CHECK(text_error("{\"name\": \"x\",\n \"training\": []}", true) ==
+          "inline.textproto:2:2: training: expected an object (a Training), found a list");
+    CHECK(text_error("{\"cluster\": {\"nodes\": [1]}}", true) ==
+          "inline.textproto:1:23: cluster.nodes: expected one value, found a list");
+    // An enum name in the wrong case: the names it takes, not "expected an object".
+    CHECK(text_error("{\"training\": {\"precision\": \"bf16\"}}", true) ==
+          "inline.textproto:1:28: training.precision: \"bf16\" is not one of BF16, FP16, FP32, TF32, FP8");
   }
   SUBCASE("nesting is bounded, so no input exhausts the stack") {
     const std::string deep(100000, '[');

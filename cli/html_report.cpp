@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "cli/command_line.h"
+#include "cli/report.h"
 #include "sim/input_error.h"
 #include "workloads/compute_model.h"
 #include "workloads/rank_layout.h"
@@ -853,6 +854,12 @@ void add_scenario_sections(ReportDocument& doc, int level, const workloads::Scen
     bt.rows.push_back(std::move(cells));
   }
   doc.table(std::move(bt));
+  // Where a job stalls on its input, or sets a loader rate: the input model, as the text summary prints it.
+  for (std::size_t j = 0; j < sc.jobs.size(); ++j)
+    if (result.jobs[j].breakdown.exposed_input.raw() > 0 || sc.jobs[j].training.loader_samples_per_s_per_node > 0) {
+      const InputModelText input = input_model_text(sc.jobs[j]);
+      doc.paragraph(job_prefix(sc, sc.jobs[j]) + "Input model: " + input.loader + "; " + input.copy + ".");
+    }
   const bool in_ms = longest < 1;
   const double to_unit = in_ms ? 1e3 : 1;
   std::vector<StackedBar> bars;

@@ -186,16 +186,8 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
       << pct(r.breakdown.exposed_input.raw(), it) << "   (data loader / host-to-device copy, nothing else running)\n";
   if (r.breakdown.exposed_input.raw() > 0 || t.loader_samples_per_s_per_node > 0) {
     // The input side's assumptions (input_pipeline.h), so a stall (or its absence) can be checked.
-    o << "    input model     ";
-    if (t.loader_samples_per_s_per_node > 0)
-      o << "loader " << fmt("%g", t.loader_samples_per_s_per_node) << " samples/s per node, queue of "
-        << t.loader_prefetch << " micro-batch(es) (filled during the previous step)\n";
-    else
-      o << "no loader rate (the data loader is never the bottleneck)\n";
-    o << "                    host-to-device copy "
-      << grouped(std::uint64_t(workloads::micro_batch_input_bytes(job.model, p.micro_batch).raw()))
-      << " B per micro-batch (int64 tokens) at " << fmt("%g", t.host_to_device.raw() / 1e9)
-      << " GB/s, on its own stream, overlapping compute\n";
+    const InputModelText input = input_model_text(job);
+    o << "    input model     " << input.loader << "\n                    " << input.copy << "\n";
   }
   if (r.breakdown.exposed_host.raw() > 0)
     o << "  host dispatch     " << fmt("%.6f", r.breakdown.exposed_host.raw()) << " s  "
@@ -311,6 +303,20 @@ std::string job_json(const workloads::Job& job, const workloads::IterationResult
 }
 
 }  // namespace
+
+InputModelText input_model_text(const workloads::Job& job) {
+  const workloads::TrainingJob& t = job.training;
+  InputModelText out;
+  out.loader = t.loader_samples_per_s_per_node > 0
+                   ? "loader " + fmt("%g", t.loader_samples_per_s_per_node) + " samples/s per node, queue of " +
+                         std::to_string(t.loader_prefetch) + " micro-batch(es) (filled during the previous step)"
+                   : "no loader rate (the data loader is never the bottleneck)";
+  out.copy = "host-to-device copy " +
+             grouped(std::uint64_t(workloads::micro_batch_input_bytes(job.model, job.parallel.micro_batch).raw())) +
+             " B per micro-batch (int64 tokens) at " + fmt("%g", t.host_to_device.raw() / 1e9) +
+             " GB/s, on its own stream, overlapping compute";
+  return out;
+}
 
 std::string summary_text(const workloads::Scenario& sc, const workloads::ScenarioResult& result) {
   std::ostringstream o;

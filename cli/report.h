@@ -12,6 +12,15 @@
 namespace clustersim::cli {
 
 std::string summary_text(const workloads::Scenario& scenario, const workloads::ScenarioResult& result);
+
+// The input side's assumptions (workloads/input_pipeline.h), so a stall (or its absence) can be checked: the data
+// loader ("loader 10 samples/s per node, queue of 2 micro-batch(es) (filled during the previous step)", or that
+// there is no loader rate) and the host-to-device copy of each micro-batch (bytes and bandwidth).
+struct InputModelText {
+  std::string loader;
+  std::string copy;
+};
+InputModelText input_model_text(const workloads::Job& job);
 std::string result_json(const workloads::Scenario& scenario, const workloads::ScenarioResult& result);
 
 // Per-link utilisation (FLOW fidelity): bytes carried, busy time and fraction of the makespan,

@@ -244,6 +244,10 @@ TEST_CASE("run --report: a self-contained HTML file with every section, and Mark
   CHECK(md.find("## Memory per GPU") != std::string::npos);
   CHECK(md.find("| part | GiB | share of capacity [%] |") != std::string::npos);
   CHECK(md.find("| link | kind | capacity [GB/s] |") != std::string::npos);
+  // Under the breakdown, the input model the (small) input stall comes from, as `run` prints it: micro-batch 2,
+  // s = 1024: 2·1025·8 = 16,400 B of int64 tokens per copy at the default 24 GB/s, no loader rate.
+  CHECK(md.find("Input model: no loader rate (the data loader is never the bottleneck); host-to-device copy 16,400 B "
+                "per micro-batch (int64 tokens) at 24 GB/s") != std::string::npos);
   // Peak memory = the sum of its parts (memory_verdict), each printed to 0.01 GiB.
   std::istringstream in(md.substr(md.find("| part | GiB |")));
   double sum = 0;

@@ -162,6 +162,15 @@ int import_command(const std::vector<std::string>& args, std::ostream& out) {
     summary += calibrate::cut_off_note(run) + calibrate::wrong_rows_note(run, "not imported");
     if (run.test_line > 0 && run.op) per_file_op[run.source_file + "\n" + *run.op].push_back(&run);
   }
+  // Rows of size 0 (AllGather, ReduceScatter or AlltoAll sizes below ranks x one element: nothing ran, the time is
+  // the launch alone) are not samples of the collective; say how many were left out.
+  std::size_t empty_rows = 0;
+  for (const calibrate::MeasuredRun& run : runs)
+    if (run.test_line == 0 || calibrate::import_skip_reason(run).empty())
+      for (const calibrate::MeasuredRow& row : run.rows) empty_rows += row.size_bytes == 0 ? 1 : 0;
+  if (empty_rows > 0)
+    summary += "# note: " + std::to_string(empty_rows) + (empty_rows == 1 ? " row" : " rows") +
+               " of size 0 (below ranks x one element: nothing ran) not imported\n";
   // One log measured the same collective twice: both runs are imported, and `fit` sees their samples together.
   for (const auto& [key, tests] : per_file_op) {
     if (tests.size() < 2) continue;

@@ -414,6 +414,9 @@ TEST_CASE("nccl-tests logs of several tests: each is a run, --compare takes --op
       run_clustersim("calibrate import-nccl-tests " + log + " -o " + (dir / "raw.textproto").string(), dir);
   CHECK(import.status == 0);
   CHECK(import.out.find("# imported 116 collective samples from 1 file (2 tests): all_gather 54 all_reduce 62\n") == 0);
+  // and says so of those 4 rows.
+  CHECK(import.out.find("# note: 4 rows of size 0 (below ranks x one element: nothing ran) not imported\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("calibrate closing the loop: fit H100 ring AllReduce, predict ring AllGather of the same node") {
@@ -576,6 +579,9 @@ TEST_CASE("import-nccl-tests: a log's unmodelled, failed and repeated tests are 
   // Each rebuilt test has 53 lines (see "nccl-tests logs of several tests"), each followed by a blank line: the
   // tests begin at lines 1, 54 and 107.
   CHECK(r.out.find("# imported 108 collective samples from 1 file (3 tests): all_gather 108\n") == 0);
+  // The two AllGather tests' 4 rows of size 0 each are counted; the gather test's, not imported at all, are not.
+  CHECK(r.out.find("# note: 8 rows of size 0 (below ranks x one element: nothing ran) not imported\n") !=
+        std::string::npos);
   CHECK(r.out.find("# note: " + log + " (its gather test, from line 54) measured gather, which clustersim does not " +
                    "model: not imported\n") != std::string::npos);
   CHECK(r.out.find("# note: " + log + " holds 2 all_gather tests (lines 1, 107): all imported; fit takes their " +

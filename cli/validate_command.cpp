@@ -249,6 +249,8 @@ std::string_view builtin_training_measurements() {
 void check_measurements(const CsvTable& table) {
   for (const char* name : kRequiredColumns)
     if (table.column_index(name) < 0) throw InputError(table.file, 1, 0, name, "missing column (required)");
+  // A header alone validates nothing: an empty table and a MAPE table of no groups is not a result.
+  if (table.records.empty()) throw InputError(table.file, 2, 0, "", "no measurement rows after the header");
   std::map<std::string, int> ids;
   const int id_col = table.column_index("row_id");
   for (const CsvRecord& r : table.records) {

@@ -135,6 +135,8 @@ TEST_CASE("validate: measurement checks (missing column, duplicate row_id, non-n
   const std::string row = "1,G,m,dense,2,64,2,16,128,256,4,1,1,1,4,4,A100-SXM4-80GB,8,bf16,none,1.0,,A\n";
   CHECK(check_error(kHeader + row) == "<no InputError thrown>");
   CHECK(check_error("row_id,model\n1,m\n").find("m.csv:1: source_group: missing column") == 0);
+  // A header alone: nothing to validate (it printed an empty table and exit status 0).
+  CHECK(check_error(kHeader) == "m.csv:2: no measurement rows after the header");
   CHECK(check_error(kHeader + row + row).find("m.csv:3:1: row_id: \"1\" already names the row on line 2") == 0);
   CHECK(check_error(kHeader + "2,G,m,dense,two,64,2,16,128,256,4,1,1,1,4,4,A100,8,bf16,none,1.0,,A\n")
             .find("m.csv:2:13: layers: \"two\" is not a whole number") == 0);

@@ -1081,9 +1081,20 @@ AnalyticalEstimate AnalyticalEstimator::Impl::estimate(const ParallelPlan& plan)
 double AnalyticalEstimator::Impl::loader_bound(const ParallelPlan& plan, double iteration, double first,
                                                double later) const {
   const TrainingJob& tr = job.training;
-  // Without a loader rate the loader is never the bottleneck (no loader tasks), but each micro-batch is still
-  // copied to its GPU before its first kernel: the replay below with every micro-batch made at the step's start.
-  const bool loader = tr.loader_samples_per_s_per_node > 0;
+  const double copy = (micro_batch_input_bytes(job.model, plan.micro_batch) / tr.host_to_device).raw();
+  const std::uint32_t m = plan.grad_accum;
+  const double last_start = m > 1 ? first + (m - 2.0) * later : 0.0;
+  if (tr.loader_samples_per_s_per_node <= 0) {
+    // Without a loader rate the loader is never the bottleneck (no loader tasks), but each micro-batch is still
+    // copied to its GPU before its first kernel: the copies run back to back from the step's start (micro-batch k
+    // on the GPU at (k + 1)·copy), and micro-batch k starts once it is there and the one before it is done. The
+    // replay below with every micro-batch made at the start, without its loader bookkeeping (sweep scoring calls
+    // this for every layout).
+    double start = 0;
+    for (std::uint32_t k = 0; k < m; ++k)
+      start = k == 0 ? copy : std::max(start + (k == 1 ? first : later), (k + 1.0) * copy);
+    return start + (iteration - last_start);
+  }
   // Readers per node: tensor rank 0 of the first and last stage of every replica and context rank under Megatron,
   // every rank otherwise (input_pipeline.h).
   const auto n = static_cast<std::uint32_t>(job.gpus.size());
@@ -1100,9 +1111,8 @@ double AnalyticalEstimator::Impl::loader_bound(const ParallelPlan& plan, double 
   std::uint32_t most = 0;
   for (const auto& [node, count] : per_node) most = std::max(most, count);
   // One micro-batch's production on the busiest loader, and the copy of a micro-batch to its GPU.
-  const double produce = loader ? double(most) * plan.micro_batch / tr.loader_samples_per_s_per_node : 0.0;
-  const double copy = (micro_batch_input_bytes(job.model, plan.micro_batch) / tr.host_to_device).raw();
-  const std::uint32_t m = plan.grad_accum, q = loader ? tr.loader_prefetch : m;
+  const double produce = double(most) * plan.micro_batch / tr.loader_samples_per_s_per_node;
+  const std::uint32_t q = tr.loader_prefetch;
   // The graph's input tasks, replayed: the loader makes micro-batches q … m − 1 back to back from the step's
   // start (the first q are queued), each is copied to the GPU after it is made and after the copy before it,
   // and micro-batch k starts once it is on the GPU and the one before it is done (`first`, then `later` apart:
@@ -1122,7 +1132,6 @@ double AnalyticalEstimator::Impl::loader_bound(const ParallelPlan& plan, double 
     const double freed = m + j >= q ? ready[m + j - q] : 0.0;
     lane = std::max(lane, freed) + produce;
   }
-  const double last_start = m > 1 ? first + (m - 2.0) * later : 0.0;
   return std::max(start + (iteration - last_start), lane);
 }
 

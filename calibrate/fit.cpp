@@ -692,6 +692,7 @@ FitResult fit_profile(const std::vector<RawInput>& raws, const FitOptions& optio
   // ---- collective bands
   std::map<BandKey, std::vector<Point>> samples;
   std::map<std::string, std::size_t> unmodelled;  // algorithm → samples skipped
+  std::size_t empty_samples = 0;                   // samples of size 0 skipped
   bool domains_unknown = false;                   // a multi-host sample without hosts_per_nvlink_domain
   for (const RawInput& r : raws) {
     const schema::RawProvenance& p = r.raw->provenance();
@@ -712,7 +713,10 @@ FitResult fit_profile(const std::vector<RawInput>& raws, const FitOptions& optio
         r.fail(path + ".protocol", "\"" + s.protocol() + "\" is not a protocol; one of LL, LL128, Simple, default");
       const std::uint32_t ranks = s.ranks() ? s.ranks() : p.gpus();
       if (ranks < 2) r.fail(path + ".ranks", "missing (and no provenance.gpus); a collective needs >= 2 ranks");
-      if (s.size_bytes() == 0) continue;  // nothing ran
+      if (s.size_bytes() == 0) {  // nothing ran: a launch, not a sample of the collective
+        ++empty_samples;
+        continue;
+      }
       check_measured_us(r, path + ".time_us", s.time_us());
       // The link kind the simulator asks for: NVLINK while the ranks stay inside one NVLink domain, which on
       // multi-node NVLink (GB200 NVL72: 18 hosts) spans hosts; NET once they cross domains.
@@ -728,6 +732,10 @@ FitResult fit_profile(const std::vector<RawInput>& raws, const FitOptions& optio
   for (const auto& [algo, n] : unmodelled)
     result.notes.push_back(std::to_string(n) + " " + algo + " sample" + (n == 1 ? "" : "s") +
                            " skipped: clustersim does not model NCCL's " + algo + " algorithm, so no band is fitted");
+  if (empty_samples > 0)
+    result.notes.push_back(std::to_string(empty_samples) + " sample" + (empty_samples == 1 ? "" : "s") +
+                           " of size 0 skipped: nothing ran (the launch alone), so " +
+                           (empty_samples == 1 ? "it fits" : "they fit") + " no band");
   // Only rack-scale NVLink parts say so: elsewhere every host is its own NVLink domain, and the note is noise.
   const std::string gpu_names = lower(out.gpu().gpu() + " " + raws.front().raw->provenance().gpu());
   if (domains_unknown && (gpu_names.find("gb200") != std::string::npos ||

@@ -692,7 +692,7 @@ FitResult fit_profile(const std::vector<RawInput>& raws, const FitOptions& optio
   // ---- collective bands
   std::map<BandKey, std::vector<Point>> samples;
   std::map<std::string, std::size_t> unmodelled;  // algorithm → samples skipped
-  std::size_t empty_samples = 0;                   // samples of size 0 skipped
+  std::size_t empty_samples = 0;                  // samples of size 0 skipped
   bool domains_unknown = false;                   // a multi-host sample without hosts_per_nvlink_domain
   for (const RawInput& r : raws) {
     const schema::RawProvenance& p = r.raw->provenance();

@@ -333,14 +333,13 @@ TEST_CASE("calibrate import: rows nccl-tests found wrong are left out, srun labe
     CHECK(!std::filesystem::exists(dir / "y.textproto"));
   }
   // A raw sample of size 0 (nccl-tests ran nothing: the launch alone) fits no band, and the fit says it skipped it.
-  const std::string two = clustersim::testing::slurp(std::filesystem::path(kSource) /
-                                                     "tests/data/calibrate/two_points.textproto");
+  const std::string two =
+      clustersim::testing::slurp(std::filesystem::path(kSource) / "tests/data/calibrate/two_points.textproto");
   std::ofstream(dir / "with_empty.textproto")
       << two << "collectives { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" ranks: 8 nodes: 1 "
       << "size_bytes: 0 time_us: 0.9 }\n";
-  const auto f = run_clustersim("calibrate fit " + (dir / "with_empty.textproto").string() + " -o " +
-                                    (dir / "z.textproto").string(),
-                                dir);
+  const auto f = run_clustersim(
+      "calibrate fit " + (dir / "with_empty.textproto").string() + " -o " + (dir / "z.textproto").string(), dir);
   CHECK(f.status == 0);
   CHECK(f.out.find("# note: 1 sample of size 0 skipped: nothing ran (the launch alone), so it fits no band\n") !=
         std::string::npos);

@@ -44,17 +44,22 @@ std::vector<std::uint32_t> divisors(std::uint64_t n) {
   return out;
 }
 
-// Why a layout's TP groups leave NVLink, or "" when each group's GPUs share one NVLink domain. The groups come
-// from the job's rank order and its GPU list (a job on part of a node, or on GPUs 0-3 and 8-11 of two nodes,
-// is placed as it is, not as whole consecutive domains).
-std::string tp_domain_problem(const Scenario& sc, std::uint32_t tp, std::uint32_t dp, std::uint32_t pp,
-                              std::uint32_t cp) {
-  if (tp == 1) return "";
-  const workloads::Job& job = sc.jobs.at(0);
+// The most GPUs of the sweep's job in one NVLink domain: no TP group can be larger without leaving NVLink.
+std::uint32_t largest_domain_share(const Scenario& sc) {
   std::map<std::uint32_t, std::uint32_t> per_domain;  // the job's GPUs in each domain
-  for (std::uint32_t g : job.gpus) ++per_domain[topology::domain_of(sc.cluster, g)];
+  for (std::uint32_t g : sc.jobs.at(0).gpus) ++per_domain[topology::domain_of(sc.cluster, g)];
   std::uint32_t most = 0;
   for (const auto& [domain, count] : per_domain) most = std::max(most, count);
+  return most;
+}
+
+// Why a layout's TP groups leave NVLink, or "" when each group's GPUs share one NVLink domain. The groups come
+// from the job's rank order and its GPU list (a job on part of a node, or on GPUs 0-3 and 8-11 of two nodes,
+// is placed as it is, not as whole consecutive domains). `most`: largest_domain_share(sc).
+std::string tp_domain_problem(const Scenario& sc, std::uint32_t most, std::uint32_t tp, std::uint32_t dp,
+                              std::uint32_t pp, std::uint32_t cp) {
+  if (tp == 1) return "";
+  const workloads::Job& job = sc.jobs.at(0);
   if (tp > most) return "tp spans more than one NVLink domain";
   const workloads::RankLayout layout(tp, dp, pp, job.parallel.rank_order, cp);
   for (const std::vector<std::uint32_t>& group : layout.groups(workloads::ParallelDim::kTensor))
@@ -217,6 +222,7 @@ std::vector<ParallelPlan> enumerate_layouts(const Scenario& sc, bool allow_tp_ac
   const ParallelPlan& base = job.parallel;
   const auto n = static_cast<std::uint32_t>(job.gpus.size());
   const std::uint64_t batch = job.training.global_batch;
+  const std::uint32_t domain_share = largest_domain_share(sc);
   // Hybrid sharding needs the job on more than one node (equal GPUs per node: the sweep takes whole nodes).
   const bool nodes = !job.gpus.empty() && sc.cluster.node_of(job.gpus.front()) != sc.cluster.node_of(job.gpus.back());
   auto reject = [&](const std::string& why) {
@@ -254,7 +260,8 @@ std::vector<ParallelPlan> enumerate_layouts(const Scenario& sc, bool allow_tp_ac
           continue;
         }
         // TP groups must stay inside NVLink domains (tp 3 on 8-GPU nodes puts ranks 6-8 across two).
-        if (const std::string why = allow_tp_across_nodes ? "" : tp_domain_problem(sc, tp, dp, pp, cp); !why.empty()) {
+        if (const std::string why = allow_tp_across_nodes ? "" : tp_domain_problem(sc, domain_share, tp, dp, pp, cp);
+            !why.empty()) {
           reject(why);
           continue;
         }

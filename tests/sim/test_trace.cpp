@@ -110,6 +110,18 @@ TEST_CASE("trace: format_number is the shortest round-trip form") {
   CHECK(format_arg("x", std::numeric_limits<double>::quiet_NaN()) == "null");
 }
 
+// Runs `graph` to the end and returns its Chrome trace, GPU g's process named gpu_labels[g].
+std::string traced_json(const TaskGraph& graph, std::vector<std::string> gpu_labels) {
+  Simulation sim;
+  ChromeTraceWriter writer(std::move(gpu_labels));
+  sim.add_sink(&writer);
+  Executor ex(sim, graph);
+  ex.start();
+  sim.run();
+  ex.finish();
+  return writer.json();
+}
+
 // Two GPUs; a forward pass on each compute stream, then an all-reduce over both dp-comm
 // streams. Names and args include characters that need escaping.
 struct SmallRun {
@@ -128,14 +140,7 @@ struct SmallRun {
     graph.add(f0);
     graph.add(f1);
     graph.add(ar);
-    Simulation sim;
-    ChromeTraceWriter writer({"node 0 / gpu 0", "node \"0\" / gpu 1"});
-    sim.add_sink(&writer);
-    Executor ex(sim, graph);
-    ex.start();
-    sim.run();
-    ex.finish();
-    json = writer.json();
+    json = traced_json(graph, {"node 0 / gpu 0", "node \"0\" / gpu 1"});
   }
 };
 
@@ -190,14 +195,7 @@ TEST_CASE("trace: a stream's thread id does not depend on which of its GPU's str
   graph.add(TaskSpec{"x0", "pp_comm", {s0}, microseconds(1), {}, {}});
   graph.add(TaskSpec{"k1", "compute", {c1}, microseconds(1), {}, {}});
   graph.add(TaskSpec{"x1", "pp_comm", {s1}, microseconds(2), {}, {}});
-  Simulation sim;
-  ChromeTraceWriter writer({"gpu 0", "gpu 1"});
-  sim.add_sink(&writer);
-  Executor ex(sim, graph);
-  ex.start();
-  sim.run();
-  ex.finish();
-  const std::string json = writer.json();
+  const std::string json = traced_json(graph, {"gpu 0", "gpu 1"});
   for (const char* pid : {"0", "1"}) {
     CAPTURE(pid);
     CHECK(json.find(std::string("\"thread_name\",\"pid\":") + pid + ",\"tid\":0,\"args\":{\"name\":\"compute\"}") !=

@@ -322,14 +322,7 @@ std::string random_run_json(std::uint64_t seed) {
     spec.args = {TaskArg{"i", static_cast<double>(i), ""}};
     g.add(std::move(spec));
   }
-  Simulation sim;
-  ChromeTraceWriter writer({"a", "b", "c", "d"});
-  sim.add_sink(&writer);
-  Executor ex(sim, g);
-  ex.start();
-  sim.run();
-  ex.finish();
-  return writer.json();
+  return traced_json(g, {"a", "b", "c", "d"});
 }
 
 TEST_CASE("trace: identical runs give identical bytes") {

@@ -47,6 +47,16 @@ std::optional<double> default_gpu_power_w(const std::string& gpu) {
   return std::nullopt;
 }
 
+namespace {
+
+// Whole nodes holding `gpus` GPUs: a node is powered however few of its GPUs the job uses.
+std::uint32_t nodes_of(std::uint32_t gpus, const workloads::Scenario& scenario) {
+  const std::uint32_t per_node = std::max<std::uint32_t>(scenario.cluster.gpus_per_node, 1);
+  return (gpus + per_node - 1) / per_node;
+}
+
+}  // namespace
+
 std::optional<PlanPoint> plan_for_gpus(const workloads::Scenario& scenario, std::uint32_t gpus,
                                        const PlanOptions& options) {
   SweepOptions so;
@@ -79,6 +89,10 @@ std::optional<PlanPoint> plan_for_gpus(const workloads::Scenario& scenario, std:
   const std::optional<double> power =
       options.gpu_power_w ? options.gpu_power_w : default_gpu_power_w(scenario.profile.gpu.gpu);
   if (power) pt.energy_kwh = *power * gpus * pt.train_time.raw() / 3.6e6;  // W·s → kWh
+  if (power && (options.node_power_w || options.pue)) {
+    const double it_w = *power * gpus + options.node_power_w.value_or(0) * nodes_of(gpus, scenario);
+    pt.facility_energy_kwh = it_w * options.pue.value_or(1) * pt.train_time.raw() / 3.6e6;
+  }
   pt.held_gpu_hours = pt.wall_time.raw() * gpus / 3600.0;
   if (options.price_per_gpu_hour) {
     pt.cost = pt.gpu_hours * *options.price_per_gpu_hour;
@@ -203,6 +217,18 @@ std::string amount_text(double v) {
 std::string energy_text(double kwh) {
   if (kwh >= 1000) return fmt("%.1f MWh", kwh / 1000);
   return fmt(kwh >= 1 ? "%.1f kWh" : "%.3g kWh", kwh);
+}
+
+// How the facility's energy is made up: "(16 GPUs x 700 W + 2 nodes x 4600 W) x PUE 1.2".
+std::string facility_power_text(const workloads::Scenario& sc, const PlanOptions& options, const PlanPoint& p) {
+  const double gpu_w = options.gpu_power_w ? *options.gpu_power_w : *default_gpu_power_w(sc.profile.gpu.gpu);
+  std::string s = "(" + std::to_string(p.gpus) + " GPUs x " + fmt("%g", gpu_w) + " W";
+  if (options.node_power_w) {
+    const std::uint32_t nodes = nodes_of(p.gpus, sc);
+    s += " + " + std::to_string(nodes) + (nodes == 1 ? " node x " : " nodes x ") + fmt("%g", *options.node_power_w) +
+         " W";
+  }
+  return s + ") x PUE " + fmt("%g", options.pue.value_or(1));
 }
 
 // "N", or "N (T tokens / S per step = X, rounded up: ...)" when the budget is not whole steps (S = global batch
@@ -330,6 +356,9 @@ std::string plan_text(const workloads::Scenario& sc, const PlanOptions& options,
       << " W per GPU\n";
   else
     o << "energy               unknown GPU power: pass --gpu-power-w\n";
+  if (p.facility_energy_kwh)
+    o << "energy (facility)    " << energy_text(*p.facility_energy_kwh) << " of training without failures: "
+      << facility_power_text(sc, options, p) << "\n";
   o << "\nFailures and checkpoints\n";
   if (!std::isfinite(p.goodput.mtbf_h)) {
     o << "  failure rate       0 per GPU-hour: no interruptions modelled, no checkpoints needed\n";
@@ -400,6 +429,9 @@ std::string plan_report(const workloads::Scenario& sc, const PlanOptions& option
          fmt("%g", options.gpu_power_w ? *options.gpu_power_w : *default_gpu_power_w(sc.profile.gpu.gpu))});
     plan.rows.push_back({"energy (GPUs) of training without failures", energy_text(*p.energy_kwh)});
   }
+  if (p.facility_energy_kwh)
+    plan.rows.push_back({"energy (facility) of training without failures",
+                         energy_text(*p.facility_energy_kwh) + ": " + facility_power_text(sc, options, p)});
   doc.table(plan);
   doc.heading(2, "Failures and checkpoints");
   ReportTable failures;
@@ -444,6 +476,10 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out) {
       "gpus", po::value<std::uint32_t>()->value_name("N"), "plan for N GPUs")(
       "price-per-gpu-hour", po::value<double>()->value_name("P"), "price of one GPU-hour")(
       "gpu-power-w", po::value<double>()->value_name("W"), "GPU board power (default from the GPU's datasheet)")(
+      "node-power-w", po::value<double>()->value_name("W"),
+      "a node's power besides its GPUs (CPUs, memory, NICs, fans): adds the facility's energy")(
+      "pue", po::value<double>()->value_name("P"),
+      "power usage effectiveness, facility / IT energy (>= 1): adds the facility's energy")(
       "failure-rate-per-gpu-hour", po::value<double>()->value_name("R"),
       "interruptions per GPU-hour (default 1.973e-5, Llama 3 405B: 419 in 54 days on 16,384 GPUs)")(
       "checkpoint-write-s", po::value<double>()->value_name("S")->default_value(60), "checkpoint write time")(
@@ -485,6 +521,12 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out) {
   if (vm.count("gpu-power-w")) {
     o.gpu_power_w = non_negative("gpu-power-w");
     if (*o.gpu_power_w == 0) fail("--gpu-power-w", "0 must be > 0 (a GPU draws power)");
+  }
+  if (vm.count("node-power-w")) o.node_power_w = non_negative("node-power-w");
+  if (vm.count("pue")) {
+    o.pue = vm["pue"].as<double>();
+    if (!(*o.pue >= 1) || !(*o.pue <= 10))
+      fail("--pue", fmt("%g", *o.pue) + " must be in [1, 10] (facility energy over the IT equipment's, which it includes)");
   }
   if (vm.count("failure-rate-per-gpu-hour")) o.failures_per_gpu_hour = non_negative("failure-rate-per-gpu-hour");
   o.checkpoint_write = seconds(non_negative("checkpoint-write-s"));

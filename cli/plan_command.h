@@ -1,10 +1,15 @@
 // `clustersim plan SCENARIO --tokens T (--deadline-days D | --gpus N) [--price-per-gpu-hour P]
-//  [--gpu-power-w W] [--failure-rate-per-gpu-hour R] [--checkpoint-write-s S] [--restart-s S] [--top K]`:
+//  [--gpu-power-w W] [--node-power-w W] [--pue P] [--failure-rate-per-gpu-hour R] [--checkpoint-write-s S]
+//  [--restart-s S] [--top K]`:
 // capacity planning for a token budget with the sweep's best layout (sweep_command.h).
 //
 //  * Training time on N GPUs: optimizer_steps = ⌈T / (global_batch · s)⌉, time = steps · iteration time of
 //    the best layout (analytical ranking; --top K re-simulates the best K and takes the simulated best).
-//    GPU-hours = time · N / 3600 s; cost = GPU-hours · P; energy = N · W · time (GPU board power only).
+//    GPU-hours = time · N / 3600 s; cost = GPU-hours · P; energy = N · W · time (GPU board power only);
+//    with --node-power-w or --pue, the facility's energy = (N · W + nodes · W_node) · PUE · time, nodes =
+//    ⌈N / GPUs per node⌉ (a node draws its CPUs, memory, NICs, switches and fans however few of its GPUs a job
+//    uses; W_node default 0) and PUE (power usage effectiveness, The Green Grid: facility energy over IT
+//    energy, >= 1; default 1).
 //  * Failures: each GPU fails at rate λ per hour, so the job is interrupted at MTBF = 1 / (N · λ). Default λ
 //    from the Llama 3 405B report (Dubey et al. 2024, §3.3.4): 419 unexpected interruptions in 54 days on
 //    16,384 GPUs, λ = 419 / (54 · 24 · 16,384) = 1.973e-5 per GPU-hour.
@@ -56,6 +61,8 @@ struct PlanOptions {
   std::optional<std::uint32_t> gpus;
   std::optional<double> price_per_gpu_hour;
   std::optional<double> gpu_power_w;
+  std::optional<double> node_power_w;  // the rest of a node (CPUs, memory, NICs, fans), W per node
+  std::optional<double> pue;           // facility energy / IT energy, >= 1
   double failures_per_gpu_hour = kLlama3FailuresPerGpuHour;
   Seconds checkpoint_write = seconds(60);
   Seconds restart = seconds(600);
@@ -77,6 +84,8 @@ struct PlanPoint {
   Seconds wall_time;            // with failures (infinite when the waste is 100 % or more)
   double held_gpu_hours = 0;    // GPUs x wall time: what a reservation of the GPUs for the whole run costs
   std::optional<double> energy_kwh;  // the GPUs' board power over the training time without failures
+  // With node power or a PUE given: (GPUs' + nodes' power) x PUE over the same time.
+  std::optional<double> facility_energy_kwh;
   std::optional<double> cost;        // gpu_hours x price
   std::optional<double> held_cost;   // held_gpu_hours x price
 };

@@ -72,6 +72,38 @@ TEST_CASE("plan: steps, GPU-hours, cost and energy on a fixed GPU count") {
   CHECK(p->wall_time.raw() == doctest::Approx(p->train_time.raw() / p->goodput.effective_ratio).epsilon(1e-12));
   // The best layout is the analytical ranking's first (--top 0), the fastest that fits.
   CHECK(!p->simulated);
+  // No node power and no PUE given: no facility figure.
+  CHECK(!p->facility_energy_kwh.has_value());
+}
+
+TEST_CASE("plan: the facility's energy adds the nodes' other power and the PUE") {
+  // 8 GPUs of one node at 400 W, the rest of the node 4,600 W, PUE 1.25, 100 steps of T:
+  //   (8 · 400 + 1 · 4,600) W · 1.25 · 100 · T / 3.6e6 = 9,750 W · 100 · T / 3.6e6 kWh.
+  cli::PlanOptions o;
+  o.tokens = 1638400;
+  o.gpus = 8u;
+  o.node_power_w = 4600;
+  o.pue = 1.25;
+  const workloads::Scenario sc = small();
+  const auto p = cli::plan_for_gpus(sc, 8, o);
+  REQUIRE(p.has_value());
+  const double t = p->iteration_time.raw();
+  REQUIRE(p->facility_energy_kwh.has_value());
+  CHECK(*p->facility_energy_kwh == doctest::Approx(9750.0 * 100 * t / 3.6e6).epsilon(1e-12));
+  CHECK(*p->energy_kwh == doctest::Approx(3200.0 * 100 * t / 3.6e6).epsilon(1e-12));  // the GPUs' line unchanged
+  cli::PlanResult shown;
+  shown.point = p;
+  CHECK(cli::plan_text(sc, o, shown).find("(8 GPUs x 400 W + 1 node x 4600 W) x PUE 1.25\n") != std::string::npos);
+  // Four GPUs still power their whole node: (4 · 400 + 1 · 4,600) · 1.25 = 7,750 W. A PUE alone scales the
+  // GPUs' power: 8 · 400 · 1.5 = 4,800 W.
+  const auto half = cli::plan_for_gpus(sc, 4, o);
+  REQUIRE(half.has_value());
+  CHECK(*half->facility_energy_kwh == doctest::Approx(7750.0 * half->train_time.raw() / 3.6e6).epsilon(1e-12));
+  o.node_power_w.reset();
+  o.pue = 1.5;
+  const auto pue_only = cli::plan_for_gpus(sc, 8, o);
+  REQUIRE(pue_only.has_value());
+  CHECK(*pue_only->facility_energy_kwh == doctest::Approx(4800.0 * 100 * t / 3.6e6).epsilon(1e-12));
 }
 
 TEST_CASE("plan: the deadline search returns the smallest whole-node count that meets it") {
@@ -234,6 +266,9 @@ TEST_CASE("plan command: output and one-line errors with exit status 2") {
   // More optimizer steps than the 2^53 clustersim counts (1e30 tokens at any batch here): refused, not wrapped to 0.
   one_line_error("plan " + sc + " --tokens 1e30 --deadline-days 1", "more than the 9007199254740992 clustersim counts");
   one_line_error("plan " + sc + " --tokens 1e9 --gpus 8 --restart-s -1", "--restart-s");
+  // A PUE below 1 would have the facility give energy back; the node power is a rate like the others.
+  one_line_error("plan " + sc + " --tokens 1e9 --gpus 8 --pue 0.9", "--pue: 0.9 must be in [1, 10]");
+  one_line_error("plan " + sc + " --tokens 1e9 --gpus 8 --node-power-w -5", "--node-power-w");
   // The deadline search steps by whole nodes (8 GPUs here): a limit below one node is refused, not tried as 7 GPUs;
   // a negative count is refused, not wrapped to 2^32 - 1.
   one_line_error("plan " + sc + " --tokens 1e9 --deadline-days 3 --max-gpus 7",

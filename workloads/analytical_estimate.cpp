@@ -303,6 +303,9 @@ struct AnalyticalEstimator::Impl {
   // reduction and all-gather apart.
   struct TpTimes {
     double reduce = 0, gather = 0;
+    // tp_comm_overlap's pipelined reduce-scatter: (t − 1)/t of the bytes beside the GEMM, the last 1/t after it.
+    double reduce_body = 0, reduce_tail = 0;
+    double loss = 0;  // one of the vocabulary-parallel cross-entropy's 3 all-reduces after loss.fwd
     double sync() const { return reduce + gather; }
   };
 
@@ -329,24 +332,37 @@ struct AnalyticalEstimator::Impl {
     };
     // The TP time op i adds (megatron_graph.cpp): its sync point's collectives and, for a column-parallel data
     // gradient under sequence parallelism, the all-gather of the layer's input again (`regather`).
-    //  * tp_comm_overlap: all of them beside op i, which the next op waits for: what they last beyond op i;
-    //  * async_tp_grad_reduce, a column-parallel data gradient: the re-gather beside op i, the reduction beside the
-    //    weight gradient after it (op i + 1), the pair's all-gather after that: max(0, G − t_i) + max(0, R − t_i+1)
-    //    + A;
-    //  * else every one between the kernels.
+    //  * async_tp_grad_reduce or tp_comm_overlap, a column-parallel data gradient: the re-gather beside op i,
+    //    the reduction beside the weight gradient after it (op i + 1): max(0, G − t_i) + max(0, R − t_i+1);
+    //  * tp_comm_overlap, a row-parallel GEMM's reduce-scatter: (t − 1)/t of it beside op i, the last 1/t after:
+    //    max(0, R_body − t_i) + R_tail (the embedding's: R, Transformer Engine does not run it);
+    //  * tp_comm_overlap, the pair's all-gather: beside the op that reads it, max(0, A − t_j), or before it
+    //    (the output layer, the embedding's backward, a stage's end): A (tp_gather_consumer);
+    //  * else every one between the kernels (the async pair's all-gather after the weight gradient).
     const bool overlap = k.sp && job.parallel.tp_comm_overlap;
-    const bool async = job.parallel.async_tp_grad_reduce && !overlap;
+    const bool async = job.parallel.async_tp_grad_reduce || overlap;
+    auto gather_cost = [&](std::size_t i) {
+      if (!overlap) return tpt.gather;
+      for (std::size_t j = i + 1; j < ops.size(); ++j) {
+        const TpGatherConsumer consumer = tp_gather_consumer(ops[j].name, k.ep);
+        if (consumer == TpGatherConsumer::kOverlapped) return std::max(0.0, tpt.gather - std::max(0.0, op_cost[j]));
+        if (consumer == TpGatherConsumer::kBlocking) break;
+      }
+      return tpt.gather;
+    };
     auto tp_cost = [&](std::size_t i) {
       const Op& op = ops[i];
       const double c = std::max(0.0, op_cost[i]);
       const bool column = column_parallel_dgrad(op.name, k.ep);
       const double regather = column && k.sp ? tpt.gather : 0.0;
-      if (overlap) return std::max(0.0, regather + tpt.sync() - c);
+      const double gather = k.sp ? gather_cost(i) : 0.0;
       if (column && async) {
         const double next = i + 1 < op_cost.size() ? std::max(0.0, op_cost[i + 1]) : 0.0;
-        return std::max(0.0, regather - c) + std::max(0.0, tpt.reduce - next) + (k.sp ? tpt.gather : 0.0);
+        return std::max(0.0, regather - c) + std::max(0.0, tpt.reduce - next) + gather;
       }
-      return regather + tpt.sync();
+      if (overlap && !op.name.ends_with("embed.fwd"))
+        return std::max(0.0, tpt.reduce_body - c) + tpt.reduce_tail + gather;
+      return regather + tpt.reduce + gather;
     };
     // One run of the list: its op costs, and the parts that do not depend on the ring.
     double compute = 0, tp = 0, epc = 0;
@@ -361,8 +377,10 @@ struct AnalyticalEstimator::Impl {
       tp += moe.tp_after(op.name);
       if (a2a > 0 && ep_sync_after(op.name)) epc += a2a;
     }
-    for (std::size_t i = 0; i < ops.size(); ++i)
+    for (std::size_t i = 0; i < ops.size(); ++i) {
       if (op_cost[i] >= 0 && k.tp > 1 && tp_sync_after(ops[i].name, k.ep)) tp += tp_cost(i);
+      if (op_cost[i] >= 0 && k.tp > 1 && ops[i].name == "loss.fwd") tp += 3 * tpt.loss;
+    }
     constexpr std::uint32_t kMaxRingRuns = 8;
     double before = start, increment = -1;
     std::uint32_t done = 0;
@@ -402,6 +420,8 @@ struct AnalyticalEstimator::Impl {
         }
         if (k.tp > 1 && tp_sync_after(op.name, k.ep))
           for (double& x : t) x += tp_cost(i);
+        if (k.tp > 1 && op.name == "loss.fwd")
+          for (double& x : t) x += 3 * tpt.loss;
         // The MoE TP collectives around the all-to-alls (their order does not change the sum).
         if (const double e = moe.tp_after(op.name); e > 0)
           for (double& x : t) x += e;
@@ -439,6 +459,19 @@ struct AnalyticalEstimator::Impl {
       };
       sync.reduce = with(k.sp ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce);
       sync.gather = k.sp ? with(CollectiveOp::kAllGather) : 0.0;
+      {
+        CommKey c = base;
+        c.size = vocab_parallel_loss_bytes(k.mb, job.model.seq_len, k.cp).raw();
+        sync.loss = comm_time(c);
+      }
+      if (k.sp && job.parallel.tp_comm_overlap) {
+        CommKey c = base;
+        c.op = CollectiveOp::kReduceScatter;
+        c.size = activation * (k.tp - 1) / k.tp;
+        sync.reduce_body = comm_time(c);
+        c.size = activation / k.tp;
+        sync.reduce_tail = comm_time(c);
+      }
     }
     // The ring and EP groups of rank 0 depend on the layout through (tp, cp, ep) and, unless pp is the
     // outermost dimension, pp (k.pp; with pp outermost, pp = 1 and dp = N/(tp·cp) place them as the first
@@ -538,9 +571,16 @@ struct AnalyticalEstimator::Impl {
         host.push_back(op.kernels * cost);
         gpu.push_back(op_seconds(op));
         // With sequence parallelism a column-parallel data gradient also issues its input's all-gather.
-        const int regather = k.sp && column_parallel_dgrad(op.name, k.ep) ? 1 : 0;
+        // Under tp_comm_overlap a row-parallel GEMM's reduce-scatter is issued as two collectives (its last chunk
+        // apart); the cross-entropy issues 3 all-reduces.
+        const bool column = column_parallel_dgrad(op.name, k.ep);
+        const int regather = k.sp && column ? 1 : 0;
+        const int split = k.sp && job.parallel.tp_comm_overlap && !column && !op.name.ends_with("embed.fwd") ? 1 : 0;
         if (k.tp > 1 && tp_sync_after(op.name, k.ep))
-          for (int c = 0; c < (k.sp ? 2 : 1) + regather; ++c)
+          for (int c = 0; c < (k.sp ? 2 : 1) + regather + split; ++c)
+            tp_at.push_back(host.size()), host.push_back(kCollectiveKernels * cost), gpu.push_back(0);
+        if (k.tp > 1 && op.name == "loss.fwd")
+          for (int c = 0; c < 3; ++c)
             tp_at.push_back(host.size()), host.push_back(kCollectiveKernels * cost), gpu.push_back(0);
         if (k.tp > 1 && k.ep > 1 && job.model.is_moe() && expert_tp_sync_after(op.name) != ExpertTpSync::kNone)
           tp_at.push_back(host.size()), host.push_back(kCollectiveKernels * cost), gpu.push_back(0);

@@ -33,6 +33,7 @@ struct StageOps {
     std::size_t after;  // the collective follows op `after − 1`
     CollectiveOp op;
     SyncComm comm = SyncComm::kTensor;
+    Bytes size{};  // 0: the TP sync's activation message
   };
   std::vector<Sync> syncs;
   double parameters = 0;         // this rank's parameters of the chunk
@@ -62,6 +63,10 @@ bool tp_sync_after(const std::string& name, std::uint32_t ep) {
          (ep == 1 && mlp("expert_")) || last == "embed.fwd" || last == "lm_head.dgrad";
 }
 
+Bytes vocab_parallel_loss_bytes(std::uint32_t micro_batch, std::uint32_t seq_len, std::uint32_t cp) {
+  return bytes(4.0 * micro_batch * seq_len / std::max<std::uint32_t>(cp, 1));
+}
+
 bool ep_sync_after(const std::string& name) {
   return name.ends_with(".moe_dispatch.fwd") || name.ends_with(".moe_dispatch.recompute") ||
          name.ends_with(".expert_fc2.fwd") || name.ends_with(".expert_fc2.recompute") ||
@@ -70,6 +75,22 @@ bool ep_sync_after(const std::string& name) {
 
 bool column_parallel_dgrad(const std::string& name, std::uint32_t ep) {
   return name.ends_with(".dgrad") && tp_sync_after(name, ep);
+}
+
+TpGatherConsumer tp_gather_consumer(const std::string& name, std::uint32_t ep) {
+  const std::string_view n = name, last = n.substr(n.rfind('.', n.rfind('.') - 1) + 1);
+  const std::string_view base = last.substr(0, last.find('.')), pass = last.substr(last.find('.') + 1);
+  if (pass == "fwd" || pass == "recompute") {
+    if (base == "qkv" || base == "fc1" || base == "shared_fc1" || (ep == 1 && base == "expert_fc1"))
+      return TpGatherConsumer::kOverlapped;
+    if (base == "lm_head") return TpGatherConsumer::kBlocking;
+  } else if (pass == "dgrad") {
+    if (base == "proj" || base == "fc2" || base == "shared_fc2" || (ep == 1 && base == "expert_fc2"))
+      return TpGatherConsumer::kOverlapped;
+  } else if (base == "embed" && pass == "bwd") {
+    return TpGatherConsumer::kBlocking;
+  }
+  return TpGatherConsumer::kNone;
 }
 
 ExpertTpSync expert_tp_sync_after(const std::string& name) {
@@ -116,6 +137,16 @@ StageOps stage_ops(const ModelSpec& model, const OpConfig& config, bool forward)
     // checkpointed forward is the same module code, g/f operators included.
     // Without expert parallelism the routed experts are a tensor-parallel MLP on the whole (gathered)
     // tokens, reduced like the dense one (Megatron-Core's all-gather dispatcher).
+    // Megatron's vocabulary-parallel cross-entropy (_VocabParallelCrossEntropy.forward) all-reduces, over the
+    // tensor-parallel group, the logits' maximum, the target's logit and the sum of exponentials: 3 fp32
+    // values per token (vocab_parallel_loss_bytes). Blocking on the compute stream; none backward.
+    if (op.name == "loss.fwd") {
+      for (int k = 0; k < 3; ++k)
+        out.syncs.push_back(
+            {i + 1, CollectiveOp::kAllReduce, SyncComm::kTensor, vocab_parallel_loss_bytes(config.micro_batch,
+                                                                                           model.seq_len, config.cp)});
+      continue;
+    }
     if (!tp_sync_after(op.name, config.ep)) continue;
     if (config.sequence_parallel) {
       out.syncs.push_back({i + 1, CollectiveOp::kReduceScatter});
@@ -522,10 +553,16 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
         // async_tp_grad_reduce with sequence parallelism: the all-gather of a column-parallel backward's pair,
         // issued after the weight gradient (the op after the data gradient) on the compute stream.
         std::vector<std::size_t> carried;  // op index before which it runs
-        const bool async_tp = par.async_tp_grad_reduce && !par.tp_comm_overlap;
-        // A TP collective of the tensor-parallel groups, on the TP stream beside the kernels: started after what
-        // `deps_of(g)` gives, waited for by the op after the next.
-        auto tp_beside = [&](CollectiveOp op, const std::string& name, auto deps_of) {
+        // tp_comm_overlap: a sync point's all-gather waits to be issued before the op that reads it
+        // (tp_gather_consumer).
+        bool owed_gather = false;
+        // Megatron's asynchronous backward reduction beside the weight gradient: async_tp_grad_reduce, and
+        // Transformer Engine's bulk overlap under tp_comm_overlap.
+        const bool async_tp = par.async_tp_grad_reduce || par.tp_comm_overlap;
+        // A TP collective of `size` bytes of the tensor-parallel groups on the TP stream beside the kernels,
+        // started after what `deps_of(g)` gives; `waited(g, id)` records who waits for it.
+        auto tp_stream_collective = [&](CollectiveOp op, const std::string& name, Bytes size, auto deps_of,
+                                        auto waited) {
           for (const auto& tg : tp_groups) {
             std::vector<sim::StreamId> lanes;
             std::vector<sim::TaskId> deps;
@@ -533,17 +570,22 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
               lanes.push_back(tp_stream[group[g]]);
               for (sim::TaskId d : deps_of(g)) deps.push_back(d);
             }
-            const sim::TaskId collective = collectives.add(
-                graph, name, kCategoryTpComm, CollectiveRequest{op, gpus_of(tg), tp_message, 0}, lanes, deps);
+            const sim::TaskId collective = collectives.add(graph, name, kCategoryTpComm,
+                                                           CollectiveRequest{op, gpus_of(tg), size, 0}, lanes, deps);
             for (std::size_t g : tg) {
-              beside[g].push_back(collective);
+              waited(g, collective);
               if (host) it.host.issue(group[g], collective, kCollectiveKernels, false);
             }
           }
         };
+        // Beside the next op: waited for by the op after it.
+        auto tp_beside = [&](CollectiveOp op, const std::string& name, auto deps_of) {
+          tp_stream_collective(op, name, tp_message, deps_of,
+                               [&](std::size_t g, sim::TaskId id) { beside[g].push_back(id); });
+        };
         // A TP collective on the compute streams between the kernels (`after_pending`: also after what the members'
         // next kernel waits for).
-        auto tp_blocking = [&](CollectiveOp op, const std::string& name, bool after_pending) {
+        auto tp_blocking = [&](CollectiveOp op, const std::string& name, bool after_pending, Bytes size = Bytes{}) {
           for (const auto& tg : tp_groups) {
             std::vector<sim::StreamId> lanes;
             std::vector<sim::TaskId> deps;
@@ -552,7 +594,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
               if (after_pending) deps.insert(deps.end(), pending[g].begin(), pending[g].end());
             }
             const sim::TaskId collective = collectives.add(
-                graph, name, kCategoryTpComm, CollectiveRequest{op, gpus_of(tg), tp_message, 0}, lanes, deps);
+                graph, name, kCategoryTpComm, CollectiveRequest{op, gpus_of(tg), size.raw() > 0 ? size : tp_message, 0}, lanes, deps);
             if (host)
               for (std::size_t g : tg) it.host.issue(group[g], collective, kCollectiveKernels);
           }
@@ -621,33 +663,40 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
               // Megatron's asynchronous backward: the input gradient's all-reduce (reduce-scatter) starts after
               // the data gradient and runs beside the weight gradient (op i); the op after it waits. The
               // sequence-parallel pair's all-gather (of the next row-parallel layer's output gradient) follows
-              // the weight gradient on the compute stream.
+              // the weight gradient on the compute stream; under tp_comm_overlap it runs beside that layer's
+              // data gradient (Transformer Engine's ring exchange).
               if (sync.op == CollectiveOp::kAllGather) {
-                carried.push_back(i + 1);
+                if (par.tp_comm_overlap)
+                  owed_gather = true;
+                else
+                  carried.push_back(i + 1);
               } else {
                 tp_beside(sync.op, std::string(to_string(sync.op)) + ".tp",
                           [&](std::size_t g) { return std::vector<sim::TaskId>{last[g]}; });
               }
-            } else if (sync.comm == SyncComm::kTensor && par.tp_comm_overlap) {
-              // Transformer Engine's userbuffers: the collective runs in chunks beside the GEMM that produces
-              // its input (op i − 1), on the TP stream; the next kernel waits for it.
-              for (const auto& tg : tp_groups) {
-                std::vector<sim::StreamId> lanes;
-                std::vector<sim::TaskId> deps;
-                for (std::size_t g : tg) {
-                  lanes.push_back(tp_stream[group[g]]);
-                  deps.insert(deps.end(), started_after[g].begin(), started_after[g].end());
-                }
-                const sim::TaskId collective =
-                    collectives.add(graph, std::string(to_string(sync.op)) + ".tp", kCategoryTpComm,
-                                    CollectiveRequest{sync.op, gpus_of(tg), tp_message, 0}, lanes, deps);
-                for (std::size_t g : tg) {
-                  pending[g].push_back(collective);
-                  if (host) it.host.issue(group[g], collective, kCollectiveKernels, false);
-                }
-              }
+            } else if (sync.comm == SyncComm::kTensor && par.tp_comm_overlap &&
+                       sync.op == CollectiveOp::kAllGather) {
+              owed_gather = true;  // issued before the op that reads it
+            } else if (sync.comm == SyncComm::kTensor && par.tp_comm_overlap &&
+                       sync.op == CollectiveOp::kReduceScatter && !ends_with(so.ops[i - 1].name, "embed.fwd")) {
+              // Transformer Engine's pipelined reduce-scatter beside a row-parallel GEMM (op i − 1) that runs in
+              // t chunks: chunk k's rows are reduce-scattered while chunk k + 1 computes, so the last chunk's
+              // share comes after the GEMM. Modelled as (t − 1)/t of the bytes on the TP stream from the GEMM's
+              // start and the last 1/t after both; the next kernel waits for that tail:
+              //   end = max(G, RS((t−1)/t)) + RS(1/t)   (exact for RS <= G: G + RS/t; else short of G/t).
+              const Bytes tail = tp_message * (1.0 / t), body = tp_message * (double(t - 1) / t);
+              const std::string name = std::string(to_string(sync.op)) + ".tp";
+              std::vector<sim::TaskId> first(n, 0);
+              tp_stream_collective(
+                  sync.op, name, body, [&](std::size_t g) { return started_after[g]; },
+                  [&](std::size_t g, sim::TaskId id) { first[g] = id; });
+              tp_stream_collective(
+                  sync.op, name + ".last_chunk", tail,
+                  [&](std::size_t g) { return std::vector<sim::TaskId>{first[g], last[g]}; },
+                  [&](std::size_t g, sim::TaskId id) { pending[g].push_back(id); });
             } else if (sync.comm == SyncComm::kTensor) {
-              tp_blocking(sync.op, std::string(to_string(sync.op)) + ".tp", false);
+              tp_blocking(sync.op, std::string(to_string(sync.op)) + (sync.size.raw() > 0 ? ".tp.loss" : ".tp"), false,
+                          sync.size);
             } else if (sync.comm == SyncComm::kExpertTensor) {
               // The routed tokens of the group's EP rank (its load variant), after what the members wait for
               // (the dispatch all-to-all); the combine all-to-all that follows a reduce-scatter waits for it.
@@ -692,9 +741,30 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
               }
             }
           }
+          // An owed all-gather before a Megatron (not Transformer Engine) layer that reads it, or at the end of the
+          // list (a pipeline stage's boundary, before the send): blocking, on the compute stream.
+          if (owed_gather && (i == so.ops.size() ||
+                              tp_gather_consumer(so.ops[i].name, ep) == TpGatherConsumer::kBlocking)) {
+            owed_gather = false;
+            tp_blocking(CollectiveOp::kAllGather, "allgather.tp", true);
+          }
           if (i == so.ops.size()) break;
           std::fill(expert_tp.begin(), expert_tp.end(), std::nullopt);
           const Op& op0 = so.ops[i];
+          // tp_comm_overlap: the owed all-gather beside the Transformer Engine GEMM that reads it, from the
+          // GEMM's start (its pending inputs and stream predecessor); the op after the GEMM waits for it:
+          //   end = max(G, AG)   (Transformer Engine's ring exchange: max(G, G/t + AG)).
+          if (owed_gather && tp_gather_consumer(op0.name, ep) == TpGatherConsumer::kOverlapped) {
+            owed_gather = false;
+            tp_beside(CollectiveOp::kAllGather, "allgather.tp", [&](std::size_t g) {
+              std::vector<sim::TaskId> deps = pending[g];
+              if (any[g])
+                deps.push_back(last[g]);
+              else if (computed[group[g]])
+                deps.push_back(last_compute[group[g]]);
+              return deps;
+            });
+          }
           // Sequence parallelism: a column-parallel layer kept only its shard of the input, so its backward
           // all-gathers the input again for the weight gradient: beside the data gradient (asynchronous in
           // Megatron-LM and Transformer Engine, bulk-overlapped with userbuffers), or before it when blocking.

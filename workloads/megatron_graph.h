@@ -77,6 +77,9 @@ inline constexpr const char* kCategoryEpComm = "ep_comm";  // MoE dispatch and c
 // reduce-scatter and an all-gather of the same volume), including the embedding's forward and the output layer's
 // data gradient: the graph's rule, shared by the analytical estimate.
 bool tp_sync_after(const std::string& name, std::uint32_t ep);
+// The message of each of the vocabulary-parallel cross-entropy's 3 all-reduces after "loss.fwd" (tp > 1): one
+// fp32 value per token of the micro-batch, 4·b·s/cp bytes.
+Bytes vocab_parallel_loss_bytes(std::uint32_t micro_batch, std::uint32_t seq_len, std::uint32_t cp);
 // With expert and tensor parallelism: the MoE TP collective after the op of this name (moe_tp_gather_bytes):
 // an all-gather after the dispatch (forward, recomputed) and after the combine's backward, a reduce-scatter
 // after the experts' fc2 (forward, recomputed) and after their fc1 data gradient.
@@ -90,6 +93,14 @@ bool ep_sync_after(const std::string& name);
 // the output layer): the one whose reduction Megatron runs beside the weight gradient, and whose input sequence
 // parallelism gathers again.
 bool column_parallel_dgrad(const std::string& name, std::uint32_t ep);
+// tp_comm_overlap (Transformer Engine's userbuffers, Megatron-LM's --tp-comm-overlap) with sequence parallelism:
+// the sync points' all-gather is issued where its result is read, before the op of this name: kOverlapped, a
+// Transformer Engine GEMM that runs it beside itself in ring-exchange chunks (forward QKV and fc1, of the
+// dense, shared and tensor-parallel routed MLPs; backward the row-parallel data gradients proj and fc2, whose
+// output gradient it gathers); kBlocking, a Megatron layer that gathers before it (the output layer's forward,
+// the embedding's backward); kNone, an op that does not read it.
+enum class TpGatherConsumer { kNone, kOverlapped, kBlocking };
+TpGatherConsumer tp_gather_consumer(const std::string& name, std::uint32_t ep);
 // The ranks that read input (input_pipeline.h): tensor rank 0 of the first and the last stage of every context
 // rank of data-parallel replicas [0, replicas).
 std::vector<std::uint32_t> input_readers(const RankLayout& layout, const ParallelPlan& par, std::uint32_t replicas);

@@ -42,16 +42,17 @@ std::map<std::string, std::size_t> categories(const Scenario& sc) {
 
 TEST_CASE("tensor parallelism: two AllReduces per layer forward and two backward, per micro-batch") {
   // tp 2, 4 layers, 3 micro-batches, one TP group: (4 layers · 4 AllReduces + the vocabulary-parallel embedding's
-  // forward + the output layer's input gradient) · 3 = 18 · 3 = 54 collective tasks.
+  // forward + the output layer's input gradient + the vocabulary-parallel cross-entropy's 3 (maximum, target
+  // logit, sum of exponentials)) · 3 = 21 · 3 = 63 collective tasks.
   Scenario sc = scenario("dp: 1 tp: 2 micro_batch: 1 grad_accum: 3", 2);
   sc.fidelity = Fidelity::kAnalytical;
-  CHECK(categories(sc)["tp_comm"] == 54);
-  // With sequence parallelism each becomes a reduce-scatter plus an all-gather: 108; and each column-parallel
+  CHECK(categories(sc)["tp_comm"] == 63);
+  // With sequence parallelism each of the 18 becomes a reduce-scatter plus an all-gather: 108; each column-parallel
   // layer's backward gathers its input again for the weight gradient (QKV and fc1 per layer, the output layer):
-  // (4 · 2 + 1) · 3 = 27 more, 135.
+  // (4 · 2 + 1) · 3 = 27 more; the cross-entropy's 9 stay all-reduces: 144.
   Scenario sp = scenario("dp: 1 tp: 2 micro_batch: 1 grad_accum: 3 sequence_parallel: true", 2);
   sp.fidelity = Fidelity::kAnalytical;
-  CHECK(categories(sp)["tp_comm"] == 135);
+  CHECK(categories(sp)["tp_comm"] == 144);
 }
 
 TEST_CASE("pipeline parallelism: one send per micro-batch and stage boundary each way") {
@@ -66,8 +67,9 @@ TEST_CASE("tensor parallelism on one node: compute halves, the TP AllReduces are
   // 2021-09 (async_tp_grad_reduce false). Every GEMM and attention op runs at half its FLOPs and bytes; norms and
   // residuals stay whole. The 18 AllReduces (4 layers · 2 fwd + 2 bwd, the embedding's forward, the output layer's
   // input gradient) of b·s·h·2 = 1·1024·1024·2 = 2,097,152 B over 2 GPUs on NVLink take, each, ring LL128 or
-  // Simple as NCCL picks; whatever they take, the breakdown must put all of it in exposed communication and the
-  // rest in compute, with no idle time (both ranks identical, no pipeline).
+  // Simple as NCCL picks, and the cross-entropy's 3 of b·s·4 = 4,096 B (one fp32 value per token); whatever they
+  // take, the breakdown must put all of it in exposed communication and the rest in compute, with no idle time
+  // (both ranks identical, no pipeline).
   Scenario sc = scenario("dp: 1 tp: 2 micro_batch: 1 grad_accum: 1 async_tp_grad_reduce: false", 2);
   sc.fidelity = Fidelity::kAnalytical;
   const ScenarioResult r = simulate_scenario(sc);
@@ -78,7 +80,9 @@ TEST_CASE("tensor parallelism on one node: compute halves, the TP AllReduces are
   CHECK(b.idle.raw() == doctest::Approx(0).epsilon(1e-12));
   const CollectivePlan ar = CollectiveModel(sc.cluster, sc.profile).plan(
       CollectiveRequest{CollectiveOp::kAllReduce, {0, 1}, bytes(2097152), 0});
-  CHECK(b.exposed_comm.raw() == doctest::Approx(18 * ar.time.raw()).epsilon(1e-6));
+  const CollectivePlan loss = CollectiveModel(sc.cluster, sc.profile).plan(
+      CollectiveRequest{CollectiveOp::kAllReduce, {0, 1}, bytes(4096), 0});
+  CHECK(b.exposed_comm.raw() == doctest::Approx(18 * ar.time.raw() + 3 * loss.time.raw()).epsilon(1e-6));
   // All of it is tensor-parallel communication.
   CHECK(b.exposed_by_kind[static_cast<std::size_t>(CommKind::kTp)].raw() == b.exposed_comm.raw());
   // FLOW fidelity on the same contention-free node gives the same step within 1 %.
@@ -92,7 +96,8 @@ TEST_CASE("async_tp_grad_reduce: a column-parallel layer's input-gradient reduct
   // The same tp 2 run with Megatron-LM's default asynchronous backward: the 9 forward AllReduces (4 layers · 2, the
   // embedding's) stay exposed; each of the 9 backward ones (QKV and fc1 per layer, the output layer) starts after
   // its data gradient and runs beside the weight gradient after it, so it is exposed only by what it outlasts
-  // that GEMM: exposed = 9 · AR + Σ max(0, AR − t_wgrad) over the 9.
+  // that GEMM: exposed = 9 · AR + Σ max(0, AR − t_wgrad) over the 9, plus the cross-entropy's 3 all-reduces of
+  // b·s·4 = 4,096 B (blocking).
   Scenario sc = scenario("dp: 1 tp: 2 micro_batch: 1 grad_accum: 1", 2);
   sc.fidelity = Fidelity::kAnalytical;
   CHECK(sc.jobs[0].parallel.async_tp_grad_reduce);  // the default
@@ -102,7 +107,10 @@ TEST_CASE("async_tp_grad_reduce: a column-parallel layer's input-gradient reduct
   OpConfig c;
   c.micro_batch = 1;
   c.tp = 2;
-  double exposed = 9 * ar;
+  const double loss = CollectiveModel(sc.cluster, sc.profile)
+                          .plan(CollectiveRequest{CollectiveOp::kAllReduce, {0, 1}, bytes(4096), 0})
+                          .time.raw();
+  double exposed = 9 * ar + 3 * loss;
   int backward = 0;
   for (const Op& op : backward_ops(sc.jobs[0].model, c))
     for (const char* w : {".qkv.wgrad", ".fc1.wgrad", "lm_head.wgrad"})
@@ -113,11 +121,12 @@ TEST_CASE("async_tp_grad_reduce: a column-parallel layer's input-gradient reduct
   CHECK(backward == 9);
   const ScenarioResult r = simulate_scenario(sc);
   CHECK(r.jobs[0].per_gpu[0].exposed_comm.raw() == doctest::Approx(exposed).epsilon(1e-6));
-  // Blocking, every one of the 18 is exposed: the step is longer by what the weight gradients hid.
+  // Blocking, every one of the 18 (and the 3 of the loss) is exposed: the step is longer by what the weight
+  // gradients hid.
   Scenario blocking = scenario("dp: 1 tp: 2 micro_batch: 1 grad_accum: 1 async_tp_grad_reduce: false", 2);
   blocking.fidelity = Fidelity::kAnalytical;
   CHECK(simulate_scenario(blocking).jobs[0].iteration_time.raw() - r.jobs[0].iteration_time.raw() ==
-        doctest::Approx(18 * ar - exposed).epsilon(1e-6));
+        doctest::Approx(18 * ar + 3 * loss - exposed).epsilon(1e-6));
 }
 
 TEST_CASE("a pipeline idles the 1F1B bubble") {
@@ -157,44 +166,58 @@ TEST_CASE("full recomputation adds about one forward pass to the compute, FlashA
   CHECK(run("flash_attention: true").memory.peak < none.memory.peak);
 }
 
-TEST_CASE("tp_comm_overlap: each TP reduce-scatter and all-gather pair runs beside the GEMM that feeds it") {
-  // tp 4 with sequence parallelism on one node, dp 1, 2 micro-batches, ANALYTICAL: blocking (no overlap) every
-  // sync point (after proj.fwd and fc2.fwd in forward, after qkv.dgrad and fc1.dgrad in backward, after the
-  // embedding's forward and the output layer's data gradient) adds the reduce-scatter and the all-gather of
-  // b·s·h·2 = 2,097,152 B to the step; with it the pair runs on the TP stream from the start of the op before
-  // it, and the next kernel waits for both, so each point costs max(0, RS + AG − t_op): the step shrinks by
-  // 2 micro-batches x Σ over the 18 points of min(RS + AG, t_op).
+TEST_CASE("tp_comm_overlap: reduce-scatters beside the GEMM that feeds them, all-gathers beside the GEMM that reads them") {
+  // tp 4 with sequence parallelism on one node, dp 1, 2 micro-batches, 4 layers, ANALYTICAL. `plain` blocks on
+  // every TP collective of b·s·h·2 = 2,097,152 B (R a reduce-scatter, A an all-gather): after proj.fwd and
+  // fc2.fwd R then A, after the embedding R then A; backward before each column-parallel data gradient (qkv,
+  // fc1, lm_head) A (its input again), after it R then A. With the overlap (Transformer Engine's userbuffers):
+  //  * a row-parallel GEMM's R (proj, fc2) runs (t−1)/t of its bytes (Rb) beside the GEMM and the last 1/t (Rt)
+  //    after it: it costs max(0, Rb − t_gemm) + Rt; the embedding's R still blocks;
+  //  * the pair's A runs beside the GEMM that reads it, costing max(0, A − t_gemm): forward fc1 (after proj),
+  //    the next layer's qkv (after fc2 and after the embedding); the last layer's before the output layer
+  //    blocks. Backward, after a column-parallel data gradient: proj.dgrad (after fc1's), the layer below's
+  //    fc2.dgrad (after qkv's and after the output layer's); layer 0's before the embedding's backward blocks;
+  //  * backward, the input's A beside the data gradient and R beside the weight gradient after it.
+  // So the step shrinks by 2 micro-batches x the sum over those points of what each hides: min(A, t) for an A
+  // beside a GEMM of time t, min(R, t) for R beside a weight gradient, R − max(0, Rb − t) − Rt for a pipelined R.
   const std::string par = "dp: 1 tp: 4 micro_batch: 1 grad_accum: 2 sequence_parallel: true";
   Scenario plain = scenario(par + " async_tp_grad_reduce: false", 4),
            over = scenario(par + " tp_comm_overlap: true", 4);
   plain.fidelity = over.fidelity = Fidelity::kAnalytical;
   CHECK(over.jobs[0].parallel.tp_comm_overlap);
   const CollectiveModel model(plain.cluster, plain.profile);
-  auto t = [&](CollectiveOp op) {
-    return model.plan(CollectiveRequest{op, {0, 1, 2, 3}, bytes(2097152), 0}).time.raw();
+  auto t = [&](CollectiveOp op, double size) {
+    return model.plan(CollectiveRequest{op, {0, 1, 2, 3}, bytes(size), 0}).time.raw();
   };
-  const double sync = t(CollectiveOp::kReduceScatter) + t(CollectiveOp::kAllGather);
-  // A column-parallel data gradient also all-gathers its layer's input again (blocking before it in `plain`,
-  // beside it, ahead of the pair, with the overlap).
-  const double column = sync + t(CollectiveOp::kAllGather);
+  const double R = t(CollectiveOp::kReduceScatter, 2097152), A = t(CollectiveOp::kAllGather, 2097152),
+               Rb = t(CollectiveOp::kReduceScatter, 2097152.0 * 3 / 4), Rt = t(CollectiveOp::kReduceScatter, 2097152.0 / 4);
   OpConfig c;
   c.micro_batch = 1;
   c.tp = 4;
   c.sequence_parallel = true;
-  double hidden = 0;
-  int points = 0;
+  std::map<std::string, double> time;  // of every op by name (all layers alike: layer 1's)
   for (const auto& ops : {forward_ops(plain.jobs[0].model, c), backward_ops(plain.jobs[0].model, c)})
-    for (const Op& op : ops)
-      for (const char* end : {".proj.fwd", ".fc2.fwd", ".qkv.dgrad", ".fc1.dgrad", "embed.fwd", "lm_head.dgrad"})
-        if (op.name.ends_with(end)) {
-          hidden += std::min(op.name.ends_with(".dgrad") ? column : sync,
-                             op_time(op, plain.profile.gpu, Precision::kBF16).raw());
-          ++points;
-        }
-  CHECK(points == 18);  // 4 layers x 4, the embedding and the output layer
+    for (const Op& op : ops) time[op.name] = op_time(op, plain.profile.gpu, Precision::kBF16).raw();
+  auto op = [&](const std::string& name) {
+    REQUIRE(time.count(name) == 1);
+    return time[name];
+  };
+  auto pipelined = [&](double gemm) { return R - std::max(0.0, Rb - gemm) - Rt; };
+  const int layers = 4;
+  double hidden = std::min(A, op("L1.qkv.fwd"));  // the embedding's A beside layer 0's qkv
+  hidden += layers * (pipelined(op("L1.proj.fwd")) + std::min(A, op("L1.fc1.fwd")) + pipelined(op("L1.fc2.fwd")));
+  hidden += (layers - 1) * std::min(A, op("L1.qkv.fwd"));  // fc2's A beside the next layer's qkv
+  // Backward: the output layer, then per layer fc1's and qkv's points.
+  hidden += std::min(A, op("lm_head.dgrad")) + std::min(R, op("lm_head.wgrad")) + std::min(A, op("L1.fc2.dgrad"));
+  hidden += layers * (std::min(A, op("L1.fc1.dgrad")) + std::min(R, op("L1.fc1.wgrad")) +
+                      std::min(A, op("L1.proj.dgrad")) + std::min(A, op("L1.qkv.dgrad")) +
+                      std::min(R, op("L1.qkv.wgrad")));
+  hidden += (layers - 1) * std::min(A, op("L1.fc2.dgrad"));  // qkv's A beside the layer below's fc2.dgrad
   const ScenarioResult a = simulate_scenario(plain), b = simulate_scenario(over);
   CHECK(a.jobs[0].iteration_time.raw() - b.jobs[0].iteration_time.raw() == doctest::Approx(2 * hidden).epsilon(1e-6));
   CHECK(b.jobs[0].per_gpu[0].exposed_comm.raw() < a.jobs[0].per_gpu[0].exposed_comm.raw());
+  // Never hidden whole: each pipelined reduce-scatter leaves its last chunk after the GEMM.
+  CHECK(b.jobs[0].per_gpu[0].exposed_comm.raw() >= 2 * (2 * layers) * Rt);
   // It needs sequence parallelism, as Megatron-LM's --tp-comm-overlap does.
   CHECK(clustersim::testing::input_error_of([] {
           scenario("dp: 1 tp: 4 micro_batch: 1 tp_comm_overlap: true", 4);
@@ -338,18 +361,21 @@ TEST_CASE("exposed communication by kind: TP on the compute stream, pipeline sen
   // idle) and DP (none: dp 1); the kinds add up to exposed_comm to the picosecond rounding, and the TP part equals
   // the summed durations of the rank's tp_comm tasks: 4 micro-batches x (2 layers x 4 AllReduces + the embedding's
   // forward on stage 0, or the output layer's input gradient on stage 1) = 36 AllReduces of b·s·h·2 = 2 MiB over 2
-  // NVLink GPUs each.
+  // NVLink GPUs each; stage 1 (GPUs 2 and 3 in the order tp-dp-pp) adds 4 x the cross-entropy's 3 of b·s·4 = 4 KiB.
   Scenario sc = scenario("dp: 1 tp: 2 pp: 2 micro_batch: 1 grad_accum: 4 async_tp_grad_reduce: false", 4);
   sc.fidelity = Fidelity::kAnalytical;
   const ScenarioResult r = simulate_scenario(sc);
   const CollectivePlan ar = CollectiveModel(sc.cluster, sc.profile)
                                 .plan(CollectiveRequest{CollectiveOp::kAllReduce, {0, 1}, bytes(2097152), 0});
-  for (const TimeBreakdown& b : r.jobs[0].per_gpu) {
+  const CollectivePlan loss = CollectiveModel(sc.cluster, sc.profile)
+                                  .plan(CollectiveRequest{CollectiveOp::kAllReduce, {0, 1}, bytes(4096), 0});
+  for (std::size_t gpu = 0; gpu < r.jobs[0].per_gpu.size(); ++gpu) {
+    const TimeBreakdown& b = r.jobs[0].per_gpu[gpu];
     double sum = 0;
     for (const Seconds& s : b.exposed_by_kind) sum += s.raw();
     CHECK(sum == doctest::Approx(b.exposed_comm.raw()).epsilon(1e-9));
     CHECK(b.exposed_by_kind[static_cast<std::size_t>(CommKind::kTp)].raw() ==
-          doctest::Approx(36 * ar.time.raw()).epsilon(1e-6));
+          doctest::Approx(36 * ar.time.raw() + (gpu >= 2 ? 12 * loss.time.raw() : 0.0)).epsilon(1e-6));
     CHECK(b.exposed_by_kind[static_cast<std::size_t>(CommKind::kPp)].raw() > 0);
     CHECK(b.exposed_by_kind[static_cast<std::size_t>(CommKind::kDp)].raw() == 0);
   }

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -95,6 +96,11 @@ std::uint64_t parse_byte_size(const std::string& text) {
   return value << shift;
 }
 
+bool binary_output(const std::string& path) {
+  const std::string ext = lower(std::filesystem::path(path).extension().string());
+  return ext == ".binpb" || ext == ".pb" || ext == ".bin";
+}
+
 std::string bench_help_text() {
   return R"(usage: clustersim-bench [options]
 
@@ -113,8 +119,8 @@ parts:
   --quick               a small subset of every selected part (well under a minute on one GPU)
 
 options:
-  --out FILE            output, written atomically; .binpb = binary protobuf, otherwise
-                        text format (default raw.textproto)
+  --out FILE            output, written atomically; .binpb, .pb or .bin = binary protobuf,
+                        otherwise text format (default raw.textproto); not .json
   --min-bytes SIZE      smallest NCCL message (default 8)
   --max-bytes SIZE      largest NCCL message (default 1G; --quick: 64M); sizes double
   --iters N             timed iterations per measurement (default 20; --quick: 5)
@@ -200,6 +206,10 @@ BenchOptions parse_bench_options(int argc, const char* const* argv) {
     } else if (flag == "--out" || flag == "-o") {
       options.out = next_value();
       if (options.out.empty()) throw UsageError("--out: empty file name");
+      if (lower(std::filesystem::path(options.out).extension().string()) == ".json")
+        throw UsageError("--out: " + options.out +
+                         ": clustersim-bench writes text format (.textproto) or binary protobuf (.binpb, .pb, .bin), "
+                         "not JSON");
     } else if (flag == "--min-bytes") {
       options.min_bytes = parse_byte_size(next_value());
     } else if (flag == "--max-bytes") {

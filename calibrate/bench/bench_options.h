@@ -48,6 +48,9 @@ struct BenchOptions {
 BenchOptions parse_bench_options(int argc, const char* const* argv);
 
 std::string bench_help_text();
+// Whether --out FILE is written as binary protobuf: the extensions `clustersim calibrate fit` reads as binary,
+// in any case (.binpb, .pb, .bin); anything else is text format. parse_bench_args refuses .json (no JSON writer).
+bool binary_output(const std::string& path);
 
 // "64K" -> 65536. Throws UsageError on anything else than a positive integer with K/M/G suffix.
 std::uint64_t parse_byte_size(const std::string& text);

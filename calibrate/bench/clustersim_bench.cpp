@@ -116,15 +116,11 @@ void fill_provenance(const BenchOptions& options, const LaunchEnv& env, int devi
                          environment_note);
 }
 
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // Temp file + rename, so readers never see a half-written file, and a failure while writing a
 // checkpoint leaves the previous one intact.
 void write_output(const std::string& path, const schema::RawMeasurements& raw) {
   std::string bytes;
-  if (ends_with(path, ".binpb") || ends_with(path, ".pb")) {
+  if (binary_output(path)) {
     if (!raw.SerializeToString(&bytes)) throw BenchError("SerializeToString", "protobuf could not serialise");
   } else {
     std::string text;

@@ -50,6 +50,22 @@ TEST_CASE("bench options: --algos and --protos are NCCL names, canonicalised, an
   CHECK(usage_error_of([] { parse({"--protos", "LL64"}); }).find("--protos: \"LL64\"") != std::string::npos);
 }
 
+TEST_CASE("bench options: --out is binary where calibrate fit reads binary, JSON is refused") {
+  // calibrate fit (read_raw) reads .binpb, .pb and .bin, in any case, as binary protobuf and the rest as text
+  // (.json as JSON): the bench writes what fit will read back, and has no JSON writer.
+  for (const char* path : {"raw.binpb", "raw.pb", "raw.bin", "RAW.BINPB", "dir.v2/raw.Bin"}) {
+    CAPTURE(path);
+    CHECK(bench::binary_output(path));
+  }
+  for (const char* path : {"raw.textproto", "raw.txtpb", "raw", "raw.pb.txt", "bin/raw.textproto"}) {
+    CAPTURE(path);
+    CHECK(!bench::binary_output(path));
+  }
+  CHECK(parse({"--out", "x/RAW.BIN"}).out == "x/RAW.BIN");
+  CHECK(usage_error_of([] { parse({"--out", "raw.JSON"}); }).find("--out: raw.JSON: clustersim-bench writes text") !=
+        std::string::npos);
+}
+
 TEST_CASE("bench plan: one node with 8 GPUs and the default lists runs 8 of 22 combinations") {
   bench::NcclPlanInput input;
   input.algos = parse({}).algos;    // ring, tree, nvls, nvlstree, collnetdirect, collnetchain, pat

@@ -18,8 +18,10 @@
 #include "cli/html_report.h"
 #include "sim/input_error.h"
 #include "sim/trace.h"
+#include "topology/communicator_span.h"
 #include "workloads/compute_model.h"
 #include "workloads/input_pipeline.h"
+#include "workloads/rank_layout.h"
 
 namespace clustersim::cli {
 namespace {
@@ -72,6 +74,27 @@ std::string rank_order_text(const workloads::ParallelPlan& p) {
   return s;
 }
 
+// A note when the job's TP groups leave NVLink: every TP collective (several per layer and micro-batch) then
+// crosses the network, which a layout normally avoids (`sweep` rejects such layouts).
+std::string tp_span_note(const workloads::Scenario& sc, const workloads::Job& job) {
+  const auto& p = job.parallel;
+  if (p.tp < 2 || job.gpus.size() != std::size_t{p.tp} * p.cp * p.dp * p.pp) return "";
+  const workloads::RankLayout layout(p.tp, p.dp, p.pp, p.rank_order, p.cp);
+  std::size_t crossing = 0, groups = 0;
+  for (const std::vector<std::uint32_t>& group : layout.groups(workloads::ParallelDim::kTensor)) {
+    ++groups;
+    const std::uint32_t first = topology::domain_of(sc.cluster, job.gpus[group[0]]);
+    for (std::uint32_t r : group)
+      if (topology::domain_of(sc.cluster, job.gpus[r]) != first) {
+        ++crossing;
+        break;
+      }
+  }
+  if (crossing == 0) return "";
+  return "  note       " + std::to_string(crossing) + " of " + std::to_string(groups) +
+         " TP groups span more than one NVLink domain: their collectives cross the network\n";
+}
+
 constexpr const char* kMfuConvention =
     "model FLOPs: all GEMMs incl. attention scores and LM head, fwd + bwd (2x fwd), no recomputation, "
     "no causal discount (Korthikanti et al. 2022); peak = dense tensor peak of the precision";
@@ -105,7 +128,8 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
               : "")
       << (p.overlap_grad_reduce ? "; gradient reduction overlapped" : "; gradient reduction after backward")
       << (p.pp_scatter_gather ? "; scatter/gather sends" : "")
-      << (p.tp_comm_overlap ? "; TP collectives overlapped with GEMMs" : "") << "\n\n";
+      << (p.tp_comm_overlap ? "; TP collectives overlapped with GEMMs" : "") << "\n"
+      << tp_span_note(sc, job) << "\n";
   } else if (p.effective_framework() != workloads::Framework::kPytorchDdp) {
     const workloads::Framework fw = p.effective_framework();
     o << "  parallel   " << workloads::to_string(fw) << ": DP " << p.dp << " x micro-batch " << p.micro_batch

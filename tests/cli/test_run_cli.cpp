@@ -59,6 +59,32 @@ TEST_CASE("the parallel line names the rank order the layout uses, cp and ep inc
   fs::remove_all(dir);
 }
 
+TEST_CASE("a layout whose TP groups leave NVLink says so under the parallel line") {
+  // 2 nodes of 8 A100s (one NVLink domain each). tp 8 x dp 2 in the default order tp-dp-pp: ranks 0-7 and 8-15
+  // are the groups, one node each: no note. tp 16: its one group spans both nodes: "1 of 1". tp 8 x dp 2 in the
+  // order dp-tp-pp (dp innermost, rank = dp + 2·tp): the groups are the even and the odd ranks, both on both
+  // nodes: "2 of 2".
+  const fs::path dir = scratch_dir("tp-span");
+  auto summary = [&](const std::string& parallel, const std::string& name) {
+    std::ofstream(dir / name) << "cluster { nodes: 2 gpus_per_node: 8 gpu: \"A100-SXM4-80GB\" "
+                                 "nvlink_gbytes_per_s_per_direction: 300 nic_gbits_per_s_per_direction: 200 }\n"
+                                 "profile: \"a100-sxm4-80gb\"\nfidelity: ANALYTICAL\n"
+                                 "model { layers: 2 hidden: 1024 heads: 16 vocab: 32000 seq_len: 1024 }\n"
+                                 "parallel { "
+                              << parallel << " micro_batch: 1 grad_accum: 2 }\ntraining { samples: 1000 }\n";
+    const Run r = run("run " + (dir / name).string(), dir);
+    REQUIRE(r.status == 0);
+    return r.out;
+  };
+  CHECK(summary("tp: 8 dp: 2", "node.textproto").find("NVLink domain") == std::string::npos);
+  CHECK(summary("tp: 16 dp: 1", "wide.textproto")
+            .find("  note       1 of 1 TP groups span more than one NVLink domain: their collectives cross the "
+                  "network\n") != std::string::npos);
+  CHECK(summary("tp: 8 dp: 2 rank_order: \"dp-tp-pp\"", "order.textproto")
+            .find("  note       2 of 2 TP groups span more than one NVLink domain") != std::string::npos);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("--json has the documented keys and the training identity holds") {
   const fs::path dir = scratch_dir("json");
   const Run r = run("run scenarios/grad-accum-example/one-gpu.textproto --json " + (dir / "r.json").string(), dir);

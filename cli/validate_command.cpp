@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <ostream>
 #include <set>
@@ -680,6 +681,7 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
     assume("profile vtrain-a100: a100-sxm4-80gb with AllReduce alpha-beta bands fitted on vTrain's own measured "
            "AllReduce tables of this machine (2, 4, 8 GPUs, 1 MiB-288 MiB; calibrate/profiles/vtrain-a100.textproto)");
   }
+  if (row.integer("gpus_per_node") == 0u) return skip("gpus_per_node 0: a node has at least one GPU");
   std::uint32_t per_node = row.integer("gpus_per_node").value_or(0);
   if (!per_node) {
     per_node = kAssumedGpusPerNode;
@@ -700,14 +702,21 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
   const std::uint32_t tp = *row.integer("tp"), pp = *row.integer("pp");
   if (!tp || !pp) return skip("tp and pp must be >= 1");
   // Context parallelism (Megatron-Core --context-parallel-size): world = tp x pp x cp x dp.
-  const std::uint32_t cp = std::max<std::uint32_t>(1, row.integer("cp").value_or(1));
+  if (row.integer("cp") == 0u) return skip("cp 0: the context-parallel degree is at least 1");
+  const std::uint32_t cp = row.integer("cp").value_or(1);
+  // In 64 bits: tp x pp x cp of 32-bit degrees can pass 2^32 (and wrap to a divisor of 0).
+  const std::uint64_t model_parallel = std::uint64_t{tp} * pp * cp;
+  if (model_parallel > out.gpus)
+    return skip("tp " + std::to_string(tp) + " x pp " + std::to_string(pp) +
+                (cp > 1 ? " x cp " + std::to_string(cp) : std::string()) + " is more than num_gpus " +
+                std::to_string(out.gpus));
 
   // Layout.
   std::uint32_t dp = 0;
   if (row.integer("dp")) {
     dp = *row.integer("dp");
   } else {
-    dp = out.gpus / (tp * pp * cp);
+    dp = static_cast<std::uint32_t>(out.gpus / model_parallel);
     assume("dp not stated: num_gpus / (tp x pp" + std::string(cp > 1 ? " x cp" : "") + ") = " + std::to_string(dp));
   }
   if (std::uint64_t{dp} * tp * pp * cp != out.gpus)
@@ -719,6 +728,7 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
                 " (ring attention with causal load balancing cuts a sequence into 2 x cp chunks)");
   if (!row.integer("gbs") || !*row.integer("gbs")) return skip("global batch (gbs) not stated");
   const std::uint32_t gbs = *row.integer("gbs");
+  if (row.integer("mbs") == 0u) return skip("mbs 0: a micro-batch holds at least one sample");
   std::uint32_t mbs = row.integer("mbs").value_or(0);
   if (!mbs) {
     mbs = 1;
@@ -732,11 +742,18 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
   std::uint32_t vp = 1;
   const std::string vp_text = row.text("vp");
   if (const auto v = parse_unsigned(vp_text)) {
-    vp = std::max<std::uint32_t>(1, static_cast<std::uint32_t>(*v));
+    if (*v == 0) return skip("vp 0: the interleaving degree is at least 1");
+    vp = static_cast<std::uint32_t>(*v);
   } else if (contains(vp_text, "interleav")) {
     vp = assumed_vp(layers, pp);
     if (pp < 2)
       assume("interleaving degree not stated; with pp 1 there is nothing to interleave: vp = 1");
+    else if (layers % pp != 0)
+      assume("interleaving degree not stated; pp " + std::to_string(pp) + " does not divide the " +
+             std::to_string(layers) + " layers, so no degree splits the stages evenly: vp = 1");
+    else if (vp == 1)
+      assume("interleaving degree not stated; the " + std::to_string(layers / pp) +
+             " layers of a stage have no divisor >= 2: vp = 1");
     else
       assume("interleaving degree not stated: vp = " + std::to_string(vp) + ", the smallest >= 2 dividing the " +
              std::to_string(layers / pp) + " layers of a stage");
@@ -840,8 +857,11 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
              "technical reports)");
     } else if (nemo && name.rfind("gpt", 0) == 0) {
       // Megatron pads the vocabulary to a multiple of make_vocab_size_divisible_by x tp (_vocab_size_with_padding).
-      const std::uint32_t multiple = 128 * tp;
-      vocab = (50257 + multiple - 1) / multiple * multiple;
+      const std::uint64_t multiple = std::uint64_t{128} * tp;
+      const std::uint64_t padded = (50257 + multiple - 1) / multiple * multiple;
+      if (padded > std::numeric_limits<std::uint32_t>::max())
+        return skip("tp " + std::to_string(tp) + ": the vocabulary padded to 128 x tp passes 2^32");
+      vocab = static_cast<std::uint32_t>(padded);
       assume("vocab not stated: GPT-2 BPE's 50,257 padded to a multiple of 128 x tp = " + std::to_string(vocab) +
              " (NeMo-Framework-Launcher's gpt3 configs: GPT2BPETokenizer, make_vocab_size_divisible_by 128)");
     } else {
@@ -902,8 +922,9 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
   if (overlap_grad_reduce) body << " overlap_grad_reduce: true";
   if (tp_comm_overlap) body << " tp_comm_overlap: true";
   if (blocking_tp) body << " async_tp_grad_reduce: false";
-  if (distributed_optimizer && dp > 1) body << " distributed_optimizer: true";
-  if (overlap_param_gather && dp > 1) body << " overlap_param_gather: true";
+  // The distributed optimizer shards over the data- and context-parallel ranks (dp x cp), as the loader takes it.
+  if (distributed_optimizer && std::uint64_t{dp} * cp > 1) body << " distributed_optimizer: true";
+  if (overlap_param_gather && std::uint64_t{dp} * cp > 1) body << " overlap_param_gather: true";
   if (scatter_gather) body << " pp_scatter_gather: true";
   body << " }\n";
   body << "training { samples: " << gbs << " global_batch: " << gbs << " precision: " << precision_name

@@ -423,6 +423,47 @@ TEST_CASE("validate: MAPE of a hand-made CSV, and its JSON document") {
   CHECK(cli::validation_json(cli::validate_measurements(t, workloads::Fidelity::kAnalytical, {}, 3)) == json);
 }
 
+TEST_CASE("validate: stated zeros and degrees past num_gpus are skipped with the reason, never divided by") {
+  // The tiny layout of the hand-made CSV above, with one field changed per row. tp 65,536 x pp 65,536 is 2^32:
+  // in 32 bits it wrapped to 0 and num_gpus / 0 stopped the program (SIGFPE); it is more than the 8 GPUs.
+  // A stated 0 (mbs, gpus_per_node, cp, vp) is not "not stated": the row is skipped, not run as 1 or 8.
+  const std::string header =
+      "row_id,source_group,model,model_type,layers,hidden,heads,seq_len,vocab,ffn_hidden,gbs,mbs,tp,pp,dp,cp,vp,"
+      "num_gpus,gpu_type,gpus_per_node,precision,recompute,framework,iter_time_s,tflops_per_gpu,trust\n";
+  const std::string text =
+      header +
+      "wrap,G,tiny,dense,2,64,2,128,512,256,4,1,65536,65536,,,,8,A100-SXM4-80GB,8,bf16,none,,0.01,,A\n"
+      "mbs0,G,tiny,dense,2,64,2,128,512,256,4,0,1,1,4,,,4,A100-SXM4-80GB,8,bf16,none,,0.01,,A\n"
+      "node0,G,tiny,dense,2,64,2,128,512,256,4,1,1,1,4,,,4,A100-SXM4-80GB,0,bf16,none,,0.01,,A\n"
+      "cp0,G,tiny,dense,2,64,2,128,512,256,4,1,1,1,4,0,,4,A100-SXM4-80GB,8,bf16,none,,0.01,,A\n"
+      "vp0,G,tiny,dense,2,64,2,128,512,256,4,1,1,1,4,,0,4,A100-SXM4-80GB,8,bf16,none,,0.01,,A\n"
+      // 8 layers over pp 8: 1 layer a stage, no interleaving degree >= 2 divides it.
+      "one,G,tiny,dense,8,64,2,128,512,256,8,1,1,8,1,,interleaved,8,A100-SXM4-80GB,8,bf16,none,,0.01,,A\n"
+      // dp 1 x cp 4 >= 2: the distributed optimizer the framework names shards over the cp ranks.
+      "cp4,G,tiny,dense,2,64,2,128,512,256,4,1,1,1,1,4,,4,A100-SXM4-80GB,8,bf16,none,"
+      "Megatron-Core (--overlap-param-gather),0.01,,A\n";
+  const cli::CsvTable t = cli::parse_csv(text, "zeros.csv");
+  cli::check_measurements(t);
+  auto plan = [&](const std::string& id) {
+    return cli::plan_row(t, record_of(t, id), workloads::Fidelity::kAnalytical);
+  };
+  CHECK(plan("wrap").skipped_reason == "tp 65536 x pp 65536 is more than num_gpus 8");
+  CHECK(plan("mbs0").skipped_reason == "mbs 0: a micro-batch holds at least one sample");
+  CHECK(plan("node0").skipped_reason == "gpus_per_node 0: a node has at least one GPU");
+  CHECK(plan("cp0").skipped_reason == "cp 0: the context-parallel degree is at least 1");
+  CHECK(plan("vp0").skipped_reason == "vp 0: the interleaving degree is at least 1");
+  const cli::ValidationRow one = plan("one");
+  REQUIRE_FALSE(one.skipped());
+  CHECK(has_text(one.assumptions, "the 1 layers of a stage have no divisor >= 2: vp = 1"));
+  CHECK(!has_text(one.assumptions, "the smallest >= 2"));
+  const cli::ValidationRow cp4 = plan("cp4");
+  REQUIRE_FALSE(cp4.skipped());
+  CHECK(has_text(cp4.assumptions, "distributed optimizer not stated: on"));
+  CHECK(cp4.scenario_text.find("distributed_optimizer: true overlap_param_gather: true") != std::string::npos);
+  // The command on the file: exit 0, every row accounted for.
+  CHECK(cli::validate_measurements(t, workloads::Fidelity::kAnalytical).rows.size() == 7);
+}
+
 TEST_CASE("validate: NeMo rows: cp, the launcher configs' optimizer, SP and vocab, Megatron-Core's distopt") {
   const cli::CsvTable& t = builtin_table();
   // Row 155, LLAMA3-8B on 8 H100: tp 1 x pp 1 x cp 2 x dp 4 = 8 GPUs; gbs 128 / (mbs 1 x dp 4) = 32

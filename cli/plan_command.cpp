@@ -357,8 +357,8 @@ std::string plan_text(const workloads::Scenario& sc, const PlanOptions& options,
   else
     o << "energy               unknown GPU power: pass --gpu-power-w\n";
   if (p.facility_energy_kwh)
-    o << "energy (facility)    " << energy_text(*p.facility_energy_kwh) << " of training without failures: "
-      << facility_power_text(sc, options, p) << "\n";
+    o << "energy (facility)    " << energy_text(*p.facility_energy_kwh)
+      << " of training without failures: " << facility_power_text(sc, options, p) << "\n";
   o << "\nFailures and checkpoints\n";
   if (!std::isfinite(p.goodput.mtbf_h)) {
     o << "  failure rate       0 per GPU-hour: no interruptions modelled, no checkpoints needed\n";
@@ -526,7 +526,8 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out) {
   if (vm.count("pue")) {
     o.pue = vm["pue"].as<double>();
     if (!(*o.pue >= 1) || !(*o.pue <= 10))
-      fail("--pue", fmt("%g", *o.pue) + " must be in [1, 10] (facility energy over the IT equipment's, which it includes)");
+      fail("--pue",
+           fmt("%g", *o.pue) + " must be in [1, 10] (facility energy over the IT equipment's, which it includes)");
   }
   if (vm.count("failure-rate-per-gpu-hour")) o.failures_per_gpu_hour = non_negative("failure-rate-per-gpu-hour");
   o.checkpoint_write = seconds(non_negative("checkpoint-write-s"));

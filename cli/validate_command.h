@@ -35,18 +35,18 @@
 //   error % = (predicted − measured) / measured · 100;  MAPE of a group = mean |error %| over its rows
 //   that ran (skipped rows do not count).
 // Rows that cannot run say why (skipped_reason: FP8 on a GPU without an FP8 peak, DeepSpeed ZeRO-3, expert
-// parallelism, MoE, missing architecture or layout, a degree, batch or node size stated as 0, trust C); every guess is listed in the row's assumptions (micro-batch
-// not stated → 1; interleaving degree not stated → the smallest vp ≥ 2 that divides the layers of a
-// stage, 1 without a pipeline; m not a multiple of pp for interleaving → 1F1B; vocabulary, FFN width,
-// precision, node shape not stated → the stated defaults).
+// parallelism, MoE, missing architecture or layout, a degree, batch or node size stated as 0, trust C); every guess is
+// listed in the row's assumptions (micro-batch not stated → 1; interleaving degree not stated → the smallest vp ≥ 2
+// that divides the layers of a stage, 1 without a pipeline; m not a multiple of pp for interleaving → 1F1B; vocabulary,
+// FFN width, precision, node shape not stated → the stated defaults).
 //
 // Cost (measured on the 2-core development machine, one thread, ANALYTICAL): the 734 single-node vTrain
 // rows 1.4 s; the 56 multi-node vTrain rows (64-512 GPUs) 165 s, 3 GB; Narayanan rows 1-10 about 6 min,
 // of which row 10 (3,072 GPUs, 512 micro-batches, vp 2) takes 187 s and 21 GB, row 9 98 s and 14 GB; the
 // remaining runnable rows (Table 2 PTD-P, Megatron README, Megatron-Core up to 6,144 H100s) 8 min, 10 GB.
-// The whole file: about 6 minutes with --threads 2 (5 min 48 s and 6 min 44 s in two runs, 2026-12). FLOW costs about 1.3x as much (row 6, 1,024 GPUs: 21 s instead of
-// 16 s) and gives the same single-node results. Memory grows with GPUs x micro-batches (the task graph
-// holds every rank), and --threads N holds N rows at once.
+// The whole file: about 6 minutes with --threads 2 (5 min 48 s and 6 min 44 s in two runs, 2026-12). FLOW costs
+// about 1.3x as much (row 6, 1,024 GPUs: 21 s instead of 16 s) and gives the same single-node results. Memory grows
+// with GPUs x micro-batches (the task graph holds every rank), and --threads N holds N rows at once.
 //
 // Errors: a malformed CSV (unterminated quote, stray quote, wrong field count, duplicate row_id, a
 // non-number in a numeric column) throws InputError(file, line, column, column name, ...): exit 2.

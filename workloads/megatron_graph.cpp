@@ -142,9 +142,8 @@ StageOps stage_ops(const ModelSpec& model, const OpConfig& config, bool forward)
     // values per token (vocab_parallel_loss_bytes). Blocking on the compute stream; none backward.
     if (op.name == "loss.fwd") {
       for (int k = 0; k < 3; ++k)
-        out.syncs.push_back(
-            {i + 1, CollectiveOp::kAllReduce, SyncComm::kTensor, vocab_parallel_loss_bytes(config.micro_batch,
-                                                                                           model.seq_len, config.cp)});
+        out.syncs.push_back({i + 1, CollectiveOp::kAllReduce, SyncComm::kTensor,
+                             vocab_parallel_loss_bytes(config.micro_batch, model.seq_len, config.cp)});
       continue;
     }
     if (!tp_sync_after(op.name, config.ep)) continue;
@@ -570,8 +569,8 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
               lanes.push_back(tp_stream[group[g]]);
               for (sim::TaskId d : deps_of(g)) deps.push_back(d);
             }
-            const sim::TaskId collective = collectives.add(graph, name, kCategoryTpComm,
-                                                           CollectiveRequest{op, gpus_of(tg), size, 0}, lanes, deps);
+            const sim::TaskId collective =
+                collectives.add(graph, name, kCategoryTpComm, CollectiveRequest{op, gpus_of(tg), size, 0}, lanes, deps);
             for (std::size_t g : tg) {
               waited(g, collective);
               if (host) it.host.issue(group[g], collective, kCollectiveKernels, false);
@@ -593,8 +592,9 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
               lanes.push_back(it.compute_stream[group[g]]);
               if (after_pending) deps.insert(deps.end(), pending[g].begin(), pending[g].end());
             }
-            const sim::TaskId collective = collectives.add(
-                graph, name, kCategoryTpComm, CollectiveRequest{op, gpus_of(tg), size.raw() > 0 ? size : tp_message, 0}, lanes, deps);
+            const sim::TaskId collective =
+                collectives.add(graph, name, kCategoryTpComm,
+                                CollectiveRequest{op, gpus_of(tg), size.raw() > 0 ? size : tp_message, 0}, lanes, deps);
             if (host)
               for (std::size_t g : tg) it.host.issue(group[g], collective, kCollectiveKernels);
           }
@@ -674,8 +674,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
                 tp_beside(sync.op, std::string(to_string(sync.op)) + ".tp",
                           [&](std::size_t g) { return std::vector<sim::TaskId>{last[g]}; });
               }
-            } else if (sync.comm == SyncComm::kTensor && par.tp_comm_overlap &&
-                       sync.op == CollectiveOp::kAllGather) {
+            } else if (sync.comm == SyncComm::kTensor && par.tp_comm_overlap && sync.op == CollectiveOp::kAllGather) {
               owed_gather = true;  // issued before the op that reads it
             } else if (sync.comm == SyncComm::kTensor && par.tp_comm_overlap &&
                        sync.op == CollectiveOp::kReduceScatter && !ends_with(so.ops[i - 1].name, "embed.fwd")) {
@@ -692,7 +691,9 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
                   [&](std::size_t g, sim::TaskId id) { first[g] = id; });
               tp_stream_collective(
                   sync.op, name + ".last_chunk", tail,
-                  [&](std::size_t g) { return std::vector<sim::TaskId>{first[g], last[g]}; },
+                  [&](std::size_t g) {
+                    return std::vector<sim::TaskId>{first[g], last[g]};
+                  },
                   [&](std::size_t g, sim::TaskId id) { pending[g].push_back(id); });
             } else if (sync.comm == SyncComm::kTensor) {
               tp_blocking(sync.op, std::string(to_string(sync.op)) + (sync.size.raw() > 0 ? ".tp.loss" : ".tp"), false,
@@ -743,8 +744,8 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
           }
           // An owed all-gather before a Megatron (not Transformer Engine) layer that reads it, or at the end of the
           // list (a pipeline stage's boundary, before the send): blocking, on the compute stream.
-          if (owed_gather && (i == so.ops.size() ||
-                              tp_gather_consumer(so.ops[i].name, ep) == TpGatherConsumer::kBlocking)) {
+          if (owed_gather &&
+              (i == so.ops.size() || tp_gather_consumer(so.ops[i].name, ep) == TpGatherConsumer::kBlocking)) {
             owed_gather = false;
             tp_blocking(CollectiveOp::kAllGather, "allgather.tp", true);
           }

@@ -62,8 +62,9 @@ TEST_CASE("bench options: --out is binary where calibrate fit reads binary, JSON
     CHECK(!bench::binary_output(path));
   }
   CHECK(parse({"--out", "x/RAW.BIN"}).out == "x/RAW.BIN");
-  CHECK(usage_error_of([] { parse({"--out", "raw.JSON"}); }).find("--out: raw.JSON: clustersim-bench writes text") !=
-        std::string::npos);
+  CHECK(usage_error_of([] {
+          parse({"--out", "raw.JSON"});
+        }).find("--out: raw.JSON: clustersim-bench writes text") != std::string::npos);
 }
 
 TEST_CASE("bench plan: one node with 8 GPUs and the default lists runs 8 of 22 combinations") {

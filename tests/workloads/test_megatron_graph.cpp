@@ -80,8 +80,8 @@ TEST_CASE("tensor parallelism on one node: compute halves, the TP AllReduces are
   CHECK(b.idle.raw() == doctest::Approx(0).epsilon(1e-12));
   const CollectivePlan ar = CollectiveModel(sc.cluster, sc.profile).plan(
       CollectiveRequest{CollectiveOp::kAllReduce, {0, 1}, bytes(2097152), 0});
-  const CollectivePlan loss = CollectiveModel(sc.cluster, sc.profile).plan(
-      CollectiveRequest{CollectiveOp::kAllReduce, {0, 1}, bytes(4096), 0});
+  const CollectivePlan loss =
+      CollectiveModel(sc.cluster, sc.profile).plan(CollectiveRequest{CollectiveOp::kAllReduce, {0, 1}, bytes(4096), 0});
   CHECK(b.exposed_comm.raw() == doctest::Approx(18 * ar.time.raw() + 3 * loss.time.raw()).epsilon(1e-6));
   // All of it is tensor-parallel communication.
   CHECK(b.exposed_by_kind[static_cast<std::size_t>(CommKind::kTp)].raw() == b.exposed_comm.raw());
@@ -166,7 +166,8 @@ TEST_CASE("full recomputation adds about one forward pass to the compute, FlashA
   CHECK(run("flash_attention: true").memory.peak < none.memory.peak);
 }
 
-TEST_CASE("tp_comm_overlap: reduce-scatters beside the GEMM that feeds them, all-gathers beside the GEMM that reads them") {
+TEST_CASE(
+    "tp_comm_overlap: reduce-scatters beside the GEMM that feeds them, all-gathers beside the GEMM that reads them") {
   // tp 4 with sequence parallelism on one node, dp 1, 2 micro-batches, 4 layers, ANALYTICAL. `plain` blocks on
   // every TP collective of b·s·h·2 = 2,097,152 B (R a reduce-scatter, A an all-gather): after proj.fwd and
   // fc2.fwd R then A, after the embedding R then A; backward before each column-parallel data gradient (qkv,
@@ -190,7 +191,8 @@ TEST_CASE("tp_comm_overlap: reduce-scatters beside the GEMM that feeds them, all
     return model.plan(CollectiveRequest{op, {0, 1, 2, 3}, bytes(size), 0}).time.raw();
   };
   const double R = t(CollectiveOp::kReduceScatter, 2097152), A = t(CollectiveOp::kAllGather, 2097152),
-               Rb = t(CollectiveOp::kReduceScatter, 2097152.0 * 3 / 4), Rt = t(CollectiveOp::kReduceScatter, 2097152.0 / 4);
+               Rb = t(CollectiveOp::kReduceScatter, 2097152.0 * 3 / 4),
+               Rt = t(CollectiveOp::kReduceScatter, 2097152.0 / 4);
   OpConfig c;
   c.micro_batch = 1;
   c.tp = 4;
@@ -209,9 +211,9 @@ TEST_CASE("tp_comm_overlap: reduce-scatters beside the GEMM that feeds them, all
   hidden += (layers - 1) * std::min(A, op("L1.qkv.fwd"));  // fc2's A beside the next layer's qkv
   // Backward: the output layer, then per layer fc1's and qkv's points.
   hidden += std::min(A, op("lm_head.dgrad")) + std::min(R, op("lm_head.wgrad")) + std::min(A, op("L1.fc2.dgrad"));
-  hidden += layers * (std::min(A, op("L1.fc1.dgrad")) + std::min(R, op("L1.fc1.wgrad")) +
-                      std::min(A, op("L1.proj.dgrad")) + std::min(A, op("L1.qkv.dgrad")) +
-                      std::min(R, op("L1.qkv.wgrad")));
+  hidden +=
+      layers * (std::min(A, op("L1.fc1.dgrad")) + std::min(R, op("L1.fc1.wgrad")) + std::min(A, op("L1.proj.dgrad")) +
+                std::min(A, op("L1.qkv.dgrad")) + std::min(R, op("L1.qkv.wgrad")));
   hidden += (layers - 1) * std::min(A, op("L1.fc2.dgrad"));  // qkv's A beside the layer below's fc2.dgrad
   const ScenarioResult a = simulate_scenario(plain), b = simulate_scenario(over);
   CHECK(a.jobs[0].iteration_time.raw() - b.jobs[0].iteration_time.raw() == doctest::Approx(2 * hidden).epsilon(1e-6));
@@ -367,8 +369,8 @@ TEST_CASE("exposed communication by kind: TP on the compute stream, pipeline sen
   const ScenarioResult r = simulate_scenario(sc);
   const CollectivePlan ar = CollectiveModel(sc.cluster, sc.profile)
                                 .plan(CollectiveRequest{CollectiveOp::kAllReduce, {0, 1}, bytes(2097152), 0});
-  const CollectivePlan loss = CollectiveModel(sc.cluster, sc.profile)
-                                  .plan(CollectiveRequest{CollectiveOp::kAllReduce, {0, 1}, bytes(4096), 0});
+  const CollectivePlan loss =
+      CollectiveModel(sc.cluster, sc.profile).plan(CollectiveRequest{CollectiveOp::kAllReduce, {0, 1}, bytes(4096), 0});
   for (std::size_t gpu = 0; gpu < r.jobs[0].per_gpu.size(); ++gpu) {
     const TimeBreakdown& b = r.jobs[0].per_gpu[gpu];
     double sum = 0;

@@ -49,6 +49,11 @@ std::optional<double> default_gpu_power_w(const std::string& gpu) {
 
 namespace {
 
+// The GPU board power a plan uses: --gpu-power-w, else the datasheet figure of the profile's GPU.
+std::optional<double> gpu_power_w(const workloads::Scenario& scenario, const PlanOptions& options) {
+  return options.gpu_power_w ? options.gpu_power_w : default_gpu_power_w(scenario.profile.gpu.gpu);
+}
+
 // Whole nodes holding `gpus` GPUs: a node is powered however few of its GPUs the job uses.
 std::uint32_t nodes_of(std::uint32_t gpus, const workloads::Scenario& scenario) {
   const std::uint32_t per_node = std::max<std::uint32_t>(scenario.cluster.gpus_per_node, 1);
@@ -86,8 +91,7 @@ std::optional<PlanPoint> plan_for_gpus(const workloads::Scenario& scenario, std:
   pt.gpu_hours = pt.train_time.raw() * gpus / 3600.0;
   pt.goodput = goodput(gpus, options.failures_per_gpu_hour, options.checkpoint_write, options.restart);
   pt.wall_time = pt.goodput.effective_ratio > 0 ? pt.train_time / pt.goodput.effective_ratio : seconds(INFINITY);
-  const std::optional<double> power =
-      options.gpu_power_w ? options.gpu_power_w : default_gpu_power_w(scenario.profile.gpu.gpu);
+  const std::optional<double> power = gpu_power_w(scenario, options);
   if (power) pt.energy_kwh = *power * gpus * pt.train_time.raw() / 3.6e6;  // W·s → kWh
   if (power && (options.node_power_w || options.pue)) {
     const double it_w = *power * gpus + options.node_power_w.value_or(0) * nodes_of(gpus, scenario);
@@ -221,8 +225,7 @@ std::string energy_text(double kwh) {
 
 // How the facility's energy is made up: "(16 GPUs x 700 W + 2 nodes x 4600 W) x PUE 1.2".
 std::string facility_power_text(const workloads::Scenario& sc, const PlanOptions& options, const PlanPoint& p) {
-  const double gpu_w = options.gpu_power_w ? *options.gpu_power_w : *default_gpu_power_w(sc.profile.gpu.gpu);
-  std::string s = "(" + std::to_string(p.gpus) + " GPUs x " + fmt("%g", gpu_w) + " W";
+  std::string s = "(" + std::to_string(p.gpus) + " GPUs x " + fmt("%g", *gpu_power_w(sc, options)) + " W";
   if (options.node_power_w) {
     const std::uint32_t nodes = nodes_of(p.gpus, sc);
     s += " + " + std::to_string(nodes) + (nodes == 1 ? " node x " : " nodes x ") + fmt("%g", *options.node_power_w) +
@@ -352,7 +355,7 @@ std::string plan_text(const workloads::Scenario& sc, const PlanOptions& options,
   }
   if (p.energy_kwh)
     o << "energy (GPUs)        " << energy_text(*p.energy_kwh) << " of training without failures at "
-      << fmt("%g", options.gpu_power_w ? *options.gpu_power_w : *default_gpu_power_w(sc.profile.gpu.gpu))
+      << fmt("%g", *gpu_power_w(sc, options))
       << " W per GPU\n";
   else
     o << "energy               unknown GPU power: pass --gpu-power-w\n";
@@ -426,7 +429,7 @@ std::string plan_report(const workloads::Scenario& sc, const PlanOptions& option
   if (p.energy_kwh) {
     plan.rows.push_back(
         {"GPU board power [W]",
-         fmt("%g", options.gpu_power_w ? *options.gpu_power_w : *default_gpu_power_w(sc.profile.gpu.gpu))});
+         fmt("%g", *gpu_power_w(sc, options))});
     plan.rows.push_back({"energy (GPUs) of training without failures", energy_text(*p.energy_kwh)});
   }
   if (p.facility_energy_kwh)

@@ -355,8 +355,7 @@ std::string plan_text(const workloads::Scenario& sc, const PlanOptions& options,
   }
   if (p.energy_kwh)
     o << "energy (GPUs)        " << energy_text(*p.energy_kwh) << " of training without failures at "
-      << fmt("%g", *gpu_power_w(sc, options))
-      << " W per GPU\n";
+      << fmt("%g", *gpu_power_w(sc, options)) << " W per GPU\n";
   else
     o << "energy               unknown GPU power: pass --gpu-power-w\n";
   if (p.facility_energy_kwh)
@@ -427,9 +426,7 @@ std::string plan_report(const workloads::Scenario& sc, const PlanOptions& option
   if (p.held_cost && std::isfinite(*p.held_cost))
     plan.rows.push_back({"cost with failures", amount_text(*p.held_cost)});
   if (p.energy_kwh) {
-    plan.rows.push_back(
-        {"GPU board power [W]",
-         fmt("%g", *gpu_power_w(sc, options))});
+    plan.rows.push_back({"GPU board power [W]", fmt("%g", *gpu_power_w(sc, options))});
     plan.rows.push_back({"energy (GPUs) of training without failures", energy_text(*p.energy_kwh)});
   }
   if (p.facility_energy_kwh)

@@ -463,10 +463,15 @@ std::string network_settings(const Row& row, const NodeType& node, std::uint32_t
       assume("inter-node " + number_text(*per_node_gbits) + " Gb/s per node as stated: 8 NICs x " +
              number_text(per_nic) + " Gb/s");
     }
+    // A row that names a three-level fat tree (Narayanan et al.'s Selene) gets one, whatever its size.
+    const std::string inter_lower = lower(inter);
     if (nodes > kTwoLevelMaxNodes) {
       cluster_extra += " fabric { kind: CLOS_THREE_LEVEL }";
       assume("three-level Clos: a two-level tree of radix-64 switches holds at most " +
              std::to_string(kTwoLevelMaxNodes) + " nodes of 8 NICs");
+    } else if (contains(inter_lower, "3-level") || contains(inter_lower, "three-level")) {
+      cluster_extra += " fabric { kind: CLOS_THREE_LEVEL }";
+      assume("inter-node \"" + inter + "\": a three-level Clos of radix-64 switches, as stated");
     }
   }
   const std::string intra = row.text("intra_node");

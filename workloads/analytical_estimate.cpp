@@ -360,7 +360,7 @@ struct AnalyticalEstimator::Impl {
         const double next = i + 1 < op_cost.size() ? std::max(0.0, op_cost[i + 1]) : 0.0;
         return std::max(0.0, regather - c) + std::max(0.0, tpt.reduce - next) + gather;
       }
-      if (overlap && !op.name.ends_with("embed.fwd"))
+      if (overlap && tp_reduce_pipelined(op.name, k.ep))
         return std::max(0.0, tpt.reduce_body - c) + tpt.reduce_tail + gather;
       return regather + tpt.reduce + gather;
     };
@@ -575,7 +575,7 @@ struct AnalyticalEstimator::Impl {
         // apart); the cross-entropy issues 3 all-reduces.
         const bool column = column_parallel_dgrad(op.name, k.ep);
         const int regather = k.sp && column ? 1 : 0;
-        const int split = k.sp && job.parallel.tp_comm_overlap && !column && !op.name.ends_with("embed.fwd") ? 1 : 0;
+        const int split = k.sp && job.parallel.tp_comm_overlap && tp_reduce_pipelined(op.name, k.ep) ? 1 : 0;
         if (k.tp > 1 && tp_sync_after(op.name, k.ep))
           for (int c = 0; c < (k.sp ? 2 : 1) + regather + split; ++c)
             tp_at.push_back(host.size()), host.push_back(kCollectiveKernels * cost), gpu.push_back(0);

@@ -93,6 +93,10 @@ TpGatherConsumer tp_gather_consumer(const std::string& name, std::uint32_t ep) {
   return TpGatherConsumer::kNone;
 }
 
+bool tp_reduce_pipelined(const std::string& name, std::uint32_t ep) {
+  return tp_sync_after(name, ep) && !column_parallel_dgrad(name, ep) && !name.ends_with("embed.fwd");
+}
+
 ExpertTpSync expert_tp_sync_after(const std::string& name) {
   if (name.ends_with(".moe_dispatch.fwd") || name.ends_with(".moe_dispatch.recompute") ||
       name.ends_with(".moe_combine.bwd"))
@@ -677,7 +681,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
             } else if (sync.comm == SyncComm::kTensor && par.tp_comm_overlap && sync.op == CollectiveOp::kAllGather) {
               owed_gather = true;  // issued before the op that reads it
             } else if (sync.comm == SyncComm::kTensor && par.tp_comm_overlap &&
-                       sync.op == CollectiveOp::kReduceScatter && !ends_with(so.ops[i - 1].name, "embed.fwd")) {
+                       sync.op == CollectiveOp::kReduceScatter && tp_reduce_pipelined(so.ops[i - 1].name, ep)) {
               // Transformer Engine's pipelined reduce-scatter beside a row-parallel GEMM (op i − 1) that runs in
               // t chunks: chunk k's rows are reduce-scattered while chunk k + 1 computes, so the last chunk's
               // share comes after the GEMM. Modelled as (t − 1)/t of the bytes on the TP stream from the GEMM's

@@ -100,6 +100,10 @@ bool column_parallel_dgrad(const std::string& name, std::uint32_t ep);
 // output gradient it gathers); kBlocking, a Megatron layer that gathers before it (the output layer's forward,
 // the embedding's backward); kNone, an op that does not read it.
 enum class TpGatherConsumer { kNone, kOverlapped, kBlocking };
+// tp_comm_overlap: whether the reduce-scatter after the op of this name runs pipelined beside it (a row-parallel
+// Transformer Engine GEMM: proj, fc2, and their shared and tensor-parallel routed-expert forms, forward or
+// recomputed), not blocking (the embedding's) or beside the weight gradient (a column-parallel data gradient).
+bool tp_reduce_pipelined(const std::string& name, std::uint32_t ep);
 TpGatherConsumer tp_gather_consumer(const std::string& name, std::uint32_t ep);
 // The ranks that read input (input_pipeline.h): tensor rank 0 of the first and the last stage of every context
 // rank of data-parallel replicas [0, replicas).

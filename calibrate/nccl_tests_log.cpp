@@ -371,6 +371,7 @@ MeasuredRow parse_log_row(const Reader& r, const std::vector<Token>& t, const Co
   row.line = line;
   row.size_bytes = r.unsigned_field(t[static_cast<std::size_t>(c.size)], line, "size");
   row.count = r.unsigned_field(t[static_cast<std::size_t>(c.count)], line, "count");
+  row.count_column = t[static_cast<std::size_t>(c.count)].column;
   const Token& type = t[static_cast<std::size_t>(c.type)];
   if (!is_word(type.text) || all_digits(type.text))
     r.fail(line, type.column, "type: \"" + std::string(type.text) + "\" is not a data type name such as float");
@@ -665,6 +666,7 @@ MeasuredRun parse_csv(const std::vector<Line>& lines, std::size_t header_index, 
     row.line = l.number;
     row.size_bytes = r.unsigned_field(f[0], l.number, "size");
     row.count = r.unsigned_field(f[1], l.number, "count");
+    row.count_column = f[1].column;
     if (!is_word(f[2].text) || all_digits(f[2].text))
       r.fail(l.number, f[2].column, "type: \"" + std::string(f[2].text) + "\" is not a data type name such as float");
     row.type = std::string(f[2].text);
@@ -689,7 +691,10 @@ std::string nccl_version_from_code(std::uint64_t code) {
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(code % 100);
 }
 
-std::vector<MeasuredRun> parse_measured_runs(std::string_view text, const std::string& file) {
+namespace {
+
+// Every test in the file, in file order (parse_measured_runs, before the rows' counts are checked).
+std::vector<MeasuredRun> parse_runs(std::string_view text, const std::string& file) {
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a UTF-8 byte-order mark (spreadsheet exports)
   std::vector<Line> lines = split_lines(text);
   for (const Line& l : lines)
@@ -741,6 +746,61 @@ std::vector<MeasuredRun> parse_measured_runs(std::string_view text, const std::s
     }
     runs.push_back(std::move(run));
   }
+  return runs;
+}
+
+// Bytes per element of nccl-tests' data type names (src/common.cu test_typenames); 0 for a name it does not print.
+std::uint64_t element_bytes(std::string_view type) {
+  if (type == "int8" || type == "uint8" || type == "f8e4m3" || type == "f8e5m2") return 1;
+  if (type == "half" || type == "bfloat16") return 2;
+  if (type == "int32" || type == "uint32" || type == "float") return 4;
+  if (type == "int64" || type == "uint64" || type == "double") return 8;
+  return 0;
+}
+
+// nccl-tests prints count = size / element size: of the whole buffer for AllReduce, Broadcast, Reduce and SendRecv,
+// of one rank's share for AllGather, ReduceScatter and AlltoAll (size = ranks x count x element size; the
+// 80-GPU all_gather log: 10 x 419430 x 8 B = 33554400 B). A row that breaks this was mis-transcribed, or its
+// columns are not where the header says: its time would be compared at the wrong size, so it is an error.
+// Without the collective or the rank count, what the row allows either way is accepted.
+void check_counts(const MeasuredRun& run, const std::string& file) {
+  const std::string op = run.op.value_or("");
+  const bool per_rank = op == "all_gather" || op == "reduce_scatter" || op == "alltoall";
+  const bool whole = op == "all_reduce" || op == "broadcast" || op == "reduce" || op == "sendrecv";
+  for (const MeasuredRow& row : run.rows) {
+    const std::uint64_t w = element_bytes(row.type);
+    if (w == 0 || (row.count == 0 && row.size_bytes == 0)) continue;
+    const bool as_whole = row.size_bytes % w == 0 && row.size_bytes / w == row.count;
+    bool as_share = false;
+    if (row.count > 0 && row.size_bytes % (row.count * w) == 0 && row.size_bytes / (row.count * w) > 0)
+      as_share = !run.gpus || row.size_bytes / (row.count * w) == *run.gpus;
+    if (as_whole && !per_rank) continue;
+    if (as_share && !whole) continue;
+    if (per_rank && run.gpus && *run.gpus == 1 && as_whole) continue;
+    const std::string elements = std::to_string(row.count) + " " + row.type + " elements (" + std::to_string(w) +
+                                 " B each) are " + std::to_string(row.count * w) + " B";
+    std::string rule;
+    if (whole)
+      rule = op + "'s count is the whole buffer's";
+    else if (per_rank)
+      rule = op + "'s count is one rank's share" +
+             (run.gpus ? ": " + std::to_string(*run.gpus) + " ranks make " +
+                             std::to_string(row.count * w * *run.gpus) + " B"
+                       : std::string());
+    else
+      rule = "nor a share of it" + (run.gpus ? " on " + std::to_string(*run.gpus) + " ranks" : std::string());
+    throw InputError(file, row.line, row.count_column, "",
+                     "count: " + elements + ", not the row's size " + std::to_string(row.size_bytes) + " B (" + rule +
+                         "; nccl-tests prints count = size / element size): the row is mis-transcribed or its "
+                         "columns are shifted");
+  }
+}
+
+}  // namespace
+
+std::vector<MeasuredRun> parse_measured_runs(std::string_view text, const std::string& file) {
+  std::vector<MeasuredRun> runs = parse_runs(text, file);
+  for (const MeasuredRun& run : runs) check_counts(run, file);
   return runs;
 }
 

@@ -37,6 +37,7 @@ struct MeasuredRow {
   int line = 0;                  // where the row is in its file (1-based)
   std::uint64_t size_bytes = 0;  // nccl-tests "size" (bytes)
   std::uint64_t count = 0;       // elements, as printed (per rank for AllGather/ReduceScatter/AlltoAll)
+  int count_column = 0;          // where the count is on its line (1-based; 0 where unknown)
   std::string type;              // "float", "double", "bfloat16", ...
   std::string redop;             // "sum", "none", ...; empty when the input does not say (CSV layout)
   std::int64_t root = -1;        // -1 where none, or where the input has no root column

@@ -437,48 +437,50 @@ TEST_CASE("measured runs: cut-off and foreign input are InputErrors with file:li
 TEST_CASE("measured runs: a row whose count does not make its size is an error at the count") {
   // nccl-tests prints count = size / element size, of the whole buffer for all_reduce and of one rank's share for
   // all_gather: 8 float elements are 32 B; on 8 ranks a share of 1 float is 8 x 4 = 32 B.
-  const std::string preamble = "# nThread 1 nGpus 8 minBytes 32 maxBytes 32 step: 2(factor) warmup iters: 5 iters: 20\n"
-                               "#  Rank  0 Group  0 Pid 1 on host device  0 [0x01] NVIDIA H100\n"
-                               "#  Rank  1 Group  0 Pid 1 on host device  1 [0x02] NVIDIA H100\n"
-                               "#  Rank  2 Group  0 Pid 1 on host device  2 [0x03] NVIDIA H100\n"
-                               "#  Rank  3 Group  0 Pid 1 on host device  3 [0x04] NVIDIA H100\n"
-                               "#  Rank  4 Group  0 Pid 1 on host device  4 [0x05] NVIDIA H100\n"
-                               "#  Rank  5 Group  0 Pid 1 on host device  5 [0x06] NVIDIA H100\n"
-                               "#  Rank  6 Group  0 Pid 1 on host device  6 [0x07] NVIDIA H100\n"
-                               "#  Rank  7 Group  0 Pid 1 on host device  7 [0x08] NVIDIA H100\n";
+  const std::string preamble =
+      "# nThread 1 nGpus 8 minBytes 32 maxBytes 32 step: 2(factor) warmup iters: 5 iters: 20\n"
+      "#  Rank  0 Group  0 Pid 1 on host device  0 [0x01] NVIDIA H100\n"
+      "#  Rank  1 Group  0 Pid 1 on host device  1 [0x02] NVIDIA H100\n"
+      "#  Rank  2 Group  0 Pid 1 on host device  2 [0x03] NVIDIA H100\n"
+      "#  Rank  3 Group  0 Pid 1 on host device  3 [0x04] NVIDIA H100\n"
+      "#  Rank  4 Group  0 Pid 1 on host device  4 [0x05] NVIDIA H100\n"
+      "#  Rank  5 Group  0 Pid 1 on host device  5 [0x06] NVIDIA H100\n"
+      "#  Rank  6 Group  0 Pid 1 on host device  6 [0x07] NVIDIA H100\n"
+      "#  Rank  7 Group  0 Pid 1 on host device  7 [0x08] NVIDIA H100\n";
   auto log = [&](const std::string& test, const std::string& count, const std::string& redop) {
     return "# Collective test starting: " + test + "\n" + preamble + "          32  " + count + "     float  " + redop +
            "      -1    37.33    0.00    0.00       0    37.79    0.00    0.00       0\n";
   };
   // Consistent rows read: all_reduce 8 elements, all_gather 1 per rank.
   CHECK(calibrate::parse_measured_run(log("all_reduce_perf", "           8", "   sum"), "ar.log").rows.size() == 1);
-  const calibrate::MeasuredRun ag = calibrate::parse_measured_run(log("all_gather_perf", "           1", "  none"), "ag.log");
+  const calibrate::MeasuredRun ag =
+      calibrate::parse_measured_run(log("all_gather_perf", "           1", "  none"), "ag.log");
   CHECK(ag.gpus == 8u);
   CHECK(ag.rows.front().count == 1);
-  // all_reduce with a per-rank count: line 11 (1 + 9 preamble lines + the row), the count at column 26 (14 + 12 characters before it).
-  CHECK(error_of([&] {
-          calibrate::parse_measured_run(log("all_reduce_perf", "           1", "   sum"), "ar.log");
-        }) == "ar.log:11:26: count: 1 float elements (4 B each) are 4 B, not the row's size 32 B (all_reduce's count is "
-              "the whole buffer's; nccl-tests prints count = size / element size): the row is mis-transcribed or its "
-              "columns are shifted");
+  // all_reduce with a per-rank count: line 11 (1 + 9 preamble lines + the row), the count at column 26 (14 + 12
+  // characters before it).
+  CHECK(error_of([&] { calibrate::parse_measured_run(log("all_reduce_perf", "           1", "   sum"), "ar.log"); }) ==
+        "ar.log:11:26: count: 1 float elements (4 B each) are 4 B, not the row's size 32 B (all_reduce's count is "
+        "the whole buffer's; nccl-tests prints count = size / element size): the row is mis-transcribed or its "
+        "columns are shifted");
   // all_gather with the whole buffer's count: 8 ranks x 8 x 4 B = 256 B, not 32.
-  CHECK(error_of([&] {
-          calibrate::parse_measured_run(log("all_gather_perf", "           8", "  none"), "ag.log");
-        }) == "ag.log:11:26: count: 8 float elements (4 B each) are 32 B, not the row's size 32 B (all_gather's count is "
-              "one rank's share: 8 ranks make 256 B; nccl-tests prints count = size / element size): the row is "
-              "mis-transcribed or its columns are shifted");
+  CHECK(error_of([&] { calibrate::parse_measured_run(log("all_gather_perf", "           8", "  none"), "ag.log"); }) ==
+        "ag.log:11:26: count: 8 float elements (4 B each) are 32 B, not the row's size 32 B (all_gather's count is "
+        "one rank's share: 8 ranks make 256 B; nccl-tests prints count = size / element size): the row is "
+        "mis-transcribed or its columns are shifted");
   // The CSV layout: a row of the 80-GPU all_reduce file with count + 1 (its count at column 10).
-  const std::string csv = "# GPUs=80 nodes=10\n# collective=all_reduce\n"
-                          "size_bytes,count,type,time_us_oop,algbw_oop,busbw_oop,time_us_ip,algbw_ip,busbw_ip\n"
-                          "67108864,8388609,double,939.84,71.40,141.02,962.96,69.69,137.64\n";
+  const std::string csv =
+      "# GPUs=80 nodes=10\n# collective=all_reduce\n"
+      "size_bytes,count,type,time_us_oop,algbw_oop,busbw_oop,time_us_ip,algbw_ip,busbw_ip\n"
+      "67108864,8388609,double,939.84,71.40,141.02,962.96,69.69,137.64\n";
   CHECK(error_of([&] { calibrate::parse_measured_run(csv, "x.csv"); }) ==
         "x.csv:4:10: count: 8388609 double elements (8 B each) are 67108872 B, not the row's size 67108864 B "
         "(all_reduce's count is the whole buffer's; nccl-tests prints count = size / element size): the row is "
         "mis-transcribed or its columns are shifted");
   // A type nccl-tests does not print is not checked (its element size is unknown).
-  CHECK(calibrate::parse_measured_run(csv.substr(0, csv.rfind("67108864")) +
-                                          "67108864,8388609,mytype,939.84,71.40,141.02,962.96,69.69,137.64\n",
-                                      "y.csv")
+  CHECK(calibrate::parse_measured_run(
+            csv.substr(0, csv.rfind("67108864")) + "67108864,8388609,mytype,939.84,71.40,141.02,962.96,69.69,137.64\n",
+            "y.csv")
             .rows.size() == 1);
 }
 

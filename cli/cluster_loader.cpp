@@ -53,6 +53,8 @@ struct Preset {
   BytesPerSecond nvlink = bytes_per_second(0);    // per GPU (NVSWITCH)
   BytesPerSecond ici_link = bytes_per_second(0);  // per torus link
   BytesPerSecond nic_port = bytes_per_second(0);
+  std::uint32_t switch_radix = 0;  // the reference architecture's fabric switch; 0 = the schema's default
+  std::string switch_model;
 };
 
 topology::CpuVendor cpu_vendor(schema::Cluster::CpuVendor v) {
@@ -120,6 +122,12 @@ Preset load_preset(const std::string& name, std::string_view text) {
   if (p.layout.nics_per_node > 0) {
     p.nic_port = Gbitps(link_rate(in, "nic_gbits_per_s_per_direction", m.has_nic_gbits_per_s_per_direction(),
                                   m.nic_gbits_per_s_per_direction(), "Gbit/s per NIC per direction"));
+  }
+  if (m.has_fabric_switch_radix()) {
+    p.switch_radix = m.fabric_switch_radix();
+    if (p.switch_radix < 2) in.fail("fabric_switch_radix", std::to_string(p.switch_radix) + " must be >= 2");
+    if (!m.has_fabric_switch() || m.fabric_switch().empty()) in.fail("fabric_switch", "missing (names the switch)");
+    p.switch_model = m.fabric_switch();
   }
   p.layout.pcie_switches = m.pcie_switches();
   p.layout.cpus = m.cpus();
@@ -264,6 +272,10 @@ void from_preset(const ParsedText& in, const schema::Cluster& c, const std::stri
   if (!text) in.fail(join(path, "node_preset"), quote(name) + " is not a built-in node preset (" + preset_list() + ")");
   const Preset p = load_preset(name, *text);
   out.node = p.layout;
+  if (p.switch_radix > 0) {  // the scenario's fabric.switch_radix, when set, replaces it (fabric())
+    out.fabric.switch_radix = p.switch_radix;
+    out.fabric.switch_model = p.switch_model;
+  }
   out.gpus_per_node =
       c.has_gpus_per_node() ? at_least_one(in, join(path, "gpus_per_node"), true, c.gpus_per_node()) : p.gpus_per_node;
   out.gpu = c.has_gpu() ? required_gpu(in, c, path) : p.gpu;
@@ -415,6 +427,7 @@ void fabric(const ParsedText& in, const schema::Cluster& c, const std::string& p
   }
   if (f.has_switch_radix()) {
     out.fabric.switch_radix = f.switch_radix();
+    out.fabric.switch_model.clear();
     if (out.fabric.switch_radix < 2)
       in.fail(join(fp, "switch_radix"), std::to_string(f.switch_radix()) + " must be >= 2");
     // The largest switch ASICs have 512 ports (Tomahawk 5 at 100G); a bound far above keeps the graph buildable.
@@ -657,7 +670,8 @@ void write_cluster(const topology::ClusterSpec& cluster, schema::Cluster& c) {
     schema::Fabric& f = *c.mutable_fabric();
     f.set_kind(to_schema(cluster.fabric.kind));
     f.set_oversubscription(cluster.fabric.oversubscription);
-    f.set_switch_radix(cluster.fabric.switch_radix);
+    // The preset's switch (switch_model set) comes back with node_preset; any other radix is written.
+    if (cluster.fabric.switch_model.empty()) f.set_switch_radix(cluster.fabric.switch_radix);
     if (cluster.fabric.link_per_direction.raw() > 0) {
       f.set_link_gbits_per_s_per_direction(gbits(cluster.fabric.link_per_direction));
     }

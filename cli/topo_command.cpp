@@ -94,7 +94,10 @@ int topo_command(const std::vector<std::string>& args, std::ostream& out) {
       out << ", spine " << per_pod * shape.pods;
       if (shape.pods > 1) out << ", core " << boxes(std::uint64_t{shape.pods} * per_pod * (k / 2), k);
     }
-    out << " (" << k << "-port switches; each leaf with the uplinks its NICs need at the fabric's oversubscription)\n";
+    out << " (" << k << "-port switches"
+        << (c.fabric.switch_model.empty() ? std::string()
+                                          : ": " + c.fabric.switch_model + ", the " + c.node.preset + " preset's")
+        << "; each leaf with the uplinks its NICs need at the fabric's oversubscription)\n";
   }
   out << "  links (directed; a cable is two)\n";
   for (const auto& [kind, s] : st.links)

@@ -48,9 +48,12 @@ const char* const kIntegerColumns[] = {"layers", "hidden", "heads",    "kv_heads
 // Finite numbers when not empty. (tflops_per_gpu and vp may hold text; rows say so in skipped_reason.)
 const char* const kNumberColumns[] = {"iter_time_s", "tokens_per_s", "tokens_per_s_per_gpu"};
 
-// Two-level rail-optimised fat tree of the cluster schema's default radix-64 switches at 1:1: a leaf has
-// 32 downlinks, so 8 rails of ceil(nodes / 32) leaves fit under 64-port spines up to 256 nodes.
-constexpr std::uint32_t kTwoLevelMaxNodes = 256;
+// Nodes of 8 NICs that a two-level rail-optimised fat tree of k-port switches holds at 1:1: a leaf has k/2
+// downlinks, and the 8 rails' leaves (8 x ceil(nodes / (k/2))) must fit under k-port spines: floor(k/8) leaves per
+// rail, floor(k/8) x k/2 nodes (radix 64, the dgx-h100 preset's QM9700: 256; radix 40, dgx-a100's QM8790: 100).
+constexpr std::uint32_t two_level_max_nodes(std::uint32_t radix) {
+  return radix / 8 * (radix / 2);
+}
 constexpr std::uint32_t kAssumedGpusPerNode = 8;
 
 std::string lower(std::string_view s) {
@@ -377,17 +380,18 @@ struct NodeType {
   const char* preset;
   double nvlink_gbytes;  // per GPU per direction, as the preset has it
   double nic_gbits;      // per NIC per direction, 8 NICs per node
+  std::uint32_t switch_radix;  // the preset's fabric switch (fabric_switch_radix)
   const char* gpu;       // cluster.gpu overriding the preset's GPU (its 40 GB variant); nullptr: the preset's
 };
-constexpr NodeType kDgxA100{"a100-sxm4-80gb", "dgx-a100", 300, 200, nullptr};
+constexpr NodeType kDgxA100{"a100-sxm4-80gb", "dgx-a100", 300, 200, 40, nullptr};
 // DGX A100 320 GB: the same node with A100-SXM4-40GB GPUs (profile a100-sxm4-40gb: 40 GiB, HBM2 1,555 GB/s).
-constexpr NodeType kDgxA100With40GB{"a100-sxm4-40gb", "dgx-a100", 300, 200, "A100-SXM4-40GB"};
-constexpr NodeType kDgxH100{"h100-sxm5-80gb", "dgx-h100", 450, 400, nullptr};
+constexpr NodeType kDgxA100With40GB{"a100-sxm4-40gb", "dgx-a100", 300, 200, 40, "A100-SXM4-40GB"};
+constexpr NodeType kDgxH100{"h100-sxm5-80gb", "dgx-h100", 450, 400, 64, nullptr};
 // vTrain's A100 server: the DGX A100 node with the built-in profile vtrain-a100 — a100-sxm4-80gb plus AllReduce
 // bands fitted (`clustersim calibrate fit`) on the AllReduce tables vTrain measured on that machine for 2, 4
 // and 8 GPUs (validation/nccl/vtrain_a100_*gpu_allreduce.csv, from the vTrain repository's trace/a100/ LUTs):
 // the cluster's own collective measurements, as a user calibrates their cluster; no iteration time is fitted.
-constexpr NodeType kVtrainA100{"vtrain-a100", "dgx-a100", 300, 200, nullptr};
+constexpr NodeType kVtrainA100{"vtrain-a100", "dgx-a100", 300, 200, 40, nullptr};
 
 // The node of a row's gpu_type; records the guess when the type is not exact. nullopt: no profile.
 template <class Assume>
@@ -465,13 +469,15 @@ std::string network_settings(const Row& row, const NodeType& node, std::uint32_t
     }
     // A row that names a three-level fat tree (Narayanan et al.'s Selene) gets one, whatever its size.
     const std::string inter_lower = lower(inter);
-    if (nodes > kTwoLevelMaxNodes) {
+    const std::string radix = std::to_string(node.switch_radix);
+    if (contains(inter_lower, "3-level") || contains(inter_lower, "three-level")) {
       cluster_extra += " fabric { kind: CLOS_THREE_LEVEL }";
-      assume("three-level Clos: a two-level tree of radix-64 switches holds at most " +
-             std::to_string(kTwoLevelMaxNodes) + " nodes of 8 NICs");
-    } else if (contains(inter_lower, "3-level") || contains(inter_lower, "three-level")) {
+      assume("inter-node \"" + inter + "\": a three-level Clos of radix-" + radix + " switches (the " + node.preset +
+             " preset's), as stated");
+    } else if (nodes > two_level_max_nodes(node.switch_radix)) {
       cluster_extra += " fabric { kind: CLOS_THREE_LEVEL }";
-      assume("inter-node \"" + inter + "\": a three-level Clos of radix-64 switches, as stated");
+      assume("three-level Clos: a two-level tree of radix-" + radix + " switches (the " + node.preset +
+             " preset's) holds at most " + std::to_string(two_level_max_nodes(node.switch_radix)) + " nodes of 8 NICs");
     }
   }
   const std::string intra = row.text("intra_node");

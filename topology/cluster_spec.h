@@ -69,6 +69,7 @@ struct FabricSpec {
   FabricKind kind = FabricKind::kRailOptimizedFatTree;
   double oversubscription = 1.0;                            // leaf downlink / uplink bandwidth; 1 = non-blocking
   std::uint32_t switch_radix = 64;                          // ports per switch (NVIDIA Quantum-2 QM9700: 64 x 400 Gb/s)
+  std::string switch_model;  // the node preset's fabric switch that gave switch_radix; empty when the scenario set it
   BytesPerSecond link_per_direction = bytes_per_second(0);  // switch-switch links; 0 = the NIC port speed
   Seconds switch_latency = seconds(0);                      // added to every link that enters a fabric switch
   bool in_network_reduction = false;                        // SHARP-capable switches (NCCL CollNet)

@@ -362,8 +362,9 @@ TEST_CASE("clustersim topo prints the cluster and writes Graphviz") {
   const Run rail = run("topo scenarios/fabric-rail-vs-oversubscribed/rail-optimized.textproto", dir);
   CHECK(rail.out.find("switches to buy   leaf 8, spine 2 (64-port switches") != std::string::npos);
   CHECK(run("topo", dir).out.find("switches to buy   leaf 8, spine 1 (64-port switches") != std::string::npos);
-  // Three levels, 256 DGX A100: 8 rails x ceil(256 / 32) = 64 leaves in 2 pods of 32; a pod's 32 x 32 leaf
-  // uplinks take 32 spines of 32 down-ports each (64 spines), whose 2 x 32 x 32 up-ports fill 32 cores.
+  // Three levels, 256 DGX A100 on the preset's 40-port QM8790: a leaf's 20 downlinks take 2 nodes of 8 NICs, 128
+  // leaves in ceil(128 / 20) = 7 pods of up to 20; the fullest pod's 20 leaves x 16 uplinks (16 NICs at 1:1) take
+  // 320 / 20 = 16 spines of 20 down-ports each (7 x 16 = 112 spines), whose 7 x 16 x 20 up-ports fill 56 cores.
   {
     std::ofstream(dir / "clos3.textproto")
         << "cluster { node_preset: \"dgx-a100\" nodes: 256 fabric { kind: CLOS_THREE_LEVEL } }\n"
@@ -371,7 +372,8 @@ TEST_CASE("clustersim topo prints the cluster and writes Graphviz") {
            "parallel { dp: 2048 micro_batch: 1 }\ntraining { samples: 2048 global_batch: 2048 }\n";
   }
   const Run clos3 = run("topo " + (dir / "clos3.textproto").string(), dir);
-  CHECK(clos3.out.find("switches to buy   leaf 64, spine 64, core 32 (64-port switches") != std::string::npos);
+  CHECK(clos3.out.find("switches to buy   leaf 128, spine 112, core 56 (40-port switches: NVIDIA Mellanox QM8790, 40 x "
+                       "HDR 200 Gb/s, the dgx-a100 preset's;") != std::string::npos);
   fs::remove_all(dir);
 }
 

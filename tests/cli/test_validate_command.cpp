@@ -224,10 +224,10 @@ TEST_CASE("validate: a row without micro-batch size records the assumption, inte
       cli::plan_row(builtin_table(), record_of(builtin_table(), "7"), workloads::Fidelity::kAnalytical);
   CHECK(has_text(big.assumptions, "interleaving degree not stated: vp = 2"));
   CHECK(big.scenario_text.find("vp: 2 schedule: INTERLEAVED_ONE_F_ONE_B") != std::string::npos);
-  // The rows name Selene's three-level fat tree: applied as stated, though 192 nodes fit a two-level tree.
+  // The rows name Selene's three-level fat tree: applied as stated (row 1's 4 nodes would fit two levels).
   CHECK(big.scenario_text.find("node_preset: \"dgx-a100\" nodes: 192 fabric { kind: CLOS_THREE_LEVEL } }") !=
         std::string::npos);
-  CHECK(has_text(big.assumptions, "3-level fat tree (Selene)\": a three-level Clos of radix-64 switches, as stated"));
+  CHECK(has_text(big.assumptions, "3-level fat tree (Selene)\": a three-level Clos of radix-40 switches (the dgx-a100 preset's), as stated"));
   CHECK(row.scenario_text.find("fabric { kind: CLOS_THREE_LEVEL }") != std::string::npos);  // 4 nodes
 }
 

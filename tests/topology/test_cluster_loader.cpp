@@ -195,21 +195,22 @@ TEST_CASE("topology loader: bad clusters name file, line:col and field") {
   CHECK(text_error("node_preset: \"tpu-v4-cube\" nodes: 6 torus { x: 6 y: 2 z: 2 }") ==
         "c.textproto:1:48: torus.x: 6 is not a side of a TPU v4 slice (1, 2 or a multiple of 4, which closes into a "
         "ring)");
+  // The preset's 40-port switches (20 downlinks at 1:1): 8 rails x ceil(300 / 20) = 120 leaves.
   CHECK(text_error("node_preset: \"dgx-a100\" nodes: 300") ==
-        "c.textproto:1:32: nodes: 80 leaves exceed the 64 ports of a spine; a two-level tree of radix 64 holds at "
-        "most 64 leaves (use CLOS_THREE_LEVEL)");
+        "c.textproto:1:32: nodes: 120 leaves exceed the 40 ports of a spine; a two-level tree of radix 40 holds at "
+        "most 40 leaves (use CLOS_THREE_LEVEL)");
   // A mistyped node count fails before any node is built: 99,999,999 DGX A100 nodes would be 800 M GPU vertices
   // (hours and terabytes), more than the 2^20 GPUs clustersim models. Below that bound the fabric arithmetic
-  // rejects a fabric too small: 99,999 nodes are 8 rails x ceil(99,999 / 32 downlinks of a radix-64 leaf at 1:1)
-  // = 8 x 3,125 = 25,000 leaves; a three-level Clos of radix 64 holds 32 leaves per pod, so ceil(25,000 / 32) =
-  // 782 pods for a 64-port core.
+  // rejects a fabric too small: 99,999 nodes are 8 rails x ceil(99,999 / 20 downlinks of the preset's radix-40
+  // leaf at 1:1) = 8 x 5,000 = 40,000 leaves; a three-level Clos of radix 40 has 2 nodes per leaf (49,999 + 1 =
+  // 50,000 leaves) and holds 20 leaves per pod, so ceil(50,000 / 20) = 2,500 pods for a 40-port core.
   CHECK(text_error("node_preset: \"dgx-a100\" nodes: 99999999") ==
         "c.textproto:1:32: nodes: 99999999 nodes x 8 GPUs per node is more GPUs than clustersim models (1048576)");
   CHECK(text_error("node_preset: \"dgx-a100\" nodes: 99999") ==
-        "c.textproto:1:32: nodes: 25000 leaves exceed the 64 ports of a spine; a two-level tree of radix 64 "
-        "holds at most 64 leaves (use CLOS_THREE_LEVEL)");
+        "c.textproto:1:32: nodes: 40000 leaves exceed the 40 ports of a spine; a two-level tree of radix 40 "
+        "holds at most 40 leaves (use CLOS_THREE_LEVEL)");
   CHECK(text_error("node_preset: \"dgx-a100\" nodes: 99999 fabric { kind: CLOS_THREE_LEVEL }") ==
-        "c.textproto:1:53: fabric.kind: 782 pods exceed the 64 ports of a core switch");
+        "c.textproto:1:53: fabric.kind: 2500 pods exceed the 40 ports of a core switch");
   CHECK(text_error("nodes: 1 gpus_per_node: 2 gpu: \"X\" nvlink_gbytes_per_s_per_direction: 1 "
                    "nic_gbits_per_s_per_direction: 1 node_preset: \"dgx-a100\" vertices { name: \"a\" kind: GPU }") ==
         "c.textproto:1:119: node_preset: an explicit cluster (vertices and links) cannot also name a node_preset");
@@ -249,7 +250,7 @@ TEST_CASE("topology loader: bad clusters name file, line:col and field") {
   CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 fabric { switch_radix: 10000000 }") ==
         "c.textproto:1:57: fabric.switch_radix: 10000000 ports is more than the 4096 clustersim builds");
   CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 fabric { oversubscription: 1e17 }") ==
-        "c.textproto:1:61: fabric.oversubscription: 1e+17 is more than a leaf of 64 ports can give (63:1)");
+        "c.textproto:1:61: fabric.oversubscription: 1e+17 is more than a leaf of 40 ports can give (39:1)");
   // The dgx-a100 NIC port is 200 Gbit/s.
   CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 fabric { link_gbits_per_s_per_direction: 0.1 }") ==
         "c.textproto:1:75: fabric.link_gbits_per_s_per_direction: 0.1 Gbit/s is more than 1000 times below the "

@@ -97,15 +97,16 @@ TEST_CASE("topology: preset vertex and link counts at 1 and several nodes") {
     const Topology one(load(dgx_a100(1)));
     CHECK(one.vertex_count() == 23);
     CHECK(one.link_count() == 58);
-    // 4 nodes: 4*23 + 8 rail leaves + 32 spines = 132; 4*58 + 32 NICs*2 + 8*32*2 = 232 + 64 + 512 = 808.
+    // 4 nodes on the preset's radix-40 switches (QM8790; at 1:1 a leaf has 20 downlinks and 20 uplinks, one logical
+    // spine per uplink): 4*23 + 8 rail leaves + 20 spines = 120; 4*58 + 32 NICs*2 + 8*20*2 = 232 + 64 + 320 = 616.
     const Topology four(load(dgx_a100(4)));
-    CHECK(four.vertex_count() == 132);
-    CHECK(four.link_count() == 808);
+    CHECK(four.vertex_count() == 120);
+    CHECK(four.link_count() == 616);
     const TopologyStats s = four.stats();
     CHECK(s.gpus == 32);
     CHECK(count(s, VertexKind::kPcieSwitch) == 16);
     CHECK(count(s, VertexKind::kLeaf) == 8);
-    CHECK(count(s, VertexKind::kSpine) == 32);
+    CHECK(count(s, VertexKind::kSpine) == 20);
     CHECK(s.nvlink_domain_size == 8);
     CHECK(s.nvlink_domains == 4);
     CHECK(s.links.at(LinkKind::kNvlink).count == 64);
@@ -249,10 +250,17 @@ TEST_CASE("topology: bisection bandwidth and oversubscription of Clos fabrics") 
   REQUIRE(s.oversubscription.size() == 1);
   CHECK(s.oversubscription[0].tier == "leaf");
   CHECK(s.oversubscription[0].ratio == doctest::Approx(4).epsilon(1e-12));  // 8 x 25 / (2 x 25)
-  // Default radix 64, o = 4: u = floor(64/5) = 12, d = min(52, 48) = 48 -> ratio 48/12 = 4.
+  // The preset's radix 40, o = 4: u = floor(40*25/(25 + 4*25)) = 8, d = min(32, 4*8) = 32 -> ratio 32/8 = 4.
   const auto ports = clustersim::topology::fabric_ports(load(dgx_a100(2, "fabric { oversubscription: 4 }")));
-  CHECK(ports.uplinks == 12);
-  CHECK(ports.downlinks == 48);
+  CHECK(ports.uplinks == 8);
+  CHECK(ports.downlinks == 32);
+  // The schema's default radix 64 (a cluster without a preset that names its switch), o = 4: u = floor(64/5) = 12,
+  // d = min(52, 48) = 48 -> ratio 48/12 = 4.
+  const auto ports64 = clustersim::topology::fabric_ports(
+      load("nodes: 2 gpus_per_node: 8 gpu: \"X\" nvlink_gbytes_per_s_per_direction: 300 "
+           "nic_gbits_per_s_per_direction: 200 fabric { oversubscription: 4 }"));
+  CHECK(ports64.uplinks == 12);
+  CHECK(ports64.downlinks == 48);
 }
 
 TEST_CASE("topology: three-level Clos in pods, partial leaves, any node count") {
@@ -278,14 +286,14 @@ TEST_CASE("topology: three-level Clos in pods, partial leaves, any node count") 
   REQUIRE(s.oversubscription.size() == 2);
   CHECK(s.oversubscription[1].tier == "spine");
   CHECK(s.oversubscription[1].ratio == doctest::Approx(1));
-  // Provisioned first: 2 DGX on 32-port rail leaves report the design ratio 32 x 25 / (32 x 25); then as built,
-  // since it differs: each rail leaf holds 2 NICs (one per node) under 32 uplinks, 2 x 25 / (32 x 25) = 0.0625.
+  // Provisioned first: 2 DGX on the preset's 40-port rail leaves report the design ratio 20 x 25 / (20 x 25); then
+  // as built, since it differs: each rail leaf holds 2 NICs (one per node) under 20 uplinks, 2 x 25 / (20 x 25) = 0.1.
   const TopologyStats two = Topology(load(dgx_a100(2))).stats();
   REQUIRE(two.oversubscription.size() == 2);
   CHECK(two.oversubscription[0].tier == "leaf");
   CHECK(two.oversubscription[0].ratio == doctest::Approx(1));
   CHECK(two.oversubscription[1].tier == "leaf as built (worst leaf, NICs attached)");
-  CHECK(two.oversubscription[1].ratio == doctest::Approx(0.0625));
+  CHECK(two.oversubscription[1].ratio == doctest::Approx(0.1));
 
   // A partial last leaf: 5 one-GPU nodes, radix 8 (d = 4): rail0/leaf0 holds nodes 0-3, rail0/leaf1 node 4.
   // Vertices 5 x 2 + 2 leaves + 4 spines = 16; links 5 x 2 + 10 + 2 x 4 x 2 = 36.
@@ -297,17 +305,17 @@ TEST_CASE("topology: three-level Clos in pods, partial leaves, any node count") 
   CHECK(partial.route(0, 1).size() == 4);
   CHECK(partial.route(0, 4).size() == 6);
 
-  // 1,000 DGX A100 (8,000 GPUs) in a three-level Clos of radix 64: 4 nodes per leaf -> 250 leaves,
-  // 32 leaves per pod -> 8 pods of 32 spines, 32 x 32 = 1,024 cores.
+  // 1,000 DGX A100 (8,000 GPUs) in a three-level Clos of the preset's radix 40: a leaf's 20 downlinks take 2 nodes
+  // of 8 NICs -> 500 leaves, 20 leaves per pod -> 25 pods of 20 spines (500), 20 x 20 = 400 cores.
   const Topology big(load(dgx_a100(1000, "fabric { kind: CLOS_THREE_LEVEL }")));
   const TopologyStats bs = [&] {
     TopologyStats out;
     for (clustersim::topology::VertexIndex v = 0; v < big.vertex_count(); ++v) ++out.vertices[big.vertex(v).kind];
     return out;
   }();
-  CHECK(bs.vertices.at(VertexKind::kLeaf) == 250);
-  CHECK(bs.vertices.at(VertexKind::kSpine) == 256);
-  CHECK(bs.vertices.at(VertexKind::kCore) == 1024);
+  CHECK(bs.vertices.at(VertexKind::kLeaf) == 500);
+  CHECK(bs.vertices.at(VertexKind::kSpine) == 500);
+  CHECK(bs.vertices.at(VertexKind::kCore) == 400);
   CHECK(big.route(0, 7999).size() == 10);  // gpu pcie nic leaf spine core spine leaf nic pcie gpu
 }
 

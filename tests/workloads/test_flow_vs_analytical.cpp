@@ -319,10 +319,10 @@ TEST_CASE("NCCL's double binary tree: in-order trees keep FLOW at ANALYTICAL's t
     CHECK(tree_parent(0, i, 5) == o0[i]);
     CHECK(tree_parent(1, i, 5) == o1[i]);
   }
-  // 64 DGX A100 nodes on the default rail-optimised fat tree (radix 64: 32 nodes per rail leaf, 2 leaves per rail).
+  // 64 DGX A100 nodes on a rail-optimised fat tree of radix-64 switches (32 nodes per rail leaf, 2 leaves per rail).
   // A heap-shaped tree put the parents of domains 32..63 in 15..31, 64 edges across the spines sharing a few
   // uplinks, and FLOW ran 2.1x ANALYTICAL's time; NCCL's tree crosses between the two leaves 4 times.
-  Scenario sc = cluster_only("node_preset: \"dgx-a100\" nodes: 64", "a100-sxm4-80gb");
+  Scenario sc = cluster_only("node_preset: \"dgx-a100\" nodes: 64 fabric { switch_radix: 64 }", "a100-sxm4-80gb");
   sc.nccl.algorithm = Algorithm::kTree;
   const double flow = collective_seconds(sc, Fidelity::kFlow, MiB(100), CollectiveOp::kAllReduce);
   const double analytical = collective_seconds(sc, Fidelity::kAnalytical, MiB(100), CollectiveOp::kAllReduce);
@@ -331,13 +331,14 @@ TEST_CASE("NCCL's double binary tree: in-order trees keep FLOW at ANALYTICAL's t
 
 TEST_CASE(
     "fabric switch latency: rings, trees and point-to-point pay each switch on their routes, at both fidelities") {
-  // 16 DGX A100 nodes under one leaf per rail (radix 64: 32 nodes per leaf), switch_latency_us 50: every network
-  // edge crosses 1 switch. Ring AllReduce of 128 ranks: 2·127 = 254 steps, 16 of the 128 edges network ones:
-  // 254·16/128 = 31.75 network steps · 50 µs = 1587.5 µs more. Trees over 16 domains: depth 4 (0 - 8 - 4 - 2 - 1),
-  // up and down: 2·4·50 = 400 µs more. 80 nodes (640 ranks, 3 leaves per rail): the ring's edges between nodes
-  // 31 - 32 and 63 - 64 and the closing 79 - 0 go through a spine (3 switches), the other 77 of the 80 network edges
-  // stay under a leaf: 2·639·80/640 = 159.75 network steps at (77 + 3·3)/80 switches · 50 µs = 8586.5625 µs more.
-  // Send/Recv between nodes 0 and 40 (leaves 0 and 1): 3 switches, 150 µs. The FLOW routes charge the same.
+  // 16 DGX A100 nodes under one leaf per rail (the preset's radix-40 QM8790: 20 nodes per leaf), switch_latency_us
+  // 50: every network edge crosses 1 switch. Ring AllReduce of 128 ranks: 2·127 = 254 steps, 16 of the 128 edges
+  // network ones: 254·16/128 = 31.75 network steps · 50 µs = 1587.5 µs more. Trees over 16 domains: depth 4
+  // (0 - 8 - 4 - 2 - 1), up and down: 2·4·50 = 400 µs more. 80 nodes (640 ranks, 4 leaves per rail): the ring's
+  // edges between nodes 19 - 20, 39 - 40 and 59 - 60 and the closing 79 - 0 go through a spine (3 switches), the
+  // other 76 of the 80 network edges stay under a leaf: 2·639·80/640 = 159.75 network steps at (76 + 4·3)/80
+  // switches · 50 µs = 8786.25 µs more. Send/Recv between nodes 0 and 40 (leaves 0 and 2): 3 switches, 150 µs.
+  // The FLOW routes charge the same.
   const auto extra = [](std::uint32_t nodes, Algorithm a, CollectiveOp op, Fidelity f,
                         std::vector<std::uint32_t> gpus) {
     const std::string cluster = "node_preset: \"dgx-a100\" nodes: " + std::to_string(nodes);
@@ -351,7 +352,7 @@ TEST_CASE(
     CAPTURE(static_cast<int>(f));
     CHECK(extra(16, Algorithm::kRing, CollectiveOp::kAllReduce, f, {}) == doctest::Approx(1587.5).epsilon(1e-6));
     CHECK(extra(16, Algorithm::kTree, CollectiveOp::kAllReduce, f, {}) == doctest::Approx(400).epsilon(1e-6));
-    CHECK(extra(80, Algorithm::kRing, CollectiveOp::kAllReduce, f, {}) == doctest::Approx(8586.5625).epsilon(1e-6));
+    CHECK(extra(80, Algorithm::kRing, CollectiveOp::kAllReduce, f, {}) == doctest::Approx(8786.25).epsilon(1e-6));
     CHECK(extra(80, Algorithm::kPointToPoint, CollectiveOp::kSendRecv, f, {0, 320}) ==
           doctest::Approx(150).epsilon(1e-6));
   }

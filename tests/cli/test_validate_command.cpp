@@ -227,7 +227,9 @@ TEST_CASE("validate: a row without micro-batch size records the assumption, inte
   // The rows name Selene's three-level fat tree: applied as stated (row 1's 4 nodes would fit two levels).
   CHECK(big.scenario_text.find("node_preset: \"dgx-a100\" nodes: 192 fabric { kind: CLOS_THREE_LEVEL } }") !=
         std::string::npos);
-  CHECK(has_text(big.assumptions, "3-level fat tree (Selene)\": a three-level Clos of radix-40 switches (the dgx-a100 preset's), as stated"));
+  CHECK(has_text(
+      big.assumptions,
+      "3-level fat tree (Selene)\": a three-level Clos of radix-40 switches (the dgx-a100 preset's), as stated"));
   CHECK(row.scenario_text.find("fabric { kind: CLOS_THREE_LEVEL }") != std::string::npos);  // 4 nodes
 }
 

@@ -315,7 +315,9 @@ HardwareProfile to_profile(const ParsedText& in, const schema::HardwareProfile& 
   out.gpu.peak_fp8 =
       TFLOPps(non_negative(in, "gpu.peak_fp8_tflops", g.peak_fp8_tflops(), "1e12 FLOP/s; 0 = no FP8 tensor cores"));
   out.gpu.hbm_bandwidth = GBps(positive(in, "gpu.hbm_gbytes_per_s", g.hbm_gbytes_per_s(), "decimal GB/s"));
-  out.gpu.memory_capacity = GiB(positive(in, "gpu.memory_capacity_gib", g.memory_capacity_gib(), "GiB"));
+  // Whole bytes (79.18 GiB is no whole number of them).
+  out.gpu.memory_capacity =
+      bytes(std::floor(GiB(positive(in, "gpu.memory_capacity_gib", g.memory_capacity_gib(), "GiB")).raw()));
   out.gpu.gemm_efficiency = efficiency(in, "gpu.gemm_efficiency", g.gemm_efficiency());
   out.gpu.hbm_efficiency = efficiency(in, "gpu.hbm_efficiency", g.hbm_efficiency());
   out.gpu.kernel_launch = microseconds(non_negative(in, "gpu.kernel_launch_us", g.kernel_launch_us()));

@@ -70,11 +70,12 @@ TEST_CASE("built-in profiles load") {
   CHECK(a100.origin == "built-in");
   CHECK(a100.source.find("A100 Tensor Core GPU datasheet") != std::string::npos);
   CHECK(a100.gpu.gpu == "A100-SXM4-80GB");
-  // 312 TFLOP/s = 3.12e14 FLOP/s; 2039 GB/s = 2.039e12 B/s; 80 GiB = 80 x 2^30 = 85,899,345,920 B.
+  // 312 TFLOP/s = 3.12e14 FLOP/s; 2039 GB/s = 2.039e12 B/s; 79.15 GiB (what CUDA allocates of the 80 GB) =
+  // floor(79.15 x 2^30) = 84,986,665,369 B, whole bytes.
   CHECK(a100.gpu.peak_bf16.raw() == doctest::Approx(3.12e14).epsilon(1e-15));
   CHECK(a100.gpu.peak_fp32.raw() == doctest::Approx(1.95e13).epsilon(1e-15));
   CHECK(a100.gpu.hbm_bandwidth.raw() == doctest::Approx(2.039e12).epsilon(1e-15));
-  CHECK(a100.gpu.memory_capacity.raw() == 85899345920.0);
+  CHECK(a100.gpu.memory_capacity.raw() == 84986665369.0);
   CHECK(a100.gpu.gemm_efficiency == 0.75);
   // 8.4 us = 8.4e-6 s; 3.4 us; 14 us.
   CHECK(a100.collectives.ring_base_latency.raw() == doctest::Approx(8.4e-6).epsilon(1e-12));
@@ -85,8 +86,9 @@ TEST_CASE("built-in profiles load") {
   const calibrate::HardwareProfile h100 = calibrate::load_profile("h100-sxm5-80gb");
   CHECK(h100.gpu.gpu == "H100-SXM5-80GB");
   CHECK(h100.gpu.peak_bf16.raw() == doctest::Approx(9.894e14).epsilon(1e-15));
-  // 79.65 GiB = 79.65 x 2^30 B.
-  CHECK(h100.gpu.memory_capacity.raw() == doctest::Approx(79.65 * 1073741824.0).epsilon(1e-15));
+  // 79.18 GiB = floor(79.18 x 2^30) = 85,018,877,624 B: below nvidia-smi's 81,559 MiB = 85,521,760,256 B.
+  CHECK(h100.gpu.memory_capacity.raw() == 85018877624.0);
+  CHECK(h100.gpu.memory_capacity.raw() < 81559.0 * 1048576);
   CHECK(h100.collectives.nvlink_bus_efficiency == 0.82);
 
   CHECK_FALSE(calibrate::load_builtin_profile("b200").has_value());

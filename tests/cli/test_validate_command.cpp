@@ -313,14 +313,14 @@ TEST_CASE("validate: MosaicML rows become FSDP scenarios of llm-foundry's MPT mo
   CHECK(grad_op.scenario_text.find("framework: FSDP zero_stage: 2 micro_batch: 8") != std::string::npos);
 
   // Row 694: MPT-70b on 64 A100-40GB with activation checkpointing, mbs 2, gbs 128 → m = 1; the 40 GB GPUs
-  // are the a100-sxm4-40gb profile (40 GiB = 42,949,672,960 B; HBM2 1,555 GB/s) on DGX A100 nodes.
+  // are the a100-sxm4-40gb profile (39.59 GiB allocatable = floor(39.59 x 2^30) = 42,509,438,812 B; HBM2 1,555 GB/s) on DGX A100 nodes.
   const cli::ValidationRow a40 = cli::plan_row(t, record_of(t, "694"), workloads::Fidelity::kAnalytical);
   REQUIRE_FALSE(a40.skipped());
   CHECK(a40.group == "MosaicML llm-foundry MPT benchmarks / A100-40GB");
   CHECK(a40.scenario_text.find("node_preset: \"dgx-a100\" nodes: 8 gpu: \"A100-SXM4-40GB\" }") != std::string::npos);
   CHECK(a40.scenario_text.find("recompute: FULL flash_attention: true") != std::string::npos);
   const workloads::Scenario sc40 = cli::load_scenario_text(a40.scenario_text, "row 694", false, "");
-  CHECK(sc40.profile.gpu.memory_capacity.raw() == 42949672960.0);
+  CHECK(sc40.profile.gpu.memory_capacity.raw() == 42509438812.0);
   CHECK(sc40.profile.gpu.hbm_bandwidth.raw() == doctest::Approx(1.555e12).epsilon(1e-15));
   const auto a80 = clustersim::calibrate::load_profile("a100-sxm4-80gb");
   CHECK(sc40.profile.gpu.peak_bf16 == a80.gpu.peak_bf16);

@@ -113,8 +113,12 @@ int topo_command(const std::vector<std::string>& args, std::ostream& out) {
   if (st.oversubscription.empty()) {
     out << "  oversubscription  none (no switched fabric)\n";
   } else {
-    for (const auto& t : st.oversubscription)
-      out << "  oversubscription  " << t.tier << " " << fmt("%.2f", t.ratio) << ":1 (downlink / uplink bandwidth)\n";
+    for (const auto& t : st.oversubscription) {
+      if (t.ratio == 0)  // no uplinks (topology.h): nothing is oversubscribed as built
+        out << "  oversubscription  " << t.tier << ": non-blocking\n";
+      else
+        out << "  oversubscription  " << t.tier << " " << fmt("%.2f", t.ratio) << ":1 (downlink / uplink bandwidth)\n";
+    }
   }
   out << "  diameter          " << st.diameter_hops << " hops (longest GPU-to-GPU route)\n";
   if (vm.count("dot")) {

@@ -927,9 +927,12 @@ TopologyStats Topology::stats() const {
       const double B = spec_.fabric.link_per_direction.raw() > 0 ? spec_.fabric.link_per_direction.raw() : b;
       const double provisioned = ports.downlinks * b / (ports.uplinks * B);
       s.oversubscription.push_back({"leaf", provisioned});
+      const bool uplinks = std::any_of(built.begin(), built.end(), [](const auto& o) { return o.tier == "leaf"; });
       for (const auto& o : built)
         if (o.tier == "leaf" && std::fabs(o.ratio - provisioned) > 1e-9 * provisioned)
           s.oversubscription.push_back({"leaf as built (worst leaf, NICs attached)", o.ratio});
+      // One leaf holds every NIC: the fabric has no spine, and no byte crosses an uplink (ratio 0: none).
+      if (!uplinks) s.oversubscription.push_back({"leaf as built (one leaf holds every NIC, no uplinks)", 0.0});
       if (tiers_.size() > 1 && spec_.fabric.kind == FabricKind::kClosThreeLevel) {
         s.oversubscription.push_back({"spine", 1.0});  // as many core uplinks as leaves below, same speed
       }

@@ -114,7 +114,7 @@ struct LinkKindStats {
 // see the sizing rule; spine of a three-level Clos: 1), the worst switch's for an explicit one.
 struct TierOversubscription {
   std::string tier;  // "leaf", "spine"
-  double ratio = 0;
+  double ratio = 0;  // downlink / uplink bandwidth; 0 = no uplinks (one leaf holds every NIC): non-blocking
 };
 
 struct TopologyStats {

@@ -295,6 +295,16 @@ TEST_CASE("topology: three-level Clos in pods, partial leaves, any node count") 
   CHECK(two.oversubscription[1].tier == "leaf as built (worst leaf, NICs attached)");
   CHECK(two.oversubscription[1].ratio == doctest::Approx(0.1));
 
+  // Two DGX A100 on one leaf of a 3:1 two-level Clos (radix 40: u = floor(40 x 25 / (25 + 3 x 25)) = 10 uplinks,
+  // d = 30 downlinks for the 16 NICs): the only leaf has no spine above it, so as built nothing is oversubscribed
+  // (ratio 0, "non-blocking" in topo) beside the provisioned 3:1.
+  const TopologyStats one_leaf =
+      Topology(load(dgx_a100(2, "fabric { kind: CLOS_TWO_LEVEL oversubscription: 3 }"))).stats();
+  REQUIRE(one_leaf.oversubscription.size() == 2);
+  CHECK(one_leaf.oversubscription[0].ratio == doctest::Approx(3));
+  CHECK(one_leaf.oversubscription[1].tier == "leaf as built (one leaf holds every NIC, no uplinks)");
+  CHECK(one_leaf.oversubscription[1].ratio == 0);
+
   // A partial last leaf: 5 one-GPU nodes, radix 8 (d = 4): rail0/leaf0 holds nodes 0-3, rail0/leaf1 node 4.
   // Vertices 5 x 2 + 2 leaves + 4 spines = 16; links 5 x 2 + 10 + 2 x 4 x 2 = 36.
   const Topology partial(

@@ -170,7 +170,14 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
   o << "  MFU (causal)      " << fmt("%.1f", 100 * r.mfu_causal)
     << " %  (the same with half of each attention square, as causal kernels compute it)\n";
   o << "  HFU               " << fmt("%.1f", 100 * r.hfu)
-    << " %  (hardware FLOPs: the model FLOPs plus the recomputed forward)\n\n";
+    << " %  (hardware FLOPs: the model FLOPs plus the recomputed forward)\n";
+  // Selective recomputation re-runs the attention core's forward: QK^T and softmax x V, 2 x 2·b·s²·h per layer.
+  // Korthikanti et al.'s HFU formula for it, 72·B·s·l·h²·(1 + s/(3h) + V/(12·l·h)), adds three times that
+  // (12·b·s²·h per layer, the core's forward and backward again), so its HFU is higher than this one.
+  if (p.recompute == workloads::Recompute::kSelective)
+    o << "                    selective recompute adds the attention core's forward, 4·b·s²·h FLOPs per layer;\n"
+         "                    Korthikanti et al.'s HFU formula 72·B·s·l·h²·(1 + s/(3h) + V/(12·l·h)) counts 12·b·s²·h\n";
+  o << "\n";
 
   o << "Where the time goes (GPU " << r.breakdown_gpu << ", the one with the most exposed communication)\n";
   o << "  compute           " << fmt("%.6f", r.breakdown.compute.raw()) << " s  " << pct(r.breakdown.compute.raw(), it)
@@ -254,7 +261,8 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
     << p.grad_accum << ")\n";
   o << "  time to train     " << human_duration(r.training.time_to_train) << "  ("
     << fmt("%.1f", r.training.time_to_train.raw()) << " s = optimizer steps x iteration time)\n";
-  o << "  GPU-hours         " << fmt("%.1f", r.training.gpu_hours) << "\n";
+  // Three significant digits below one GPU-hour (a short study's 0.00441 is no 0.0).
+  o << "  GPU-hours         " << fmt(r.training.gpu_hours < 1 ? "%.3g" : "%.1f", r.training.gpu_hours) << "\n";
   if (r.memory.oom)
     o << "  (the job runs OUT OF MEMORY as configured: these are the times it would take if it fitted)\n";
 }

@@ -46,6 +46,26 @@ TEST_CASE("clustersim run on the built-in default scenario prints the summary") 
   fs::remove_all(dir);
 }
 
+TEST_CASE("run: selective recompute's HFU says how it counts, and a short run's GPU-hours keep three digits") {
+  const fs::path dir = scratch_dir("hfu-note");
+  // The default scenario with recompute: SELECTIVE: its HFU counts the attention core's forward once more
+  // (4·b·s²·h per layer), which the summary says beside Korthikanti et al.'s 12·b·s²·h.
+  std::string text = slurp(std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/default.textproto");
+  const std::size_t at = text.find("ddp_bucket_mib: 25");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, std::string("ddp_bucket_mib: 25").size(), "recompute: SELECTIVE");
+  std::ofstream(dir / "sel.textproto") << text;
+  const Run sel = run("run " + (dir / "sel.textproto").string(), dir);
+  CHECK(sel.status == 0);
+  CHECK(sel.out.find("selective recompute adds the attention core's forward, 4·b·s²·h FLOPs per layer;\n"
+                     "                    Korthikanti et al.'s HFU formula") != std::string::npos);
+  CHECK(run("run", dir).out.find("selective recompute adds") == std::string::npos);
+  // 100 optimizer steps x 0.158825 s on 1 GPU = 15.88 s = 0.00441 GPU-hours (was printed as 0.0).
+  const Run one = run("run scenarios/grad-accum-example/one-gpu.textproto", dir);
+  CHECK(one.out.find("  GPU-hours         0.00441\n") != std::string::npos);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("the parallel line names the rank order the layout uses, cp and ep included") {
   // rank_layout.cpp: an unnamed cp goes right after tp, and the EP group is ep consecutive data-parallel ranks:
   // Megatron's tp-cp-ep-dp-pp with the degrees that are 1 left out of the name.

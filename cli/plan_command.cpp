@@ -231,7 +231,10 @@ std::string facility_power_text(const workloads::Scenario& sc, const PlanOptions
     s += " + " + std::to_string(nodes) + (nodes == 1 ? " node x " : " nodes x ") + fmt("%g", *options.node_power_w) +
          " W";
   }
-  return s + ") x PUE " + fmt("%g", options.pue.value_or(1));
+  s += ") x PUE " + fmt("%g", options.pue.value_or(1));
+  // Without --node-power-w the nodes' CPUs, memory, NICs and switches are not counted: say so.
+  if (!options.node_power_w) s += " (GPUs only: --node-power-w adds the rest of each node)";
+  return s;
 }
 
 // "N", or "N (T tokens / S per step = X, rounded up: ...)" when the budget is not whole steps (S = global batch
@@ -349,9 +352,9 @@ std::string plan_text(const workloads::Scenario& sc, const PlanOptions& options,
   if (finishes) o << "; " << amount_text(p.held_gpu_hours) << " held for the wall time with failures";
   o << "\n";
   if (p.cost) {
-    o << "cost                 " << amount_text(*p.cost) << " without failures";
-    if (finishes) o << ", " << amount_text(*p.held_cost) << " with failures";
-    o << ", at " << fmt("%g", *options.price_per_gpu_hour) << " per GPU-hour\n";
+    o << "cost                 " << amount_text(*p.cost) << " USD without failures";
+    if (finishes) o << ", " << amount_text(*p.held_cost) << " USD with failures";
+    o << ", at " << fmt("%g", *options.price_per_gpu_hour) << " USD per GPU-hour\n";
   }
   if (p.energy_kwh)
     o << "energy (GPUs)        " << energy_text(*p.energy_kwh) << " of training without failures at "
@@ -420,11 +423,11 @@ std::string plan_report(const workloads::Scenario& sc, const PlanOptions& option
   if (std::isfinite(p.wall_time.raw()))
     plan.rows.push_back({"GPU-hours held for the wall time with failures", amount_text(p.held_gpu_hours)});
   if (p.cost) {
-    plan.rows.push_back({"price per GPU-hour", fmt("%g", *options.price_per_gpu_hour)});
-    plan.rows.push_back({"cost without failures", amount_text(*p.cost)});
+    plan.rows.push_back({"price per GPU-hour [USD]", fmt("%g", *options.price_per_gpu_hour)});
+    plan.rows.push_back({"cost without failures [USD]", amount_text(*p.cost)});
   }
   if (p.held_cost && std::isfinite(*p.held_cost))
-    plan.rows.push_back({"cost with failures", amount_text(*p.held_cost)});
+    plan.rows.push_back({"cost with failures [USD]", amount_text(*p.held_cost)});
   if (p.energy_kwh) {
     plan.rows.push_back({"GPU board power [W]", fmt("%g", *gpu_power_w(sc, options))});
     plan.rows.push_back({"energy (GPUs) of training without failures", energy_text(*p.energy_kwh)});
@@ -474,7 +477,7 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out) {
   named.add_options()("help,h", "show this help")("tokens", po::value<double>()->value_name("T"), "training tokens")(
       "deadline-days", po::value<double>()->value_name("D"), "find the smallest GPU count meeting D days")(
       "gpus", po::value<std::uint32_t>()->value_name("N"), "plan for N GPUs")(
-      "price-per-gpu-hour", po::value<double>()->value_name("P"), "price of one GPU-hour")(
+      "price-per-gpu-hour", po::value<double>()->value_name("USD"), "price of one GPU-hour in USD, as compare's")(
       "gpu-power-w", po::value<double>()->value_name("W"), "GPU board power (default from the GPU's datasheet)")(
       "node-power-w", po::value<double>()->value_name("W"),
       "a node's power besides its GPUs (CPUs, memory, NICs, fans): adds the facility's energy")(

@@ -176,7 +176,8 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
   // (12·b·s²·h per layer, the core's forward and backward again), so its HFU is higher than this one.
   if (p.recompute == workloads::Recompute::kSelective)
     o << "                    selective recompute adds the attention core's forward, 4·b·s²·h FLOPs per layer;\n"
-         "                    Korthikanti et al.'s HFU formula 72·B·s·l·h²·(1 + s/(3h) + V/(12·l·h)) counts 12·b·s²·h\n";
+         "                    Korthikanti et al.'s HFU formula 72·B·s·l·h²·(1 + s/(3h) + V/(12·l·h)) counts "
+         "12·b·s²·h\n";
   o << "\n";
 
   o << "Where the time goes (GPU " << r.breakdown_gpu << ", the one with the most exposed communication)\n";

@@ -104,6 +104,11 @@ TEST_CASE("plan: the facility's energy adds the nodes' other power and the PUE")
   const auto pue_only = cli::plan_for_gpus(sc, 8, o);
   REQUIRE(pue_only.has_value());
   CHECK(*pue_only->facility_energy_kwh == doctest::Approx(4800.0 * 100 * t / 3.6e6).epsilon(1e-12));
+  // and says that the nodes' other power is missing from it.
+  shown.point = pue_only;
+  CHECK(cli::plan_text(sc, o, shown)
+            .find("(8 GPUs x 400 W) x PUE 1.5 (GPUs only: --node-power-w adds the rest of each node)\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("plan: the deadline search returns the smallest whole-node count that meets it") {
@@ -248,6 +253,7 @@ TEST_CASE("plan command: output and one-line errors with exit status 2") {
   CHECK(ok.status == 0);
   CHECK(ok.out.find("Young/Daly interval") != std::string::npos);
   CHECK(ok.out.find("cost") != std::string::npos);
+  CHECK(ok.out.find(" USD per GPU-hour\n") != std::string::npos);  // the currency compare's cost row names
   auto one_line_error = [&](const std::string& args, const std::string& what) {
     const auto r = testing::run_clustersim(args, dir);
     CAPTURE(args);

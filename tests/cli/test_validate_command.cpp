@@ -313,7 +313,8 @@ TEST_CASE("validate: MosaicML rows become FSDP scenarios of llm-foundry's MPT mo
   CHECK(grad_op.scenario_text.find("framework: FSDP zero_stage: 2 micro_batch: 8") != std::string::npos);
 
   // Row 694: MPT-70b on 64 A100-40GB with activation checkpointing, mbs 2, gbs 128 → m = 1; the 40 GB GPUs
-  // are the a100-sxm4-40gb profile (39.59 GiB allocatable = floor(39.59 x 2^30) = 42,509,438,812 B; HBM2 1,555 GB/s) on DGX A100 nodes.
+  // are the a100-sxm4-40gb profile (39.59 GiB allocatable = floor(39.59 x 2^30) = 42,509,438,812 B; HBM2
+  // 1,555 GB/s) on DGX A100 nodes.
   const cli::ValidationRow a40 = cli::plan_row(t, record_of(t, "694"), workloads::Fidelity::kAnalytical);
   REQUIRE_FALSE(a40.skipped());
   CHECK(a40.group == "MosaicML llm-foundry MPT benchmarks / A100-40GB");

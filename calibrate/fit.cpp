@@ -153,21 +153,6 @@ std::string builtin_choices() {
   return out;
 }
 
-// "NVIDIA H100 80GB HBM3" from "# hardware: 1 node, 8x NVIDIA H100 80GB HBM3 (SXM, …" or
-// "#  Rank  0 Group  0 Pid 1 on host device  0 [0000:1b:00] NVIDIA H100 80GB HBM3".
-std::string gpu_name_from_headers(const std::vector<std::string>& lines) {
-  for (const std::string& line : lines) {
-    const std::size_t at = line.find("NVIDIA ");
-    if (at == std::string::npos) continue;
-    std::size_t end = line.find_first_of("(,;\"", at);
-    if (end == std::string::npos) end = line.size();
-    std::string name = line.substr(at, end - at);
-    while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back()))) name.pop_back();
-    if (name.size() > 7) return name;
-  }
-  return {};
-}
-
 std::string fmt(const char* format, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, v);
@@ -337,6 +322,24 @@ RawInput read_raw(const std::string& path) {
 }
 
 // ---- base profile ---------------------------------------------------------------------------------------
+
+std::string gpu_name_from_headers(const std::vector<std::string>& lines) {
+  for (const std::string& line : lines) {
+    const std::size_t at = line.find("NVIDIA ");
+    if (at == std::string::npos) continue;
+    std::size_t end = line.find_first_of("(,;\"", at);
+    if (end == std::string::npos) end = line.size();
+    std::string name = line.substr(at, end - at);
+    while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back()))) name.pop_back();
+    if (name.size() > 7) return name;
+  }
+  return {};
+}
+
+bool same_chip(const std::string& device_name, const std::string& gpu_type) {
+  const std::vector<std::string> device = tokens(device_name), gpu = tokens(gpu_type);
+  return !gpu.empty() && std::find(device.begin(), device.end(), gpu.front()) != device.end();
+}
 
 std::optional<std::string> builtin_profile_for_gpu(const std::string& device_name) {
   const std::vector<std::string> device = tokens(device_name);

@@ -137,6 +137,15 @@ std::string fit_report(const FitResult& result);
 // provenance, e.g. vtrain-a100) are never chosen.
 std::optional<std::string> builtin_profile_for_gpu(const std::string& device_name);
 
+// The GPU's device name in a measured run's `#` lines: "NVIDIA H100 80GB HBM3" from "# hardware: 1 node, 8x
+// NVIDIA H100 80GB HBM3 (SXM, …" or "#  Rank  0 Group  0 Pid 1 on host device  0 [0000:1b:00] NVIDIA H100 80GB
+// HBM3". Empty when no line names an NVIDIA device.
+std::string gpu_name_from_headers(const std::vector<std::string>& lines);
+
+// Whether a device name ("NVIDIA H100 80GB HBM3") is of the chip a GPU type names ("H100-SXM5-80GB": its first
+// token, "H100"), with tokens as builtin_profile_for_gpu splits them.
+bool same_chip(const std::string& device_name, const std::string& gpu_type);
+
 // A byte count in the largest binary unit that divides it exactly: "0", "64 KiB", "1 MiB", "3000 B".
 std::string size_text(std::uint64_t bytes);
 

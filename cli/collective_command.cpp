@@ -11,6 +11,7 @@
 #include <set>
 #include <tuple>
 
+#include "calibrate/fit.h"
 #include "cli/command_line.h"
 #include "cli/report.h"
 #include "sim/input_error.h"
@@ -329,6 +330,11 @@ std::string comparison_text(const Comparison& c, const calibrate::MeasuredRun& m
            ", the profile's tuning constants are NCCL " + c.profile_nccl_version +
            "'s: where the releases tune\n# differently, the run may have used another algorithm or protocol than "
            "the one shown\n";
+  // A log of another chip predicted with this scenario's: allowed (a what-if across hardware), and said.
+  if (const std::string device = calibrate::gpu_name_from_headers(measured.header_lines);
+      !device.empty() && !c.scenario_gpu.empty() && !calibrate::same_chip(device, c.scenario_gpu))
+    out += "# warning: the run measured " + device + " GPUs, the scenario has " + c.scenario_gpu +
+           " (other hardware)\n";
   if (!c.untimed_sizes.empty()) {
     out += "# note: " + std::to_string(c.untimed_sizes.size()) +
            (c.untimed_sizes.size() == 1 ? " size has no out-of-place time (N/A or 0) and is left out:"
@@ -452,6 +458,7 @@ Comparison compare_collective(const workloads::Scenario& scenario, CollectiveOp 
   const double factor = workloads::busbw_factor(op, static_cast<std::uint32_t>(gpus.size()));
   Comparison c;
   c.profile_nccl_version = scenario.profile.collectives.nccl.nccl_version;
+  c.scenario_gpu = scenario.cluster.gpu;
   std::vector<double> err_1mib, err_64mib;
   for (const calibrate::MeasuredRow& m : measured.rows) {
     if (m.size_bytes == 0) continue;  // nccl-tests prints 0 for AG/RS sizes below n·16 B: nothing ran

@@ -71,6 +71,7 @@ struct Comparison {
   std::vector<ComparisonRow> rows;
   ComparisonSummary summary;
   std::string profile_nccl_version;  // the release of the profile's NCCL tuning constants; empty = not stated
+  std::string scenario_gpu;          // the scenario's GPU type ("A100-SXM4-80GB"), to set beside the measured one
   std::vector<std::uint64_t> untimed_sizes;  // measured sizes without an out-of-place time (N/A or 0): left out
 };
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "calibrate/fit.h"
 #include "calibrate/nccl_tests_log.h"
 #include "cli/collective_command.h"
 #include "cli/scenario_loader.h"
@@ -312,6 +313,27 @@ TEST_CASE("collective --compare says when the run's NCCL is not the release of t
   CHECK(text().find("# the file does not say which NCCL the run used, " + remark) != std::string::npos);
   measured.nccl_version = "2.30.7";
   CHECK(text().find(remark) == std::string::npos);
+}
+
+TEST_CASE("collective --compare warns when the run measured another chip than the scenario's GPU") {
+  // The H100 all_reduce ring file (its header: "8x NVIDIA H100 80GB HBM3") predicted on the A100 node: compared,
+  // with a warning; on its own H100 scenario, no warning. Chips compare by the GPU type's first token ("A100").
+  CHECK(calibrate::same_chip("NVIDIA H100 80GB HBM3", "H100-SXM5-80GB"));
+  CHECK_FALSE(calibrate::same_chip("NVIDIA H100 80GB HBM3", "A100-SXM4-80GB"));
+  CHECK(calibrate::same_chip("NVIDIA A100-SXM4-40GB", "A100-SXM4-80GB"));  // the same chip, another memory
+  const calibrate::MeasuredRun measured =
+      calibrate::read_measured_run(kSource + "/validation/nccl/h100_8gpu_nvswitch_allreduce_ring.csv");
+  CHECK(calibrate::gpu_name_from_headers(measured.header_lines) == "NVIDIA H100 80GB HBM3");
+  const std::vector<std::uint32_t> gpus = {0, 1, 2, 3, 4, 5, 6, 7};
+  auto text = [&](const std::string& stem) {
+    const workloads::Scenario sc = cli::load_scenario_file(kSource + "/scenarios/nccl/" + stem + ".textproto");
+    return cli::comparison_text(cli::compare_collective(sc, workloads::CollectiveOp::kAllReduce, gpus, measured),
+                                measured);
+  };
+  CHECK(text("a100_8gpu_nvswitch_allreduce")
+            .find("# warning: the run measured NVIDIA H100 80GB HBM3 GPUs, the scenario has A100-SXM4-80GB (other "
+                  "hardware)\n") != std::string::npos);
+  CHECK(text("h100_8gpu_nvswitch_allreduce_ring").find("# warning") == std::string::npos);
 }
 
 TEST_CASE("collective --compare leaves out sizes without a time and sizes nccl-tests found wrong, and says so") {

@@ -69,9 +69,10 @@ std::string delta_text(std::optional<double> d) {
 }
 
 // A row's number: its fixed format (`decimals` places) while that shows 3 significant digits, else 3
-// significant digits, so a short run beside a long one in the row's unit (0.000184 days) is not rounded to 0.
+// significant digits, so a short run beside a long one in the row's unit (0.000184 days) is not rounded to 0; with
+// its trailing zeros (6.80 beside 8.74, not 6.8).
 std::string row_number(const char* format, int decimals, double v) {
-  if (v != 0 && std::fabs(v) < std::pow(10.0, 2 - decimals)) return fmt("%.3g", v);
+  if (v != 0 && std::fabs(v) < std::pow(10.0, 2 - decimals)) return fmt("%#.3g", v);
   return fmt(format, v);
 }
 

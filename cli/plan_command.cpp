@@ -507,12 +507,14 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out) {
   PlanOptions o;
   if (!vm.count("tokens")) fail("--tokens", "missing (required)");
   o.tokens = vm["tokens"].as<double>();
-  if (!(o.tokens > 0) || !std::isfinite(o.tokens)) fail("--tokens", fmt("%g", o.tokens) + " must be > 0");
+  if (!std::isfinite(o.tokens)) fail("--tokens", fmt("%g", o.tokens) + " is not a finite number");
+  if (!(o.tokens > 0)) fail("--tokens", fmt("%g", o.tokens) + " must be > 0");
   if (vm.count("deadline-days") == vm.count("gpus")) fail("plan", "give exactly one of --deadline-days and --gpus");
   if (vm.count("deadline-days")) {
     o.deadline_days = vm["deadline-days"].as<double>();
-    if (!(*o.deadline_days > 0) || !std::isfinite(*o.deadline_days))
-      fail("--deadline-days", fmt("%g", *o.deadline_days) + " must be > 0");
+    if (!std::isfinite(*o.deadline_days))
+      fail("--deadline-days", fmt("%g", *o.deadline_days) + " is not a finite number");
+    if (!(*o.deadline_days > 0)) fail("--deadline-days", fmt("%g", *o.deadline_days) + " must be > 0");
   }
   if (vm.count("gpus")) o.gpus = vm["gpus"].as<std::uint32_t>();
   auto non_negative = [&](const char* name) {  // at most 1e12, as profile values: the products stay finite

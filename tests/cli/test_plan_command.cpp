@@ -269,6 +269,7 @@ TEST_CASE("plan command: output and one-line errors with exit status 2") {
   one_line_error("plan " + sc + " --tokens 1e9", "exactly one of --deadline-days and --gpus");
   one_line_error("plan " + sc + " --tokens 1e9 --gpus 8 --deadline-days 3", "exactly one");
   one_line_error("plan " + sc + " --tokens=-5 --gpus 8", "--tokens: -5 must be > 0");
+  one_line_error("plan " + sc + " --tokens inf --gpus 8", "--tokens: inf is not a finite number");
   // More optimizer steps than the 2^53 clustersim counts (1e30 tokens at any batch here): refused, not wrapped to 0.
   one_line_error("plan " + sc + " --tokens 1e30 --deadline-days 1", "more than the 9007199254740992 clustersim counts");
   one_line_error("plan " + sc + " --tokens 1e9 --gpus 8 --restart-s -1", "--restart-s");

@@ -837,14 +837,14 @@ std::string fit_report(const FitResult& r) {
            fmt("%.2f", r.profile.gpu().kernel_launch_us()) + " us, which the simulator adds per kernel\n";
   out += "#\n# alpha-beta bands: t = alpha + size * busbw_factor / busbw; relative error |pred - meas| / meas\n";
   char line[320];
-  std::snprintf(line, sizeof line, "# %-14s %-8s %-7s %-6s %5s %-22s %6s %8s %8s %10s %10s  %s\n", "op", "algo", "proto",
+  std::snprintf(line, sizeof line, "# %-14s %-8s %-7s %-6s %5s %-22s %6s %8s %8s %10s %11s  %s\n", "op", "algo", "proto",
                 "link", "ranks", "band", "points", "mean err", "max err", "alpha(us)", "busbw(GB/s)", "note");
   out += line;
   for (const BandFit& b : r.bands) {
     const std::string band =
         "[" + size_text(b.min_bytes) + ", " + (b.max_bytes ? size_text(*b.max_bytes) : "inf") + ")";
     std::snprintf(
-        line, sizeof line, "  %-14s %-8s %-7s %-6s %5u %-22s %6u %8s %8s %10s %10s  %s\n", b.op.c_str(),
+        line, sizeof line, "  %-14s %-8s %-7s %-6s %5u %-22s %6u %8s %8s %10s %11s  %s\n", b.op.c_str(),
         b.algorithm.c_str(), b.protocol.c_str(), b.link.c_str(), b.ranks, band.c_str(), b.points,
         b.fitted ? (fmt("%.1f", 100 * b.mean_relative_error) + "%").c_str() : "-",
         b.fitted ? (fmt("%.1f", 100 * b.max_relative_error) + "%").c_str() : "-",

@@ -837,8 +837,8 @@ std::string fit_report(const FitResult& r) {
            fmt("%.2f", r.profile.gpu().kernel_launch_us()) + " us, which the simulator adds per kernel\n";
   out += "#\n# alpha-beta bands: t = alpha + size * busbw_factor / busbw; relative error |pred - meas| / meas\n";
   char line[320];
-  std::snprintf(line, sizeof line, "# %-14s %-8s %-7s %-6s %5s %-22s %6s %8s %8s %10s %11s  %s\n", "op", "algo", "proto",
-                "link", "ranks", "band", "points", "mean err", "max err", "alpha(us)", "busbw(GB/s)", "note");
+  std::snprintf(line, sizeof line, "# %-14s %-8s %-7s %-6s %5s %-22s %6s %8s %8s %10s %11s  %s\n", "op", "algo",
+                "proto", "link", "ranks", "band", "points", "mean err", "max err", "alpha(us)", "busbw(GB/s)", "note");
   out += line;
   for (const BandFit& b : r.bands) {
     const std::string band =

@@ -333,8 +333,8 @@ std::string comparison_text(const Comparison& c, const calibrate::MeasuredRun& m
   // A log of another chip predicted with this scenario's: allowed (a what-if across hardware), and said.
   if (const std::string device = calibrate::gpu_name_from_headers(measured.header_lines);
       !device.empty() && !c.scenario_gpu.empty() && !calibrate::same_chip(device, c.scenario_gpu))
-    out += "# warning: the run measured " + device + " GPUs, the scenario has " + c.scenario_gpu +
-           " (other hardware)\n";
+    out +=
+        "# warning: the run measured " + device + " GPUs, the scenario has " + c.scenario_gpu + " (other hardware)\n";
   if (!c.untimed_sizes.empty()) {
     out += "# note: " + std::to_string(c.untimed_sizes.size()) +
            (c.untimed_sizes.size() == 1 ? " size has no out-of-place time (N/A or 0) and is left out:"

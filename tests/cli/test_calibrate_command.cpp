@@ -199,8 +199,9 @@ TEST_CASE("calibrate fit and show through the binary, same raws give byte-identi
   const std::string a = (dir / "a.textproto").string(), b = (dir / "b.textproto").string();
   const auto fit = run_clustersim("calibrate fit tests/data/calibrate/two_points.textproto -o " + a, dir);
   CHECK(fit.status == 0);
-  CHECK(fit.out.find("  all_reduce     ring     Simple  NVLINK     8 [1 MiB, 64 MiB)             2     0.0%     0.0%      "
-                     "10.00       100.0") != std::string::npos);  // busbw in GB/s, under "busbw(GB/s)"
+  CHECK(fit.out.find(
+            "  all_reduce     ring     Simple  NVLINK     8 [1 MiB, 64 MiB)             2     0.0%     0.0%      "
+            "10.00       100.0") != std::string::npos);  // busbw in GB/s, under "busbw(GB/s)"
   CHECK(fit.out.find(" alpha(us) busbw(GB/s)  note\n") != std::string::npos);
   CHECK(fit.out.find("skipped: one size only: a line needs two") != std::string::npos);
   CHECK(run_clustersim("calibrate fit tests/data/calibrate/two_points.textproto -o " + b, dir).status == 0);

@@ -771,21 +771,29 @@ void check_counts(const MeasuredRun& run, const std::string& file) {
     const std::uint64_t w = element_bytes(row.type);
     if (w == 0 || (row.count == 0 && row.size_bytes == 0)) continue;
     const bool as_whole = row.size_bytes % w == 0 && row.size_bytes / w == row.count;
+    // count x w <= size, so the product does not wrap (a garbage count of 2^61 doubles would wrap to 0).
+    const bool within = row.count > 0 && row.count <= row.size_bytes / w;
     bool as_share = false;
-    if (row.count > 0 && row.size_bytes % (row.count * w) == 0 && row.size_bytes / (row.count * w) > 0)
+    if (within && row.size_bytes % (row.count * w) == 0)
       as_share = !run.gpus || row.size_bytes / (row.count * w) == *run.gpus;
     if (as_whole && !per_rank) continue;
     if (as_share && !whole) continue;
     if (per_rank && run.gpus && *run.gpus == 1 && as_whole) continue;
+    // Products in the message as numbers of bytes, or "more than 2^64 - 1" where they would wrap.
+    auto product = [](std::uint64_t a, std::uint64_t b) {
+      return b != 0 && a > std::numeric_limits<std::uint64_t>::max() / b
+                 ? "more than " + std::to_string(std::numeric_limits<std::uint64_t>::max())
+                 : std::to_string(a * b);
+    };
     const std::string elements = std::to_string(row.count) + " " + row.type + " elements (" + std::to_string(w) +
-                                 " B each) are " + std::to_string(row.count * w) + " B";
+                                 " B each) are " + product(row.count, w) + " B";
     std::string rule;
     if (whole)
       rule = op + "'s count is the whole buffer's";
     else if (per_rank)
       rule = op + "'s count is one rank's share" +
              (run.gpus
-                  ? ": " + std::to_string(*run.gpus) + " ranks make " + std::to_string(row.count * w * *run.gpus) + " B"
+                  ? ": " + std::to_string(*run.gpus) + " ranks make " + product(row.count, w * *run.gpus) + " B"
                   : std::string());
     else
       rule = "nor a share of it" + (run.gpus ? " on " + std::to_string(*run.gpus) + " ranks" : std::string());

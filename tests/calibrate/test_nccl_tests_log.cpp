@@ -477,6 +477,16 @@ TEST_CASE("measured runs: a row whose count does not make its size is an error a
         "x.csv:4:10: count: 8388609 double elements (8 B each) are 67108872 B, not the row's size 67108864 B "
         "(all_reduce's count is the whole buffer's; nccl-tests prints count = size / element size): the row is "
         "mis-transcribed or its columns are shifted");
+  // A count whose bytes overflow 64 bits (2^61 doubles: 2^64 B, which wraps to 0) is the same error, not a division
+  // by zero.
+  CHECK(error_of([&] {
+          calibrate::parse_measured_run(csv.substr(0, csv.rfind("67108864")) +
+                                            "67108864,2305843009213693952,double,939.84,71.40,141.02,962.96,69.69,"
+                                            "137.64\n",
+                                        "z.csv");
+        }).rfind("z.csv:4:10: count: 2305843009213693952 double elements (8 B each) are more than "
+                 "18446744073709551615 B, not the row's size 67108864 B",
+                 0) == 0);
   // A type nccl-tests does not print is not checked (its element size is unknown).
   CHECK(calibrate::parse_measured_run(
             csv.substr(0, csv.rfind("67108864")) + "67108864,8388609,mytype,939.84,71.40,141.02,962.96,69.69,137.64\n",

@@ -792,9 +792,8 @@ void check_counts(const MeasuredRun& run, const std::string& file) {
       rule = op + "'s count is the whole buffer's";
     else if (per_rank)
       rule = op + "'s count is one rank's share" +
-             (run.gpus
-                  ? ": " + std::to_string(*run.gpus) + " ranks make " + product(row.count, w * *run.gpus) + " B"
-                  : std::string());
+             (run.gpus ? ": " + std::to_string(*run.gpus) + " ranks make " + product(row.count, w * *run.gpus) + " B"
+                       : std::string());
     else
       rule = "nor a share of it" + (run.gpus ? " on " + std::to_string(*run.gpus) + " ranks" : std::string());
     throw InputError(file, row.line, row.count_column, "",

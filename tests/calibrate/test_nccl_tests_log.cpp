@@ -484,9 +484,10 @@ TEST_CASE("measured runs: a row whose count does not make its size is an error a
                                             "67108864,2305843009213693952,double,939.84,71.40,141.02,962.96,69.69,"
                                             "137.64\n",
                                         "z.csv");
-        }).rfind("z.csv:4:10: count: 2305843009213693952 double elements (8 B each) are more than "
-                 "18446744073709551615 B, not the row's size 67108864 B",
-                 0) == 0);
+        })
+            .rfind("z.csv:4:10: count: 2305843009213693952 double elements (8 B each) are more than "
+                   "18446744073709551615 B, not the row's size 67108864 B",
+                   0) == 0);
   // A type nccl-tests does not print is not checked (its element size is unknown).
   CHECK(calibrate::parse_measured_run(
             csv.substr(0, csv.rfind("67108864")) + "67108864,8388609,mytype,939.84,71.40,141.02,962.96,69.69,137.64\n",

@@ -18,6 +18,7 @@
 #include <system_error>
 #include <thread>
 
+#include "cli/cluster_loader.h"
 #include "cli/command_line.h"
 #include "cli/report.h"
 #include "cli/scenario_loader.h"
@@ -380,18 +381,17 @@ struct NodeType {
   const char* preset;
   double nvlink_gbytes;  // per GPU per direction, as the preset has it
   double nic_gbits;      // per NIC per direction, 8 NICs per node
-  std::uint32_t switch_radix;  // the preset's fabric switch (fabric_switch_radix)
   const char* gpu;       // cluster.gpu overriding the preset's GPU (its 40 GB variant); nullptr: the preset's
 };
-constexpr NodeType kDgxA100{"a100-sxm4-80gb", "dgx-a100", 300, 200, 40, nullptr};
+constexpr NodeType kDgxA100{"a100-sxm4-80gb", "dgx-a100", 300, 200, nullptr};
 // DGX A100 320 GB: the same node with A100-SXM4-40GB GPUs (profile a100-sxm4-40gb: 40 GiB, HBM2 1,555 GB/s).
-constexpr NodeType kDgxA100With40GB{"a100-sxm4-40gb", "dgx-a100", 300, 200, 40, "A100-SXM4-40GB"};
-constexpr NodeType kDgxH100{"h100-sxm5-80gb", "dgx-h100", 450, 400, 64, nullptr};
+constexpr NodeType kDgxA100With40GB{"a100-sxm4-40gb", "dgx-a100", 300, 200, "A100-SXM4-40GB"};
+constexpr NodeType kDgxH100{"h100-sxm5-80gb", "dgx-h100", 450, 400, nullptr};
 // vTrain's A100 server: the DGX A100 node with the built-in profile vtrain-a100 — a100-sxm4-80gb plus AllReduce
 // bands fitted (`clustersim calibrate fit`) on the AllReduce tables vTrain measured on that machine for 2, 4
 // and 8 GPUs (validation/nccl/vtrain_a100_*gpu_allreduce.csv, from the vTrain repository's trace/a100/ LUTs):
 // the cluster's own collective measurements, as a user calibrates their cluster; no iteration time is fitted.
-constexpr NodeType kVtrainA100{"vtrain-a100", "dgx-a100", 300, 200, 40, nullptr};
+constexpr NodeType kVtrainA100{"vtrain-a100", "dgx-a100", 300, 200, nullptr};
 
 // The node of a row's gpu_type; records the guess when the type is not exact. nullopt: no profile.
 template <class Assume>
@@ -469,15 +469,18 @@ std::string network_settings(const Row& row, const NodeType& node, std::uint32_t
     }
     // A row that names a three-level fat tree (Narayanan et al.'s Selene) gets one, whatever its size.
     const std::string inter_lower = lower(inter);
-    const std::string radix = std::to_string(node.switch_radix);
+    // The preset's fabric switch (its fabric_switch_radix), as the scenario will load it.
+    const std::uint32_t k = load_cluster_text("node_preset: \"" + std::string(node.preset) + "\" nodes: 1", node.preset)
+                                .fabric.switch_radix;
+    const std::string radix = std::to_string(k);
     if (contains(inter_lower, "3-level") || contains(inter_lower, "three-level")) {
       cluster_extra += " fabric { kind: CLOS_THREE_LEVEL }";
       assume("inter-node \"" + inter + "\": a three-level Clos of radix-" + radix + " switches (the " + node.preset +
              " preset's), as stated");
-    } else if (nodes > two_level_max_nodes(node.switch_radix)) {
+    } else if (nodes > two_level_max_nodes(k)) {
       cluster_extra += " fabric { kind: CLOS_THREE_LEVEL }";
       assume("three-level Clos: a two-level tree of radix-" + radix + " switches (the " + node.preset +
-             " preset's) holds at most " + std::to_string(two_level_max_nodes(node.switch_radix)) + " nodes of 8 NICs");
+             " preset's) holds at most " + std::to_string(two_level_max_nodes(k)) + " nodes of 8 NICs");
     }
   }
   const std::string intra = row.text("intra_node");

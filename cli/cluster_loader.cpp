@@ -309,8 +309,7 @@ void from_preset(const ParsedText& in, const schema::Cluster& c, const std::stri
                       at_least_one(in, t + ".y", c.torus().has_y(), c.torus().y()),
                       at_least_one(in, t + ".z", c.torus().has_z(), c.torus().z())};
     // TPU v4 slices have sides of 1, 2 or a multiple of 4 (Cloud TPU v4 topologies: 2x2x1 … 4x4x4 … 16x16x16);
-    // a side of 4k closes into a ring through the optical switches, which the torus model assumes for every
-    // side above 2. A side of 3 or 6 is no slice, and would get a wraparound link it does not have.
+    // a side of 3 or 6 is no slice. Which slices wrap around: below (ScaleUp::kTorus).
     const char* axis_names[] = {"x", "y", "z"};
     for (int a = 0; a < 3; ++a)
       if (const std::uint32_t side = out.node.torus[static_cast<std::size_t>(a)]; side > 2 && side % 4 != 0)
@@ -328,6 +327,11 @@ void from_preset(const ParsedText& in, const schema::Cluster& c, const std::stri
       break;
     case ScaleUp::kTorus: {
       const auto& d = out.node.torus;
+      // The optical circuit switches close a slice's axes into rings only when the slice is whole 4x4x4 cubes:
+      // every side a multiple of 4 (Cloud TPU v4 documentation, "TPU v4" and "Topologies": wraparound links on
+      // slices of 64 chips and more whose sides are multiples of 4; smaller slices such as 2x2x4 or 2x4x4 are a
+      // 3D mesh). A side of 1 or 2 makes the whole slice a mesh.
+      out.node.torus_wraps = std::all_of(d.begin(), d.end(), [](std::uint32_t side) { return side % 4 == 0; });
       const std::uint64_t chips = std::uint64_t{d[0]} * d[1] * d[2];
       if (chips != std::uint64_t{out.nodes} * out.gpus_per_node) {
         in.fail(join(path, c.has_torus() ? "torus" : "nodes"),

@@ -177,7 +177,8 @@ Prediction predict_time(const workloads::Scenario& scenario, CollectiveOp op, co
     if (torus) {
       const auto& dims = scenario.cluster.node.torus;
       const topology::TorusCoords a = topology::torus_coords(dims, src), b = topology::torus_coords(dims, dst);
-      for (std::size_t x = 0; x < 3; ++x) key[x] = topology::axis_distance(dims[x], a[x], b[x]);
+      for (std::size_t x = 0; x < 3; ++x)
+        key[x] = topology::axis_distance(dims[x], scenario.cluster.node.torus_wraps, a[x], b[x]);
       key[3] = 1;
     }
     if (!timed.insert(key).second) continue;

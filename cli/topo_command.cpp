@@ -46,8 +46,18 @@ int topo_command(const std::vector<std::string>& args, std::ostream& out) {
   out << "clustersim topo: " << sc.name << "\n";
   out << "  GPUs              " << st.gpus << " (" << c.nodes << (c.nodes == 1 ? " node" : " nodes") << " x "
       << c.gpus_per_node << " " << c.gpu << (c.node.preset.empty() ? "" : ", preset " + c.node.preset) << ")\n";
-  out << "  NVLink domain     " << st.nvlink_domain_size << " GPUs (" << st.nvlink_domains
-      << (st.nvlink_domains == 1 ? " domain" : " domains") << ")\n";
+  if (c.node.scale_up == topology::ScaleUp::kTorus && !c.is_explicit()) {
+    const auto& d = c.node.torus;
+    const std::string shape = std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]);
+    out << "  ICI               "
+        << (c.node.torus_wraps ? shape + " torus: wraparound on every axis of 3 or more chips"
+                               : shape + " mesh: no wraparound (a TPU v4 slice wraps around only when every side is "
+                                         "a multiple of 4)")
+        << "\n";
+  } else {
+    out << "  NVLink domain     " << st.nvlink_domain_size << " GPUs (" << st.nvlink_domains
+        << (st.nvlink_domains == 1 ? " domain" : " domains") << ")\n";
+  }
   // NCCL's tuning reads the hosts' CPU vendor across NVLink domains (cluster.proto cpu_vendor).
   if (c.node.cpu_vendor != topology::CpuVendor::kUnspecified)
     out << "  host CPUs         " << topology::to_string(c.node.cpu_vendor) << "\n";

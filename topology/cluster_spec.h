@@ -57,6 +57,9 @@ struct NodeLayout {
   BytesPerSecond cpu_interconnect_per_direction = bytes_per_second(0);  // between the CPUs; 0 = none
   BytesPerSecond c2c_per_direction = bytes_per_second(0);               // GPU-CPU NVLink-C2C per GPU; 0 = PCIe
   std::array<std::uint32_t, 3> torus{0, 0, 0};                          // x, y, z chips (ScaleUp::kTorus only)
+  // Whether the torus's axes of 3 or more chips close into rings (wraparound links); false: a 3D mesh, each axis a
+  // line. TPU v4 slices wrap around when every side is a multiple of 4 (cluster_loader.cpp).
+  bool torus_wraps = true;
   bool nvls = true;  // the NVSwitch supports NVLink SHARP (NCCL's NVLS); false: multicast not available
   CpuVendor cpu_vendor = CpuVendor::kUnspecified;
 

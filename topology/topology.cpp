@@ -310,7 +310,9 @@ void Topology::build_torus() {
     const std::uint32_t c[3] = {g % X, (g / X) % Y, g / (X * Y)};
     for (int axis = 0; axis < 3; ++axis) {
       const std::uint32_t size = dims[axis];
+      // The link to the next chip along the axis; the last chip's (back to chip 0) only where the axis is a ring.
       if (size < 2 || (size == 2 && c[axis] != 0)) continue;
+      if (c[axis] + 1 == size && !axis_is_ring(size, spec_.node.torus_wraps)) continue;
       std::uint32_t n[3] = {c[0], c[1], c[2]};
       n[axis] = (c[axis] + 1) % size;
       const std::uint32_t h = n[0] + X * (n[1] + Y * n[2]);

@@ -157,7 +157,9 @@ bool has_fabric(const ClusterSpec& spec);
 std::uint32_t fabric_switches_between(const ClusterSpec& spec, const FabricShape& shape, std::uint32_t node_a,
                                       std::uint32_t node_b);
 
-// ICI links per chip of a torus: 2 per dimension longer than 2, 1 for a dimension of 2, 0 for 1.
+// ICI links per chip of a torus: 2 per dimension longer than 2, 1 for a dimension of 2, 0 for 1. On a mesh (no
+// wraparound) these are the links of a chip inside each line; the chips at a line's ends have one fewer. Every
+// link runs at nvlink_per_direction / this.
 std::uint32_t torus_links_per_chip(const std::array<std::uint32_t, 3>& dims);
 
 class Topology {

@@ -28,26 +28,26 @@ std::optional<TorusBox> torus_box(const TorusDims& dims, std::span<const std::ui
   return box;
 }
 
-std::uint32_t axis_distance(std::uint32_t D, std::uint32_t i, std::uint32_t j) {
+std::uint32_t axis_distance(std::uint32_t D, bool wraps, std::uint32_t i, std::uint32_t j) {
   const std::uint32_t d = i > j ? i - j : j - i;
-  return D > 2 ? std::min(d, D - d) : d;
+  return axis_is_ring(D, wraps) ? std::min(d, D - d) : d;
 }
 
-bool axis_forward(std::uint32_t D, std::uint32_t from, std::uint32_t to, int tie) {
-  if (D <= 2) return to > from;
+bool axis_forward(std::uint32_t D, bool wraps, std::uint32_t from, std::uint32_t to, int tie) {
+  if (!axis_is_ring(D, wraps)) return to > from;
   const std::uint32_t fwd = (to + D - from) % D, back = D - fwd;
   return fwd < back || (fwd == back && tie >= 0);
 }
 
-double axis_max_load(std::uint32_t D, std::span<const AxisTransfer> transfers) {
+double axis_max_load(std::uint32_t D, bool wraps, std::span<const AxisTransfer> transfers) {
   std::vector<double> plus, minus;
-  axis_loads(D, transfers, plus, minus);
+  axis_loads(D, wraps, transfers, plus, minus);
   double most = 0;
   for (std::uint32_t i = 0; i < D; ++i) most = std::max({most, plus[i], minus[i]});
   return most;
 }
 
-void axis_loads(std::uint32_t D, std::span<const AxisTransfer> transfers, std::vector<double>& plus,
+void axis_loads(std::uint32_t D, bool wraps, std::span<const AxisTransfer> transfers, std::vector<double>& plus,
                 std::vector<double>& minus) {
   // plus[i]: link i -> i+1 (mod D); minus[i]: link i+1 -> i (mod D).
   plus.assign(D, 0.0);
@@ -64,7 +64,7 @@ void axis_loads(std::uint32_t D, std::span<const AxisTransfer> transfers, std::v
   for (const AxisTransfer& t : transfers) {
     assert(t.from < D && t.to < D && "position outside the axis");
     if (t.from == t.to) continue;
-    if (D <= 2) {  // no wraparound: the direct way
+    if (!axis_is_ring(D, wraps)) {  // a line: the direct way
       if (t.to > t.from)
         walk(t.from, t.to - t.from, true, t.weight);
       else
@@ -83,13 +83,14 @@ void axis_loads(std::uint32_t D, std::span<const AxisTransfer> transfers, std::v
   }
 }
 
-std::vector<std::uint32_t> torus_walk(const TorusDims& dims, std::uint32_t from, std::uint32_t to, int tie) {
+std::vector<std::uint32_t> torus_walk(const TorusDims& dims, bool wraps, std::uint32_t from, std::uint32_t to,
+                                      int tie) {
   std::vector<std::uint32_t> out = {from};
   TorusCoords at = torus_coords(dims, from);
   const TorusCoords goal = torus_coords(dims, to);
   for (std::size_t a = 0; a < 3; ++a) {
     const std::uint32_t D = dims[a];
-    const bool forward = axis_forward(D, at[a], goal[a], tie);
+    const bool forward = axis_forward(D, wraps, at[a], goal[a], tie);
     while (at[a] != goal[a]) {
       at[a] = forward ? (at[a] + 1) % D : (at[a] + D - 1) % D;
       out.push_back(torus_chip(dims, at));

@@ -63,14 +63,14 @@ struct Shape {
 
 // The ring's link loads on a torus (Shape::torus_ring_load): the ring over `order` (a chain without the closing
 // edge for Broadcast and Reduce, from the root).
-void torus_ring_routes(const topology::TorusDims& dims, const std::vector<std::uint32_t>& order, bool chain,
-                       Shape& sh) {
+void torus_ring_routes(const topology::TorusDims& dims, bool wraps, const std::vector<std::uint32_t>& order,
+                       bool chain, Shape& sh) {
   const std::size_t n = order.size(), edges = chain ? n - 1 : n;
   if (n < 2 || edges == 0) return;
   std::map<std::pair<std::uint32_t, std::uint32_t>, double> load;  // directed link (chip, next chip) -> edges
   double hops = 0;
   for (std::size_t i = 0; i < edges; ++i) {
-    const std::vector<std::uint32_t> walk = topology::torus_walk(dims, order[i], order[(i + 1) % n]);
+    const std::vector<std::uint32_t> walk = topology::torus_walk(dims, wraps, order[i], order[(i + 1) % n]);
     for (std::size_t h = 0; h + 1 < walk.size(); ++h) load[{walk[h], walk[h + 1]}] += 1;
     hops += static_cast<double>(walk.size() - 1);
   }
@@ -348,7 +348,7 @@ struct Evaluator {
       std::vector<std::uint32_t> order = req.gpus;
       if (chain && !order.empty())
         std::rotate(order.begin(), order.begin() + std::min<std::size_t>(req.root, order.size() - 1), order.end());
-      torus_ring_routes(cluster.node.torus, order, chain, sh);
+      torus_ring_routes(cluster.node.torus, cluster.node.torus_wraps, order, chain, sh);
     }
     if (sh.domains > 1 && (cluster.network_hop_latency.raw() > 0 || cluster.nvlink_hop_latency.raw() > 0 ||
                            cluster.fabric.switch_latency.raw() > 0))
@@ -850,6 +850,7 @@ std::vector<TorusPhase> torus_phases(const topology::ClusterSpec& cluster, const
   if (!torus_applies(cluster, req) || req.gpus.size() <= 1) return out;
   assert((parts == 1 || parts == torus_axis_parts(cluster, req)) && "one part per axis order");
   const topology::TorusDims& dims = cluster.node.torus;
+  const bool wraps = cluster.node.torus_wraps;
   const double link = cluster.nvlink_per_direction.raw() / topology::torus_links_per_chip(dims) *
                       profile.collectives.nvlink_bus_efficiency;  // b, bytes/s per direction of one ICI link
   const Seconds step = profile.collectives.nvlink_step_latency;
@@ -865,7 +866,7 @@ std::vector<TorusPhase> torus_phases(const topology::ClusterSpec& cluster, const
   if (req.op == CollectiveOp::kSendRecv) {
     const topology::TorusCoords a = topology::torus_coords(dims, req.gpus[0]), b = topology::torus_coords(dims, req.gpus[1]);
     std::uint32_t hops = 0;
-    for (std::size_t x = 0; x < 3; ++x) hops += topology::axis_distance(dims[x], a[x], b[x]);
+    for (std::size_t x = 0; x < 3; ++x) hops += topology::axis_distance(dims[x], wraps, a[x], b[x]);
     TorusPhase p{TorusStep::kSendRecv, -1, 2, req.size, 1, {}, {}, hops > 0 ? 1.0 : 0.0, {}};
     finish(p, hops);
     return out;
@@ -887,9 +888,9 @@ std::vector<TorusPhase> torus_phases(const topology::ClusterSpec& cluster, const
         for (std::uint32_t j : m)
           if (i != j) {
             t.push_back({i, j, 1.0 / k});
-            far = std::max(far, topology::axis_distance(dims[static_cast<std::size_t>(a)], i, j));
+            far = std::max(far, topology::axis_distance(dims[static_cast<std::size_t>(a)], wraps, i, j));
           }
-      load = std::max(load, topology::axis_max_load(dims[static_cast<std::size_t>(a)], t));
+      load = std::max(load, topology::axis_max_load(dims[static_cast<std::size_t>(a)], wraps, t));
       longest += far;
     }
     finish(TorusPhase{TorusStep::kAllToAll, -1, box.size(), req.size, 1, {}, {}, load, {}}, longest);
@@ -909,9 +910,9 @@ std::vector<TorusPhase> torus_phases(const topology::ClusterSpec& cluster, const
       // order) goes the way of increasing positions, the counter-clockwise ring the other, as FLOW routes them.
       t.push_back({u, v, 1.0, +1});  // clockwise ring
       t.push_back({v, u, 1.0, -1});  // counter-clockwise ring
-      hops += topology::axis_distance(D, u, v);
+      hops += topology::axis_distance(D, wraps, u, v);
     }
-    const double edges_on_busiest = topology::axis_max_load(D, t);
+    const double edges_on_busiest = topology::axis_max_load(D, wraps, t);
     TorusPhase p{kind, a, k, bytes(held), k - 1, {}, {}, edges_on_busiest * (k - 1.0) / k / 2.0, {}, stage, part};
     finish(p, (k - 1.0) * hops / k);  // k−1 steps over edges of hops/k links on average
   };
@@ -924,7 +925,7 @@ std::vector<TorusPhase> torus_phases(const topology::ClusterSpec& cluster, const
     const std::uint32_t D = dims[static_cast<std::size_t>(a)], k = static_cast<std::uint32_t>(m.size());
     const std::uint32_t r = static_cast<std::uint32_t>(
         std::lower_bound(m.begin(), m.end(), root[static_cast<std::size_t>(a)]) - m.begin());
-    const bool two_ways = D > 2;  // the axis closes into a ring
+    const bool two_ways = topology::axis_is_ring(D, wraps);  // the axis closes into a ring
     const std::uint32_t cw = k - 1, ccw = two_ways ? k - 1 : 0;
     const double cw_share = ccw > 0 ? 0.5 : 1.0;
     std::vector<topology::AxisTransfer> t;
@@ -933,15 +934,15 @@ std::vector<TorusPhase> torus_phases(const topology::ClusterSpec& cluster, const
       const std::uint32_t u = m[(r + j) % k], v = m[(r + j + 1) % k];
       t.push_back(kind == TorusStep::kBroadcast ? topology::AxisTransfer{u, v, cw_share, +1}
                                                 : topology::AxisTransfer{v, u, cw_share, -1});
-      cw_hops += topology::axis_distance(D, u, v);
+      cw_hops += topology::axis_distance(D, wraps, u, v);
     }
     for (std::uint32_t j = 0; j < ccw; ++j) {
       const std::uint32_t u = m[(r + k - j) % k], v = m[(r + k - j - 1) % k];
       t.push_back(kind == TorusStep::kBroadcast ? topology::AxisTransfer{u, v, 0.5, -1}
                                                 : topology::AxisTransfer{v, u, 0.5, +1});
-      ccw_hops += topology::axis_distance(D, u, v);
+      ccw_hops += topology::axis_distance(D, wraps, u, v);
     }
-    finish(TorusPhase{kind, a, k, req.size, k - 1, {}, {}, topology::axis_max_load(D, t), {}},
+    finish(TorusPhase{kind, a, k, req.size, k - 1, {}, {}, topology::axis_max_load(D, wraps, t), {}},
            std::max(cw_hops, ccw_hops));
   };
 

@@ -111,7 +111,7 @@ void NetworkModel::ring_path(const std::vector<std::uint32_t>& gpus, std::size_t
     const std::size_t n = gpus.size();
     for (std::size_t i = 0; i + (chain ? 1 : 0) < n; ++i) {
       if (torus) {
-        const std::vector<std::uint32_t> walk = topology::torus_walk(cluster.node.torus, gpus[i], gpus[(i + 1) % n]);
+        const std::vector<std::uint32_t> walk = topology::torus_walk(cluster.node.torus, cluster.node.torus_wraps, gpus[i], gpus[(i + 1) % n]);
         for (std::size_t h = 0; h + 1 < walk.size(); ++h) append_route(path, walk[h], walk[h + 1], c, 1, &intra);
       } else {
         append_route(path, gpus[i], gpus[(i + 1) % n], c, 1, &intra);
@@ -169,6 +169,7 @@ void NetworkModel::run_phases(std::shared_ptr<Phases> phases, std::size_t next,
 void NetworkModel::run_torus(const CollectivePlan& plan, const CollectiveRequest& req, std::function<void()> done) {
   const topology::ClusterSpec& cluster = impl_->scenario.cluster;
   const topology::TorusDims& dims = cluster.node.torus;
+  const bool wraps = cluster.node.torus_wraps;
   const std::vector<TorusPhase> phases = torus_phases(cluster, impl_->scenario.profile, req, plan.channels);
   const double wire = plan.wire_factor;
   auto out = std::make_shared<Phases>();
@@ -199,7 +200,7 @@ void NetworkModel::run_torus(const CollectivePlan& plan, const CollectiveRequest
           for (std::uint32_t j : m)
             if (i != j) t.push_back({i, j, 1.0 / double(m.size())});
         std::vector<double> plus, minus;
-        topology::axis_loads(D, t, plus, minus);
+        topology::axis_loads(D, wraps, t, plus, minus);
         const std::size_t b = (a + 1) % 3, c = (a + 2) % 3;
         for (std::uint32_t yb : box.coords[b])
           for (std::uint32_t yc : box.coords[c])
@@ -262,7 +263,7 @@ void NetworkModel::run_torus(const CollectivePlan& plan, const CollectiveRequest
           from[ua] = m[i % k];
           to[ua] = m[j % k];
           const std::vector<std::uint32_t> walk =
-              topology::torus_walk(dims, topology::torus_chip(dims, from), topology::torus_chip(dims, to), tie);
+              topology::torus_walk(dims, wraps, topology::torus_chip(dims, from), topology::torus_chip(dims, to), tie);
           for (std::size_t h = 0; h + 1 < walk.size(); ++h) append_route(path, walk[h], walk[h + 1], 0, 1, latency);
         };
         Seconds lat;
@@ -278,8 +279,8 @@ void NetworkModel::run_torus(const CollectivePlan& plan, const CollectiveRequest
           if (first_line) link_latency = lat * ((k - 1.0) / k);  // k−1 steps over the k edges' latencies
         } else {
           const std::uint32_t r = static_cast<std::uint32_t>(std::lower_bound(m.begin(), m.end(), root[ua]) - m.begin());
-          // Both ways round through all k − 1 others, half the buffer each (one way on an axis of 2 chips).
-          const std::uint32_t ncw = k - 1, nccw = dims[ua] > 2 ? k - 1 : 0;
+          // Both ways round through all k − 1 others, half the buffer each (one way on an axis that is no ring).
+          const std::uint32_t ncw = k - 1, nccw = topology::axis_is_ring(dims[ua], wraps) ? k - 1 : 0;
           const bool reduce = p.step == TorusStep::kReduce;
           Coflow cw, ccw;
           for (std::uint32_t j = 0; j < ncw; ++j) {

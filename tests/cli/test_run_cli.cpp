@@ -394,6 +394,22 @@ TEST_CASE("clustersim topo prints the cluster and writes Graphviz") {
   const Run clos3 = run("topo " + (dir / "clos3.textproto").string(), dir);
   CHECK(clos3.out.find("switches to buy   leaf 128, spine 112, core 56 (40-port switches: NVIDIA Mellanox QM8790, 40 x "
                        "HDR 200 Gb/s, the dgx-a100 preset's;") != std::string::npos);
+
+  // TPU v4: the preset's 4x4x4 cube wraps around; a 2x4x4 slice (half a cube) is a mesh. Its least cut, across y
+  // or z, is one cable per line x 2·4 lines x 50 GB/s = 400 GB/s (a torus: two per line, 800); its diameter
+  // 1 + 3 + 3 = 7 hops (a torus: 1 + 2 + 2 = 5).
+  CHECK(run("topo scenarios/tpu-vs-gpu/tpu-v4-4x4x4.textproto", dir)
+            .out.find("  ICI               4x4x4 torus: wraparound on every axis of 3 or more chips\n") !=
+        std::string::npos);
+  std::ofstream(dir / "mesh.textproto") << "cluster { node_preset: \"tpu-v4-cube\" nodes: 8 torus { x: 2 y: 4 z: 4 } }\n"
+                                           "profile: \"tpu-v4\"\nmodel { preset: \"gpt-1p7b\" }\n"
+                                           "parallel { dp: 32 micro_batch: 1 }\ntraining { samples: 32 global_batch: 32 }\n";
+  const Run mesh = run("topo " + (dir / "mesh.textproto").string(), dir);
+  REQUIRE(mesh.status == 0);
+  for (const char* s : {"  ICI               2x4x4 mesh: no wraparound (a TPU v4 slice wraps around only when every side "
+                        "is a multiple of 4)\n",
+                        "  bisection         400.0 GB/s per direction", "  diameter          7 hops"})
+    CHECK_MESSAGE(mesh.out.find(s) != std::string::npos, "topo lacks '" << s << "':\n" << mesh.out);
   fs::remove_all(dir);
 }
 

@@ -103,6 +103,13 @@ TEST_CASE("topology loader: presets fill the node and may be overridden") {
   CHECK(t.node.torus == std::array<std::uint32_t, 3>{4, 4, 4});
   const ClusterSpec t8 = load("node_preset: \"tpu-v4-cube\" nodes: 32 torus { x: 4 y: 4 z: 8 }");
   CHECK(t8.gpu_count() == 128);
+  // Wraparound on slices of whole 4x4x4 cubes (every side a multiple of 4) only; smaller slices are meshes.
+  CHECK(t.node.torus_wraps);
+  CHECK(t8.node.torus_wraps);
+  const ClusterSpec mesh = load("node_preset: \"tpu-v4-cube\" nodes: 8 torus { x: 2 y: 4 z: 4 }");
+  CHECK_FALSE(mesh.node.torus_wraps);
+  CHECK(to_GBps(mesh.nvlink_per_direction) == doctest::Approx(250));  // 1 + 2 + 2 links inside the mesh x 50 GB/s
+  CHECK_FALSE(load("node_preset: \"tpu-v4-cube\" nodes: 1 torus { x: 2 y: 2 z: 1 }").node.torus_wraps);
 }
 
 TEST_CASE("topology loader: every form and preset round-trips through the resolved text") {

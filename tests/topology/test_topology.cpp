@@ -180,6 +180,22 @@ TEST_CASE("topology: preset vertex and link counts at 1 and several nodes") {
     // Halves z in {0,1} and {2,3}: 16 columns x 2 crossing links (1->2 and the wraparound 0->3) x 50 GB/s.
     CHECK(to_GBps(s.bisection) == doctest::Approx(1600).epsilon(1e-9));
   }
+  SUBCASE("tpu-v4-cube as a 2x4x4 slice: a mesh, no wraparound") {
+    // 32 chips (chip = x + 2y + 8z). Cables: x (2 long) one per line x 4·4 lines = 16; y and z (4 long, no
+    // wraparound) 3 per line x 2·4 lines = 24 each: 64 cables, 128 directed ICI links (a torus would have 80 and
+    // 160). A chip inside the mesh has 1 + 2 + 2 = 5 links: 5 x 50 GB/s per chip, 50 per link.
+    const Topology t(load("node_preset: \"tpu-v4-cube\" nodes: 8 torus { x: 2 y: 4 z: 4 }"));
+    CHECK(t.vertex_count() == 32);
+    const TopologyStats s = t.stats();
+    CHECK(s.links.at(LinkKind::kIci).count == 128);
+    CHECK(to_GBps(s.links.at(LinkKind::kIci).total) == doctest::Approx(128 * 50.0));
+    // Farthest chips: 1 + 3 + 3 hops (corner to corner of the mesh); 0 -> (0, 3, 0) = chip 6 takes 3 links, not
+    // the 1 wraparound link a torus would have.
+    CHECK(s.diameter_hops == 7);
+    CHECK(t.route(0, 6).size() == 3);
+    // Cuts: across x 16 cables x 50 = 800 GB/s; across y (y < 2) or z one cable per line x 8 lines = 400: the least.
+    CHECK(to_GBps(s.bisection) == doctest::Approx(400).epsilon(1e-9));
+  }
   SUBCASE("a torus's bisection is its least cut across an axis, whichever axis is the long one") {
     // 128 chips as 4x4x8, 8x4x4 and 4x8x4: cutting the 8-long axis in half leaves 4·4 = 16 lines along it, each
     // crossing the cut twice (the middle link and the wraparound) at 50 GB/s: 1600 GB/s. Halving a 4-long axis

@@ -27,7 +27,8 @@ namespace {
 
 // A torus cluster as the tpu-v4-cube preset builds it: 4 chips per tray, 50 GB/s per ICI link and direction,
 // nvlink_per_direction = links per chip x 50 GB/s.
-topology::ClusterSpec torus(std::uint32_t x, std::uint32_t y, std::uint32_t z, double hop_us = 0) {
+// `wraps` false: a mesh (a TPU v4 slice smaller than whole 4x4x4 cubes).
+topology::ClusterSpec torus(std::uint32_t x, std::uint32_t y, std::uint32_t z, double hop_us = 0, bool wraps = true) {
   topology::ClusterSpec c;
   const std::uint32_t chips = x * y * z;
   c.gpus_per_node = chips % 4 == 0 ? 4 : chips;
@@ -37,6 +38,7 @@ topology::ClusterSpec torus(std::uint32_t x, std::uint32_t y, std::uint32_t z, d
   c.node.scale_up = topology::ScaleUp::kTorus;
   c.node.nics_per_node = 0;
   c.node.torus = {x, y, z};
+  c.node.torus_wraps = wraps;
   c.nvlink_per_direction = GBps(50.0 * topology::torus_links_per_chip(c.node.torus));
   c.nvlink_hop_latency = microseconds(hop_us);
   return c;
@@ -91,40 +93,56 @@ TEST_CASE("axis link loads: rings, two-member lines and ties") {
   // Bidirectional ring over all 4 positions of a 4-cycle: each directed link carries one edge.
   const std::vector<AxisTransfer> ring4 = {{0, 1, 1}, {1, 2, 1}, {2, 3, 1}, {3, 0, 1},
                                            {1, 0, 1}, {2, 1, 1}, {3, 2, 1}, {0, 3, 1}};
-  CHECK(topology::axis_max_load(4, ring4) == doctest::Approx(1.0));
+  CHECK(topology::axis_max_load(4, true, ring4) == doctest::Approx(1.0));
   // Axis of 2 (one cable): both rings' edges 0->1 share the link 0->1.
-  CHECK(topology::axis_max_load(2, std::vector<AxisTransfer>{{0, 1, 1}, {1, 0, 1}, {1, 0, 1}, {0, 1, 1}}) ==
+  CHECK(topology::axis_max_load(2, true, std::vector<AxisTransfer>{{0, 1, 1}, {1, 0, 1}, {1, 0, 1}, {0, 1, 1}}) ==
         doctest::Approx(2.0));
   // 0 -> 2 on a 4-cycle: 2 hops either way, split evenly: 0.5 on each of the four links used.
-  CHECK(topology::axis_max_load(4, std::vector<AxisTransfer>{{0, 2, 1}}) == doctest::Approx(0.5));
+  CHECK(topology::axis_max_load(4, true, std::vector<AxisTransfer>{{0, 2, 1}}) == doctest::Approx(0.5));
   // ... unless the transfer picks a way: the bidirectional ring over {0, 2} sends 0 -> 2 and 2 -> 0 clockwise
   // (increasing positions: 0->1->2, 2->3->0) and both counter-clockwise (2->1->0, 0->3->2): one unit per link.
   const std::vector<AxisTransfer> two_apart = {{0, 2, 1, +1}, {2, 0, 1, +1}, {2, 0, 1, -1}, {0, 2, 1, -1}};
-  CHECK(topology::axis_max_load(4, two_apart) == doctest::Approx(1.0));
-  CHECK(topology::axis_max_load(4, std::vector<AxisTransfer>{{0, 2, 1, +1}, {0, 2, 1, +1}}) == doctest::Approx(2.0));
-  CHECK(topology::axis_forward(4, 0, 2, +1));
-  CHECK_FALSE(topology::axis_forward(4, 0, 2, -1));
-  CHECK_FALSE(topology::axis_forward(4, 0, 3, +1));  // not a tie: the short way, backwards
+  CHECK(topology::axis_max_load(4, true, two_apart) == doctest::Approx(1.0));
+  CHECK(topology::axis_max_load(4, true, std::vector<AxisTransfer>{{0, 2, 1, +1}, {0, 2, 1, +1}}) == doctest::Approx(2.0));
+  CHECK(topology::axis_forward(4, true, 0, 2, +1));
+  CHECK_FALSE(topology::axis_forward(4, true, 0, 2, -1));
+  CHECK_FALSE(topology::axis_forward(4, true, 0, 3, +1));  // not a tie: the short way, backwards
   // The ring over {0, 1, 2}: clockwise 0->1, 1->2, 2->0 (2->3->0, forwards on the tie), counter-clockwise 1->0,
   // 2->1, 0->2 (0->3->2, backwards): every directed link carries one edge. Splitting the ties evenly would put
   // 1.5 on 0->1 (the clockwise edge and half of 0->2).
   const std::vector<AxisTransfer> three = {{0, 1, 1, +1}, {1, 2, 1, +1}, {2, 0, 1, +1},
                                            {1, 0, 1, -1}, {2, 1, 1, -1}, {0, 2, 1, -1}};
-  CHECK(topology::axis_max_load(4, three) == doctest::Approx(1.0));
+  CHECK(topology::axis_max_load(4, true, three) == doctest::Approx(1.0));
   std::vector<AxisTransfer> three_split = three;
   for (AxisTransfer& t : three_split) t.tie = 0;
-  CHECK(topology::axis_max_load(4, three_split) == doctest::Approx(1.5));
+  CHECK(topology::axis_max_load(4, true, three_split) == doctest::Approx(1.5));
   // Dimension-order walks on 4x4x4 (chip = x + 4y + 16z): 7 (3,1,0) -> 9 (1,2,0) goes along x first, 3 -> 1
   // being a tie, the way of increasing positions (3 -> 0 -> 1: chips 4, 5), then y 1 -> 2 (chip 9); 9 -> 0 along
   // x back to 8, then y 2 -> 0, a tie, forwards through 3 (chip 12) to 0.
   const topology::TorusDims cube = {4, 4, 4};
-  CHECK(topology::torus_walk(cube, 7, 9) == std::vector<std::uint32_t>{7, 4, 5, 9});
-  CHECK(topology::torus_walk(cube, 9, 0) == std::vector<std::uint32_t>{9, 8, 12, 0});
-  CHECK(topology::torus_walk(cube, 5, 5) == std::vector<std::uint32_t>{5});
-  CHECK(topology::torus_walk(cube, 0, 2, -1) == std::vector<std::uint32_t>{0, 3, 2});  // the tie taken backwards
+  CHECK(topology::torus_walk(cube, true, 7, 9) == std::vector<std::uint32_t>{7, 4, 5, 9});
+  CHECK(topology::torus_walk(cube, true, 9, 0) == std::vector<std::uint32_t>{9, 8, 12, 0});
+  CHECK(topology::torus_walk(cube, true, 5, 5) == std::vector<std::uint32_t>{5});
+  CHECK(topology::torus_walk(cube, true, 0, 2, -1) == std::vector<std::uint32_t>{0, 3, 2});  // the tie taken backwards
   // 0 -> 3 on a 4-cycle: 1 hop backwards (wraparound), not 3 forwards.
-  CHECK(topology::axis_distance(4, 0, 3) == 1);
-  CHECK(topology::axis_distance(2, 0, 1) == 1);
+  CHECK(topology::axis_distance(4, true, 0, 3) == 1);
+  CHECK(topology::axis_distance(2, true, 0, 1) == 1);
+
+  // The same axis as a line (a mesh: no wraparound). 0 -> 3 takes the 3 links forwards; the bidirectional ring
+  // over all 4 positions closes with 3 -> 0 backwards (3->2->1->0) and 0 -> 3 forwards (0->1->2->3), so every
+  // directed link of the line carries its ring edge and one closing edge: 2; the missing link 3 <-> 0 carries 0.
+  CHECK(topology::axis_distance(4, false, 0, 3) == 3);
+  CHECK(topology::axis_forward(4, false, 0, 3, +1));
+  CHECK_FALSE(topology::axis_forward(4, false, 2, 0, +1));  // a line has one way
+  CHECK(topology::axis_max_load(4, false, ring4) == doctest::Approx(2.0));
+  std::vector<double> plus, minus;
+  topology::axis_loads(4, false, ring4, plus, minus);
+  CHECK(plus == std::vector<double>{2, 2, 2, 0});
+  CHECK(minus == std::vector<double>{2, 2, 2, 0});
+  // 0 -> 2 is no tie on a line: both units on 0->1 and 1->2.
+  CHECK(topology::axis_max_load(4, false, std::vector<AxisTransfer>{{0, 2, 1}}) == doctest::Approx(1.0));
+  // 7 (3,1,0) -> 9 (1,2,0) on a 4x4x4 mesh: x 3 -> 1 backwards through 2 (chips 6, 5), then y 1 -> 2 (chip 9).
+  CHECK(topology::torus_walk(cube, false, 7, 9) == std::vector<std::uint32_t>{7, 6, 5, 9});
 }
 
 TEST_CASE("torus AllReduce time per dimension on a 4x4x4 slice (ANALYTICAL closed form)") {
@@ -321,6 +339,53 @@ TEST_CASE("torus FLOW agrees with ANALYTICAL within 5% from 1 MiB (contention-fr
         const bool chain = op == CollectiveOp::kBroadcast || op == CollectiveOp::kReduce;
         if (!chain) CHECK(run_collective(flow, req).plan.algorithm == (box ? Algorithm::kTorus : Algorithm::kRing));
         CHECK(run_collective(flow, req).plan.algorithm == run_collective(analytical, req).plan.algorithm);
+        CHECK(f == doctest::Approx(a).epsilon(0.05));
+      }
+    }
+  }
+}
+
+TEST_CASE("TPU v4 mesh slice 2x4x4 (no wraparound): AllReduce phases and FLOW agreement") {
+  // 32 chips, chip = x + 2y + 8z; per chip 1 + 2 + 2 links inside the mesh, b = 45e9 B/s per link and direction.
+  const auto mesh = torus(2, 4, 4, /*hop_us=*/0.5, /*wraps=*/false);
+  const Bytes S = MiB(64);  // 67,108,864 B
+  const CollectiveRequest req{CollectiveOp::kAllReduce, first(32), S, 0};
+  const std::vector<TorusPhase> ph = torus_phases(mesh, tpu(), req);
+  REQUIRE(ph.size() == 6);  // reduce-scatter x, y, z; all-gather z, y, x
+  // x (2 chips, one cable): both rings' edges share it, load 2 edges x (1/2) / 2 = 1/2 of what a chip holds:
+  //   0.5 · 67,108,864 / 45e9 = 745.6540 µs (as on a torus: an axis of 2 has no wraparound either way).
+  CHECK(ph[0].max_link_load == doctest::Approx(0.5));
+  CHECK(to_us(ph[0].transfer) == doctest::Approx(745.6540).epsilon(1e-6));
+  // y (4 chips in a line): each directed link carries 2 ring edges (axis link loads test), load 2 x (3/4) / 2 =
+  // 3/4 of the S/2 a chip holds: 0.75 · 33,554,432 / 45e9 = 559.2405 µs, twice the torus's 279.6203 µs.
+  CHECK(ph[1].max_link_load == doctest::Approx(0.75));
+  CHECK(to_us(ph[1].transfer) == doctest::Approx(559.2405).epsilon(1e-6));
+  // The same slice with wraparound: load 3/8, 0.375 · 33,554,432 / 45e9 = 279.6203 µs.
+  const auto wrapped = torus(2, 4, 4, 0.5, /*wraps=*/true);
+  CHECK(to_us(torus_phases(wrapped, tpu(), req)[1].transfer) == doctest::Approx(279.6203).epsilon(1e-6));
+  // z: 0.75 · S/8 / 45e9 = 0.75 · 8,388,608 / 45e9 = 139.8101 µs.
+  CHECK(to_us(ph[2].transfer) == doctest::Approx(139.8101).epsilon(1e-6));
+  // Link latency of the y ring: edges of 1, 1, 1 and 3 links = 6, k−1 = 3 steps over 6/4 links each: 4.5 links x
+  // 0.5 µs = 2.25 µs (a torus ring: 4 links, 1.5 µs).
+  CHECK(to_us(ph[1].hop_latency) == doctest::Approx(2.25));
+  // Send/Recv from chip 0 to chip 6 = (0, 3, 0): 3 links on the mesh.
+  const std::vector<TorusPhase> p2p =
+      torus_phases(mesh, tpu(), CollectiveRequest{CollectiveOp::kSendRecv, chips({0, 6}), MiB(1), 0});
+  REQUIRE(p2p.size() == 1);
+  CHECK(to_us(p2p[0].hop_latency) == doctest::Approx(1.5));
+  CHECK(to_us(torus_phases(wrapped, tpu(), CollectiveRequest{CollectiveOp::kSendRecv, chips({0, 6}), MiB(1), 0})[0]
+                  .hop_latency) == doctest::Approx(0.5));  // the torus: 1 wraparound link
+
+  // FLOW routes the same lines link by link over a graph without the wraparound links: within 5% from 1 MiB.
+  const Scenario flow = scenario(mesh, Fidelity::kFlow), analytical = scenario(mesh, Fidelity::kAnalytical);
+  for (const auto& gpus : {first(32), chips({0, 2, 4, 6}), chips({0, 8, 16, 24}), first(8), first(31)}) {
+    for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kReduceScatter, CollectiveOp::kAllGather,
+                            CollectiveOp::kBroadcast, CollectiveOp::kReduce, CollectiveOp::kAllToAll}) {
+      if (op == CollectiveOp::kAllToAll && gpus.size() == 31) continue;  // not a box
+      for (double mib : {1.0, 64.0}) {
+        const CollectiveRequest r{op, gpus, MiB(mib), 1};
+        const double a = run_collective(analytical, r).time.raw(), f = run_collective(flow, r).time.raw();
+        INFO(to_string(op), " on ", gpus.size(), " chips, ", mib, " MiB: analytical ", a * 1e6, " us, flow ", f * 1e6);
         CHECK(f == doctest::Approx(a).epsilon(0.05));
       }
     }

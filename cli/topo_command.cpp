@@ -51,8 +51,9 @@ int topo_command(const std::vector<std::string>& args, std::ostream& out) {
     const std::string shape = std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]);
     out << "  ICI               "
         << (c.node.torus_wraps ? shape + " torus: wraparound on every axis of 3 or more chips"
-                               : shape + " mesh: no wraparound (a TPU v4 slice wraps around only when every side is "
-                                         "a multiple of 4)")
+                               : shape +
+                                     " mesh: no wraparound (a TPU v4 slice wraps around only when every side is "
+                                     "a multiple of 4)")
         << "\n";
   } else {
     out << "  NVLink domain     " << st.nvlink_domain_size << " GPUs (" << st.nvlink_domains

@@ -3,10 +3,10 @@
 // Chip g sits at (x, y, z) with g = x + X·(y + Y·z) (topology/cluster.proto Torus). Along an axis of D chips
 // the chips form a cycle of links when D > 2 and the slice wraps around (NodeLayout::torus_wraps: TPU v4 slices of
 // whole 4x4x4 cubes), a line of D − 1 links when it does not (a mesh: smaller slices), share one link when D = 2 and
-// have none when D = 1 (torus_links_per_chip, topology.h: the links of a chip inside the line). A communicator is a *box* when it is the product of one set of
-// coordinates per axis: every line along an axis (chips that differ only in that coordinate) then holds the
-// same k_a members, so a collective can run as rings along one axis after another, as TPU ICI collectives do
-// (workloads/nccl_model.h, Algorithm::kTorus).
+// have none when D = 1 (torus_links_per_chip, topology.h: the links of a chip inside the line). A communicator is a
+// *box* when it is the product of one set of coordinates per axis: every line along an axis (chips that differ only in
+// that coordinate) then holds the same k_a members, so a collective can run as rings along one axis after another, as
+// TPU ICI collectives do (workloads/nccl_model.h, Algorithm::kTorus).
 //
 // Link loads along an axis follow the router: a transfer between positions i and j of an axis goes the short
 // way round (min(|i−j|, D−|i−j|) hops when the axis is a ring; |i−j| otherwise); a tie (D even, |i−j| = D/2) is split
@@ -38,7 +38,9 @@ std::optional<TorusBox> torus_box(const TorusDims& dims, std::span<const std::ui
 
 // Whether an axis of D chips closes into a ring: D > 2 on a slice that wraps around (`wraps`). Every axis function
 // below takes the slice's `wraps`; an axis that is no ring is a line (a mesh axis, or one of 2 chips).
-constexpr bool axis_is_ring(std::uint32_t D, bool wraps) { return wraps && D > 2; }
+constexpr bool axis_is_ring(std::uint32_t D, bool wraps) {
+  return wraps && D > 2;
+}
 
 // Hops between positions i and j of an axis of D chips, the short way round.
 std::uint32_t axis_distance(std::uint32_t D, bool wraps, std::uint32_t i, std::uint32_t j);

@@ -63,8 +63,8 @@ struct Shape {
 
 // The ring's link loads on a torus (Shape::torus_ring_load): the ring over `order` (a chain without the closing
 // edge for Broadcast and Reduce, from the root).
-void torus_ring_routes(const topology::TorusDims& dims, bool wraps, const std::vector<std::uint32_t>& order,
-                       bool chain, Shape& sh) {
+void torus_ring_routes(const topology::TorusDims& dims, bool wraps, const std::vector<std::uint32_t>& order, bool chain,
+                       Shape& sh) {
   const std::size_t n = order.size(), edges = chain ? n - 1 : n;
   if (n < 2 || edges == 0) return;
   std::map<std::pair<std::uint32_t, std::uint32_t>, double> load;  // directed link (chip, next chip) -> edges

@@ -111,7 +111,8 @@ void NetworkModel::ring_path(const std::vector<std::uint32_t>& gpus, std::size_t
     const std::size_t n = gpus.size();
     for (std::size_t i = 0; i + (chain ? 1 : 0) < n; ++i) {
       if (torus) {
-        const std::vector<std::uint32_t> walk = topology::torus_walk(cluster.node.torus, cluster.node.torus_wraps, gpus[i], gpus[(i + 1) % n]);
+        const std::vector<std::uint32_t> walk =
+            topology::torus_walk(cluster.node.torus, cluster.node.torus_wraps, gpus[i], gpus[(i + 1) % n]);
         for (std::size_t h = 0; h + 1 < walk.size(); ++h) append_route(path, walk[h], walk[h + 1], c, 1, &intra);
       } else {
         append_route(path, gpus[i], gpus[(i + 1) % n], c, 1, &intra);

@@ -401,14 +401,16 @@ TEST_CASE("clustersim topo prints the cluster and writes Graphviz") {
   CHECK(run("topo scenarios/tpu-vs-gpu/tpu-v4-4x4x4.textproto", dir)
             .out.find("  ICI               4x4x4 torus: wraparound on every axis of 3 or more chips\n") !=
         std::string::npos);
-  std::ofstream(dir / "mesh.textproto") << "cluster { node_preset: \"tpu-v4-cube\" nodes: 8 torus { x: 2 y: 4 z: 4 } }\n"
-                                           "profile: \"tpu-v4\"\nmodel { preset: \"gpt-1p7b\" }\n"
-                                           "parallel { dp: 32 micro_batch: 1 }\ntraining { samples: 32 global_batch: 32 }\n";
+  std::ofstream(dir / "mesh.textproto")
+      << "cluster { node_preset: \"tpu-v4-cube\" nodes: 8 torus { x: 2 y: 4 z: 4 } }\n"
+         "profile: \"tpu-v4\"\nmodel { preset: \"gpt-1p7b\" }\n"
+         "parallel { dp: 32 micro_batch: 1 }\ntraining { samples: 32 global_batch: 32 }\n";
   const Run mesh = run("topo " + (dir / "mesh.textproto").string(), dir);
   REQUIRE(mesh.status == 0);
-  for (const char* s : {"  ICI               2x4x4 mesh: no wraparound (a TPU v4 slice wraps around only when every side "
-                        "is a multiple of 4)\n",
-                        "  bisection         400.0 GB/s per direction", "  diameter          7 hops"})
+  for (const char* s :
+       {"  ICI               2x4x4 mesh: no wraparound (a TPU v4 slice wraps around only when every side "
+        "is a multiple of 4)\n",
+        "  bisection         400.0 GB/s per direction", "  diameter          7 hops"})
     CHECK_MESSAGE(mesh.out.find(s) != std::string::npos, "topo lacks '" << s << "':\n" << mesh.out);
   fs::remove_all(dir);
 }

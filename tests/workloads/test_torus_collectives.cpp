@@ -103,7 +103,8 @@ TEST_CASE("axis link loads: rings, two-member lines and ties") {
   // (increasing positions: 0->1->2, 2->3->0) and both counter-clockwise (2->1->0, 0->3->2): one unit per link.
   const std::vector<AxisTransfer> two_apart = {{0, 2, 1, +1}, {2, 0, 1, +1}, {2, 0, 1, -1}, {0, 2, 1, -1}};
   CHECK(topology::axis_max_load(4, true, two_apart) == doctest::Approx(1.0));
-  CHECK(topology::axis_max_load(4, true, std::vector<AxisTransfer>{{0, 2, 1, +1}, {0, 2, 1, +1}}) == doctest::Approx(2.0));
+  CHECK(topology::axis_max_load(4, true, std::vector<AxisTransfer>{{0, 2, 1, +1}, {0, 2, 1, +1}}) ==
+        doctest::Approx(2.0));
   CHECK(topology::axis_forward(4, true, 0, 2, +1));
   CHECK_FALSE(topology::axis_forward(4, true, 0, 2, -1));
   CHECK_FALSE(topology::axis_forward(4, true, 0, 3, +1));  // not a tie: the short way, backwards

@@ -86,7 +86,7 @@ TEST_CASE("built-in profiles load") {
   const calibrate::HardwareProfile h100 = calibrate::load_profile("h100-sxm5-80gb");
   CHECK(h100.gpu.gpu == "H100-SXM5-80GB");
   CHECK(h100.gpu.peak_bf16.raw() == doctest::Approx(9.894e14).epsilon(1e-15));
-  // 79.18 GiB = floor(79.18 x 2^30) = 85,018,877,624 B: below nvidia-smi's 81,559 MiB = 85,521,760,256 B.
+  // 79.18 GiB = floor(79.18 x 2^30) = 85,018,877,624 B: below nvidia-smi's 81,559 MiB = 85,520,809,984 B.
   CHECK(h100.gpu.memory_capacity.raw() == 85018877624.0);
   CHECK(h100.gpu.memory_capacity.raw() < 81559.0 * 1048576);
   CHECK(h100.collectives.nvlink_bus_efficiency == 0.82);

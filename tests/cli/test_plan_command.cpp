@@ -243,6 +243,40 @@ TEST_CASE("plan: a torus cluster is not resized, the deadline is judged on its o
   CHECK(cli::plan_text(tpu, o, missed).find("--max-gpus") == std::string::npos);
 }
 
+TEST_CASE("plan command: power, PUE, failure rate, checkpoint and restart options reach the plan, --top re-simulates") {
+  // 8 GPUs at λ = 1e-3 per GPU-hour: M = 1 / (8 · 1e-3) = 125 h. δ = 30 s = 1/120 h: τ = √(2 · (1/120) · 125) =
+  // √2.08333 = 1.44338 h. Waste = δ/τ + τ/(2M) + R/M = 0.0057735 + 0.0057735 + (300/3600)/125 = 0.0006667
+  // → 0.0122137 (1.22 %), ratio 0.98779. Power 500 W per GPU, PUE 1.2 with no node power: 8 x 500 x 1.2 W.
+  const auto dir = testing::scratch_dir("plan-options");
+  {
+    std::ofstream(dir / "small.textproto") << kSmall;
+  }
+  const std::string base = "plan " + (dir / "small.textproto").string() +
+                           " --tokens 1638400 --gpus 8 --gpu-power-w 500 --checkpoint-write-s 30 --restart-s 300 "
+                           "--failure-rate-per-gpu-hour 1e-3 --pue 1.2 --top 1";
+  const auto r = testing::run_clustersim(base, dir);
+  REQUIRE(r.status == 0);
+  for (const char* line : {"(event-driven time)", " at 500 W per GPU\n", "(8 GPUs x 500 W) x PUE 1.2 (GPUs only",
+                           "  failure rate       0.001 per GPU-hour -> MTBF 125.00 h on 8 GPUs\n",
+                           "  checkpoint         write 30 s, restart 300 s; Young/Daly interval 1.44 hours\n",
+                           "  waste              1.22 %, effective training time ratio 0.9878\n"})
+    CHECK_MESSAGE(r.out.find(line) != std::string::npos, "plan output lacks '" << line << "':\n" << r.out);
+  // The same plan with the library: the waste to six digits.
+  cli::PlanOptions o;
+  o.tokens = 1638400;
+  o.gpus = 8u;
+  o.failures_per_gpu_hour = 1e-3;
+  o.checkpoint_write = seconds(30);
+  o.restart = seconds(300);
+  const auto p = cli::plan_for_gpus(small(), 8, o);
+  REQUIRE(p.has_value());
+  CHECK(p->goodput.interval_h == doctest::Approx(1.443376).epsilon(1e-6));
+  CHECK(p->goodput.waste_fraction == doctest::Approx(0.0122137).epsilon(1e-5));
+  // Threads change nothing in the output.
+  CHECK(testing::run_clustersim(base + " --jobs 2", dir).out == r.out);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("plan command: output and one-line errors with exit status 2") {
   const auto dir = testing::scratch_dir("plan");
   {

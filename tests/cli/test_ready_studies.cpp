@@ -82,14 +82,15 @@ TEST_CASE("ready studies: Llama 3 runs keep 16M tokens per step at 1K, 8K and 16
   }
 }
 
-TEST_CASE("ready studies: GPT-3 175B on 1,024 A100 within 25 % of the paper's 140 TFLOP/s per GPU") {
+TEST_CASE("ready studies: GPT-3 175B on 1,024 A100 within 15 % of the paper's 140 TFLOP/s per GPU") {
   // Narayanan et al. 2021 (SC21) §5.1: "On n=1024 A100 GPUs using batch size 1536, we achieve X=140
   // teraFLOP/s per GPU" (shared/validation/training row 25). Their FLOP count (Eq. 3) includes the
   // recomputed forward: 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) = 96 x 1536 x 2048 x 96 x 12288^2 x
   // (1 + 2048/73728 + 51200/18874368) = 4.511e18 per step, which is the simulator's hardware FLOPs.
   // 140 TFLOP/s then means 4.511e18 / (140e12 x 1024) = 31.47 s per step. The full FLOW run takes ~30 s and
-  // 6.7 GB; the ANALYTICAL fast path (one data-parallel replica, mirrored; 26.82 s vs FLOW 26.84 s) keeps
-  // this test at a few seconds. It predicted 164.3 TFLOP/s (+17 %) when written.
+  // 6.7 GB; the ANALYTICAL fast path (one data-parallel replica, mirrored) keeps this test at a few seconds.
+  // It predicts 27.856 s per step (the study's README), 4.511e18 / (27.856 x 1024) = 158.1 TFLOP/s, +13 %: the
+  // bound is 15 %, the study's error with a little room, so that a change that moves it further fails here.
   Scenario sc = load_scenario_file(source_path("scenarios/gpt3-175b-1024-a100/gpt3-175b-1024-a100.textproto"));
   sc.fidelity = Fidelity::kAnalytical;
   const auto r = clustersim::workloads::simulate_scenario(sc);
@@ -101,5 +102,5 @@ TEST_CASE("ready studies: GPT-3 175B on 1,024 A100 within 25 % of the paper's 14
   const double eq3 = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
   CHECK(j.hardware_flops_per_step.raw() == doctest::Approx(eq3).epsilon(0.005));
   const double tflops_per_gpu = j.hardware_flops_per_step.raw() / j.iteration_time.raw() / 1024 / 1e12;
-  CHECK(tflops_per_gpu == doctest::Approx(140).epsilon(0.25));
+  CHECK(tflops_per_gpu == doctest::Approx(140).epsilon(0.15));
 }

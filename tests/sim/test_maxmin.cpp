@@ -214,16 +214,13 @@ void random_system(std::mt19937_64& rng, MaxMinSolver& s) {
 TEST_CASE("maxmin: property test on 1,000 random systems (feasible, every flow bottlenecked)") {
   std::mt19937_64 rng(20240611);
   MaxMinSolver s;  // reused: buffers are kept across problems
-  int checked = 0;
   for (int trial = 0; trial < 1000; ++trial) {
     random_system(rng, s);
     s.solve();
     const MaxMinCheck check = check_max_min(s, s.rates());
     INFO("trial ", trial, ": ", check.violation);
     REQUIRE(check.ok());
-    ++checked;
   }
-  CHECK(checked == 1000);
 }
 
 TEST_CASE("maxmin: a component's rates do not depend on other components (bit for bit)") {

@@ -53,20 +53,21 @@ TEST_CASE("flash kernels: FA2, FA3 and Triton at their published rates over the 
   // The forward reads Q, K, V and writes O: 2 B x 4 x 8,192 x 4,096 = 268,435,456 B, plus the fp32 row
   // statistics 4 x 32 x 8,192 = 1,048,576 B: 269.5 MB / (3,350 GB/s x 0.8) = 100.6 us, far under the math.
   // FA2 on H100, 0.339 of 989.4 TFLOP/s = 335.41 TFLOP/s both ways; causal: half the square.
-  //   forward:  2^40 / 2 / 335.4066e12 = 1,639.06 us, + 2 us launch = 1,641.06 us
-  //   backward: 2^41 x 1.25 / 2 / 335.4066e12 = 4,097.65 us, + 2 = 4,099.65 us (2.5 x the forward's FLOPs)
+  //   forward:  2^40 / 2 / 335.4066e12 = 1,639.073 us, + 2 us launch = 1,641.073 us
+  //   backward: 2^41 x 1.25 / 2 / 335.4066e12 = 4,097.682 us, + 2 = 4,099.682 us (2.5 x the forward's FLOPs)
   CHECK(us(fwd, g) == doctest::Approx(1099511627776.0 / 2 / (989.4e12 * 0.339) * 1e6 + 2).epsilon(1e-9));
-  CHECK(us(fwd, g) == doctest::Approx(1641.06).epsilon(1e-5));
-  CHECK(us(bwd, g) == doctest::Approx(4099.65).epsilon(1e-5));
-  // FA3 (0.623 forward, 0.551 backward): 2^39 / 616.396e12 = 891.89 us; 1.25 x 2^40 / 545.159e12 = 2,521.08 us.
-  CHECK(us(find(ops(FlashKernel::kFa3, true), "L0.flash_attn.fwd"), g) == doctest::Approx(891.89 + 2).epsilon(1e-5));
+  CHECK(us(fwd, g) == doctest::Approx(1641.073).epsilon(1e-6));
+  CHECK(us(bwd, g) == doctest::Approx(4099.682).epsilon(1e-6));
+  // FA3 (0.623 forward, 0.551 backward): 2^39 / 616.3962e12 = 891.887 us; 1.25 x 2^40 / 545.1594e12 = 2,521.078 us.
+  CHECK(us(find(ops(FlashKernel::kFa3, true), "L0.flash_attn.fwd"), g) ==
+        doctest::Approx(891.887 + 2).epsilon(1e-6));
   CHECK(us(find(ops(FlashKernel::kFa3, false), "L0.flash_attn.bwd"), g) ==
-        doctest::Approx(2521.08 + 2).epsilon(1e-5));
-  // Triton (0.242, 0.1695): 2^39 / 239.435e12 = 2,296.06 us; 1.25 x 2^40 / 167.703e12 = 8,195.30 us.
+        doctest::Approx(2521.078 + 2).epsilon(1e-6));
+  // Triton (0.242, 0.1695): 2^39 / 239.4348e12 = 2,296.056 us; 1.25 x 2^40 / 167.7033e12 = 8,195.364 us.
   CHECK(us(find(ops(FlashKernel::kTriton, true), "L0.flash_attn.fwd"), g) ==
-        doctest::Approx(2296.06 + 2).epsilon(1e-5));
+        doctest::Approx(2296.056 + 2).epsilon(1e-6));
   CHECK(us(find(ops(FlashKernel::kTriton, false), "L0.flash_attn.bwd"), g) ==
-        doctest::Approx(8195.30 + 2).epsilon(1e-5));
+        doctest::Approx(8195.364 + 2).epsilon(1e-6));
   // The unnamed kernel is a GEMM of its shape (s x d x s, batch 2·B·a) over the full square: the profile's
   // gemm_efficiency 0.56 of the peak, whole waves (8,192² / (256 x 128) x 64 = 131,072 tiles over 132 SMs:
   // u = 131,072 / (993 x 132) = 0.99998): 2^40 / (989.4e12 x 0.56 x 0.99998) = 1,984.5 us, + 2 us launch —
@@ -74,7 +75,7 @@ TEST_CASE("flash kernels: FA2, FA3 and Triton at their published rates over the 
   const double generic = us(find(ops(FlashKernel::kGeneric, true), "L0.flash_attn.fwd"), g);
   CHECK(generic == doctest::Approx(1099511627776.0 / (989.4e12 * 0.56 * (131072.0 / (993 * 132))) * 1e6 + 2));
   CHECK(generic == doctest::Approx(1986.5).epsilon(1e-4));
-  // A100 (FA2 0.615 of 312 TFLOP/s): forward 2^39 / 191.88e12 = 2,865.3 us, + 4 us launch (the A100 profile's).
+  // A100 (FA2 0.615 of 312 TFLOP/s): forward 2^39 / 191.88e12 = 2,865.10 us, + 4 us launch (the A100 profile's).
   const calibrate::HardwareProfile a100 = calibrate::load_profile("a100-sxm4-80gb");
   CHECK(us(fwd, a100.gpu) ==
         doctest::Approx(549755813888.0 / (312e12 * 0.615) * 1e6 + to_us(a100.gpu.kernel_launch)).epsilon(1e-9));

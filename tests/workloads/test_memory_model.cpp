@@ -270,7 +270,7 @@ TEST_CASE("a stage's parameters per rank equal the gradients its per-rank backwa
 
 TEST_CASE("report: parts, peak, capacity, and the part that breaks an 80 GiB GPU") {
   // GPT-3 175B on t = 8, one stage, one DP rank, bf16 + fp32 grads + Adam (18 B/param). Per rank and
-  // layer: split (12h² + 9h)/8 (QKV, proj, fc1, fc2 with their column-parallel biases) + replicated
+  // layer: split (12h² + 7h)/8 (QKV, proj, fc1, fc2 and the column-parallel QKV and fc1 biases) + replicated
   // 2h (row-parallel biases) + 4h (LayerNorms); × 96 + V·h/8 + s·h + 2h = 21.855 B parameters:
   // weights 2 B each (40.7 GiB) fit, the fp32 gradients (81.4 GiB more) break it.
   MemoryConfig c = plan(8, true, Recompute::kSelective);
@@ -284,8 +284,13 @@ TEST_CASE("report: parts, peak, capacity, and the part that breaks an 80 GiB GPU
   CHECK(e.capacity == GiB(80));
   CHECK(part(e, "framework overhead").size == GiB(2));
   // Narayanan et al.'s layout (t = 8, p = 16, d = 8) with the distributed optimizer, full recompute,
-  // 1F1B: 6 layers per stage, 1.463 B parameters per rank on stage 0 (6 layers + V·h/8 + s·h) at
-  // 6 + 12/8 = 7.5 B/param → 10.2 GiB of model states, plus 8 micro-batches of 6 layer inputs — fits.
+  // 1F1B: 6 layers per stage, P = 6 · ((12h² + 7h)/8 + 6h) + V·h/8 + s·h = 1,359,461,376 + 78,643,200 +
+  // 25,165,824 = 1,463,270,400 parameters per rank on stage 0. Sequence-parallel, s·b·h/t = 3,145,728:
+  //   weights 2 B · P = 2,926,540,800;  fp32 gradients 4 B · P = 5,853,081,600;  Adam 12/d = 1.5 B · P =
+  //   2,194,905,600 (7.5 B/param, 10.22 GiB of model states);  layer inputs 2 B · 3,145,728 x 6 layers x 16
+  //   micro-batches in flight (1F1B, p = 16) = 603,979,776;  the recomputed layer's activations (Korthikanti
+  //   TP + SP, s·b·h·(34 + 5as/h)/t = 3,145,728 x 114) = 358,612,992;  embedding dropout masks 1 B x 3,145,728 x
+  //   16 = 50,331,648;  framework overhead 2 GiB = 2,147,483,648. Peak 14,134,936,064 B = 13.164 GiB: fits.
   c.pp = 16;
   c.dp = 8;
   c.micro_batches = 192;
@@ -294,7 +299,13 @@ TEST_CASE("report: parts, peak, capacity, and the part that breaks an 80 GiB GPU
   const MemoryEstimate fits = estimate_memory(gpt3_175b(), c, GiB(80));
   CHECK(!fits.oom);
   CHECK(fits.breaking_part.empty());
-  CHECK(to_GiB(fits.peak) < 40);
+  CHECK(part(fits, "weights").size.raw() == 2926540800.0);
+  CHECK(part(fits, "gradients").size.raw() == 5853081600.0);
+  CHECK(part(fits, "optimizer state").size.raw() == 2194905600.0);
+  CHECK(part(fits, "activations (6 layers x 16").size.raw() == 603979776.0);
+  CHECK(part(fits, "activations of the layer being recomputed").size.raw() == 358612992.0);
+  CHECK(part(fits, "embedding dropout masks").size.raw() == 50331648.0);
+  CHECK(fits.peak.raw() == 14134936064.0);
 }
 
 TEST_CASE("the DDP path keeps its composition: 22 B per parameter + one micro-batch of activations") {

@@ -99,7 +99,8 @@ TEST_CASE("calibrate fit --bands sets the size bands the alpha-beta lines are fi
   // busbw 100 GB/s exactly.
   const fs::path dir = scratch_dir("fit-bands");
   const std::string profile = (dir / "p.textproto").string();
-  const auto r = run_clustersim("calibrate fit tests/data/calibrate/two_points.textproto --bands 4K,1M -o " + profile, dir);
+  const auto r =
+      run_clustersim("calibrate fit tests/data/calibrate/two_points.textproto --bands 4K,1M -o " + profile, dir);
   REQUIRE(r.status == 0);
   for (const char* line :
        {"  all_reduce     ring     Simple  NVLINK     8 [0, 4 KiB)                  2     0.0%     0.0%      30.00  "
@@ -149,7 +150,8 @@ TEST_CASE("sweep --allow-tp-across-nodes admits tensor parallelism wider than a 
   text.replace(text.find(one_node), one_node.size(), "nodes: 2 gpus_per_node: 4");
   std::ofstream(dir / "two.textproto") << text;
   const std::string sc = (dir / "two.textproto").string();
-  const auto narrow = run_clustersim("sweep " + sc, dir), wide = run_clustersim("sweep " + sc + " --allow-tp-across-nodes", dir);
+  const auto narrow = run_clustersim("sweep " + sc, dir),
+             wide = run_clustersim("sweep " + sc + " --allow-tp-across-nodes", dir);
   REQUIRE_MESSAGE(narrow.status == 0, narrow.err);
   REQUIRE_MESSAGE(wide.status == 0, wide.err);
   CHECK(narrow.out.find("         1  tp spans more than one NVLink domain\n") != std::string::npos);
@@ -182,8 +184,8 @@ TEST_CASE("validate --data reads the user's measurements: the same prediction ag
   REQUIRE(count_of(row1, ",137,") == 1);
   row1.replace(row1.find(",137,"), 5, ",110,");
   std::ofstream(dir / "mine.csv") << header << "\n" << row1 << "\n";
-  const auto mine = run_clustersim(
-      "validate --data " + (dir / "mine.csv").string() + " --json " + (dir / "b.json").string(), dir);
+  const auto mine =
+      run_clustersim("validate --data " + (dir / "mine.csv").string() + " --json " + (dir / "b.json").string(), dir);
   REQUIRE(mine.status == 0);
   const std::string j = slurp(dir / "b.json");
   CHECK(json_number(j, "measured") == 110);

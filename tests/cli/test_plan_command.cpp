@@ -248,9 +248,7 @@ TEST_CASE("plan command: power, PUE, failure rate, checkpoint and restart option
   // √2.08333 = 1.44338 h. Waste = δ/τ + τ/(2M) + R/M = 0.0057735 + 0.0057735 + (300/3600)/125 = 0.0006667
   // → 0.0122137 (1.22 %), ratio 0.98779. Power 500 W per GPU, PUE 1.2 with no node power: 8 x 500 x 1.2 W.
   const auto dir = testing::scratch_dir("plan-options");
-  {
-    std::ofstream(dir / "small.textproto") << kSmall;
-  }
+  { std::ofstream(dir / "small.textproto") << kSmall; }
   const std::string base = "plan " + (dir / "small.textproto").string() +
                            " --tokens 1638400 --gpus 8 --gpu-power-w 500 --checkpoint-write-s 30 --restart-s 300 "
                            "--failure-rate-per-gpu-hour 1e-3 --pue 1.2 --top 1";

@@ -629,7 +629,8 @@ std::string layout_text(const workloads::ParallelPlan& p) {
     s = "TP " + std::to_string(p.tp) + (p.sequence_parallel ? " (+SP)" : "") +
         (p.cp > 1 ? " x CP " + std::to_string(p.cp) : "") + " x PP " + std::to_string(p.pp) +
         (p.vp > 1 ? " (vp " + std::to_string(p.vp) + ")" : "") + " x DP " + std::to_string(p.dp) +
-        (p.ep > 1 ? " (EP " + std::to_string(p.ep) + " within DP)" : "") + ", " + workloads::to_string(p.schedule) +
+        (p.ep > 1 ? " (EP " + std::to_string(p.ep) + " within DP)" : "") +
+        (p.pp > 1 ? std::string(", ") + workloads::to_string(p.schedule) : std::string(", no pipeline")) +
         ", micro-batch " + std::to_string(p.micro_batch) + " x " + std::to_string(p.grad_accum);
   } else {
     // The framework by name, as the run summary gives it: Horovod, FSDP and nn.DataParallel are no DDP.

@@ -118,7 +118,8 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
     o << "  parallel   Megatron 3D: TP " << p.tp << (p.sequence_parallel ? " (+SP)" : "")
       << (p.cp > 1 ? " x CP " + std::to_string(p.cp) : "") << " x PP " << p.pp
       << (p.vp > 1 ? " (vp " + std::to_string(p.vp) + ")" : "") << " x DP " << p.dp
-      << (p.ep > 1 ? " (EP " + std::to_string(p.ep) + " within DP)" : "") << ", " << workloads::to_string(p.schedule)
+      << (p.ep > 1 ? " (EP " + std::to_string(p.ep) + " within DP)" : "")
+      << (p.pp > 1 ? std::string(", ") + workloads::to_string(p.schedule) : std::string(", no pipeline"))
       << ", rank order " << rank_order_text(p) << "; micro-batch " << p.micro_batch << " x " << p.grad_accum
       << " micro-batches x DP " << p.dp << " = global batch " << t.global_batch << " samples; "
       << to_string(t.precision) << attention_text(p) << kernels_text(p, t.precision)

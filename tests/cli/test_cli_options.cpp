@@ -49,6 +49,8 @@ TEST_CASE("run --no-symmetry simulates every data-parallel replica and changes n
   const std::string note =
       "  symmetry   simulated 4 of 8 GPUs: the 2 data-parallel replicas are identical (ANALYTICAL fidelity)\n";
   CHECK(reduced.out.find(note) != std::string::npos);
+  // With pp 1 no pipeline schedule applies, and the summary names none.
+  CHECK(reduced.out.find("Megatron 3D: TP 4 x PP 1 x DP 2, no pipeline, rank order tp-dp-pp;") != std::string::npos);
   CHECK(full.out.find("  symmetry ") == std::string::npos);
   // Everything else is the same: the reduction is exact.
   std::string without = reduced.out;

@@ -480,7 +480,9 @@ std::string sweep_text(const SweepResult& r) {
   o << "  layouts enumerated " << r.layouts.size() << ", fit in memory " << r.valid << ", re-simulated "
     << r.ranked.size() << " (" << workloads::to_string(r.scenario.fidelity) << " fidelity)\n\n";
 
-  o << "Rejected\n";
+  // Out-of-memory rejections are whole layouts; the checks before a layout is formed cut a tp/cp/pp/dp shape (or an
+  // ep or interleaving degree of it) with every layout it would have had, and count once per cut.
+  o << "Rejected (out of memory: layouts; the other checks: shapes or degrees cut before their layouts were formed)\n";
   if (r.rejected.empty()) o << "  none\n";
   for (const auto& [why, count] : r.rejected) o << "  " << pad(std::to_string(count), 8, true) << "  " << why << "\n";
   o << "\n";
@@ -626,8 +628,11 @@ std::string sweep_report(const SweepResult& r, ReportFormat format) {
   if (!ranked.rows.empty()) ranked.rows[0][2].best = true;
   doc.table(ranked);
   doc.heading(2, "Rejected layouts");
+  doc.paragraph(
+      "Out-of-memory rejections count layouts; the other checks count the tp/cp/pp/dp shapes (or ep and "
+      "interleaving degrees) they cut before any layout of them was formed.");
   ReportTable rejected;
-  rejected.header = {"reason", "layouts"};
+  rejected.header = {"reason", "count"};
   rejected.right_aligned = {false, true};
   for (const auto& [why, count] : r.rejected) rejected.rows.push_back({why, std::to_string(count)});
   doc.table(rejected);

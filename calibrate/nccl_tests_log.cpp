@@ -110,6 +110,15 @@ void strip_launcher_prefix(Line& line) {
   line.offset += static_cast<int>(n);
 }
 
+// Bytes per element of nccl-tests' data type names (src/common.cu test_typenames); 0 for a name it does not print.
+std::uint64_t element_bytes(std::string_view type) {
+  if (type == "int8" || type == "uint8" || type == "f8e4m3" || type == "f8e5m2") return 1;
+  if (type == "half" || type == "bfloat16") return 2;
+  if (type == "int32" || type == "uint32" || type == "float") return 4;
+  if (type == "int64" || type == "uint64" || type == "double") return 8;
+  return 0;
+}
+
 class Reader {
  public:
   explicit Reader(const std::string& file) : file_(file) {}
@@ -149,11 +158,25 @@ class Reader {
     return v;
   }
 
-  // A time: a number > 0 (no collective takes no time; a printed 0.00 is no measurement), or NaN for N/A.
+  // A time: a number > 0 (no collective takes no time; a printed 0.00 is no measurement) and at most 1e12 us
+  // (11.6 days, calibrate fit's bound), or NaN for N/A.
   double time_field(const Token& t, int line, const char* what, bool empty_is_na = false) const {
     const double v = number_field(t, line, what, empty_is_na);
     if (v == 0) fail(line, t.column, std::string(what) + ": \"" + std::string(t.text) + "\" must be > 0 or N/A");
+    if (v > 1e12)
+      fail(line, t.column,
+           std::string(what) + ": \"" + std::string(t.text) + "\" us is more than 1e12 us (11.6 days): no measurement");
     return v;
+  }
+
+  // nccl-tests' data type name: the count check and the byte sizes need it.
+  std::string type_field(const Token& t, int line) const {
+    if (element_bytes(t.text) == 0)
+      fail(line, t.column,
+           "type: \"" + std::string(t.text) +
+               "\" is not a data type nccl-tests prints (int8, uint8, int32, uint32, int64, uint64, half, float, "
+               "double, bfloat16, f8e4m3, f8e5m2)");
+    return std::string(t.text);
   }
 
  private:
@@ -372,10 +395,7 @@ MeasuredRow parse_log_row(const Reader& r, const std::vector<Token>& t, const Co
   row.size_bytes = r.unsigned_field(t[static_cast<std::size_t>(c.size)], line, "size");
   row.count = r.unsigned_field(t[static_cast<std::size_t>(c.count)], line, "count");
   row.count_column = t[static_cast<std::size_t>(c.count)].column;
-  const Token& type = t[static_cast<std::size_t>(c.type)];
-  if (!is_word(type.text) || all_digits(type.text))
-    r.fail(line, type.column, "type: \"" + std::string(type.text) + "\" is not a data type name such as float");
-  row.type = std::string(type.text);
+  row.type = r.type_field(t[static_cast<std::size_t>(c.type)], line);
   if (c.redop >= 0) {
     const Token& op = t[static_cast<std::size_t>(c.redop)];
     if (!is_word(op.text) || all_digits(op.text))
@@ -538,6 +558,13 @@ MeasuredRun parse_log(const std::vector<Line>& lines, const std::string& file) {
     const std::vector<Token> t = split_whitespace(l.text, 1 + l.offset);
     // After the closing "# Avg bus bandwidth" the table is over: a script's exit code or timestamp is no row.
     if (!all_digits(t[0].text) || l.number < first_header_line || run.complete) {
+      // Inside a table, a line with the row's fields whose count and type read as a row's is a row whose size is
+      // garbled ("abc", "-1", "1e30"): an error, not noise to skip (NCCL's own INFO or WARN lines, which logs
+      // interleave, start "host:pid:tid [rank] NCCL").
+      if (header && l.number > header_line && !run.complete &&
+          t.size() == header->fields + (header->timestamp ? 2 : 0) && all_digits(t[1].text) &&
+          element_bytes(t[2].text) > 0)
+        (void)r.unsigned_field(t[0], l.number, "size");
       facts.other_line(text);
       continue;
     }
@@ -667,9 +694,7 @@ MeasuredRun parse_csv(const std::vector<Line>& lines, std::size_t header_index, 
     row.size_bytes = r.unsigned_field(f[0], l.number, "size");
     row.count = r.unsigned_field(f[1], l.number, "count");
     row.count_column = f[1].column;
-    if (!is_word(f[2].text) || all_digits(f[2].text))
-      r.fail(l.number, f[2].column, "type: \"" + std::string(f[2].text) + "\" is not a data type name such as float");
-    row.type = std::string(f[2].text);
+    row.type = r.type_field(f[2], l.number);
     row.time_us_oop = r.time_field(f[3], l.number, "time_us_oop", true);
     row.algbw_oop = r.number_field(f[4], l.number, "algbw_oop", true);
     row.busbw_oop = r.number_field(f[5], l.number, "busbw_oop", true);
@@ -747,15 +772,6 @@ std::vector<MeasuredRun> parse_runs(std::string_view text, const std::string& fi
     runs.push_back(std::move(run));
   }
   return runs;
-}
-
-// Bytes per element of nccl-tests' data type names (src/common.cu test_typenames); 0 for a name it does not print.
-std::uint64_t element_bytes(std::string_view type) {
-  if (type == "int8" || type == "uint8" || type == "f8e4m3" || type == "f8e5m2") return 1;
-  if (type == "half" || type == "bfloat16") return 2;
-  if (type == "int32" || type == "uint32" || type == "float") return 4;
-  if (type == "int64" || type == "uint64" || type == "double") return 8;
-  return 0;
 }
 
 // nccl-tests prints count = size / element size: of the whole buffer for AllReduce, Broadcast, Reduce and SendRecv,

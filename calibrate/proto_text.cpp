@@ -611,9 +611,45 @@ void ParsedText::fail(const std::string& field_path, const std::string& message)
 
 namespace {
 
+// Where `s` stops being UTF-8 (the offset of the first byte that is not part of a well-formed sequence: no
+// overlong forms, surrogates or code points above U+10FFFF), or npos when all of it is.
+std::size_t invalid_utf8_at(const std::string& s) {
+  const auto* b = reinterpret_cast<const unsigned char*>(s.data());
+  const std::size_t n = s.size();
+  for (std::size_t i = 0; i < n;) {
+    const unsigned c = b[i];
+    std::size_t len = 0;
+    unsigned lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+    if (c < 0x80) {
+      len = 1;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;  // overlong
+      if (c == 0xED) hi = 0x9F;  // surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;  // overlong
+      if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
+    } else {
+      return i;
+    }
+    if (i + len > n) return i;
+    for (std::size_t k = 1; k < len; ++k) {
+      const unsigned d = b[i + k];
+      if (k == 1 ? (d < lo || d > hi) : (d < 0x80 || d > 0xBF)) return i;
+    }
+    i += len;
+  }
+  return std::string::npos;
+}
+
 // Protobuf enums are open: text format and JSON take any number ("fidelity: 99"), which a switch's default
 // would then silently read as some other value. Every set enum field, at any depth, must name a value.
-void check_enum_numbers(const pb::Message& message, const std::string& prefix, const ParsedText& parsed) {
+// Strings must be UTF-8 without NUL characters: they become file paths (a NUL would cut "a\0.textproto" to
+// "a"), names in text, JSON and HTML outputs (which declare UTF-8), and lookup keys.
+void check_field_values(const pb::Message& message, const std::string& prefix, const ParsedText& parsed) {
   const pb::Reflection* r = message.GetReflection();
   std::vector<const pb::FieldDescriptor*> fields;
   r->ListFields(message, &fields);
@@ -623,8 +659,18 @@ void check_enum_numbers(const pb::Message& message, const std::string& prefix, c
     for (int i = 0; i < n; ++i) {
       const std::string path = f->is_repeated() ? name + "[" + std::to_string(i) + "]" : name;
       if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) {
-        check_enum_numbers(f->is_repeated() ? r->GetRepeatedMessage(message, f, i) : r->GetMessage(message, f),
+        check_field_values(f->is_repeated() ? r->GetRepeatedMessage(message, f, i) : r->GetMessage(message, f),
                            path + ".", parsed);
+      } else if (f->type() == pb::FieldDescriptor::TYPE_STRING) {
+        const std::string v = f->is_repeated() ? r->GetRepeatedString(message, f, i) : r->GetString(message, f);
+        if (const std::size_t nul = v.find('\0'); nul != std::string::npos)
+          parsed.fail(path, "contains a NUL character (at byte " + std::to_string(nul) + " of the string)");
+        if (const std::size_t bad = invalid_utf8_at(v); bad != std::string::npos) {
+          char hex[8];
+          std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned char>(v[bad]));
+          parsed.fail(path, std::string("is not UTF-8 text (byte ") + hex + " at byte " + std::to_string(bad) +
+                                " of the string)");
+        }
       } else if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_ENUM) {
         const int v = f->is_repeated() ? r->GetRepeatedEnumValue(message, f, i) : r->GetEnumValue(message, f);
         const pb::EnumDescriptor* e = f->enum_type();
@@ -667,7 +713,7 @@ ParsedText parse_message(std::string_view raw, const std::string& file, InputSyn
     if (read_json(text, *doc)) doc.reset();  // protobuf took what this reader refuses: no positions then
     if (doc) check_json_duplicates(file, *doc, root, "");
     ParsedText parsed(message, file, syntax, std::string(text), nullptr, std::move(doc));
-    check_enum_numbers(message, "", parsed);
+    check_field_values(message, "", parsed);
     return parsed;
   }
   auto tree = std::make_unique<pb::TextFormat::ParseInfoTree>();
@@ -681,7 +727,7 @@ ParsedText parse_message(std::string_view raw, const std::string& file, InputSyn
     throw InputError(file, 0, 0, "", "not a valid " + root->name() + " in protobuf text format");
   }
   ParsedText parsed(message, file, syntax, std::string(text), std::move(tree));
-  check_enum_numbers(message, "", parsed);
+  check_field_values(message, "", parsed);
   return parsed;
 }
 

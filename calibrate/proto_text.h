@@ -68,8 +68,8 @@ class ParsedText {
 };
 
 // Clears `message` and parses `text` into it. `file` names the input in errors.
-// Throws InputError on syntax errors, unknown fields, repeated singular fields, bad enum names and
-// out-of-range numbers.
+// Throws InputError on syntax errors, unknown fields, repeated singular fields, bad enum names,
+// out-of-range numbers, and strings that are not UTF-8 or hold a NUL character.
 ParsedText parse_message(std::string_view text, const std::string& file, InputSyntax syntax,
                          google::protobuf::Message& message);
 

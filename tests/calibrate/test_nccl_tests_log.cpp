@@ -31,6 +31,12 @@ std::string slurp(const std::string& path) {
   return s.str();
 }
 
+// A row of the 13-column layout with the data type "bogus" (at column 32: 12 + 14 + 5 spaces before it).
+std::string bad_type_row() {
+  return "           8             2     bogus     sum      -1    37.33    0.00    0.00       0    37.79    0.00    0.00  "
+         "     0\n";
+}
+
 std::string error_of(const std::function<void()>& call) {
   return clustersim::testing::input_error_of(call);
 }
@@ -432,6 +438,35 @@ TEST_CASE("measured runs: cut-off and foreign input are InputErrors with file:li
   CHECK(error_of([&] {
           calibrate::read_measured_run("/nonexistent/x.log");
         }).rfind("/nonexistent/x.log: cannot read file:", 0) == 0);
+
+  // Values no measurement has: a time above 1e12 us (calibrate fit's bound; it would give an error of 1e30 %
+  // in --compare), a data type nccl-tests does not print (the count check needs its size).
+  CHECK(error_of([&] {
+          calibrate::parse_measured_run(csv_header + "8,2,float,1e30,0.00,0.00,37.79,0.00,0.00\n", "t.csv");
+        }) == "t.csv:3:11: time_us_oop: \"1e30\" us is more than 1e12 us (11.6 days): no measurement");
+  CHECK(error_of([&] {
+          calibrate::parse_measured_run(csv_header + "8,2,bogus,37.33,0.00,0.00,37.79,0.00,0.00\n", "y.csv");
+        }) == "y.csv:3:5: type: \"bogus\" is not a data type nccl-tests prints (int8, uint8, int32, uint32, int64, "
+              "uint64, half, float, double, bfloat16, f8e4m3, f8e5m2)");
+  CHECK(error_of([&] { calibrate::parse_measured_run(header + bad_type_row(), "y.log"); }) ==
+        "y.log:5:32: type: \"bogus\" is not a data type nccl-tests prints (int8, uint8, int32, uint32, int64, "
+        "uint64, half, float, double, bfloat16, f8e4m3, f8e5m2)");
+  // A row inside the table whose size is garbled ("abc" at column 10) is an error, not a line to skip: before,
+  // the row vanished and the run read with one size fewer. NCCL's INFO lines inside a table are still skipped.
+  const std::string garbled =
+      "         abc             4     float     sum      -1    34.96    0.00    0.00       0    35.10    0.00    0.00  "
+      "     0\n";
+  CHECK(error_of([&] { calibrate::parse_measured_run(header + row1 + garbled, "g.log"); }) ==
+        "g.log:6:10: size: \"abc\" is not a whole number of bytes");
+  const std::string negative_size =
+      "          -1             4     float     sum      -1    34.96    0.00    0.00       0    35.10    0.00    0.00  "
+      "     0\n";
+  CHECK(error_of([&] { calibrate::parse_measured_run(header + row1 + negative_size, "g.log"); }) ==
+        "g.log:6:11: size: \"-1\" is not a whole number of bytes");
+  CHECK(calibrate::parse_measured_run(header + row1 + "node1:4242:4242 [0] NCCL INFO Channel 00/16 : 0 1 2 3 4 5 6 7\n" +
+                                          row1,
+                                      "info.log")
+            .rows.size() == 2);
 }
 
 TEST_CASE("measured runs: a row whose count does not make its size is an error at the count") {
@@ -488,11 +523,12 @@ TEST_CASE("measured runs: a row whose count does not make its size is an error a
             .rfind("z.csv:4:10: count: 2305843009213693952 double elements (8 B each) are more than "
                    "18446744073709551615 B, not the row's size 67108864 B",
                    0) == 0);
-  // A type nccl-tests does not print is not checked (its element size is unknown).
-  CHECK(calibrate::parse_measured_run(
-            csv.substr(0, csv.rfind("67108864")) + "67108864,8388609,mytype,939.84,71.40,141.02,962.96,69.69,137.64\n",
-            "y.csv")
-            .rows.size() == 1);
+  // A type nccl-tests does not print is refused (its element size is unknown, so the count could not be checked).
+  CHECK(error_of([&] {
+          calibrate::parse_measured_run(
+              csv.substr(0, csv.rfind("67108864")) + "67108864,8388609,mytype,939.84,71.40,141.02,962.96,69.69,137.64\n",
+              "y.csv");
+        }).rfind("y.csv:4:18: type: \"mytype\" is not a data type nccl-tests prints", 0) == 0);
 }
 
 TEST_CASE("logs of several tests: a script's echo lines, a failed test, srun labels and stray lines") {

@@ -376,6 +376,20 @@ TEST_CASE("bad inline scenarios") {
           "inline.textproto:7:1: seed: unknown field \"seed\" (Scenario has: name, cluster, profile, model, "
           "parallel, training, fidelity, jobs, nccl)");
   }
+  SUBCASE("strings: a NUL character or bytes that are not UTF-8 are refused where the string is written") {
+    // "profile: \"a\\000.x\"" would open the file "a" (a C path ends at the NUL); a name of raw bytes 0xFF 0xFE
+    // would go as such into outputs that say they are UTF-8. Line 7, the value's opening quote at column 7/10.
+    CHECK(text_error(kMinimal + good_training + "name: \"a\\000.x\"\n") ==
+          "inline.textproto:7:7: name: contains a NUL character (at byte 1 of the string)");
+    CHECK(text_error(kMinimal + good_training + "name: \"ok \xff\xfe\"\n") ==
+          "inline.textproto:7:7: name: is not UTF-8 text (byte 0xFF at byte 3 of the string)");
+    // JSON: "\u0000" in a nested string, and UTF-8 itself passes ("é" is 0xC3 0xA9).
+    CHECK(text_error("{\"model\": {\"name\": \"x\\u0000\"}}", true) ==
+          "inline.textproto:1:20: model.name: contains a NUL character (at byte 1 of the string)");
+    CHECK(clustersim::cli::load_scenario_text(kMinimal + good_training + "name: \"caf\xc3\xa9\"\n", "ok.textproto",
+                                              false, "")
+              .name == "caf\xc3\xa9");
+  }
   SUBCASE("text format: a parse error inside a repeated message names its element, as JSON and the loader do") {
     // The second `jobs` block (jobs[1]), in block and list syntax; a non-repeated message gets no index.
     const std::string a = "jobs { name: \"a\" parallel { dp: 1 } }\n";

@@ -33,7 +33,8 @@ std::string slurp(const std::string& path) {
 
 // A row of the 13-column layout with the data type "bogus" (at column 32: 12 + 14 + 5 spaces before it).
 std::string bad_type_row() {
-  return "           8             2     bogus     sum      -1    37.33    0.00    0.00       0    37.79    0.00    0.00  "
+  return "           8             2     bogus     sum      -1    37.33    0.00    0.00       0    37.79    0.00    "
+         "0.00  "
          "     0\n";
 }
 
@@ -446,8 +447,9 @@ TEST_CASE("measured runs: cut-off and foreign input are InputErrors with file:li
         }) == "t.csv:3:11: time_us_oop: \"1e30\" us is more than 1e12 us (11.6 days): no measurement");
   CHECK(error_of([&] {
           calibrate::parse_measured_run(csv_header + "8,2,bogus,37.33,0.00,0.00,37.79,0.00,0.00\n", "y.csv");
-        }) == "y.csv:3:5: type: \"bogus\" is not a data type nccl-tests prints (int8, uint8, int32, uint32, int64, "
-              "uint64, half, float, double, bfloat16, f8e4m3, f8e5m2)");
+        }) ==
+        "y.csv:3:5: type: \"bogus\" is not a data type nccl-tests prints (int8, uint8, int32, uint32, int64, "
+        "uint64, half, float, double, bfloat16, f8e4m3, f8e5m2)");
   CHECK(error_of([&] { calibrate::parse_measured_run(header + bad_type_row(), "y.log"); }) ==
         "y.log:5:32: type: \"bogus\" is not a data type nccl-tests prints (int8, uint8, int32, uint32, int64, "
         "uint64, half, float, double, bfloat16, f8e4m3, f8e5m2)");
@@ -463,9 +465,8 @@ TEST_CASE("measured runs: cut-off and foreign input are InputErrors with file:li
       "     0\n";
   CHECK(error_of([&] { calibrate::parse_measured_run(header + row1 + negative_size, "g.log"); }) ==
         "g.log:6:11: size: \"-1\" is not a whole number of bytes");
-  CHECK(calibrate::parse_measured_run(header + row1 + "node1:4242:4242 [0] NCCL INFO Channel 00/16 : 0 1 2 3 4 5 6 7\n" +
-                                          row1,
-                                      "info.log")
+  CHECK(calibrate::parse_measured_run(
+            header + row1 + "node1:4242:4242 [0] NCCL INFO Channel 00/16 : 0 1 2 3 4 5 6 7\n" + row1, "info.log")
             .rows.size() == 2);
 }
 
@@ -525,9 +526,9 @@ TEST_CASE("measured runs: a row whose count does not make its size is an error a
                    0) == 0);
   // A type nccl-tests does not print is refused (its element size is unknown, so the count could not be checked).
   CHECK(error_of([&] {
-          calibrate::parse_measured_run(
-              csv.substr(0, csv.rfind("67108864")) + "67108864,8388609,mytype,939.84,71.40,141.02,962.96,69.69,137.64\n",
-              "y.csv");
+          calibrate::parse_measured_run(csv.substr(0, csv.rfind("67108864")) +
+                                            "67108864,8388609,mytype,939.84,71.40,141.02,962.96,69.69,137.64\n",
+                                        "y.csv");
         }).rfind("y.csv:4:18: type: \"mytype\" is not a data type nccl-tests prints", 0) == 0);
 }
 

@@ -59,6 +59,8 @@ class CollectiveEngine : public sim::TaskRunner {
   const Scenario& scenario_;
   NetworkModel* network_;
   CollectiveModel model_;
+  // Whether each call's label gets the bus bandwidth it achieved: at FLOW fidelity, when a trace records the labels.
+  bool achieved_bandwidth_arg() const { return scenario_.fidelity != Fidelity::kAnalytical && sim_.has_sinks(); }
   sim::TaskGraph* graph_ = nullptr;         // the graph of the calls (for the achieved bandwidth at FLOW)
   std::vector<std::int64_t> call_of_task_;  // task id → index in calls_, −1 if none
   std::vector<Call> calls_;

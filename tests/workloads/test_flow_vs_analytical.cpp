@@ -1,6 +1,7 @@
 // FLOW fidelity (collectives as flows on the topology) against the closed form, and contention.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <numeric>
 #include <string>
 
@@ -396,4 +397,47 @@ TEST_CASE("oversubscribed leaves: ANALYTICAL bounds rings, trees and AlltoAll by
   Scenario open = cluster_only(
       "node_preset: \"dgx-h100\" nodes: 16 fabric { kind: CLOS_TWO_LEVEL oversubscription: 1 }", "h100-sxm5-80gb");
   CHECK(slope(open, Fidelity::kAnalytical, CollectiveOp::kAllToAll) == doctest::Approx(120.0 / 128 / B).epsilon(1e-9));
+}
+
+TEST_CASE("FLOW: a collective's achieved bus bandwidth is added to its label only when a trace records it") {
+  // Without a trace sink nothing reads the argument, and appending it grew every collective's argument vector
+  // (2 x its 8 arguments of 72 B each): 3.3 GB more on the 144-GPU gb200-nvl72-cp2 study. With a sink the label
+  // gets it, in room reserved when the call was added (capacity = size, no regrowth).
+  struct Count : sim::TraceSink {
+    int tasks = 0;
+    void on_task(const sim::TaskRecord&) override { ++tasks; }
+  };
+  const Scenario base = cluster_only(
+      "nodes: 1 gpus_per_node: 8 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 300 "
+      "nic_gbits_per_s_per_direction: 200",
+      "a100-sxm4-80gb");
+  for (const bool traced : {false, true}) {
+    CAPTURE(traced);
+    Scenario sc = base;
+    sc.fidelity = Fidelity::kFlow;
+    sim::Simulation s;
+    Count sink;
+    if (traced) s.add_sink(&sink);
+    NetworkModel net(s, sc);
+    CollectiveEngine engine(s, sc, &net);
+    sim::TaskGraph g;
+    std::vector<sim::StreamId> lanes;
+    std::vector<std::uint32_t> gpus(8);
+    std::iota(gpus.begin(), gpus.end(), 0u);
+    for (std::uint32_t gpu : gpus) lanes.push_back(g.add_stream(gpu, "comm"));
+    const sim::TaskId id = engine.add(g, "c", "comm", CollectiveRequest{CollectiveOp::kAllReduce, gpus, MiB(64), 0},
+                                      lanes, {});
+    const std::size_t args_before = g.label(id).args.size();
+    sim::Executor ex(s, g, &engine);
+    ex.start();
+    s.run();
+    ex.finish();
+    const auto& args = g.label(id).args;
+    const bool has_achieved = std::any_of(args.begin(), args.end(),
+                                          [](const sim::TaskArg& a) { return a.key == "bus_bandwidth_GBps"; });
+    CHECK(has_achieved == traced);
+    CHECK(args.size() == args_before + (traced ? 1 : 0));
+    CHECK(args.capacity() == args.size());
+    CHECK(sink.tasks == (traced ? 8 : 0));  // one record per member GPU's stream
+  }
 }

@@ -76,12 +76,12 @@ void CollectiveEngine::run(sim::TaskId task, std::function<void()> done) {
   // convention, as the contention-free one). Only a trace shows it: without one, nothing is added.
   if (achieved_bandwidth_arg())
     done = [this, task, start = sim_.now(), size = call.request.size, op = call.request.op,
-          ranks = static_cast<std::uint32_t>(call.request.gpus.size()), done = std::move(done)] {
-    const double took = sim::to_seconds(sim_.now() - start).raw();
-    graph_->append_label_arg(
-        task, {"bus_bandwidth_GBps", took > 0 ? size.raw() / took * busbw_factor(op, ranks) / 1e9 : 0, {}});
-    done();
-  };
+            ranks = static_cast<std::uint32_t>(call.request.gpus.size()), done = std::move(done)] {
+      const double took = sim::to_seconds(sim_.now() - start).raw();
+      graph_->append_label_arg(
+          task, {"bus_bandwidth_GBps", took > 0 ? size.raw() / took * busbw_factor(op, ranks) / 1e9 : 0, {}});
+      done();
+    };
   // The call ends when both its flows and the host's launch of it are done (see CollectivePlan::time).
   const Seconds launch = scenario_.nccl.launch_overhead;
   if (launch.raw() <= 0) {

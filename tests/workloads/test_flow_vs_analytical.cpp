@@ -425,16 +425,16 @@ TEST_CASE("FLOW: a collective's achieved bus bandwidth is added to its label onl
     std::vector<std::uint32_t> gpus(8);
     std::iota(gpus.begin(), gpus.end(), 0u);
     for (std::uint32_t gpu : gpus) lanes.push_back(g.add_stream(gpu, "comm"));
-    const sim::TaskId id = engine.add(g, "c", "comm", CollectiveRequest{CollectiveOp::kAllReduce, gpus, MiB(64), 0},
-                                      lanes, {});
+    const sim::TaskId id =
+        engine.add(g, "c", "comm", CollectiveRequest{CollectiveOp::kAllReduce, gpus, MiB(64), 0}, lanes, {});
     const std::size_t args_before = g.label(id).args.size();
     sim::Executor ex(s, g, &engine);
     ex.start();
     s.run();
     ex.finish();
     const auto& args = g.label(id).args;
-    const bool has_achieved = std::any_of(args.begin(), args.end(),
-                                          [](const sim::TaskArg& a) { return a.key == "bus_bandwidth_GBps"; });
+    const bool has_achieved =
+        std::any_of(args.begin(), args.end(), [](const sim::TaskArg& a) { return a.key == "bus_bandwidth_GBps"; });
     CHECK(has_achieved == traced);
     CHECK(args.size() == args_before + (traced ? 1 : 0));
     CHECK(args.capacity() == args.size());

@@ -328,9 +328,10 @@ void from_preset(const ParsedText& in, const schema::Cluster& c, const std::stri
     case ScaleUp::kTorus: {
       const auto& d = out.node.torus;
       // The optical circuit switches close a slice's axes into rings only when the slice is whole 4x4x4 cubes:
-      // every side a multiple of 4 (Cloud TPU v4 documentation, "TPU v4" and "Topologies": wraparound links on
-      // slices of 64 chips and more whose sides are multiples of 4; smaller slices such as 2x2x4 or 2x4x4 are a
-      // 3D mesh). A side of 1 or 2 makes the whole slice a mesh.
+      // every side a multiple of 4 (Cloud TPU v4 documentation, "3D mesh and 3D torus": the chips form a 3D mesh
+      // of nearest-neighbour links, configured as a 3D torus on slices whose every dimension is a multiple of 4,
+      // e.g. 4x4x8; smaller slices such as 2x2x4 or 2x4x4 stay a mesh). A side of 1 or 2 makes the whole slice a
+      // mesh.
       out.node.torus_wraps = std::all_of(d.begin(), d.end(), [](std::uint32_t side) { return side % 4 == 0; });
       const std::uint64_t chips = std::uint64_t{d[0]} * d[1] * d[2];
       if (chips != std::uint64_t{out.nodes} * out.gpus_per_node) {

@@ -1,6 +1,7 @@
 // Helpers shared by the test files.
 #pragma once
 
+#include <doctest/doctest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -91,6 +93,14 @@ inline BinaryRun run_clustersim(const std::string& args, const std::filesystem::
                           " >" + out.string() + " 2>" + err.string();
   const int raw = std::system(cmd.c_str());
   return BinaryRun{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, slurp(out), slurp(err)};
+}
+
+// The first number after `"key":` in a JSON text (--json writes a space after the colon, --trace none).
+inline double json_number(const std::string& json, const std::string& key) {
+  const std::regex re("\"" + key + "\": ?([-0-9.eE+]+)");
+  std::smatch m;
+  REQUIRE_MESSAGE(std::regex_search(json, m, re), "key " << key << " missing");
+  return std::stod(m[1]);
 }
 
 }  // namespace clustersim::testing

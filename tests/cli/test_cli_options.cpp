@@ -12,6 +12,7 @@
 #include "tests/test_support.h"
 
 namespace fs = std::filesystem;
+using clustersim::testing::json_number;
 using clustersim::testing::run_clustersim;
 using clustersim::testing::scratch_dir;
 using clustersim::testing::slurp;
@@ -22,13 +23,6 @@ std::size_t count_of(const std::string& text, const std::string& needle) {
   std::size_t n = 0;
   for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size())) ++n;
   return n;
-}
-
-// The number after `"key": ` in a JSON text (the first one).
-double json_number(const std::string& json, const std::string& key) {
-  std::smatch m;
-  REQUIRE(std::regex_search(json, m, std::regex("\"" + key + "\": (-?[0-9.eE+-]+)")));
-  return std::stod(m[1].str());
 }
 
 }  // namespace

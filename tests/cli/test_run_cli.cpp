@@ -22,16 +22,10 @@ namespace {
 using Run = clustersim::testing::BinaryRun;
 using clustersim::testing::RemoveOnExit;
 using clustersim::testing::scratch_dir;
+using clustersim::testing::json_number;
 using clustersim::testing::slurp;
 
 Run run(const std::string& args, const fs::path& dir) { return clustersim::testing::run_clustersim(args, dir); }
-
-double json_number(const std::string& json, const std::string& key) {
-  const std::regex re("\"" + key + "\": ?([-0-9.eE+]+)");  // --json writes a space, --trace none
-  std::smatch m;
-  REQUIRE_MESSAGE(std::regex_search(json, m, re), "key " << key << " missing");
-  return std::stod(m[1]);
-}
 
 }  // namespace
 

@@ -20,9 +20,9 @@ namespace fs = std::filesystem;
 namespace {
 
 using Run = clustersim::testing::BinaryRun;
+using clustersim::testing::json_number;
 using clustersim::testing::RemoveOnExit;
 using clustersim::testing::scratch_dir;
-using clustersim::testing::json_number;
 using clustersim::testing::slurp;
 
 Run run(const std::string& args, const fs::path& dir) { return clustersim::testing::run_clustersim(args, dir); }

@@ -160,7 +160,7 @@ TEST_CASE("validate: one row end to end equals simulate_scenario of the same lay
   CHECK(row.metric == "iter_time_s");
   CHECK(row.measured.value() == doctest::Approx(0.125463));
   CHECK(row.gpus == 2);
-  CHECK(row.layout == "TP2 PP1 DP1, mb 2 x 2, 1F1B, full recompute");
+  CHECK(row.layout == "TP2 PP1 DP1, mb 2 x 2, no pipeline, full recompute");
   // Not stated by the row: vocab, FFN width, precision, the GPU's memory size.
   CHECK(has_text(row.assumptions, "vocab not stated: 51200"));
   CHECK(has_text(row.assumptions, "ffn_hidden not stated: 4 x hidden = 4096"));

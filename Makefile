@@ -1,4 +1,4 @@
-# Thin wrapper: the two commands the README opens with.
+# Thin wrapper: the two commands the README opens with (after `sh cmake/install-deps.sh`, which installs make).
 #   make run   install missing Debian packages, configure, build, run `clustersim run` (built-in default scenario)
 #   make test  the same, then every test through ctest
 BUILD ?= build
@@ -11,7 +11,7 @@ WERROR := $(if $(filter true 1 yes,$(CI)),ON,OFF)
 run: build
 	./$(BUILD)/clustersim run
 
-test: build
+test: run
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
 deps:

@@ -876,7 +876,7 @@ void write_job(const workloads::Job& job, schema::Model* mo_ptr, schema::Paralle
   if (!parallel.async_tp_grad_reduce) p.set_async_tp_grad_reduce(false);
   if (parallel.tp_comm_overlap) p.set_tp_comm_overlap(true);
   if (parallel.overlap_param_gather) p.set_overlap_param_gather(true);
-  switch (parallel.framework) {
+  switch (parallel.effective_framework()) {  // the framework that ran, also when chosen by default
     case workloads::Framework::kAuto: break;
     case workloads::Framework::kPytorchDdp: p.set_framework(schema::Parallelism::PYTORCH_DDP); break;
     case workloads::Framework::kMegatron: p.set_framework(schema::Parallelism::MEGATRON); break;

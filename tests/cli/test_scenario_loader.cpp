@@ -189,6 +189,8 @@ TEST_CASE("resolved text reloads to the same scenario") {
     const Scenario s = cli::load_scenario_text(kGood, "good.textproto", false, "");
     const std::string resolved = cli::resolved_scenario_text(s);
     CHECK(resolved.find("tokens: 30000000000") != std::string::npos);  // 3e10 / 2048 = 14,648,437.5 samples
+    // No framework set and no model parallelism, ZeRO, recompute or flash: PyTorch DDP ran, and the file says so.
+    CHECK(resolved.find("framework: PYTORCH_DDP") != std::string::npos);
     check_same(s, cli::load_scenario_text(resolved, "resolved.textproto", false, ""));
     // A fixed point: resolving the reloaded scenario (same source name) gives the same bytes.
     CHECK(cli::resolved_scenario_text(cli::load_scenario_text(resolved, s.source_file, false, "")) == resolved);

@@ -51,11 +51,25 @@ double non_negative(const ParsedText& in, const std::string& path, double value,
   return value;
 }
 
-double efficiency(const ParsedText& in, const std::string& path, double value) {
+// A fraction of peak in (0, 1], and at least `min`: a scalar efficiency below 0.1 % is a slip (a percentage
+// divided twice, an exponent typo) that would simulate months; a measured table entry (calibrate fit) may be far
+// lower for a tiny GEMM that a launch dominates, so the table's floor is 1e-6.
+double efficiency(const ParsedText& in, const std::string& path, double value, double min = 1e-3) {
   if (!std::isfinite(value)) in.fail(path, format_number(value) + " is not a finite number");
   if (value == 0) in.fail(path, "missing or zero; must be in (0, 1] (a fraction of peak)");
   if (value < 0 || value > 1) in.fail(path, format_number(value) + " is not in (0, 1] (a fraction of peak)");
+  if (value < min)
+    in.fail(path, format_number(value) + " is below " + format_number(min) +
+                      " of peak: no kernel or link runs that far under its peak (a fraction, not a percentage)");
   return value;
+}
+
+// A value outside what any real GPU or link has: refused at its field, with what is real.
+void within(const ParsedText& in, const std::string& path, double value, double min, double max, const char* unit,
+            const char* real) {
+  if (value < min || value > max)
+    in.fail(path, format_number(value) + " " + unit + " is outside [" + format_number(min) + ", " +
+                      format_number(max) + "] " + unit + " (" + real + ")");
 }
 
 NcclTuning::PerProtocol per_protocol(const ParsedText& in, const std::string& path, const schema::ProtocolValues& v) {
@@ -116,7 +130,7 @@ std::vector<GemmEfficiencyPoint> to_gemm_table(
       default:
         in.fail(p + ".dtype", "missing; one of FP16, BF16, FP32, TF32, FP8");
     }
-    g.efficiency = efficiency(in, p + ".efficiency", e.efficiency());
+    g.efficiency = efficiency(in, p + ".efficiency", e.efficiency(), 1e-6);
     for (const GemmEfficiencyPoint& other : out)
       if (other.m == g.m && other.n == g.n && other.k == g.k && other.dtype == g.dtype)
         in.fail(p, "a second entry for " + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k) +
@@ -136,6 +150,8 @@ std::vector<HbmBandwidthPoint> to_hbm_curve(
       in.fail(p + ".bytes", std::to_string(curve[i].bytes()) + " is not larger than the previous point's " +
                                 std::to_string(curve[i - 1].bytes()) + "; give the points in increasing size");
     const double bw = positive(in, p + ".gbytes_per_s", curve[i].gbytes_per_s(), "decimal GB/s");
+    // A measured point of a tiny copy may be well under 1 GB/s (a launch-bound 1 KiB copy), not under 1 MB/s.
+    within(in, p + ".gbytes_per_s", bw, 1e-3, 1e5, "GB/s", "HBM moves 1e3 to 1e4 GB/s; small copies less");
     out.push_back(HbmBandwidthPoint{bytes(static_cast<double>(curve[i].bytes())), GBps(bw)});
   }
   return out;
@@ -187,15 +203,26 @@ std::vector<AlphaBetaBand> to_bands(const ParsedText& in,
       v.max_bytes = b.max_bytes();
     }
     v.alpha = microseconds(non_negative(in, p + ".alpha_us", b.alpha_us()));  // finite, >= 0, at most 1e12
+    within(in, p + ".alpha_us", b.alpha_us(), 0, 1e7, "us", "a collective's fixed cost is microseconds to milliseconds");
     const double bw = b.busbw_gbytes_per_s();
     if (std::isnan(bw)) in.fail(p + ".busbw_gbytes_per_s", "nan is not a bandwidth");
     if (bw == 0) in.fail(p + ".busbw_gbytes_per_s", "missing or zero; must be > 0 (decimal GB/s; inf = latency only)");
     if (bw < 0) in.fail(p + ".busbw_gbytes_per_s", format_number(bw) + " must be > 0 (decimal GB/s)");
+    if (bw < 1e-3)
+      in.fail(p + ".busbw_gbytes_per_s", format_number(bw) + " GB/s is below 0.001 GB/s (no interconnect is that "
+                                                            "slow; inf = a latency-only band)");
     v.busbw = GBps(bw);
     if (b.ranks() == 1)
       in.fail(p + ".ranks", "1 is not a communicator size; 0 (any size) or the GPU count measured, >= 2");
     v.ranks = b.ranks();
     v.points = b.points();
+    for (const auto& [field, e] : {std::pair<const char*, double>{".mean_relative_error", b.mean_relative_error()},
+                                   {".max_relative_error", b.max_relative_error()}})
+      if (!std::isfinite(e) || e < 0)
+        in.fail(p + field, format_number(e) + " is not a relative error (finite, >= 0)");
+    if (b.max_relative_error() > 0 && b.mean_relative_error() > b.max_relative_error())
+      in.fail(p + ".mean_relative_error", format_number(b.mean_relative_error()) + " is above max_relative_error " +
+                                              format_number(b.max_relative_error()));
     v.mean_relative_error = b.mean_relative_error();
     v.max_relative_error = b.max_relative_error();
     for (std::size_t j = 0; j < out.size(); ++j) {
@@ -314,13 +341,26 @@ HardwareProfile to_profile(const ParsedText& in, const schema::HardwareProfile& 
   out.gpu.peak_fp32 = TFLOPps(positive(in, "gpu.peak_fp32_tflops", g.peak_fp32_tflops(), "1e12 FLOP/s"));
   out.gpu.peak_fp8 =
       TFLOPps(non_negative(in, "gpu.peak_fp8_tflops", g.peak_fp8_tflops(), "1e12 FLOP/s; 0 = no FP8 tensor cores"));
+  for (const auto& [field, v] : {std::pair<const char*, double>{"gpu.peak_bf16_tflops", g.peak_bf16_tflops()},
+                                 {"gpu.peak_fp16_tflops", g.peak_fp16_tflops()},
+                                 {"gpu.peak_tf32_tflops", g.peak_tf32_tflops()},
+                                 {"gpu.peak_fp32_tflops", g.peak_fp32_tflops()}})
+    within(in, field, v, 0.01, 1e5, "TFLOP/s", "GPUs since 2010 peak at 1 to 5,000 TFLOP/s");
+  // FP8 tensor cores run at twice the 16-bit rate (H100, H200, B200); an FP8 peak under the BF16 one would time
+  // FP8 GEMMs slower than BF16 ones and put the BF16 parts of an FP8 step over 100 % MFU.
+  if (g.peak_fp8_tflops() > 0 && g.peak_fp8_tflops() < g.peak_bf16_tflops())
+    in.fail("gpu.peak_fp8_tflops", format_number(g.peak_fp8_tflops()) + " is below peak_bf16_tflops " +
+                                       format_number(g.peak_bf16_tflops()) +
+                                       " (FP8 tensor cores run at twice the 16-bit rate; 0 = none)");
   out.gpu.hbm_bandwidth = GBps(positive(in, "gpu.hbm_gbytes_per_s", g.hbm_gbytes_per_s(), "decimal GB/s"));
+  within(in, "gpu.hbm_gbytes_per_s", g.hbm_gbytes_per_s(), 1, 1e5, "GB/s", "GPU memories move 100 to 10,000 GB/s");
   // Whole bytes (79.18 GiB is no whole number of them).
   out.gpu.memory_capacity =
       bytes(std::floor(GiB(positive(in, "gpu.memory_capacity_gib", g.memory_capacity_gib(), "GiB")).raw()));
   out.gpu.gemm_efficiency = efficiency(in, "gpu.gemm_efficiency", g.gemm_efficiency());
   out.gpu.hbm_efficiency = efficiency(in, "gpu.hbm_efficiency", g.hbm_efficiency());
   out.gpu.kernel_launch = microseconds(non_negative(in, "gpu.kernel_launch_us", g.kernel_launch_us()));
+  within(in, "gpu.kernel_launch_us", g.kernel_launch_us(), 0, 1e4, "us", "a kernel launch takes a few us");
   out.gpu.gemm_table = to_gemm_table(in, g.gemm_table());
   for (std::size_t i = 0; i < out.gpu.gemm_table.size(); ++i)
     if (out.gpu.gemm_table[i].dtype == GemmDtype::kFP8 && g.peak_fp8_tflops() == 0)
@@ -332,8 +372,8 @@ HardwareProfile to_profile(const ParsedText& in, const schema::HardwareProfile& 
     if (!has) return out_rate;
     const std::string path = std::string("gpu.") + field;
     for (const auto& [name, v] : {std::pair<const char*, double>{"forward", r.forward()}, {"backward", r.backward()}})
-      if (!std::isfinite(v) || v <= 0 || v > 1)
-        in.fail(path + "." + name, format_number(v) + " is not in (0, 1] (a fraction of the 16-bit dense peak; leave " +
+      if (!std::isfinite(v) || v < 1e-3 || v > 1)
+        in.fail(path + "." + name, format_number(v) + " is not in [0.001, 1] (a fraction of the 16-bit dense peak; leave " +
                                     "the kernel out where no rate is published)");
     out_rate.forward = r.forward();
     out_rate.backward = r.backward();
@@ -347,8 +387,13 @@ HardwareProfile to_profile(const ParsedText& in, const schema::HardwareProfile& 
   if (!std::isfinite(slow) || (slow != 0 && slow < 1))
     in.fail("gpu.compute_slowdown_during_comm",
             format_number(slow) + " must be >= 1 (1 = no slowdown; 0 = absent = 1)");
-  not_huge(in, "gpu.compute_slowdown_during_comm", slow, "x");
+  within(in, "gpu.compute_slowdown_during_comm", slow, 0, 100, "x",
+         "NCCL kernels sharing the SMs slow compute by tens of percent, 1.1 to 1.5x");
   out.gpu.compute_slowdown_during_comm = slow == 0 ? 1.0 : slow;
+  // The largest dies have under 200 SMs (B200: 148 per die); CUTLASS output tiles are at most 256 on a side.
+  within(in, "gpu.sm_count", g.sm_count(), 0, 1024, "SMs", "an H100 has 132, a B200 die 148");
+  within(in, "gpu.gemm_tile_m", g.gemm_tile_m(), 0, 1024, "rows", "GEMM output tiles are 64 to 256");
+  within(in, "gpu.gemm_tile_n", g.gemm_tile_n(), 0, 1024, "columns", "GEMM output tiles are 64 to 256");
   out.gpu.sm_count = g.sm_count();
   out.gpu.gemm_tile_m = g.gemm_tile_m();
   out.gpu.gemm_tile_n = g.gemm_tile_n();
@@ -378,6 +423,9 @@ HardwareProfile to_profile(const ParsedText& in, const schema::HardwareProfile& 
   if (!std::isfinite(c.nvls_gbytes_per_s()) || c.nvls_gbytes_per_s() < 0)
     in.fail("collectives.nvls_gbytes_per_s", format_number(c.nvls_gbytes_per_s()) + " must be >= 0 (decimal GB/s)");
   not_huge(in, "collectives.nvls_gbytes_per_s", c.nvls_gbytes_per_s(), "decimal GB/s");
+  if (c.nvls_gbytes_per_s() > 0)
+    within(in, "collectives.nvls_gbytes_per_s", c.nvls_gbytes_per_s(), 1, 1e5, "GB/s",
+           "NVLS AllReduce runs at hundreds of GB/s per GPU; 0 = no NVLS");
   k.nvls_bandwidth = GBps(c.nvls_gbytes_per_s());
   if (c.has_nccl()) k.nccl = to_nccl_tuning(in, c.nccl());
   k.bands = to_bands(in, c.bands());

@@ -12,11 +12,13 @@
 namespace clustersim::cli {
 namespace {
 
-// A link's rate: > 0, and at least 1e-6 of its unit (GB/s or Gbit/s: 125 B/s and up). Anything slower is a unit
-// mistake, and a rate that small times a link fault's factor could round to 0, which stalls every flow on it.
+// A link's rate: > 0, at least 0.01 of its unit (GB/s or Gbit/s: 1.25 MB/s and up, slower than 10 Mbit/s Ethernet)
+// and at most 1e6 of it (125 TB/s and below, over 100x NVLink 5's 900 GB/s). Anything outside is a unit mistake; a
+// rate far too small simulates a step of months, and one that small times a link fault's factor could round to 0.
 double link_rate(const ParsedText& in, const std::string& path, bool has, double value, const char* unit) {
   positive(in, path, has, value, unit);
-  if (value < 1e-6) in.fail(path, format_number(value) + " is below 1e-6 " + unit + ": no interconnect is that slow");
+  if (value < 1e-2) in.fail(path, format_number(value) + " is below 0.01 " + unit + ": no interconnect is that slow");
+  if (value > 1e6) in.fail(path, format_number(value) + " is above 1e+06 " + unit + ": no interconnect is that fast");
   return value;
 }
 
@@ -278,6 +280,9 @@ void from_preset(const ParsedText& in, const schema::Cluster& c, const std::stri
   }
   out.gpus_per_node =
       c.has_gpus_per_node() ? at_least_one(in, join(path, "gpus_per_node"), true, c.gpus_per_node()) : p.gpus_per_node;
+  // The largest scale-up domain sold, GB200 NVL72 (and the announced NVL576), holds well under 1,024 GPUs; a node
+  // of more is a typo, and its all-pairs tables would grow with the square of it.
+  at_most(in, join(path, "gpus_per_node"), out.gpus_per_node, 1024, "GPUs", "no server or scale-up domain has more");
   out.gpu = c.has_gpu() ? required_gpu(in, c, path) : p.gpu;
   if (c.has_nics_per_node()) {
     out.node.nics_per_node = c.nics_per_node();
@@ -411,7 +416,7 @@ void explicit_form(const ParsedText& in, const schema::Cluster& c, const std::st
     spec.kind = link_kind(l.kind());
     spec.bandwidth = GBps(link_rate(in, join(lp, "gbytes_per_s_per_direction"), l.has_gbytes_per_s_per_direction(),
                                     l.gbytes_per_s_per_direction(), "decimal GB/s per direction"));
-    spec.latency = microseconds(non_negative(in, join(lp, "latency_us"), l.has_latency_us(), l.latency_us(), "us"));
+    spec.latency = microseconds(latency_us(in, join(lp, "latency_us"), l.has_latency_us(), l.latency_us()));
     spec.duplex = !l.has_duplex() || l.duplex();
     out.links.push_back(std::move(spec));
   }
@@ -458,8 +463,8 @@ void fabric(const ParsedText& in, const schema::Cluster& c, const std::string& p
   } else {
     out.fabric.link_per_direction = out.nic_port_per_direction();
   }
-  out.fabric.switch_latency = microseconds(
-      non_negative(in, join(fp, "switch_latency_us"), f.has_switch_latency_us(), f.switch_latency_us(), "us"));
+  out.fabric.switch_latency =
+      microseconds(latency_us(in, join(fp, "switch_latency_us"), f.has_switch_latency_us(), f.switch_latency_us()));
   out.fabric.in_network_reduction = f.in_network_reduction();
 }
 
@@ -511,6 +516,7 @@ void faults_and_stragglers(const ParsedText& in, const schema::Cluster& c, const
     if (!s.has_compute_slowdown()) in.fail(join(sp, "compute_slowdown"), "missing (required, >= 1)");
     const double k = finite(in, join(sp, "compute_slowdown"), s.compute_slowdown());
     if (k < 1) in.fail(join(sp, "compute_slowdown"), format_number(k) + " must be >= 1 (1 = full speed)");
+    at_most(in, join(sp, "compute_slowdown"), k, 1e4, "x", "a straggler that slow has failed; leave the GPU out");
     out.slow_gpus.push_back({s.gpu(), k});
   }
   std::sort(out.slow_gpus.begin(), out.slow_gpus.end(),
@@ -601,10 +607,10 @@ topology::ClusterSpec to_cluster(const ParsedText& in, const schema::Cluster& c,
   }
   if (c.has_nvls()) out.node.nvls = c.nvls();
   if (c.has_cpu_vendor()) out.node.cpu_vendor = cpu_vendor(c.cpu_vendor());
-  out.nvlink_hop_latency = microseconds(non_negative(in, join(path, "nvlink_hop_latency_us"),
-                                                     c.has_nvlink_hop_latency_us(), c.nvlink_hop_latency_us(), "us"));
-  out.network_hop_latency = microseconds(non_negative(
-      in, join(path, "network_hop_latency_us"), c.has_network_hop_latency_us(), c.network_hop_latency_us(), "us"));
+  out.nvlink_hop_latency = microseconds(
+      latency_us(in, join(path, "nvlink_hop_latency_us"), c.has_nvlink_hop_latency_us(), c.nvlink_hop_latency_us()));
+  out.network_hop_latency = microseconds(latency_us(in, join(path, "network_hop_latency_us"),
+                                                    c.has_network_hop_latency_us(), c.network_hop_latency_us()));
   if (is_explicit) {
     explicit_form(in, c, path, out);
   } else {

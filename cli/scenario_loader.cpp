@@ -118,9 +118,15 @@ workloads::ModelSpec to_model(const ParsedText& in, const M& s, const std::strin
                                                : (preset.empty() ? path : preset);
   out.layers = at_least_one(in, field("layers"), m.has_layers(), m.layers());
   out.hidden = at_least_one(in, field("hidden"), m.has_hidden(), m.hidden());
+  // The widest models trained have hidden sizes near 2^14 to 2^15; past 2^20 (the query width's bound below) every
+  // GEMM's products leave the counts clustersim keeps.
+  at_most(in, field("hidden"), out.hidden, 1 << 20, "", "no model is that wide; 2^20 is clustersim's bound");
   out.heads = at_least_one(in, field("heads"), m.has_heads(), m.heads());
   out.vocab = at_least_one(in, field("vocab"), m.has_vocab(), m.vocab());
   out.seq_len = at_least_one(in, field("seq_len"), m.has_seq_len(), m.seq_len());
+  // Published long-context training reaches a few million tokens per sequence; past 2^25 one layer's attention
+  // squares alone simulate to months.
+  at_most(in, field("seq_len"), out.seq_len, 1 << 25, "tokens", "no training sequence is that long; 2^25 is clustersim's bound");
   if (m.has_head_dim()) {
     out.head_dim = at_least_one(in, field("head_dim"), true, m.head_dim());
     // The query width a·d sizes every attention GEMM; beyond 2^20 its products leave 32-bit counts.
@@ -199,7 +205,10 @@ workloads::ModelSpec to_model(const ParsedText& in, const M& s, const std::strin
     in.fail(field("top_k"), std::to_string(out.top_k) + " exceeds experts " + std::to_string(out.experts) +
                                 origin(written.has_top_k() && written.has_experts()));
   }
+  // Fine-grained MoE models have hundreds of experts, the largest studied (PEER) about 2^20; shared experts are a few.
+  at_most(in, field("experts"), out.experts, 1 << 20, "", "2^20 is clustersim's bound");
   out.shared_experts = m.has_shared_experts() ? m.shared_experts() : 0;
+  at_most(in, field("shared_experts"), out.shared_experts, 1024, "", "models share one or two experts");
   out.moe_ffn_hidden =
       m.has_moe_ffn_hidden() ? at_least_one(in, field("moe_ffn_hidden"), true, m.moe_ffn_hidden()) : out.ffn_hidden;
   out.moe_layer_frequency =
@@ -362,13 +371,22 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
       in.fail(pre + "parallel.framework", "horovod_* options need framework HOROVOD");
     if (p.has_horovod_fusion_mib())
       out.horovod_fusion = MiB(non_negative(in, pre + "parallel.horovod_fusion_mib", true, p.horovod_fusion_mib(), "MiB"));
-    if (p.has_horovod_cycle_ms())
-      out.horovod_cycle =
-          seconds(1e-3 * non_negative(in, pre + "parallel.horovod_cycle_ms", true, p.horovod_cycle_ms(), "ms"));
+    if (p.has_horovod_cycle_ms()) {
+      // Horovod's HOROVOD_CYCLE_TIME defaults to 1 ms (0 here: no wait). A cycle under 10 us is no real setting and
+      // would add one tick per cycle over the whole backward pass; one over 10 s would never fuse anything.
+      const std::string path = pre + "parallel.horovod_cycle_ms";
+      const double ms = non_negative(in, path, true, p.horovod_cycle_ms(), "ms");
+      if (ms > 0) at_least(in, path, ms, 0.01, "ms", "Horovod's default is 1 ms; 0 means no cycle wait");
+      at_most(in, path, ms, 1e4, "ms", "Horovod's default is 1 ms");
+      out.horovod_cycle = seconds(1e-3 * ms);
+    }
     out.horovod_hierarchical = p.horovod_hierarchical();
   }
   if (p.has_moe_capacity_factor())
-    out.moe_capacity_factor = positive(in, pre + "parallel.moe_capacity_factor", true, p.moe_capacity_factor(), "x");
+    out.moe_capacity_factor = at_least(
+        in, pre + "parallel.moe_capacity_factor",
+        positive(in, pre + "parallel.moe_capacity_factor", true, p.moe_capacity_factor(), "x"), 0.1, "x",
+        "an expert would drop over 90% of its even share of tokens; recipes use 1 to 2");
   if (p.has_moe_token_skew())
     out.moe_token_skew = non_negative(in, pre + "parallel.moe_token_skew", true, p.moe_token_skew(), "x");
   out.ddp_bucket_set = p.has_ddp_bucket_mib();
@@ -443,6 +461,10 @@ void check_layout(const ParsedText& in, const std::string& pre, const workloads:
   if (m.layers % (std::uint64_t{p.pp} * p.vp) != 0)  // 64-bit: pp 2 x vp 2^31 wraps to 0 in 32 bits
     in.fail(pre + "parallel.pp", "pp " + std::to_string(p.pp) + " x vp " + std::to_string(p.vp) + " does not divide " +
                                      std::to_string(m.layers) + " layers");
+  // A micro-batch of 2^30 tokens is thousands of times what fits any GPU's memory; its GEMMs would simulate to years.
+  if (double(p.micro_batch) * m.seq_len > double(1 << 30))
+    in.fail(pre + "parallel.micro_batch", std::to_string(p.micro_batch) + " x seq_len " + std::to_string(m.seq_len) +
+                                              " is above 2^30 tokens per micro-batch, clustersim's bound");
   // Ring attention with causal load balancing cuts each sequence into 2·cp chunks.
   if (p.cp > 1 && m.seq_len % (2 * std::uint64_t{p.cp}) != 0)
     in.fail(pre + "parallel.cp", "2 x cp = " + std::to_string(2 * std::uint64_t{p.cp}) + " does not divide seq_len " +
@@ -634,8 +656,11 @@ workloads::TrainingJob to_training(const ParsedText& in, const M& s, const std::
                                                  "for MEGATRON (FSDP and DEEPSPEED reduce 16-bit gradients)");
   }
   if (t.has_loader_samples_per_s_per_node())
-    out.loader_samples_per_s_per_node = positive(in, pre + "training.loader_samples_per_s_per_node", true,
-                                                 t.loader_samples_per_s_per_node(), "samples/s");
+    out.loader_samples_per_s_per_node =
+        at_least(in, pre + "training.loader_samples_per_s_per_node",
+                 positive(in, pre + "training.loader_samples_per_s_per_node", true, t.loader_samples_per_s_per_node(),
+                          "samples/s"),
+                 0.01, "samples/s", "a data loader that slow is broken, not a bottleneck");
   if (t.has_loader_prefetch()) {
     // Set but unused: without a loader rate there are no loader tasks to queue.
     if (!t.has_loader_samples_per_s_per_node())
@@ -652,15 +677,17 @@ workloads::TrainingJob to_training(const ParsedText& in, const M& s, const std::
   }
   if (t.has_host_to_device_gbps()) {
     out.host_to_device =
-        GBps(positive(in, pre + "training.host_to_device_GBps", true, t.host_to_device_gbps(), "GB/s"));
+        GBps(at_least(in, pre + "training.host_to_device_GBps",
+                      positive(in, pre + "training.host_to_device_GBps", true, t.host_to_device_gbps(), "GB/s"), 1e-6,
+                      "GB/s", "1 kB/s; one PCIe 1.0 lane moves 0.25 GB/s"));
   } else if (cluster.node.c2c_per_direction.raw() > 0) {
     out.host_to_device = cluster.node.c2c_per_direction;
   } else if (cluster.node.pcie_per_direction.raw() > 0) {
     out.host_to_device = cluster.node.pcie_per_direction;
   }
-  out.host_dispatch_per_kernel = microseconds(non_negative(in, pre + "training.host_dispatch_us_per_kernel",
-                                                           t.has_host_dispatch_us_per_kernel(),
-                                                           t.host_dispatch_us_per_kernel(), "us"));
+  out.host_dispatch_per_kernel =
+      microseconds(latency_us(in, pre + "training.host_dispatch_us_per_kernel", t.has_host_dispatch_us_per_kernel(),
+                              t.host_dispatch_us_per_kernel()));
   // The Horovod and nn.DataParallel graphs have no host thread (DataParallel's launches are its GPU 0's
   // kernel_launch x replicas): the figure would be silently ignored.
   const workloads::Framework fw = parallel.effective_framework();
@@ -730,8 +757,8 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
       case schema::NcclSettings::SIMPLE: out.nccl.protocol = workloads::Protocol::kSimple; break;
       default: break;
     }
-    out.nccl.launch_overhead = microseconds(
-        non_negative(in, "nccl.launch_overhead_us", n.has_launch_overhead_us(), n.launch_overhead_us(), "us"));
+    out.nccl.launch_overhead =
+        microseconds(latency_us(in, "nccl.launch_overhead_us", n.has_launch_overhead_us(), n.launch_overhead_us()));
     out.nccl.source_file = in.file();
     const calibrate::TextLocation algorithm_at = in.location("nccl.algorithm");
     const calibrate::TextLocation protocol_at = in.location("nccl.protocol");

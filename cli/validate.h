@@ -50,6 +50,33 @@ inline double non_negative(const ParsedText& in, const std::string& path, bool h
   return value;
 }
 
+// Physical ranges. A value no real machine or run comes near is a typo or a unit slip; it is refused at its field
+// rather than simulated into a time out of range (53 days) or a meaningless figure. `real` says what real hardware
+// or training does, for the message: "x: 1e+12 us is above 1e+06 us (no hop takes a second)".
+inline double at_most(const ParsedText& in, const std::string& path, double value, double max, const std::string& unit,
+                      const std::string& real) {
+  const std::string u = unit.empty() ? "" : " " + unit;
+  if (value > max)
+    in.fail(path, format_number(value) + u + " is above " + format_number(max) + u + " (" + real + ")");
+  return value;
+}
+
+inline double at_least(const ParsedText& in, const std::string& path, double value, double min, const std::string& unit,
+                       const std::string& real) {
+  const std::string u = unit.empty() ? "" : " " + unit;
+  if (value < min)
+    in.fail(path, format_number(value) + u + " is below " + format_number(min) + u + " (" + real + ")");
+  return value;
+}
+
+// A latency in microseconds: >= 0 and at most a second, which no hop, launch or dispatch comes near (even an
+// intercontinental round trip is about 0.2 s).
+inline double latency_us(const ParsedText& in, const std::string& path, bool has, double value) {
+  if (!has) return 0;
+  non_negative(in, path, true, value, "us");
+  return at_most(in, path, value, 1e6, "us", "a second; no hop, launch or dispatch takes that long");
+}
+
 // The number in the schema's unit that converts back to exactly `raw`: raw / scale is usually it,
 // but (x * c) / c can be off by an ulp, and the resolved scenario must reload to equal values.
 template <class Forward>

@@ -817,6 +817,13 @@ BytesPerSecond Topology::max_flow_between(const std::function<bool(std::uint32_t
     if (p.kind != VertexKind::kGpu || p.forwards) return -1;
     return first_half(p.gpu) ? 0 : 1;
   };
+  // Capacities are whole B/s, unless the links' sum would come near the 64-bit integers' 9.2e18: then whole
+  // multiples of a unit that keeps the sum under 2^61 (a million 1e15 B/s links needs units of 1e3 B/s). The
+  // source and sink edges take the sum + 1, so it must fit with room to spare.
+  double sum = 0;
+  for (const auto& e : edges_)
+    if (graph_[e].up) sum += graph_[e].bandwidth.raw();
+  const double unit = std::max(1.0, std::ldexp(sum, -61));
   long long total = 0;
   for (const auto& e : edges_) {
     const LinkProps& p = graph_[e];
@@ -824,7 +831,7 @@ BytesPerSecond Topology::max_flow_between(const std::function<bool(std::uint32_t
     const auto a = static_cast<VertexIndex>(boost::source(e, graph_));
     const auto b = static_cast<VertexIndex>(boost::target(e, graph_));
     if (half_of(a) == 1 || half_of(b) == 0) continue;  // GPUs only send (first half) or receive (second)
-    const long long cap = std::llround(p.bandwidth.raw());
+    const long long cap = std::llround(p.bandwidth.raw() / unit);
     total += cap;
     add(a, b, cap);
   }
@@ -837,7 +844,7 @@ BytesPerSecond Topology::max_flow_between(const std::function<bool(std::uint32_t
     }
   }
   const long long value = boost::push_relabel_max_flow(flow, source, sink);
-  return bytes_per_second(static_cast<double>(value));
+  return bytes_per_second(static_cast<double>(value) * unit);
 }
 
 std::uint32_t Topology::diameter_hops() const {

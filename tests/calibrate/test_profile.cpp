@@ -131,6 +131,23 @@ TEST_CASE("bad inline profiles") {
         "p.textproto:18:28: collectives.network_step_latency_us: -1 must be >= 0 (microseconds)");
   CHECK(profile_error(replaced("peak_fp32_tflops: 10", "peak_fp32_tflops: inf")) ==
         "p.textproto:8:21: gpu.peak_fp32_tflops: inf is not a finite number");
+  // Values no real GPU has are refused at their field (they simulated steps of months, or MFU over 100 %):
+  // a scalar efficiency under 0.1 % of peak, a peak under 0.01 TFLOP/s, an FP8 peak under the BF16 one (FP8 tensor
+  // cores run at twice the 16-bit rate), over 1,024 SMs, NVLS at under 1 GB/s.
+  CHECK(profile_error(replaced("gemm_efficiency: 0.5", "gemm_efficiency: 1e-300")) ==
+        "p.textproto:11:20: gpu.gemm_efficiency: 1e-300 is below 0.001 of peak: no kernel or link runs that far under "
+        "its peak (a fraction, not a percentage)");
+  CHECK(profile_error(replaced("peak_fp32_tflops: 10", "peak_fp32_tflops: 0.001")) ==
+        "p.textproto:8:21: gpu.peak_fp32_tflops: 0.001 TFLOP/s is outside [0.01, 1e+05] TFLOP/s (GPUs since 2010 "
+        "peak at 1 to 5,000 TFLOP/s)");
+  CHECK(profile_error(replaced("  kernel_launch_us: 0\n", "  kernel_launch_us: 0\n  peak_fp8_tflops: 50\n")) ==
+        "p.textproto:14:20: gpu.peak_fp8_tflops: 50 is below peak_bf16_tflops 100 (FP8 tensor cores run at twice the "
+        "16-bit rate; 0 = none)");
+  CHECK(profile_error(replaced("  kernel_launch_us: 0\n", "  kernel_launch_us: 0\n  sm_count: 65536\n")) ==
+        "p.textproto:14:13: gpu.sm_count: 65536 SMs is outside [0, 1024] SMs (an H100 has 132, a B200 die 148)");
+  CHECK(profile_error(replaced("  network_bus_efficiency: 0.5\n", "  network_bus_efficiency: 0.5\n  nvls_gbytes_per_s: 0.5\n")) ==
+        "p.textproto:21:22: collectives.nvls_gbytes_per_s: 0.5 GB/s is outside [1, 1e+05] GB/s (NVLS AllReduce runs at "
+        "hundreds of GB/s per GPU; 0 = no NVLS)");
   // The tuning constants' NCCL release is digits and dots.
   {
     std::string t = *calibrate::builtin_profile_source("h100-sxm5-80gb");
@@ -174,14 +191,14 @@ TEST_CASE("bad inline profiles") {
   CHECK(profile_error(replaced("  kernel_launch_us: 0\n", "  kernel_launch_us: 0\n" + fp8_entry)) ==
         "p.textproto:14:41: gpu.gemm_table[0].dtype: FP8, but gpu.peak_fp8_tflops is 0 (no FP8 tensor cores); give the "
         "FP8 peak or drop the entry");
-  // FlashAttention kernel rates are fractions of the 16-bit peak: both passes in (0, 1].
+  // FlashAttention kernel rates are fractions of the 16-bit peak: both passes in [0.001, 1].
   CHECK(profile_error(replaced("  kernel_launch_us: 0\n",
                                "  kernel_launch_us: 0\n  flash_attention_fa2 { forward: 1.5 backward: 0.5 }\n")) ==
-        "p.textproto:14:34: gpu.flash_attention_fa2.forward: 1.5 is not in (0, 1] (a fraction of the 16-bit dense "
+        "p.textproto:14:34: gpu.flash_attention_fa2.forward: 1.5 is not in [0.001, 1] (a fraction of the 16-bit dense "
         "peak; leave the kernel out where no rate is published)");
   CHECK(profile_error(replaced("  kernel_launch_us: 0\n",
                                "  kernel_launch_us: 0\n  flash_attention_triton { forward: 0.3 }\n")) ==
-        "p.textproto:14:3: gpu.flash_attention_triton.backward: 0 is not in (0, 1] (a fraction of the 16-bit dense "
+        "p.textproto:14:3: gpu.flash_attention_triton.backward: 0 is not in [0.001, 1] (a fraction of the 16-bit dense "
         "peak; leave the kernel out where no rate is published)");
 }
 

@@ -282,30 +282,41 @@ TEST_CASE("an output name the file system refuses is an error before anything is
 }
 
 TEST_CASE("inputs far outside what hardware does: out of the simulator's time range is an error, not a number") {
-  // Simulated time is int64 picoseconds; the engine takes ±2^62 ps (53.4 days). The default scenario's
-  // GPU 0 at 10^8 times its compute time needs ~9e7 s (over 1,000 days): it used to wrap around and print
-  // 133,196 s with exit status 0. A NIC of 1e-6 Gbit/s (125 B/s, the slowest link rate the loader takes) makes
-  // the 2.7B model's gradient flows (~5.4 GB) end after ~4e7 s: that was reported as a deadlock. Both are now one
-  // error line naming the scenario, exit status 2.
+  // Simulated time is int64 picoseconds; the engine takes ±2^62 ps (53.4 days). The loader refuses each value
+  // beyond what hardware does (a 10^8 slowdown, a 1e-6 Gbit/s NIC) at its field, so it takes values at its bounds
+  // together to leave the range. The default scenario at a 1M-token sequence (its attention squares grow 2^20-fold)
+  // with GPU 0 at the largest slowdown taken, 10^4: the first softmax alone ends after about 1.6e7 s (a slowdown
+  // of 10^8 used to wrap around and print 133,196 s with exit status 0). At FLOW fidelity, NICs of 0.01 Gbit/s (the
+  // slowest rate taken) with GPU 0's NIC link at the smallest fault factor taken, 1e-6: 1.25 B/s, of which a
+  // gradient flow gets 0.5 B/s (the profile's network efficiency, the link shared), so it ends after about 1.5e7 s (that was reported as a deadlock). Both are one error line naming the
+  // scenario, exit status 2.
   const fs::path dir = scratch_dir("range");
   const std::string base = slurp(fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios" / "default.textproto");
-  auto variant = [&](const std::string& name, const std::string& from, const std::string& to) {
-    std::string text = base;
-    const std::size_t at = text.find(from);
-    REQUIRE(at != std::string::npos);
-    text.replace(at, from.size(), to);
+  auto write = [&](const std::string& name, std::string text) {
     std::ofstream(dir / name) << text;
     return (dir / name).string();
   };
-  const std::string slow = variant("slow.textproto", "cluster {", "cluster {\n  slow_gpus { gpu: 0 compute_slowdown: 1e8 }");
-  const std::string nic =
-      variant("nic.textproto", "nic_gbits_per_s_per_direction: 200", "nic_gbits_per_s_per_direction: 1e-6");
+  auto replaced = [](std::string text, const std::string& from, const std::string& to) {
+    const std::size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    return text.replace(at, from.size(), to);
+  };
+  const std::string slow = write(
+      "slow.textproto",
+      replaced(replaced(base, "cluster {", "cluster {\n  slow_gpus { gpu: 0 compute_slowdown: 1e4 }"),
+               "seq_len: 1024 ", "seq_len: 1048576 "));
+  const std::string nic = write(
+      "nic.textproto",
+      replaced(replaced(replaced(base, "nic_gbits_per_s_per_direction: 200", "nic_gbits_per_s_per_direction: 0.01"),
+                        "cluster {",
+                        "cluster {\n  link_faults { from: \"n0/nic0\" to: \"rail0/leaf0\" bandwidth_factor: 1e-6 }"),
+               "profile: \"a100-sxm4-80gb\"", "profile: \"a100-sxm4-80gb\"\nfidelity: FLOW"));
   for (const std::string& scenario : {slow, nic}) {
     CAPTURE(scenario);
     const Run r = run("run " + scenario + " --json " + (dir / "out.json").string(), dir);
     CHECK(r.status == 2);
     // The line names the scenario, as every input error does, and what would take that long: the slowed GPU's
-    // kernel that would end past the range, or the network transfer at its (shared) rate of the 125 B/s NIC.
+    // kernel that would end past the range, or the network transfer at its rate on the faulty link.
     CHECK(r.err.rfind("error: " + scenario + ": simulated time out of range: ", 0) == 0);
     CHECK(r.err.find(scenario == slow ? "for task \"" : "for a network transfer of ") != std::string::npos);
     if (scenario == slow) CHECK(r.err.find("on GPU 0 (stream compute)") != std::string::npos);

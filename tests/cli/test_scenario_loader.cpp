@@ -428,6 +428,38 @@ TEST_CASE("bad inline scenarios") {
     CHECK(text_error(text) == "inline.textproto:4:49: model.head_dim: 4294967295 x heads 4 = 17179869180 is more "
                               "than the 1048576 (2^20) query width clustersim models");
   }
+  SUBCASE("values no hardware or training run comes near are refused at their field, not simulated for months") {
+    // Each replaces one value of kMinimal (lines 1-5) or appends a field; the error names the line and the field.
+    struct Case {
+      std::string from, to, expected;
+    };
+    const Case cases[] = {
+        {"hidden: 64 heads: 4", "hidden: 2097152 heads: 4",
+         "inline.textproto:4:27: model.hidden: 2097152 is above 1048576 (no model is that wide"},
+        {"seq_len: 16", "seq_len: 67108864",
+         "inline.textproto:4:59: model.seq_len: 67108864 tokens is above 33554432 tokens (no training sequence"},
+        // 2^16 sequences of 2^15 tokens = 2^31 tokens in one micro-batch.
+        {"seq_len: 16 }\nparallel { dp: 1 micro_batch: 5", "seq_len: 32768 }\nparallel { dp: 1 micro_batch: 65536",
+         "inline.textproto:5:31: parallel.micro_batch: 65536 x seq_len 32768 is above 2^30 tokens per micro-batch"},
+        {"parallel { dp: 1", "nccl { launch_overhead_us: 2e6 }\nparallel { dp: 1",
+         "inline.textproto:5:28: nccl.launch_overhead_us: 2e+06 us is above 1e+06 us"},
+        {"parallel { dp: 1", "parallel { framework: HOROVOD horovod_cycle_ms: 0.001 dp: 1",
+         "inline.textproto:5:49: parallel.horovod_cycle_ms: 0.001 ms is below 0.01 ms (Horovod's default is 1 ms"},
+    };
+    for (const Case& c : cases) {
+      CAPTURE(c.to);
+      std::string text = kMinimal + good_training;
+      REQUIRE(text.find(c.from) != std::string::npos);
+      text.replace(text.find(c.from), c.from.size(), c.to);
+      CHECK(text_error(text).starts_with(c.expected));
+    }
+    // Training-side rates: a loader under 0.01 samples/s, a host link under 1 kB/s.
+    CHECK(text_error(kMinimal + "training { samples: 1000 loader_samples_per_s_per_node: 0.001 }\n")
+              .starts_with("inline.textproto:6:57: training.loader_samples_per_s_per_node: 0.001 samples/s is below "
+                           "0.01 samples/s"));
+    CHECK(text_error(kMinimal + "training { samples: 1000 host_to_device_GBps: 1e-7 }\n")
+              .starts_with("inline.textproto:6:47: training.host_to_device_GBps: 1e-07 GB/s is below 1e-06 GB/s"));
+  }
   SUBCASE("negative number for an unsigned field") {
     CHECK(text_error("model {\n  layers: -2\n}\n") == "inline.textproto:2:11: model.layers: Expected integer, got: -");
   }

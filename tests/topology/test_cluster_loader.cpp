@@ -262,14 +262,27 @@ TEST_CASE("topology loader: bad clusters name file, line:col and field") {
   CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 fabric { link_gbits_per_s_per_direction: 0.1 }") ==
         "c.textproto:1:75: fabric.link_gbits_per_s_per_direction: 0.1 Gbit/s is more than 1000 times below the "
         "NIC port's 200 Gbit/s");
-  // Below 1e-6 of its unit a rate is a unit mistake; times a fault's factor it could round to 0 and stall every
-  // flow (reported as a deadlock before).
+  // Below 0.01 of its unit (slower than 10 Mbit/s Ethernet) a rate is a unit mistake; times a fault's factor it
+  // could round to 0 and stall every flow (reported as a deadlock before). Above 1e6 of it (125 TB/s per link, over
+  // 100x NVLink 5) too: summed over a fabric's links, B/s in 64-bit integers overflowed the bisection's max-flow.
   CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 fabric { link_gbits_per_s_per_direction: 1e-300 }") ==
-        "c.textproto:1:75: fabric.link_gbits_per_s_per_direction: 1e-300 is below 1e-6 Gbit/s per direction: no "
+        "c.textproto:1:75: fabric.link_gbits_per_s_per_direction: 1e-300 is below 0.01 Gbit/s per direction: no "
         "interconnect is that slow");
-  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 nic_gbits_per_s_per_direction: 1e-9")
-            .find("nic_gbits_per_s_per_direction: 1e-09 is below 1e-6 Gbit/s per GPU per direction") !=
+  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 nic_gbits_per_s_per_direction: 0.009")
+            .find("nic_gbits_per_s_per_direction: 0.009 is below 0.01 Gbit/s per GPU per direction") !=
         std::string::npos);
+  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 nvlink_gbytes_per_s_per_direction: 2e6") ==
+        "c.textproto:1:69: nvlink_gbytes_per_s_per_direction: 2e+06 is above 1e+06 decimal GB/s per GPU per "
+        "direction: no interconnect is that fast");
+  // Latencies: at most a second (no hop does that), and no straggler 10,000 times slower than its peers.
+  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 network_hop_latency_us: 1e12") ==
+        "c.textproto:1:58: network_hop_latency_us: 1e+12 us is above 1e+06 us (a second; no hop, launch or dispatch "
+        "takes that long)");
+  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 slow_gpus { gpu: 1 compute_slowdown: 2e4 }") ==
+        "c.textproto:1:71: slow_gpus[0].compute_slowdown: 20000 x is above 10000 x (a straggler that slow has failed; "
+        "leave the GPU out)");
+  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 gpus_per_node: 2048").find(
+            "gpus_per_node: 2048 GPUs is above 1024 GPUs (no server or scale-up domain has more)") != std::string::npos);
   CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 link_faults { pattern: \"nic*\" bandwidth_factor: 1e-10 }")
             .find("link_faults[0].bandwidth_factor: 1e-10 is below 1e-6: a link that slow is down for any training "
                   "step (use down: true)") != std::string::npos);

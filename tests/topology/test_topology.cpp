@@ -56,6 +56,17 @@ std::string dgx_a100(int nodes, const std::string& extra = "") {
 
 }  // namespace
 
+TEST_CASE("topology: the bisection's max-flow holds links whose rates sum past 64-bit integers of B/s") {
+  // 2,048 nodes of 8 GPUs at NVLink 1e6 GB/s (1e15 B/s, the fastest rate the loader takes): the GPU->NVSwitch
+  // edges the max-flow counts (both directions of the first half's, into the second half's) sum to about 2,048 x 8
+  // x 1e15 = 1.6e19 B/s, past the 9.2e18 of a long long; the flow came out 0. The cut is still the NICs: 1,024
+  // nodes x 8 NICs x 200 Gbit/s (25 GB/s) = 204,800 GB/s.
+  const Topology t(load("nodes: 2048 gpus_per_node: 8 gpu: \"A100-SXM4-80GB\"\n"
+                        "nvlink_gbytes_per_s_per_direction: 1e6 nic_gbits_per_s_per_direction: 200\n"
+                        "fabric { kind: CLOS_THREE_LEVEL }\n"));
+  CHECK(to_GBps(t.bisection_bandwidth()) == doctest::Approx(204800).epsilon(1e-9));
+}
+
 TEST_CASE("topology: simple form builds NVSwitch, one NIC per GPU and a rail-optimised tree") {
   const Topology t(load(kSimple2x8));
   // Per node: 8 GPUs + 1 NVSwitch + 8 NICs = 17 vertices; 8 GPU<->NVSwitch + 8 GPU<->NIC duplex = 32 links.

@@ -287,14 +287,15 @@ TEST_CASE("host-to-device copy: b·(s + 1) int64 tokens at the scenario's bandwi
   const Scenario sc = scenario("dp: 1 micro_batch: 4", 1, "samples: 1000 host_to_device_GBps: 2");
   CHECK(micro_batch_input_bytes(sc.jobs[0].model, 4).raw() == 32800);
   CHECK(simulate_scenario(sc).jobs[0].breakdown.exposed_input.raw() == doctest::Approx(16.4e-6).epsilon(1e-9));
-  // At 1e-9 GB/s (1 B/s) the copy takes 32,800 s: a step of over 2^53 ps, where seconds in doubles no longer hold
-  // every picosecond. The parts are counted in picoseconds, so they still add up and idle is exactly 0 (it was
-  // -7e-12 s, printed "-0.000000").
-  const Scenario slow = scenario("dp: 1 micro_batch: 4", 1, "samples: 1000 host_to_device_GBps: 1e-9");
+  // At 1e-6 GB/s (1 kB/s, the slowest rate the loader takes) b = 4096 sequences, 4096·1025·8 = 33,587,200 B, take
+  // 33,587.2 s: a step of over 2^53 ps (9,007 s), where seconds in doubles no longer hold every picosecond. The
+  // parts are counted in picoseconds, so they still add up and idle is exactly 0 (it was -7e-12 s, printed
+  // "-0.000000").
+  const Scenario slow = scenario("dp: 1 micro_batch: 4096", 1, "samples: 4096 host_to_device_GBps: 1e-6");
   const IterationResult r = simulate_scenario(slow).jobs[0];
-  CHECK(r.iteration_time.raw() > 32800);
+  CHECK(r.iteration_time.raw() > 33587.2);
   CHECK(r.breakdown.idle.raw() == 0);
-  CHECK(r.breakdown.exposed_input.raw() == doctest::Approx(32800).epsilon(1e-9));
+  CHECK(r.breakdown.exposed_input.raw() == doctest::Approx(33587.2).epsilon(1e-9));
 }
 
 TEST_CASE("step options: invalid combinations are input errors naming the field") {

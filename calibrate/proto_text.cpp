@@ -584,7 +584,13 @@ TextLocation ParsedText::location(std::string_view field_path) const {
     const pb::FieldDescriptor* f = d->FindFieldByName(name);
     if (f == nullptr) break;
     const int i = f->is_repeated() ? std::max(index, 0) : -1;
-    const pb::TextFormat::ParseLocation at = tree->GetLocation(f, i);
+    pb::TextFormat::ParseLocation at = tree->GetLocation(f, i);
+    // A repeated scalar in list syntax (`x: [1, 2, 3]`) has its name once: protobuf records element 0 only.
+    int list_element = 0;
+    if (at.line < 0 && i > 0 && f->message_type() == nullptr && tree->GetLocation(f, 0).line >= 0) {
+      at = tree->GetLocation(f, 0);
+      list_element = i;
+    }
     if (at.line < 0) break;
     best = {at.line + 1, at.column + 1};
     if (f->message_type() == nullptr) {
@@ -593,8 +599,19 @@ TextLocation ParsedText::location(std::string_view field_path) const {
       while (!c.done() && c.before(at.line, at.column)) c.advance();
       next_token(c);
       if (next_token(c).text == ":") {
-        const Token value = next_token(c);
-        if (value.kind != TokenKind::kEnd && value.text != "[") best = {value.line + 1, value.column + 1};
+        Token value = next_token(c);
+        if (value.text == "[" && list_element > 0) {
+          // The element's value follows the list_element-th comma of the list.
+          int commas = 0;
+          while (commas < list_element) {
+            const Token t = next_token(c);
+            if (t.kind == TokenKind::kEnd || t.text == "]") break;
+            if (t.text == ",") ++commas;
+          }
+          if (commas == list_element) value = next_token(c);
+        }
+        if (value.kind != TokenKind::kEnd && value.text != "[" && value.text != "]")
+          best = {value.line + 1, value.column + 1};
       }
       break;
     }

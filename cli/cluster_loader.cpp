@@ -466,6 +466,18 @@ void fabric(const ParsedText& in, const schema::Cluster& c, const std::string& p
   out.fabric.switch_latency =
       microseconds(latency_us(in, join(fp, "switch_latency_us"), f.has_switch_latency_us(), f.switch_latency_us()));
   out.fabric.in_network_reduction = f.in_network_reduction();
+  // A leaf's downlinks (NIC ports) take oversubscription x uplinks x link / port of its ports: uplinks far slower
+  // than the NICs leave none of a leaf's ports for them. Blamed on the field that set it: the link rate when given.
+  if (out.nic_port_per_direction().raw() > 0 && topology::fabric_ports(out).downlinks == 0) {
+    const std::string field = f.has_link_gbits_per_s_per_direction() ? "link_gbits_per_s_per_direction"
+                              : f.has_switch_radix()                ? "switch_radix"
+                                                                    : "oversubscription";
+    in.fail(join(fp, field), "a leaf of " + std::to_string(out.fabric.switch_radix) + " ports has no port left for a " +
+                                 format_number(out.nic_port_per_direction().raw() * 8 / 1e9) + " Gbit/s NIC: at " +
+                                 format_number(out.fabric.link_per_direction.raw() * 8 / 1e9) +
+                                 " Gbit/s per uplink and oversubscription " +
+                                 format_number(out.fabric.oversubscription) + ", one NIC port needs more uplinks than that");
+  }
 }
 
 void faults_and_stragglers(const ParsedText& in, const schema::Cluster& c, const std::string& path, ClusterSpec& out) {

@@ -571,12 +571,19 @@ workloads::TrainingJob to_training(const ParsedText& in, const M& s, const std::
       break;
     case schema::Training::kTokens:
       if (t.tokens() == 0) in.fail(pre + "training.tokens", "0 must be > 0");
+      if (t.tokens() < model.seq_len)
+        in.fail(pre + "training.tokens", std::to_string(t.tokens()) + " is less than one sequence of seq_len " +
+                                             std::to_string(model.seq_len) + " tokens");
       out.samples_per_epoch = static_cast<double>(t.tokens()) / model.seq_len;
       break;
     case schema::Training::DATASET_NOT_SET:
       in.fail(pre + "training", "missing samples or tokens (exactly one is required)");
   }
   out.epochs = t.has_epochs() ? positive(in, pre + "training.epochs", true, t.epochs(), "epochs") : 1;
+  // Fractional epochs are a token budget (0.5 of a dataset); one that covers less than a sample trains on nothing.
+  if (out.epochs * out.samples_per_epoch < 1)
+    in.fail(pre + "training.epochs", format_number(out.epochs) + " epochs of " + format_number(out.samples_per_epoch) +
+                                         " samples is less than one sample");
 
   // micro_batch x grad_accum x dp < 2^96 can overflow 64 bits; such a batch is an input error.
   const std::uint64_t mb_ga = std::uint64_t{parallel.micro_batch} * parallel.grad_accum;

@@ -6,6 +6,7 @@
 
 #include "tests/test_support.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -148,6 +149,20 @@ TEST_CASE("bad inline profiles") {
   CHECK(profile_error(replaced("  network_bus_efficiency: 0.5\n", "  network_bus_efficiency: 0.5\n  nvls_gbytes_per_s: 0.5\n")) ==
         "p.textproto:21:22: collectives.nvls_gbytes_per_s: 0.5 GB/s is outside [1, 1e+05] GB/s (NVLS AllReduce runs at "
         "hundreds of GB/s per GPU; 0 = no NVLS)");
+  // List syntax: protobuf records a repeated scalar's name once, so element [2]'s error pointed at the enclosing
+  // `nccl {` line; it points at the element's value now (line and column found in the text below).
+  {
+    std::string t = *calibrate::builtin_profile_source("h100-sxm5-80gb");
+    const std::string list = "tree_per_channel_gbytes_per_s: [38.7, 41.4, 36.0]";
+    REQUIRE(t.find(list) != std::string::npos);
+    t.replace(t.find(list), list.size(), "tree_per_channel_gbytes_per_s: [38.7, 41.4, -1]");
+    const std::size_t at = t.find("-1]");
+    const std::size_t line = static_cast<std::size_t>(std::count(t.begin(), t.begin() + static_cast<long>(at), '\n')) + 1;
+    const std::size_t column = at - t.rfind('\n', at);
+    CHECK(error_of([&] { calibrate::parse_profile(t, "p.textproto"); })
+              .starts_with("p.textproto:" + std::to_string(line) + ":" + std::to_string(column) +
+                           ": collectives.nccl.tree_per_channel_gbytes_per_s[2]"));
+  }
   // The tuning constants' NCCL release is digits and dots.
   {
     std::string t = *calibrate::builtin_profile_source("h100-sxm5-80gb");

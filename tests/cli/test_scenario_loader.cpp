@@ -453,6 +453,12 @@ TEST_CASE("bad inline scenarios") {
       text.replace(text.find(c.from), c.from.size(), c.to);
       CHECK(text_error(text).starts_with(c.expected));
     }
+    // A dataset of less than one sequence (8 tokens at seq_len 16), or epochs covering less than one sample
+    // (1e-9 x 1000 samples): the step count rounded up to a whole step billed a full one for nothing.
+    CHECK(text_error(kMinimal + "training { tokens: 8 }\n") ==
+          "inline.textproto:6:20: training.tokens: 8 is less than one sequence of seq_len 16 tokens");
+    CHECK(text_error(kMinimal + "training { samples: 1000 epochs: 1e-9 }\n") ==
+          "inline.textproto:6:34: training.epochs: 1e-09 epochs of 1000 samples is less than one sample");
     // Training-side rates: a loader under 0.01 samples/s, a host link under 1 kB/s.
     CHECK(text_error(kMinimal + "training { samples: 1000 loader_samples_per_s_per_node: 0.001 }\n")
               .starts_with("inline.textproto:6:57: training.loader_samples_per_s_per_node: 0.001 samples/s is below "

@@ -262,6 +262,11 @@ TEST_CASE("topology loader: bad clusters name file, line:col and field") {
   CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 fabric { link_gbits_per_s_per_direction: 0.1 }") ==
         "c.textproto:1:75: fabric.link_gbits_per_s_per_direction: 0.1 Gbit/s is more than 1000 times below the "
         "NIC port's 200 Gbit/s");
+  // 1000 times slower than the 200 Gbit/s NIC port is taken, but then one NIC port needs 1,000 uplinks, more than
+  // a 40-port leaf has: the error names the link rate that caused it (it named switch_radix, which was not set).
+  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 fabric { link_gbits_per_s_per_direction: 0.2 }")
+            .starts_with("c.textproto:1:75: fabric.link_gbits_per_s_per_direction: a leaf of 40 ports has no port "
+                         "left for a 200 Gbit/s NIC"));
   // Below 0.01 of its unit (slower than 10 Mbit/s Ethernet) a rate is a unit mistake; times a fault's factor it
   // could round to 0 and stall every flow (reported as a deadlock before). Above 1e6 of it (125 TB/s per link, over
   // 100x NVLink 5) too: summed over a fabric's links, B/s in 64-bit integers overflowed the bisection's max-flow.

@@ -68,8 +68,8 @@ double efficiency(const ParsedText& in, const std::string& path, double value, d
 void within(const ParsedText& in, const std::string& path, double value, double min, double max, const char* unit,
             const char* real) {
   if (value < min || value > max)
-    in.fail(path, format_number(value) + " " + unit + " is outside [" + format_number(min) + ", " +
-                      format_number(max) + "] " + unit + " (" + real + ")");
+    in.fail(path, format_number(value) + " " + unit + " is outside [" + format_number(min) + ", " + format_number(max) +
+                      "] " + unit + " (" + real + ")");
 }
 
 NcclTuning::PerProtocol per_protocol(const ParsedText& in, const std::string& path, const schema::ProtocolValues& v) {
@@ -203,14 +203,16 @@ std::vector<AlphaBetaBand> to_bands(const ParsedText& in,
       v.max_bytes = b.max_bytes();
     }
     v.alpha = microseconds(non_negative(in, p + ".alpha_us", b.alpha_us()));  // finite, >= 0, at most 1e12
-    within(in, p + ".alpha_us", b.alpha_us(), 0, 1e7, "us", "a collective's fixed cost is microseconds to milliseconds");
+    within(in, p + ".alpha_us", b.alpha_us(), 0, 1e7, "us",
+           "a collective's fixed cost is microseconds to milliseconds");
     const double bw = b.busbw_gbytes_per_s();
     if (std::isnan(bw)) in.fail(p + ".busbw_gbytes_per_s", "nan is not a bandwidth");
     if (bw == 0) in.fail(p + ".busbw_gbytes_per_s", "missing or zero; must be > 0 (decimal GB/s; inf = latency only)");
     if (bw < 0) in.fail(p + ".busbw_gbytes_per_s", format_number(bw) + " must be > 0 (decimal GB/s)");
     if (bw < 1e-3)
-      in.fail(p + ".busbw_gbytes_per_s", format_number(bw) + " GB/s is below 0.001 GB/s (no interconnect is that "
-                                                            "slow; inf = a latency-only band)");
+      in.fail(p + ".busbw_gbytes_per_s", format_number(bw) +
+                                             " GB/s is below 0.001 GB/s (no interconnect is that "
+                                             "slow; inf = a latency-only band)");
     v.busbw = GBps(bw);
     if (b.ranks() == 1)
       in.fail(p + ".ranks", "1 is not a communicator size; 0 (any size) or the GPU count measured, >= 2");
@@ -218,8 +220,7 @@ std::vector<AlphaBetaBand> to_bands(const ParsedText& in,
     v.points = b.points();
     for (const auto& [field, e] : {std::pair<const char*, double>{".mean_relative_error", b.mean_relative_error()},
                                    {".max_relative_error", b.max_relative_error()}})
-      if (!std::isfinite(e) || e < 0)
-        in.fail(p + field, format_number(e) + " is not a relative error (finite, >= 0)");
+      if (!std::isfinite(e) || e < 0) in.fail(p + field, format_number(e) + " is not a relative error (finite, >= 0)");
     if (b.max_relative_error() > 0 && b.mean_relative_error() > b.max_relative_error())
       in.fail(p + ".mean_relative_error", format_number(b.mean_relative_error()) + " is above max_relative_error " +
                                               format_number(b.max_relative_error()));
@@ -373,8 +374,9 @@ HardwareProfile to_profile(const ParsedText& in, const schema::HardwareProfile& 
     const std::string path = std::string("gpu.") + field;
     for (const auto& [name, v] : {std::pair<const char*, double>{"forward", r.forward()}, {"backward", r.backward()}})
       if (!std::isfinite(v) || v < 1e-3 || v > 1)
-        in.fail(path + "." + name, format_number(v) + " is not in [0.001, 1] (a fraction of the 16-bit dense peak; leave " +
-                                    "the kernel out where no rate is published)");
+        in.fail(path + "." + name, format_number(v) +
+                                       " is not in [0.001, 1] (a fraction of the 16-bit dense peak; leave " +
+                                       "the kernel out where no rate is published)");
     out_rate.forward = r.forward();
     out_rate.backward = r.backward();
     return out_rate;

@@ -470,13 +470,14 @@ void fabric(const ParsedText& in, const schema::Cluster& c, const std::string& p
   // than the NICs leave none of a leaf's ports for them. Blamed on the field that set it: the link rate when given.
   if (out.nic_port_per_direction().raw() > 0 && topology::fabric_ports(out).downlinks == 0) {
     const std::string field = f.has_link_gbits_per_s_per_direction() ? "link_gbits_per_s_per_direction"
-                              : f.has_switch_radix()                ? "switch_radix"
-                                                                    : "oversubscription";
+                              : f.has_switch_radix()                 ? "switch_radix"
+                                                                     : "oversubscription";
     in.fail(join(fp, field), "a leaf of " + std::to_string(out.fabric.switch_radix) + " ports has no port left for a " +
                                  format_number(out.nic_port_per_direction().raw() * 8 / 1e9) + " Gbit/s NIC: at " +
                                  format_number(out.fabric.link_per_direction.raw() * 8 / 1e9) +
                                  " Gbit/s per uplink and oversubscription " +
-                                 format_number(out.fabric.oversubscription) + ", one NIC port needs more uplinks than that");
+                                 format_number(out.fabric.oversubscription) +
+                                 ", one NIC port needs more uplinks than that");
   }
 }
 
@@ -621,8 +622,8 @@ topology::ClusterSpec to_cluster(const ParsedText& in, const schema::Cluster& c,
   if (c.has_cpu_vendor()) out.node.cpu_vendor = cpu_vendor(c.cpu_vendor());
   out.nvlink_hop_latency = microseconds(
       latency_us(in, join(path, "nvlink_hop_latency_us"), c.has_nvlink_hop_latency_us(), c.nvlink_hop_latency_us()));
-  out.network_hop_latency = microseconds(latency_us(in, join(path, "network_hop_latency_us"),
-                                                    c.has_network_hop_latency_us(), c.network_hop_latency_us()));
+  out.network_hop_latency = microseconds(
+      latency_us(in, join(path, "network_hop_latency_us"), c.has_network_hop_latency_us(), c.network_hop_latency_us()));
   if (is_explicit) {
     explicit_form(in, c, path, out);
   } else {

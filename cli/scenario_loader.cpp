@@ -126,7 +126,8 @@ workloads::ModelSpec to_model(const ParsedText& in, const M& s, const std::strin
   out.seq_len = at_least_one(in, field("seq_len"), m.has_seq_len(), m.seq_len());
   // Published long-context training reaches a few million tokens per sequence; past 2^25 one layer's attention
   // squares alone simulate to months.
-  at_most(in, field("seq_len"), out.seq_len, 1 << 25, "tokens", "no training sequence is that long; 2^25 is clustersim's bound");
+  at_most(in, field("seq_len"), out.seq_len, 1 << 25, "tokens",
+          "no training sequence is that long; 2^25 is clustersim's bound");
   if (m.has_head_dim()) {
     out.head_dim = at_least_one(in, field("head_dim"), true, m.head_dim());
     // The query width a·d sizes every attention GEMM; beyond 2^20 its products leave 32-bit counts.
@@ -383,10 +384,10 @@ workloads::ParallelPlan to_parallel(const ParsedText& in, const M& s, const std:
     out.horovod_hierarchical = p.horovod_hierarchical();
   }
   if (p.has_moe_capacity_factor())
-    out.moe_capacity_factor = at_least(
-        in, pre + "parallel.moe_capacity_factor",
-        positive(in, pre + "parallel.moe_capacity_factor", true, p.moe_capacity_factor(), "x"), 0.1, "x",
-        "an expert would drop over 90% of its even share of tokens; recipes use 1 to 2");
+    out.moe_capacity_factor =
+        at_least(in, pre + "parallel.moe_capacity_factor",
+                 positive(in, pre + "parallel.moe_capacity_factor", true, p.moe_capacity_factor(), "x"), 0.1, "x",
+                 "an expert would drop over 90% of its even share of tokens; recipes use 1 to 2");
   if (p.has_moe_token_skew())
     out.moe_token_skew = non_negative(in, pre + "parallel.moe_token_skew", true, p.moe_token_skew(), "x");
   out.ddp_bucket_set = p.has_ddp_bucket_mib();

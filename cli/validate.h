@@ -56,16 +56,14 @@ inline double non_negative(const ParsedText& in, const std::string& path, bool h
 inline double at_most(const ParsedText& in, const std::string& path, double value, double max, const std::string& unit,
                       const std::string& real) {
   const std::string u = unit.empty() ? "" : " " + unit;
-  if (value > max)
-    in.fail(path, format_number(value) + u + " is above " + format_number(max) + u + " (" + real + ")");
+  if (value > max) in.fail(path, format_number(value) + u + " is above " + format_number(max) + u + " (" + real + ")");
   return value;
 }
 
 inline double at_least(const ParsedText& in, const std::string& path, double value, double min, const std::string& unit,
                        const std::string& real) {
   const std::string u = unit.empty() ? "" : " " + unit;
-  if (value < min)
-    in.fail(path, format_number(value) + u + " is below " + format_number(min) + u + " (" + real + ")");
+  if (value < min) in.fail(path, format_number(value) + u + " is below " + format_number(min) + u + " (" + real + ")");
   return value;
 }
 

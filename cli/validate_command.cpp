@@ -908,8 +908,11 @@ ValidationRow plan_row(const CsvTable& table, const CsvRecord& record, workloads
   layout << "TP" << tp << " PP" << pp;
   if (vp > 1) layout << " vp" << vp;
   if (cp > 1) layout << " CP" << cp;
-  layout << " DP" << dp << ", mb " << mbs << " x " << m << ", " << (pp == 1 ? "no pipeline" : vp > 1 ? "interleaved" : "1F1B") << ", "
-         << (recompute == workloads::Recompute::kNone ? std::string("no") : lower(recompute_name(recompute)))
+  layout << " DP" << dp << ", mb " << mbs << " x " << m << ", "
+         << (pp == 1  ? "no pipeline"
+             : vp > 1 ? "interleaved"
+                      : "1F1B")
+         << ", " << (recompute == workloads::Recompute::kNone ? std::string("no") : lower(recompute_name(recompute)))
          << " recompute" << (sequence_parallel ? ", SP" : "") << (tp_comm_overlap ? ", TP overlap" : "")
          << (flash ? ", flash" : "");
   out.layout = layout.str();

@@ -1,19 +1,17 @@
 // Hardware profiles: the built-in ones load with their datasheet numbers in SI units, and each kind
 // of bad profile gives the exact error (FILE:LINE:COL: field.path: message).
-#include "calibrate/hardware_profile.h"
-
 #include <doctest/doctest.h>
-
-#include "tests/test_support.h"
 
 #include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <string>
 
+#include "calibrate/hardware_profile.h"
 #include "calibrate/profile.pb.h"
 #include "calibrate/proto_text.h"
 #include "sim/input_error.h"
+#include "tests/test_support.h"
 
 namespace {
 
@@ -146,7 +144,8 @@ TEST_CASE("bad inline profiles") {
         "16-bit rate; 0 = none)");
   CHECK(profile_error(replaced("  kernel_launch_us: 0\n", "  kernel_launch_us: 0\n  sm_count: 65536\n")) ==
         "p.textproto:14:13: gpu.sm_count: 65536 SMs is outside [0, 1024] SMs (an H100 has 132, a B200 die 148)");
-  CHECK(profile_error(replaced("  network_bus_efficiency: 0.5\n", "  network_bus_efficiency: 0.5\n  nvls_gbytes_per_s: 0.5\n")) ==
+  CHECK(profile_error(
+            replaced("  network_bus_efficiency: 0.5\n", "  network_bus_efficiency: 0.5\n  nvls_gbytes_per_s: 0.5\n")) ==
         "p.textproto:21:22: collectives.nvls_gbytes_per_s: 0.5 GB/s is outside [1, 1e+05] GB/s (NVLS AllReduce runs at "
         "hundreds of GB/s per GPU; 0 = no NVLS)");
   // List syntax: protobuf records a repeated scalar's name once, so element [2]'s error pointed at the enclosing
@@ -157,7 +156,8 @@ TEST_CASE("bad inline profiles") {
     REQUIRE(t.find(list) != std::string::npos);
     t.replace(t.find(list), list.size(), "tree_per_channel_gbytes_per_s: [38.7, 41.4, -1]");
     const std::size_t at = t.find("-1]");
-    const std::size_t line = static_cast<std::size_t>(std::count(t.begin(), t.begin() + static_cast<long>(at), '\n')) + 1;
+    const std::size_t line =
+        static_cast<std::size_t>(std::count(t.begin(), t.begin() + static_cast<long>(at), '\n')) + 1;
     const std::size_t column = at - t.rfind('\n', at);
     CHECK(error_of([&] { calibrate::parse_profile(t, "p.textproto"); })
               .starts_with("p.textproto:" + std::to_string(line) + ":" + std::to_string(column) +

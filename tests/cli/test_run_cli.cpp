@@ -288,8 +288,8 @@ TEST_CASE("inputs far outside what hardware does: out of the simulator's time ra
   // with GPU 0 at the largest slowdown taken, 10^4: the first softmax alone ends after about 1.6e7 s (a slowdown
   // of 10^8 used to wrap around and print 133,196 s with exit status 0). At FLOW fidelity, NICs of 0.01 Gbit/s (the
   // slowest rate taken) with GPU 0's NIC link at the smallest fault factor taken, 1e-6: 1.25 B/s, of which a
-  // gradient flow gets 0.5 B/s (the profile's network efficiency, the link shared), so it ends after about 1.5e7 s (that was reported as a deadlock). Both are one error line naming the
-  // scenario, exit status 2.
+  // gradient flow gets 0.5 B/s (the profile's network efficiency, the link shared), so it ends after about 1.5e7 s
+  // (that was reported as a deadlock). Both are one error line naming the scenario, exit status 2.
   const fs::path dir = scratch_dir("range");
   const std::string base = slurp(fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios" / "default.textproto");
   auto write = [&](const std::string& name, std::string text) {
@@ -302,9 +302,8 @@ TEST_CASE("inputs far outside what hardware does: out of the simulator's time ra
     return text.replace(at, from.size(), to);
   };
   const std::string slow = write(
-      "slow.textproto",
-      replaced(replaced(base, "cluster {", "cluster {\n  slow_gpus { gpu: 0 compute_slowdown: 1e4 }"),
-               "seq_len: 1024 ", "seq_len: 1048576 "));
+      "slow.textproto", replaced(replaced(base, "cluster {", "cluster {\n  slow_gpus { gpu: 0 compute_slowdown: 1e4 }"),
+                                 "seq_len: 1024 ", "seq_len: 1048576 "));
   const std::string nic = write(
       "nic.textproto",
       replaced(replaced(replaced(base, "nic_gbits_per_s_per_direction: 200", "nic_gbits_per_s_per_direction: 0.01"),

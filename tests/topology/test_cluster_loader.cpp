@@ -286,8 +286,9 @@ TEST_CASE("topology loader: bad clusters name file, line:col and field") {
   CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 slow_gpus { gpu: 1 compute_slowdown: 2e4 }") ==
         "c.textproto:1:71: slow_gpus[0].compute_slowdown: 20000 x is above 10000 x (a straggler that slow has failed; "
         "leave the GPU out)");
-  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 gpus_per_node: 2048").find(
-            "gpus_per_node: 2048 GPUs is above 1024 GPUs (no server or scale-up domain has more)") != std::string::npos);
+  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 gpus_per_node: 2048")
+            .find("gpus_per_node: 2048 GPUs is above 1024 GPUs (no server or scale-up domain has more)") !=
+        std::string::npos);
   CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 link_faults { pattern: \"nic*\" bandwidth_factor: 1e-10 }")
             .find("link_faults[0].bandwidth_factor: 1e-10 is below 1e-6: a link that slow is down for any training "
                   "step (use down: true)") != std::string::npos);

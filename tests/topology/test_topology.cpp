@@ -61,9 +61,10 @@ TEST_CASE("topology: the bisection's max-flow holds links whose rates sum past 6
   // edges the max-flow counts (both directions of the first half's, into the second half's) sum to about 2,048 x 8
   // x 1e15 = 1.6e19 B/s, past the 9.2e18 of a long long; the flow came out 0. The cut is still the NICs: 1,024
   // nodes x 8 NICs x 200 Gbit/s (25 GB/s) = 204,800 GB/s.
-  const Topology t(load("nodes: 2048 gpus_per_node: 8 gpu: \"A100-SXM4-80GB\"\n"
-                        "nvlink_gbytes_per_s_per_direction: 1e6 nic_gbits_per_s_per_direction: 200\n"
-                        "fabric { kind: CLOS_THREE_LEVEL }\n"));
+  const Topology t(
+      load("nodes: 2048 gpus_per_node: 8 gpu: \"A100-SXM4-80GB\"\n"
+           "nvlink_gbytes_per_s_per_direction: 1e6 nic_gbits_per_s_per_direction: 200\n"
+           "fabric { kind: CLOS_THREE_LEVEL }\n"));
   CHECK(to_GBps(t.bisection_bandwidth()) == doctest::Approx(204800).epsilon(1e-9));
 }
 

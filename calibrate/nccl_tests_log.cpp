@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <deque>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -61,6 +62,7 @@ struct Line {
   std::string_view text;
   int number = 0;
   int offset = 0;
+  int continued_at = 0;  // a row that NCCL's log lines cut in two: the line of its second part (mend_interleaved_rows)
 };
 
 std::vector<Line> split_lines(std::string_view text) {
@@ -108,6 +110,87 @@ void strip_launcher_prefix(Line& line) {
   const std::size_t n = tag + std::string_view("]<stdout>:").size();
   line.text.remove_prefix(n);
   line.offset += static_cast<int>(n);
+}
+
+// Where an NCCL log line ("host:pid:tid [dev] NCCL INFO ...", NCCL's own debug output) begins in `t`, else npos.
+// It may begin inside the line, glued to what nccl-tests printed before it: "      -1gcn151:1904979:1905073 [0]
+// NCCL INFO ...". There the host starts after the leading "-1" (a row's root field: an optional minus and digits).
+std::size_t nccl_log_start(std::string_view t) {
+  for (std::size_t at = t.find("] NCCL "); at != std::string_view::npos; at = t.find("] NCCL ", at + 1)) {
+    std::size_t open = at;
+    while (open > 0 && t[open - 1] >= '0' && t[open - 1] <= '9') --open;
+    if (open == at || open < 2 || t[open - 1] != '[' || t[open - 2] != ' ') continue;
+    const std::size_t end = open - 2;  // the host:pid:tid token ends here
+    std::size_t begin = end;
+    while (begin > 0 && !is_space(t[begin - 1])) --begin;
+    const std::string_view token = t.substr(begin, end - begin);
+    const std::size_t c1 = token.find(':');
+    const std::size_t c2 = c1 == std::string_view::npos ? c1 : token.find(':', c1 + 1);
+    if (c1 == std::string_view::npos || c2 == std::string_view::npos || !all_digits(token.substr(c1 + 1, c2 - c1 - 1)) ||
+        !all_digits(token.substr(c2 + 1)))
+      continue;
+    // Glued to a row's last field: skip "-1" / "0" before a host name that does not start with a digit.
+    std::size_t host = 0;
+    if (begin > 0 && !trim(t.substr(0, begin)).empty()) {
+      std::size_t i = token[0] == '-' ? 1 : 0;
+      while (i < c1 && token[i] >= '0' && token[i] <= '9') ++i;
+      if (i > (token[0] == '-' ? 1u : 0u) && i < c1) host = i;
+    }
+    return begin + host;
+  }
+  return std::string_view::npos;
+}
+
+// The algorithm an NCCL "Connected ..." line names ("NCCL INFO Connected all rings", "... all trees", "Connected
+// NVLS", "Connected collnet + chain", "Connected PAT"), or "" for any other line.
+std::string connected_algorithm(std::string_view line) {
+  const std::size_t at = line.find("NCCL INFO Connected ");
+  if (at == std::string_view::npos || nccl_log_start(line) != 0) return "";
+  const std::string_view what = line.substr(at + 20);
+  if (what.find("ring") != std::string_view::npos) return "ring";
+  if (what.find("tree") != std::string_view::npos) return "tree";
+  if (what.find("NVLS") != std::string_view::npos) return "nvls";
+  if (what.find("ollnet") != std::string_view::npos || what.find("ollNet") != std::string_view::npos) return "collnet";
+  if (what.find("PAT") != std::string_view::npos) return "pat";
+  return "";
+}
+
+// NCCL's debug lines go to the same stdout as nccl-tests' rows, from NCCL's threads, and nccl-tests prints a row in
+// two parts: size, count, type, redop and root before the collective runs, the times when it has. NCCL 2.22 and
+// later connect an algorithm's links the first time the algorithm runs, so with NCCL_DEBUG=INFO the "Channel ...
+// via NET/IB" and "Connected all rings" lines of a size that first runs a ring land between the two parts:
+//       2097152        524288     float     sum      -1gcn151:1904979:1905073 [0] NCCL INFO Channel 00/0 : ...
+//   gcn151:1904979:1905073 [0] NCCL INFO Connected all rings
+//       87.18   24.05   42.10      0    85.11   24.64   43.12      0
+// Such a row is mended: its first part, then the next line that is neither NCCL's nor a `#` line, joined in
+// `storage` (the row keeps its first line's number; columns past the first part are those of the joined text).
+void mend_interleaved_rows(std::vector<Line>& lines, std::deque<std::string>& storage) {
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::string_view text = lines[i].text;
+    const std::size_t at = nccl_log_start(text);
+    if (at == std::string_view::npos) continue;
+    const std::string_view head = text.substr(0, at);
+    const std::vector<Token> fields = split_whitespace(head);
+    // Only the first part of a row (5 fields, 4 in older nccl-tests; a whole row has 12 or more) waits for the rest.
+    if (fields.empty() || fields.size() >= 10 || !all_digits(fields[0].text) || trim(head).front() == '#') continue;
+    std::string joined(head);
+    for (std::size_t j = i + 1; j < lines.size(); ++j) {
+      const std::string_view next = trim(lines[j].text);
+      if (next.empty() || next.front() == '#' || nccl_log_start(next) == 0) continue;
+      // The rest of the row: the times, which start with a number (nccl-tests' "%7.2f"), or "N/A".
+      const std::vector<Token> rest = split_whitespace(next);
+      const char c = rest[0].text.front();
+      if ((c >= '0' && c <= '9') || rest[0].text == "N/A") {
+        joined += " ";
+        joined += next;
+        lines[j].text = std::string_view();
+        lines[i].continued_at = lines[j].number;
+      }
+      break;
+    }
+    storage.push_back(std::move(joined));
+    lines[i].text = storage.back();
+  }
 }
 
 // Bytes per element of nccl-tests' data type names (src/common.cu test_typenames); 0 for a name it does not print.
@@ -519,6 +602,7 @@ MeasuredRun parse_log(const std::vector<Line>& lines, const std::string& file) {
   std::optional<Columns> header;
   int header_line = 0;
   std::optional<Columns> inferred;  // without a header: from the first row's field count
+  int open_row_until = 0;  // the last row was cut in two by NCCL's lines: its second part's line
   // With a table header in the file, only lines after it can be rows ("8 GPUs found" before it is noise).
   int first_header_line = 0;
   for (const Line& l : lines) {
@@ -556,6 +640,13 @@ MeasuredRun parse_log(const std::vector<Line>& lines, const std::string& file) {
       continue;
     }
     const std::vector<Token> t = split_whitespace(l.text, 1 + l.offset);
+    // An algorithm NCCL connected: at the row it interrupted (run while its first part was printed), else at the
+    // next row; before any row, size 0.
+    if (const std::string a = connected_algorithm(text); !a.empty() && !run.complete) {
+      const bool inside = !run.rows.empty() && l.number < open_row_until;
+      run.connected.push_back({inside ? run.rows.back().size_bytes : 0, a, l.number});
+      if (!inside && !run.rows.empty()) run.connected.back().size_bytes = ~std::uint64_t{0};  // the next row's
+    }
     // After the closing "# Avg bus bandwidth" the table is over: a script's exit code or timestamp is no row.
     if (!all_digits(t[0].text) || l.number < first_header_line || run.complete) {
       // Inside a table, a line with the row's fields whose count and type read as a row's is a row whose size is
@@ -599,7 +690,12 @@ MeasuredRun parse_log(const std::vector<Line>& lines, const std::string& file) {
              "unexpected field \"" + std::string(t[expected].text) + "\" after the row's " + std::to_string(expected) +
                  " fields");
     run.rows.push_back(parse_log_row(r, t, c, l.number));
+    open_row_until = l.continued_at;
+    for (MeasuredRun::Connected& k : run.connected)
+      if (k.size_bytes == ~std::uint64_t{0}) k.size_bytes = run.rows.back().size_bytes;
   }
+  // Connections after the last row (a later test of the same program) name no size of this one.
+  std::erase_if(run.connected, [](const MeasuredRun::Connected& k) { return k.size_bytes == ~std::uint64_t{0}; });
   if (run.rows.empty()) {
     if (header) r.fail(header_line, 1, "the result table has no rows: the log is cut off before the first size");
     r.fail(1, 1,
@@ -617,6 +713,23 @@ std::string run_label(const MeasuredRun& run) {
   if (run.test_line <= 0) return run.source_file;
   return run.source_file + " (its " + run.op.value_or("unnamed") + " test, from line " + std::to_string(run.test_line) +
          ")";
+}
+
+std::string connected_note(const MeasuredRun& run) {
+  if (run.connected.empty()) return "";
+  std::string out = "# the run's log: NCCL connected";
+  std::set<std::string> seen;
+  bool first = true;
+  for (const MeasuredRun::Connected& k : run.connected) {
+    if (!seen.insert(k.algorithm).second) continue;  // every rank logs it; the first says when
+    out += std::string(first ? " " : ", ") + k.algorithm + (k.algorithm == "nvls" || k.algorithm == "pat" ? "" : "s") +
+           (k.size_bytes == 0 ? " before the first row" : " at the " + std::to_string(k.size_bytes) + " B row") +
+           " (line " + std::to_string(k.line) + ")";
+    first = false;
+  }
+  return out +
+         ";\n# NCCL connects an algorithm the first time it runs one (nccl-tests' warm-up runs the largest and the "
+         "smallest size before the first row)\n";
 }
 
 std::string cut_off_note(const MeasuredRun& run) {
@@ -727,6 +840,7 @@ std::vector<MeasuredRun> parse_runs(std::string_view text, const std::string& fi
       throw InputError(file, l.number, static_cast<int>(l.text.find('\0')) + 1, "",
                        "binary data: not an nccl-tests log or a validation CSV");
   for (Line& l : lines) strip_launcher_prefix(l);
+  std::deque<std::string> mended;  // rows that NCCL's log lines cut in two, joined (mend_interleaved_rows)
   // The CSV layout: its first line that is neither empty nor a comment is the column header.
   for (std::size_t i = 0; i < lines.size(); ++i) {
     const std::string_view t = trim(lines[i].text);
@@ -734,6 +848,7 @@ std::vector<MeasuredRun> parse_runs(std::string_view text, const std::string& fi
     if (t.substr(0, std::min<std::size_t>(t.size(), 10)) == "size_bytes") return {parse_csv(lines, i, file)};
     break;
   }
+  mend_interleaved_rows(lines, mended);
   const std::vector<std::vector<Line>> tests = split_tests(lines);
   if (tests.size() == 1) return {parse_log(lines, file)};
   std::vector<MeasuredRun> runs;

@@ -82,7 +82,19 @@ struct MeasuredRun {
   // In a log of several tests (a script running all_reduce_perf, all_gather_perf, … into one file): the line where
   // this test begins (1-based). 0 when the file holds one test.
   int test_line = 0;
+  // With NCCL_DEBUG=INFO, NCCL 2.22 and later log "Connected all rings" (trees, NVLS, CollNet, PAT) when an
+  // algorithm first runs: which algorithm the run first used at which size. size_bytes 0: before the first row
+  // (nccl-tests' warm-up runs the largest and the smallest size first). In file order.
+  struct Connected {
+    std::uint64_t size_bytes = 0;
+    std::string algorithm;  // "ring", "tree", "nvls", "collnet", "pat"
+    int line = 0;
+  };
+  std::vector<Connected> connected;
 };
+
+// "" when the log names no connection; else a `#` line saying which algorithm the run first used at which size.
+std::string connected_note(const MeasuredRun& run);
 
 // The file's name, and in a log of several tests which one: "x.log (its all_gather test, from line 40)".
 std::string run_label(const MeasuredRun& run);

@@ -322,7 +322,8 @@ std::string comparison_text(const Comparison& c, const calibrate::MeasuredRun& m
   if (measured.gpus) out += ", " + std::to_string(*measured.gpus) + " GPUs";
   if (measured.nodes) out += " on " + std::to_string(*measured.nodes) + (*measured.nodes == 1 ? " node" : " nodes");
   out += "\n" + calibrate::cut_off_note(measured) +
-         calibrate::wrong_rows_note(measured, "left out of the comparison where the out-of-place half was wrong");
+         calibrate::wrong_rows_note(measured, "left out of the comparison where the out-of-place half was wrong") +
+         calibrate::connected_note(measured);
   // Releases differ in their tuning (nccl.md 1.5: the NVLS model was rewritten twice in two years), so the
   // algorithm and protocol the run used may not be the ones the profile's constants choose.
   if (!c.profile_nccl_version.empty() && (!measured.nccl_version || *measured.nccl_version != c.profile_nccl_version))

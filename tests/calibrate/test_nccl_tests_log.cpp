@@ -321,6 +321,71 @@ TEST_CASE("nccl-tests log: N/A fields, launcher prefixes, NCCL INFO noise, test 
   CHECK(run.rows[1].busbw_oop == 29.96);
 }
 
+TEST_CASE("nccl-tests log: a row cut in two by NCCL's INFO lines is mended, and the algorithms NCCL connected read") {
+  // nccl-tests prints a row's size, count, type, redop and root before the collective runs and its times after;
+  // NCCL 2.22+ connects an algorithm's links when it first runs one, and with NCCL_DEBUG=INFO its lines (from
+  // another thread, to the same stdout) land between the two parts, glued to the root field. The layout of a real
+  // 2-node log (odissei-benchmarks/nccl-tests runs/2nodes/all_reduce.log: its 2 MiB row), with made-up hosts and
+  // figures. Line numbers: trees connected at line 7, the 2 MiB row's first part at line 13, rings at line 15, its
+  // second part at line 16.
+  const std::string head =
+      "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 4194304 step: 2(factor) warmup iters: 5 iters: 20\n"  // 1
+      "#\n"                                                                                                 // 2
+      "# Using devices\n"                                                                                   // 3
+      "#  Rank  0 Group  0 Pid 1 on      hosta device  0 [0000:06:00] NVIDIA H100\n"                      // 4
+      "#  Rank  1 Group  0 Pid 2 on      hostb device  0 [0000:06:00] NVIDIA H100\n"                      // 5
+      "hosta:1:1 [0] NCCL INFO NCCL version 2.22.3+cuda12.6\n"                                            // 6
+      "hosta:1:2 [0] NCCL INFO Connected all trees\n"                                                     // 7
+      "hostb:2:2 [0] NCCL INFO Connected all trees\n"                                                     // 8
+      "#\n"                                                                                                 // 9
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+      "busbw #wrong\n"  // 10
+      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  "
+      "(GB/s)\n"  // 11
+      "     1048576        262144     float     sum      -1    60.00   17.48   17.48      0    59.00   17.77   "
+      "17.77      0\n";  // 12
+  const std::string split =
+      "     2097152        524288     float     sum      -1hosta:1:3 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] "
+      "[send] via NET/IB/0/GDRDMA\n"                                                // 13
+      "hostb:2:3 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [send] via NET/IB/0/GDRDMA\n"  // 14
+      "hosta:1:3 [0] NCCL INFO Connected all rings\n"                               // 15
+      "    80.00   26.21   26.21      0    79.00   26.55   26.55      0\n";          // 16
+  const std::string tail =
+      "     4194304       1048576     float     sum      -1   130.00   32.26   32.26      0   129.00   32.51   "
+      "32.51      0\n"
+      "# Out of bounds values : 0 OK\n"
+      "# Avg bus bandwidth    : 25.0\n";
+  const MeasuredRun run = calibrate::parse_measured_run(head + split + tail, "split.log");
+  REQUIRE(run.rows.size() == 3);
+  CHECK(run.rows[1].size_bytes == 2097152);
+  CHECK(run.rows[1].line == 13);
+  CHECK(run.rows[1].root == -1);  // "-1" before the glued host name
+  CHECK(run.rows[1].time_us_oop == 80.00);
+  CHECK(run.rows[1].busbw_ip == 26.55);
+  CHECK(run.rows[2].time_us_oop == 130.00);
+  CHECK(run.complete);
+  // Every rank logs its connection; the note names each algorithm once, at its first line.
+  REQUIRE(run.connected.size() == 3);
+  CHECK(run.connected[0].size_bytes == 0);  // before the first row: nccl-tests' warm-up
+  CHECK(run.connected[0].algorithm == "tree");
+  CHECK(run.connected[0].line == 7);
+  CHECK(run.connected[2].size_bytes == 2097152);  // during the row it interrupted
+  CHECK(run.connected[2].algorithm == "ring");
+  CHECK(calibrate::connected_note(run) ==
+        "# the run's log: NCCL connected trees before the first row (line 7), rings at the 2097152 B row (line 15);\n"
+        "# NCCL connects an algorithm the first time it runs one (nccl-tests' warm-up runs the largest and the "
+        "smallest size before the first row)\n");
+  // A connection between two whole rows belongs to the next row, which ran the algorithm first.
+  const std::string between = head + "hosta:1:4 [0] NCCL INFO Connected NVLS\n" + tail;
+  const MeasuredRun later = calibrate::parse_measured_run(between, "between.log");
+  REQUIRE(later.connected.size() == 3);
+  CHECK(later.connected[2].algorithm == "nvls");
+  CHECK(later.connected[2].size_bytes == 4194304);
+  // A log that ends inside the cut row is cut off: the row has 5 of its 13 fields.
+  CHECK(error_of([&] { calibrate::parse_measured_run(head + split.substr(0, split.find("    80.00")), "cut.log"); })
+            .starts_with("cut.log:13:"));
+}
+
 TEST_CASE("nccl_version_from_code follows NCCL_VERSION_CODE") {
   CHECK(calibrate::nccl_version_from_code(22602) == "2.26.2");  // 2·10000 + 26·100 + 2
   CHECK(calibrate::nccl_version_from_code(22902) == "2.29.2");

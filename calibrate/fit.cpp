@@ -511,7 +511,7 @@ BandFit fit_band(const std::vector<Point>& pts) {
     const double e = std::fabs(alpha + gamma * p.x - p.t) / p.t;
     sum += e, mx = std::max(mx, e);
   }
-  f.mean_relative_error = sum / static_cast<double>(pts.size());
+  f.mean_relative_error = std::min(sum / static_cast<double>(pts.size()), mx);  // sum / n can round past the max
   f.max_relative_error = mx;
   return f;
 }
@@ -688,7 +688,13 @@ FitResult fit_profile(const std::vector<RawInput>& raws, const FitOptions& optio
       result.notes.push_back("HBM: at " + capped + " B the period less the kernel launch (" + fmt("%.2f", launch_us) +
                              " us) moves the bytes faster than the base's peak " + fmt("%.1f", peak) +
                              " GB/s; those points are capped at the peak");
-    gpu.set_hbm_efficiency(last / peak);
+    // The largest copy measured sets the streaming efficiency; copies so small that they reach under 0.1 % of the
+    // peak (a sweep of a few KiB only) say nothing about streaming, and the base's efficiency stays.
+    if (last / peak >= 1e-3)
+      gpu.set_hbm_efficiency(last / peak);
+    else
+      result.notes.push_back("HBM: the largest copy measured reaches " + fmt("%.3g", last) + " GB/s, under 0.1 % of " +
+                             "the base's peak: too small to set hbm_efficiency, which stays the base's");
     result.hbm_points = curve.size();
   }
 

@@ -53,7 +53,8 @@ double non_negative(const ParsedText& in, const std::string& path, double value,
 
 // A fraction of peak in (0, 1], and at least `min`: a scalar efficiency below 0.1 % is a slip (a percentage
 // divided twice, an exponent typo) that would simulate months; a measured table entry (calibrate fit) may be far
-// lower for a tiny GEMM that a launch dominates, so the table's floor is 1e-6.
+// lower for a tiny GEMM that a launch dominates (a 16x16x16 BF16 GEMM of 12 us on an H100: 8.7e-7), so the
+// table's floor is 1e-9.
 double efficiency(const ParsedText& in, const std::string& path, double value, double min = 1e-3) {
   if (!std::isfinite(value)) in.fail(path, format_number(value) + " is not a finite number");
   if (value == 0) in.fail(path, "missing or zero; must be in (0, 1] (a fraction of peak)");
@@ -130,7 +131,7 @@ std::vector<GemmEfficiencyPoint> to_gemm_table(
       default:
         in.fail(p + ".dtype", "missing; one of FP16, BF16, FP32, TF32, FP8");
     }
-    g.efficiency = efficiency(in, p + ".efficiency", e.efficiency(), 1e-6);
+    g.efficiency = efficiency(in, p + ".efficiency", e.efficiency(), 1e-9);
     for (const GemmEfficiencyPoint& other : out)
       if (other.m == g.m && other.n == g.n && other.k == g.k && other.dtype == g.dtype)
         in.fail(p, "a second entry for " + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k) +
@@ -203,16 +204,15 @@ std::vector<AlphaBetaBand> to_bands(const ParsedText& in,
       v.max_bytes = b.max_bytes();
     }
     v.alpha = microseconds(non_negative(in, p + ".alpha_us", b.alpha_us()));  // finite, >= 0, at most 1e12
-    within(in, p + ".alpha_us", b.alpha_us(), 0, 1e7, "us",
-           "a collective's fixed cost is microseconds to milliseconds");
+    within(in, p + ".alpha_us", b.alpha_us(), 0, 1e9, "us", "a collective's fixed cost is microseconds to seconds");
     const double bw = b.busbw_gbytes_per_s();
     if (std::isnan(bw)) in.fail(p + ".busbw_gbytes_per_s", "nan is not a bandwidth");
     if (bw == 0) in.fail(p + ".busbw_gbytes_per_s", "missing or zero; must be > 0 (decimal GB/s; inf = latency only)");
     if (bw < 0) in.fail(p + ".busbw_gbytes_per_s", format_number(bw) + " must be > 0 (decimal GB/s)");
-    if (bw < 1e-3)
-      in.fail(p + ".busbw_gbytes_per_s", format_number(bw) +
-                                             " GB/s is below 0.001 GB/s (no interconnect is that "
-                                             "slow; inf = a latency-only band)");
+    // 1 kB/s: below any link. A band fitted on noisy small messages can come out under 1 MB/s.
+    if (bw < 1e-6)
+      in.fail(p + ".busbw_gbytes_per_s",
+              format_number(bw) + " GB/s is below 1e-06 GB/s (no interconnect is that slow; inf = a latency-only band)");
     v.busbw = GBps(bw);
     if (b.ranks() == 1)
       in.fail(p + ".ranks", "1 is not a communicator size; 0 (any size) or the GPU count measured, >= 2");
@@ -221,7 +221,7 @@ std::vector<AlphaBetaBand> to_bands(const ParsedText& in,
     for (const auto& [field, e] : {std::pair<const char*, double>{".mean_relative_error", b.mean_relative_error()},
                                    {".max_relative_error", b.max_relative_error()}})
       if (!std::isfinite(e) || e < 0) in.fail(p + field, format_number(e) + " is not a relative error (finite, >= 0)");
-    if (b.max_relative_error() > 0 && b.mean_relative_error() > b.max_relative_error())
+    if (b.max_relative_error() > 0 && b.mean_relative_error() > b.max_relative_error() * (1 + 1e-9))
       in.fail(p + ".mean_relative_error", format_number(b.mean_relative_error()) + " is above max_relative_error " +
                                               format_number(b.max_relative_error()));
     v.mean_relative_error = b.mean_relative_error();
@@ -392,8 +392,8 @@ HardwareProfile to_profile(const ParsedText& in, const schema::HardwareProfile& 
   within(in, "gpu.compute_slowdown_during_comm", slow, 0, 100, "x",
          "NCCL kernels sharing the SMs slow compute by tens of percent, 1.1 to 1.5x");
   out.gpu.compute_slowdown_during_comm = slow == 0 ? 1.0 : slow;
-  // The largest dies have under 200 SMs (B200: 148 per die); CUTLASS output tiles are at most 256 on a side.
-  within(in, "gpu.sm_count", g.sm_count(), 0, 1024, "SMs", "an H100 has 132, a B200 die 148");
+  // The largest GPUs have under 200 SMs (B200: 148 over its two dies); CUTLASS output tiles are at most 256 a side.
+  within(in, "gpu.sm_count", g.sm_count(), 0, 1024, "SMs", "an H100 has 132, a B200 148");
   within(in, "gpu.gemm_tile_m", g.gemm_tile_m(), 0, 1024, "rows", "GEMM output tiles are 64 to 256");
   within(in, "gpu.gemm_tile_n", g.gemm_tile_n(), 0, 1024, "columns", "GEMM output tiles are 64 to 256");
   out.gpu.sm_count = g.sm_count();

@@ -12,13 +12,20 @@
 namespace clustersim::cli {
 namespace {
 
-// A link's rate: > 0, at least 0.01 of its unit (GB/s or Gbit/s: 1.25 MB/s and up, slower than 10 Mbit/s Ethernet)
-// and at most 1e6 of it (125 TB/s and below, over 100x NVLink 5's 900 GB/s). Anything outside is a unit mistake; a
-// rate far too small simulates a step of months, and one that small times a link fault's factor could round to 0.
+// A link's rate: > 0, at least 1.25 MB/s (0.01 Gbit/s = 10 Mbit/s, 0.00125 GB/s: slower than any Ethernet port
+// training runs over; a 50 Mbit/s WAN link passes) and at most 1e15 B/s (1 PB/s: over 1,000x NVLink 5's 900 GB/s).
+// Anything outside is a unit mistake: a rate far too small simulates a step of months, one that small times a link
+// fault's factor could round to 0, and one far too large overflowed the bisection's integer capacities.
 double link_rate(const ParsedText& in, const std::string& path, bool has, double value, const char* unit) {
   positive(in, path, has, value, unit);
-  if (value < 1e-2) in.fail(path, format_number(value) + " is below 0.01 " + unit + ": no interconnect is that slow");
-  if (value > 1e6) in.fail(path, format_number(value) + " is above 1e+06 " + unit + ": no interconnect is that fast");
+  const double bytes_per_unit = std::string_view(unit).starts_with("Gbit") ? 1.25e8 : 1e9;
+  const double floor = 1.25e6 / bytes_per_unit, ceiling = 1e15 / bytes_per_unit;
+  if (value < floor)
+    in.fail(path, format_number(value) + " is below " + format_number(floor) + " " + unit +
+                      " (10 Mbit/s): no interconnect is that slow");
+  if (value > ceiling)
+    in.fail(path, format_number(value) + " is above " + format_number(ceiling) + " " + unit +
+                      " (1 PB/s): no interconnect is that fast");
   return value;
 }
 
@@ -280,9 +287,6 @@ void from_preset(const ParsedText& in, const schema::Cluster& c, const std::stri
   }
   out.gpus_per_node =
       c.has_gpus_per_node() ? at_least_one(in, join(path, "gpus_per_node"), true, c.gpus_per_node()) : p.gpus_per_node;
-  // The largest scale-up domain sold, GB200 NVL72 (and the announced NVL576), holds well under 1,024 GPUs; a node
-  // of more is a typo, and its all-pairs tables would grow with the square of it.
-  at_most(in, join(path, "gpus_per_node"), out.gpus_per_node, 1024, "GPUs", "no server or scale-up domain has more");
   out.gpu = c.has_gpu() ? required_gpu(in, c, path) : p.gpu;
   if (c.has_nics_per_node()) {
     out.node.nics_per_node = c.nics_per_node();
@@ -468,7 +472,7 @@ void fabric(const ParsedText& in, const schema::Cluster& c, const std::string& p
   out.fabric.in_network_reduction = f.in_network_reduction();
   // A leaf's downlinks (NIC ports) take oversubscription x uplinks x link / port of its ports: uplinks far slower
   // than the NICs leave none of a leaf's ports for them. Blamed on the field that set it: the link rate when given.
-  if (out.nic_port_per_direction().raw() > 0 && topology::fabric_ports(out).downlinks == 0) {
+  if (topology::has_fabric(out) && out.nic_port_per_direction().raw() > 0 && topology::fabric_ports(out).downlinks == 0) {
     const std::string field = f.has_link_gbits_per_s_per_direction() ? "link_gbits_per_s_per_direction"
                               : f.has_switch_radix()                 ? "switch_radix"
                                                                      : "oversubscription";
@@ -618,6 +622,10 @@ topology::ClusterSpec to_cluster(const ParsedText& in, const schema::Cluster& c,
             plural(out.nodes, "node") + " x " + plural(out.gpus_per_node, "GPU") +
                 " per node is more GPUs than clustersim models (" + std::to_string(kMaxGpus) + ")");
   }
+  // The largest scale-up domain sold, GB200 NVL72 (and the announced NVL576), holds well under 1,024 GPUs; a node
+  // of more is a typo, and its all-pairs tables would grow with the square of it. Every form (preset, simple,
+  // explicit).
+  at_most(in, join(path, "gpus_per_node"), out.gpus_per_node, 1024, "GPUs", "no server or scale-up domain has more");
   if (c.has_nvls()) out.node.nvls = c.nvls();
   if (c.has_cpu_vendor()) out.node.cpu_vendor = cpu_vendor(c.cpu_vendor());
   out.nvlink_hop_latency = microseconds(

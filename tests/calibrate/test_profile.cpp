@@ -143,7 +143,7 @@ TEST_CASE("bad inline profiles") {
         "p.textproto:14:20: gpu.peak_fp8_tflops: 50 is below peak_bf16_tflops 100 (FP8 tensor cores run at twice the "
         "16-bit rate; 0 = none)");
   CHECK(profile_error(replaced("  kernel_launch_us: 0\n", "  kernel_launch_us: 0\n  sm_count: 65536\n")) ==
-        "p.textproto:14:13: gpu.sm_count: 65536 SMs is outside [0, 1024] SMs (an H100 has 132, a B200 die 148)");
+        "p.textproto:14:13: gpu.sm_count: 65536 SMs is outside [0, 1024] SMs (an H100 has 132, a B200 148)");
   CHECK(profile_error(
             replaced("  network_bus_efficiency: 0.5\n", "  network_bus_efficiency: 0.5\n  nvls_gbytes_per_s: 0.5\n")) ==
         "p.textproto:21:22: collectives.nvls_gbytes_per_s: 0.5 GB/s is outside [1, 1e+05] GB/s (NVLS AllReduce runs at "

@@ -231,6 +231,44 @@ TEST_CASE("calibrate fit and show through the binary, same raws give byte-identi
   CHECK(builtin.out.find("FA2 0.615 / 0.615  FA3 - (none)  TRITON 0.4393 / 0.3075") != std::string::npos);
 }
 
+TEST_CASE("calibrate fit: measurements at the edges still give a profile that loads") {
+  // The loader refuses values no GPU has; a fit from real measurements must not write one (it re-loads what it
+  // writes, so the fit itself failed). Three edges (a review's cases):
+  //  - a 16x16x16 BF16 GEMM of 12 us after a 2.5 us launch: 8,192 FLOP in 9.5 us = 8.6e8 FLOP/s, 8.7e-7 of the
+  //    H100's 989.4 TFLOP/s, under a floor of 1e-6 (the table's floor is 1e-9 now);
+  //  - copies of 1 and 4 KiB only: 4,096 x 2 B / (5.2 - 2.5) us = 3.0 GB/s, 0.09 % of 3,350 GB/s, which would have
+  //    set hbm_efficiency under its 0.001 floor (the base's stays, with a note);
+  //  - times exactly proportional to the bus bytes, one size twice: the mean relative error (sum / 3) rounded one
+  //    ulp above the max.
+  const std::filesystem::path dir = scratch_dir("calibrate-edges");
+  const RemoveOnExit cleanup{dir};
+  const std::string head = "provenance { gpu: \"NVIDIA H100 80GB HBM3\" hosts: 1 gpus: 8 }\n"
+                           "launch { kind: \"empty_kernel_back_to_back\" overhead_us: 2.5 launches: 1000 }\n";
+  const std::string edges[] = {
+      head + "gemm { m: 16 n: 16 k: 16 dtype: BF16 time_us: 12 }\n"
+             "gemm { m: 4096 n: 4096 k: 4096 dtype: BF16 time_us: 200 }\n",
+      head + "memory { kind: \"d2d_copy\" bytes: 1024 time_us: 5 }\nmemory { kind: \"d2d_copy\" bytes: 4096 time_us: 5.2 }\n",
+      head + "collectives { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" ranks: 8 nodes: 1 size_bytes: 8192 "
+             "time_us: 4854.445540355902 }\n"
+             "collectives { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" ranks: 8 nodes: 1 size_bytes: 8192 "
+             "time_us: 4854.445540355902 in_place: true }\n"
+             "collectives { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" ranks: 8 nodes: 1 size_bytes: 1024 "
+             "time_us: 606.8056925444878 }\n"};
+  int i = 0;
+  for (const std::string& raw : edges) {
+    CAPTURE(i);
+    const std::string in = (dir / ("raw" + std::to_string(i) + ".textproto")).string();
+    const std::string out = (dir / ("p" + std::to_string(i) + ".textproto")).string();
+    std::ofstream(in) << raw;
+    const auto fit = run_clustersim("calibrate fit " + in + " --base h100-sxm5-80gb -o " + out, dir);
+    CHECK(fit.status == 0);
+    CHECK(fit.err.empty());
+    if (i == 1) CHECK(fit.out.find("too small to set hbm_efficiency, which stays the base's") != std::string::npos);
+    CHECK(run_clustersim("calibrate show " + out, dir).status == 0);
+    ++i;
+  }
+}
+
 TEST_CASE("calibrate: bad input exits 2 with file and field") {
   const std::filesystem::path dir = scratch_dir("calibrate-errors");
   const RemoveOnExit cleanup{dir};

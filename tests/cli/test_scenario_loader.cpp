@@ -436,8 +436,8 @@ TEST_CASE("bad inline scenarios") {
     const Case cases[] = {
         {"hidden: 64 heads: 4", "hidden: 2097152 heads: 4",
          "inline.textproto:4:27: model.hidden: 2097152 is above 1048576 (no model is that wide"},
-        {"seq_len: 16", "seq_len: 67108864",
-         "inline.textproto:4:59: model.seq_len: 67108864 tokens is above 33554432 tokens (no training sequence"},
+        {"seq_len: 16", "seq_len: 268435456",
+         "inline.textproto:4:59: model.seq_len: 268435456 tokens is above 134217728 tokens (no training sequence"},
         // 2^16 sequences of 2^15 tokens = 2^31 tokens in one micro-batch.
         {"seq_len: 16 }\nparallel { dp: 1 micro_batch: 5", "seq_len: 32768 }\nparallel { dp: 1 micro_batch: 65536",
          "inline.textproto:5:31: parallel.micro_batch: 65536 x seq_len 32768 is above 2^30 tokens per micro-batch"},

@@ -267,18 +267,24 @@ TEST_CASE("topology loader: bad clusters name file, line:col and field") {
   CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 fabric { link_gbits_per_s_per_direction: 0.2 }")
             .starts_with("c.textproto:1:75: fabric.link_gbits_per_s_per_direction: a leaf of 40 ports has no port "
                          "left for a 200 Gbit/s NIC"));
-  // Below 0.01 of its unit (slower than 10 Mbit/s Ethernet) a rate is a unit mistake; times a fault's factor it
-  // could round to 0 and stall every flow (reported as a deadlock before). Above 1e6 of it (125 TB/s per link, over
-  // 100x NVLink 5) too: summed over a fabric's links, B/s in 64-bit integers overflowed the bisection's max-flow.
+  // Below 10 Mbit/s (0.01 Gbit/s, 0.00125 GB/s) a rate is a unit mistake; times a fault's factor it could round to 0
+  // and stall every flow (reported as a deadlock before). Above 1 PB/s (1e6 GB/s, 8e6 Gbit/s: over 1,000x NVLink 5)
+  // too: summed over a fabric's links, B/s in 64-bit integers overflowed the bisection's max-flow. A 50 Mbit/s WAN
+  // link (0.00625 GB/s) is a real input and passes in either unit.
   CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 fabric { link_gbits_per_s_per_direction: 1e-300 }") ==
-        "c.textproto:1:75: fabric.link_gbits_per_s_per_direction: 1e-300 is below 0.01 Gbit/s per direction: no "
-        "interconnect is that slow");
+        "c.textproto:1:75: fabric.link_gbits_per_s_per_direction: 1e-300 is below 0.01 Gbit/s per direction (10 "
+        "Mbit/s): no interconnect is that slow");
   CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 nic_gbits_per_s_per_direction: 0.009")
-            .find("nic_gbits_per_s_per_direction: 0.009 is below 0.01 Gbit/s per GPU per direction") !=
+            .find("nic_gbits_per_s_per_direction: 0.009 is below 0.01 Gbit/s per GPU per direction (10 Mbit/s)") !=
         std::string::npos);
+  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 nvlink_gbytes_per_s_per_direction: 0.001")
+            .find("nvlink_gbytes_per_s_per_direction: 0.001 is below 0.00125 decimal GB/s per GPU per direction") !=
+        std::string::npos);
+  CHECK(text_error("nodes: 2 gpus_per_node: 1 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 0.00625 "
+                   "nic_gbits_per_s_per_direction: 0.05") == "<no InputError thrown>");
   CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 nvlink_gbytes_per_s_per_direction: 2e6") ==
         "c.textproto:1:69: nvlink_gbytes_per_s_per_direction: 2e+06 is above 1e+06 decimal GB/s per GPU per "
-        "direction: no interconnect is that fast");
+        "direction (1 PB/s): no interconnect is that fast");
   // Latencies: at most a second (no hop does that), and no straggler 10,000 times slower than its peers.
   CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 network_hop_latency_us: 1e12") ==
         "c.textproto:1:58: network_hop_latency_us: 1e+12 us is above 1e+06 us (a second; no hop, launch or dispatch "
@@ -289,6 +295,12 @@ TEST_CASE("topology loader: bad clusters name file, line:col and field") {
   CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 gpus_per_node: 2048")
             .find("gpus_per_node: 2048 GPUs is above 1024 GPUs (no server or scale-up domain has more)") !=
         std::string::npos);
+  // The simple form too (no preset), and a fabric link too slow is no error where no fabric is built (one node).
+  CHECK(text_error("nodes: 1 gpus_per_node: 2048 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 300 "
+                   "nic_gbits_per_s_per_direction: 200")
+            .find("gpus_per_node: 2048 GPUs is above 1024 GPUs") != std::string::npos);
+  CHECK(text_error("node_preset: \"dgx-a100\" nodes: 1 fabric { link_gbits_per_s_per_direction: 1 }") ==
+        "<no InputError thrown>");
   CHECK(text_error("node_preset: \"dgx-a100\" nodes: 2 link_faults { pattern: \"nic*\" bandwidth_factor: 1e-10 }")
             .find("link_faults[0].bandwidth_factor: 1e-10 is below 1e-6: a link that slow is down for any training "
                   "step (use down: true)") != std::string::npos);

@@ -211,8 +211,9 @@ std::vector<AlphaBetaBand> to_bands(const ParsedText& in,
     if (bw < 0) in.fail(p + ".busbw_gbytes_per_s", format_number(bw) + " must be > 0 (decimal GB/s)");
     // 1 kB/s: below any link. A band fitted on noisy small messages can come out under 1 MB/s.
     if (bw < 1e-6)
-      in.fail(p + ".busbw_gbytes_per_s",
-              format_number(bw) + " GB/s is below 1e-06 GB/s (no interconnect is that slow; inf = a latency-only band)");
+      in.fail(
+          p + ".busbw_gbytes_per_s",
+          format_number(bw) + " GB/s is below 1e-06 GB/s (no interconnect is that slow; inf = a latency-only band)");
     v.busbw = GBps(bw);
     if (b.ranks() == 1)
       in.fail(p + ".ranks", "1 is not a communicator size; 0 (any size) or the GPU count measured, >= 2");

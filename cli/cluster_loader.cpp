@@ -472,7 +472,8 @@ void fabric(const ParsedText& in, const schema::Cluster& c, const std::string& p
   out.fabric.in_network_reduction = f.in_network_reduction();
   // A leaf's downlinks (NIC ports) take oversubscription x uplinks x link / port of its ports: uplinks far slower
   // than the NICs leave none of a leaf's ports for them. Blamed on the field that set it: the link rate when given.
-  if (topology::has_fabric(out) && out.nic_port_per_direction().raw() > 0 && topology::fabric_ports(out).downlinks == 0) {
+  if (topology::has_fabric(out) && out.nic_port_per_direction().raw() > 0 &&
+      topology::fabric_ports(out).downlinks == 0) {
     const std::string field = f.has_link_gbits_per_s_per_direction() ? "link_gbits_per_s_per_direction"
                               : f.has_switch_radix()                 ? "switch_radix"
                                                                      : "oversubscription";

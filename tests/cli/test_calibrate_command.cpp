@@ -242,18 +242,25 @@ TEST_CASE("calibrate fit: measurements at the edges still give a profile that lo
   //    ulp above the max.
   const std::filesystem::path dir = scratch_dir("calibrate-edges");
   const RemoveOnExit cleanup{dir};
-  const std::string head = "provenance { gpu: \"NVIDIA H100 80GB HBM3\" hosts: 1 gpus: 8 }\n"
-                           "launch { kind: \"empty_kernel_back_to_back\" overhead_us: 2.5 launches: 1000 }\n";
-  const std::string edges[] = {
-      head + "gemm { m: 16 n: 16 k: 16 dtype: BF16 time_us: 12 }\n"
-             "gemm { m: 4096 n: 4096 k: 4096 dtype: BF16 time_us: 200 }\n",
-      head + "memory { kind: \"d2d_copy\" bytes: 1024 time_us: 5 }\nmemory { kind: \"d2d_copy\" bytes: 4096 time_us: 5.2 }\n",
-      head + "collectives { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" ranks: 8 nodes: 1 size_bytes: 8192 "
-             "time_us: 4854.445540355902 }\n"
-             "collectives { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" ranks: 8 nodes: 1 size_bytes: 8192 "
-             "time_us: 4854.445540355902 in_place: true }\n"
-             "collectives { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" ranks: 8 nodes: 1 size_bytes: 1024 "
-             "time_us: 606.8056925444878 }\n"};
+  const std::string head =
+      "provenance { gpu: \"NVIDIA H100 80GB HBM3\" hosts: 1 gpus: 8 }\n"
+      "launch { kind: \"empty_kernel_back_to_back\" overhead_us: 2.5 launches: 1000 }\n";
+  const std::string edges[] = {head +
+                                   "gemm { m: 16 n: 16 k: 16 dtype: BF16 time_us: 12 }\n"
+                                   "gemm { m: 4096 n: 4096 k: 4096 dtype: BF16 time_us: 200 }\n",
+                               head +
+                                   "memory { kind: \"d2d_copy\" bytes: 1024 time_us: 5 }\nmemory { kind: \"d2d_copy\" "
+                                   "bytes: 4096 time_us: 5.2 }\n",
+                               head +
+                                   "collectives { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" ranks: 8 "
+                                   "nodes: 1 size_bytes: 8192 "
+                                   "time_us: 4854.445540355902 }\n"
+                                   "collectives { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" ranks: 8 "
+                                   "nodes: 1 size_bytes: 8192 "
+                                   "time_us: 4854.445540355902 in_place: true }\n"
+                                   "collectives { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" ranks: 8 "
+                                   "nodes: 1 size_bytes: 1024 "
+                                   "time_us: 606.8056925444878 }\n"};
   int i = 0;
   for (const std::string& raw : edges) {
     CAPTURE(i);

@@ -603,6 +603,7 @@ MeasuredRun parse_log(const std::vector<Line>& lines, const std::string& file) {
   int header_line = 0;
   std::optional<Columns> inferred;  // without a header: from the first row's field count
   int open_row_until = 0;  // the last row was cut in two by NCCL's lines: its second part's line
+  constexpr std::uint64_t kNextRow = ~std::uint64_t{0};  // a connection's size until the next row is read
   // With a table header in the file, only lines after it can be rows ("8 GPUs found" before it is noise).
   int first_header_line = 0;
   for (const Line& l : lines) {
@@ -645,7 +646,7 @@ MeasuredRun parse_log(const std::vector<Line>& lines, const std::string& file) {
     if (const std::string a = connected_algorithm(text); !a.empty() && !run.complete) {
       const bool inside = !run.rows.empty() && l.number < open_row_until;
       run.connected.push_back({inside ? run.rows.back().size_bytes : 0, a, l.number});
-      if (!inside && !run.rows.empty()) run.connected.back().size_bytes = ~std::uint64_t{0};  // the next row's
+      if (!inside && !run.rows.empty()) run.connected.back().size_bytes = kNextRow;
     }
     // After the closing "# Avg bus bandwidth" the table is over: a script's exit code or timestamp is no row.
     if (!all_digits(t[0].text) || l.number < first_header_line || run.complete) {
@@ -692,10 +693,10 @@ MeasuredRun parse_log(const std::vector<Line>& lines, const std::string& file) {
     run.rows.push_back(parse_log_row(r, t, c, l.number));
     open_row_until = l.continued_at;
     for (MeasuredRun::Connected& k : run.connected)
-      if (k.size_bytes == ~std::uint64_t{0}) k.size_bytes = run.rows.back().size_bytes;
+      if (k.size_bytes == kNextRow) k.size_bytes = run.rows.back().size_bytes;
   }
   // Connections after the last row (a later test of the same program) name no size of this one.
-  std::erase_if(run.connected, [](const MeasuredRun::Connected& k) { return k.size_bytes == ~std::uint64_t{0}; });
+  std::erase_if(run.connected, [](const MeasuredRun::Connected& k) { return k.size_bytes == kNextRow; });
   if (run.rows.empty()) {
     if (header) r.fail(header_line, 1, "the result table has no rows: the log is cut off before the first size");
     r.fail(1, 1,

@@ -690,7 +690,7 @@ FitResult fit_profile(const std::vector<RawInput>& raws, const FitOptions& optio
                              " GB/s; those points are capped at the peak");
     // The largest copy measured sets the streaming efficiency; copies so small that they reach under 0.1 % of the
     // peak (a sweep of a few KiB only) say nothing about streaming, and the base's efficiency stays.
-    if (last / peak >= 1e-3)
+    if (last / peak >= kMinEfficiency)
       gpu.set_hbm_efficiency(last / peak);
     else
       result.notes.push_back("HBM: the largest copy measured reaches " + fmt("%.3g", last) + " GB/s, under 0.1 % of " +

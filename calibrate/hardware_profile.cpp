@@ -55,7 +55,7 @@ double non_negative(const ParsedText& in, const std::string& path, double value,
 // divided twice, an exponent typo) that would simulate months; a measured table entry (calibrate fit) may be far
 // lower for a tiny GEMM that a launch dominates (a 16x16x16 BF16 GEMM of 12 us on an H100: 8.7e-7), so the
 // table's floor is 1e-9.
-double efficiency(const ParsedText& in, const std::string& path, double value, double min = 1e-3) {
+double efficiency(const ParsedText& in, const std::string& path, double value, double min = kMinEfficiency) {
   if (!std::isfinite(value)) in.fail(path, format_number(value) + " is not a finite number");
   if (value == 0) in.fail(path, "missing or zero; must be in (0, 1] (a fraction of peak)");
   if (value < 0 || value > 1) in.fail(path, format_number(value) + " is not in (0, 1] (a fraction of peak)");
@@ -131,7 +131,7 @@ std::vector<GemmEfficiencyPoint> to_gemm_table(
       default:
         in.fail(p + ".dtype", "missing; one of FP16, BF16, FP32, TF32, FP8");
     }
-    g.efficiency = efficiency(in, p + ".efficiency", e.efficiency(), 1e-9);
+    g.efficiency = efficiency(in, p + ".efficiency", e.efficiency(), kMinGemmTableEfficiency);
     for (const GemmEfficiencyPoint& other : out)
       if (other.m == g.m && other.n == g.n && other.k == g.k && other.dtype == g.dtype)
         in.fail(p, "a second entry for " + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k) +
@@ -374,7 +374,7 @@ HardwareProfile to_profile(const ParsedText& in, const schema::HardwareProfile& 
     if (!has) return out_rate;
     const std::string path = std::string("gpu.") + field;
     for (const auto& [name, v] : {std::pair<const char*, double>{"forward", r.forward()}, {"backward", r.backward()}})
-      if (!std::isfinite(v) || v < 1e-3 || v > 1)
+      if (!std::isfinite(v) || v < kMinEfficiency || v > 1)
         in.fail(path + "." + name, format_number(v) +
                                        " is not in [0.001, 1] (a fraction of the 16-bit dense peak; leave " +
                                        "the kernel out where no rate is published)");

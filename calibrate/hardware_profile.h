@@ -35,6 +35,11 @@ struct HbmBandwidthPoint {
   BytesPerSecond bandwidth;  // achieved
 };
 
+// The least efficiency (fraction of peak) a profile may hold: a scalar one (GEMM, HBM, bus, attention kernel) and a
+// GEMM-table entry, which a measured tiny GEMM can put far lower. The loader refuses less; calibrate fit writes no less.
+inline constexpr double kMinEfficiency = 1e-3;
+inline constexpr double kMinGemmTableEfficiency = 1e-9;
+
 struct GpuPerformance {
   std::string gpu;                       // GPU type, matched against the cluster's gpu
   FlopsPerSecond peak_bf16;

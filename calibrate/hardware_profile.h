@@ -36,7 +36,7 @@ struct HbmBandwidthPoint {
 };
 
 // The least efficiency (fraction of peak) a profile may hold: a scalar one (GEMM, HBM, bus, attention kernel) and a
-// GEMM-table entry, which a measured tiny GEMM can put far lower. The loader refuses less; calibrate fit writes no less.
+// GEMM-table entry, which a measured tiny GEMM can put far lower. The loader refuses less; calibrate fit writes none.
 inline constexpr double kMinEfficiency = 1e-3;
 inline constexpr double kMinGemmTableEfficiency = 1e-9;
 

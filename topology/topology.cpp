@@ -9,6 +9,7 @@
 #include <deque>
 #include <functional>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <ostream>
@@ -626,6 +627,19 @@ void Topology::forget_distances(VertexIndex target, Scope scope) const {
   distance_cache_.erase((std::uint64_t{target} << 2) | static_cast<std::uint64_t>(scope));
 }
 
+VertexIndex Topology::fabric_parent(VertexIndex nic) const {
+  // The one fabric-scope vertex a link up arrives at the NIC from, when it is the only fabric-scope in-link.
+  VertexIndex only = kNone;
+  std::uint32_t in_scope = 0;
+  for (auto [e, end] = boost::in_edges(nic, graph_); e != end; ++e) {
+    const auto u = static_cast<VertexIndex>(boost::source(*e, graph_));
+    if (fabric_slot_[u] == kNone) continue;
+    ++in_scope;
+    if (graph_[*e].up) only = u;
+  }
+  return in_scope == 1 ? only : kNone;
+}
+
 const std::vector<std::uint16_t>& Topology::distances(VertexIndex target, Scope scope) const {
   const std::uint64_t key = (std::uint64_t{target} << 2) | static_cast<std::uint64_t>(scope);
   auto& entry = distance_cache_[key];
@@ -633,15 +647,8 @@ const std::vector<std::uint16_t>& Topology::distances(VertexIndex target, Scope 
   if (scope == Scope::kFabric && graph_[target].kind == VertexKind::kNic) {
     // A NIC reached only from its leaf: distances to the NIC are the leaf's plus one, so the many NICs of a
     // leaf share one BFS (the cache still keeps one array per NIC).
-    VertexIndex only = kNone;
-    std::uint32_t in_scope = 0;
-    for (auto [e, end] = boost::in_edges(target, graph_); e != end; ++e) {
-      const auto u = static_cast<VertexIndex>(boost::source(*e, graph_));
-      if (fabric_slot_[u] == kNone) continue;
-      ++in_scope;
-      if (graph_[*e].up) only = u;
-    }
-    if (in_scope == 1 && only != kNone) {
+    const VertexIndex only = fabric_parent(target);
+    if (only != kNone) {
       std::vector<std::uint16_t> derived = distances(only, scope);  // a copy: the cache may rehash below
       for (std::uint16_t& d : derived) d = d == kUnreachable ? kUnreachable : static_cast<std::uint16_t>(d + 1);
       derived[fabric_slot_[target]] = 0;
@@ -848,30 +855,110 @@ BytesPerSecond Topology::max_flow_between(const std::function<bool(std::uint32_t
 }
 
 std::uint32_t Topology::diameter_hops() const {
-  // route_hops() for every ordered pair, with the rail legs read straight from the cached distance arrays:
-  // hops = (src GPU -> its NIC) + (NIC -> NIC through the fabric) + (NIC -> dst GPU).
+  // The longest route_hops() over every ordered pair, without visiting each pair where the rails decide. A pair
+  // on the rails (use_rails) takes (src GPU -> its NIC) + (NIC -> NIC through the fabric) + (NIC -> dst GPU)
+  // hops when all three legs exist; every other pair takes route_hops() itself. The fabric leg to a NIC whose
+  // only fabric link comes from its leaf is the leaf's distance + 1 (as distances() derives it), so for all
+  // destinations under one leaf the farthest rail source is one maximum over the NICs: the largest
+  // (src -> NIC) + (NIC -> leaf) per NIC, taken from a group other than the destination's (the best two groups
+  // are kept). Pairs whose fabric leg does not exist go to route_hops() one by one. 32,768 GPUs: 1e9 pairs
+  // visited before, about G x (group size + leaves) now.
   const std::uint32_t G = gpu_count();
+  std::uint32_t longest = 0;
+  const auto visit = [&](std::uint32_t s, std::uint32_t d) {
+    const std::uint32_t h = route_hops(s, d);
+    if (h == kNone) throw_no_route(s, d);
+    longest = std::max(longest, h);
+  };
   std::vector<std::uint32_t> to_nic(G, kNone), from_nic(G, kNone);
   for (std::uint32_t g = 0; g < G; ++g) {
     if (own_nic_[g] == kNone || spec_.is_explicit()) continue;
     to_nic[g] = distance(gpu_vertex_[g], own_nic_[g], Scope::kNode);
     from_nic[g] = distance(own_nic_[g], gpu_vertex_[g], Scope::kNode);
   }
-  std::uint32_t longest = 0;
-  for (std::uint32_t d = 0; d < G; ++d) {
-    const std::vector<std::uint16_t>* fabric = from_nic[d] == kNone ? nullptr : &distances(own_nic_[d], Scope::kFabric);
-    for (std::uint32_t s = 0; s < G; ++s) {
-      std::uint32_t h = kNone;
-      if (fabric != nullptr && to_nic[s] != kNone && use_rails(s, d)) {
-        const std::uint16_t b = (*fabric)[fabric_slot_[own_nic_[s]]];
-        if (b != kUnreachable) h = to_nic[s] + b + from_nic[d];
-      }
-      if (h == kNone) h = route_hops(s, d);
-      if (h == kNone) throw_no_route(s, d);
-      longest = std::max(longest, h);
+  // A NIC serving GPUs of two groups (none is built so) is left to route_hops(), as source and as destination.
+  std::map<VertexIndex, std::uint32_t> nic_group;
+  std::set<VertexIndex> shared_nics;
+  for (std::uint32_t g = 0; g < G; ++g) {
+    if (spec_.is_explicit() || own_nic_[g] == kNone) continue;
+    const auto [it, added] = nic_group.emplace(own_nic_[g], group_[g]);
+    if (!added && it->second != group_[g]) shared_nics.insert(own_nic_[g]);
+  }
+  const auto on_rails = [&](std::uint32_t g) {
+    return !spec_.is_explicit() && own_nic_[g] != kNone && !shared_nics.contains(own_nic_[g]);
+  };
+  // Sources: those that reach their own NIC, by NIC (the largest first leg); the others pair by pair.
+  struct NicSources {
+    VertexIndex nic = kNone;
+    std::uint32_t group = 0;
+    std::uint32_t first_leg = 0;  // the largest (src GPU -> NIC) of the NIC's GPUs
+    std::vector<std::uint32_t> gpus;
+  };
+  std::vector<NicSources> nics;
+  std::map<VertexIndex, std::size_t> nic_index;
+  std::vector<std::uint32_t> odd_sources;
+  std::map<std::uint32_t, std::vector<std::uint32_t>> by_group;
+  for (std::uint32_t s = 0; s < G; ++s) {
+    if (!spec_.is_explicit()) by_group[group_[s]].push_back(s);
+    if (!on_rails(s) || to_nic[s] == kNone) {
+      odd_sources.push_back(s);
+      continue;
     }
-    // Each NIC's array is read for its own GPU only; its leaf's, from which it was derived, stays cached.
-    if (fabric != nullptr) forget_distances(own_nic_[d], Scope::kFabric);
+    const auto [it, added] = nic_index.emplace(own_nic_[s], nics.size());
+    if (added) nics.push_back({own_nic_[s], group_[s], 0, {}});
+    nics[it->second].first_leg = std::max(nics[it->second].first_leg, to_nic[s]);
+    nics[it->second].gpus.push_back(s);
+  }
+  // Destinations on the rails, by the array their NIC's fabric distances are: (origin, offset) = (its leaf, 1)
+  // or (itself, 0). The others pair with every source.
+  std::map<std::pair<VertexIndex, std::uint32_t>, std::vector<std::uint32_t>> by_origin;
+  for (std::uint32_t d = 0; d < G; ++d) {
+    if (!on_rails(d) || from_nic[d] == kNone) {
+      for (std::uint32_t s = 0; s < G; ++s) visit(s, d);
+      continue;
+    }
+    const VertexIndex parent = fabric_parent(own_nic_[d]);
+    by_origin[parent == kNone ? std::pair{own_nic_[d], 0u} : std::pair{parent, 1u}].push_back(d);
+  }
+  for (const auto& [key, destinations] : by_origin) {
+    const auto [origin, offset] = key;
+    const std::vector<std::uint16_t>& fabric = distances(origin, Scope::kFabric);
+    // The best two (first leg + fabric leg to the origin) of distinct groups, and the NICs with no fabric leg.
+    // With offset 0 the origin is the destinations' own NIC: its slot (0) stands for no fabric leg, and its
+    // GPUs are of the destinations' group, which the rail maximum leaves out.
+    std::uint32_t best[2] = {kNone, kNone}, best_group[2] = {0, 0};
+    std::vector<std::size_t> unreachable;
+    for (std::size_t i = 0; i < nics.size(); ++i) {
+      const NicSources& n = nics[i];
+      const std::uint16_t b = fabric[fabric_slot_[n.nic]];
+      if (b == kUnreachable) {
+        unreachable.push_back(i);
+        continue;
+      }
+      const std::uint32_t v = n.first_leg + b;
+      if (best[0] == kNone || v > best[0]) {
+        if (best[0] != kNone && n.group != best_group[0]) {
+          best[1] = best[0];
+          best_group[1] = best_group[0];
+        }
+        best[0] = v;
+        best_group[0] = n.group;
+      } else if (n.group != best_group[0] && (best[1] == kNone || v > best[1])) {
+        best[1] = v;
+        best_group[1] = n.group;
+      }
+    }
+    for (const std::uint32_t d : destinations) {
+      for (const std::uint32_t s : by_group[group_[d]]) visit(s, d);
+      for (const std::uint32_t s : odd_sources)
+        if (group_[s] != group_[d]) visit(s, d);
+      for (const std::size_t i : unreachable)
+        if (nics[i].group != group_[d])
+          for (const std::uint32_t s : nics[i].gpus) visit(s, d);
+      const std::uint32_t rail = best_group[0] != group_[d] ? best[0] : best[1];
+      if (rail != kNone) longest = std::max(longest, rail + offset + from_nic[d]);
+    }
+    forget_distances(origin, Scope::kFabric);
   }
   return longest;
 }

@@ -224,6 +224,8 @@ class Topology {
   Range scope_range(VertexIndex target, Scope scope) const;
   std::uint32_t slot_count(VertexIndex target, Scope scope) const;
   const std::vector<std::uint16_t>& distances(VertexIndex target, Scope scope) const;
+  // The fabric-scope vertex whose distances + 1 are a NIC's (its only fabric-scope link in, when up); kNone.
+  VertexIndex fabric_parent(VertexIndex nic) const;
   // Drops a cached distance array (the diameter reads each NIC's once: keeping them all costs GPUs x vertices).
   void forget_distances(VertexIndex target, Scope scope) const;
   std::uint32_t distance(VertexIndex from, VertexIndex target, Scope scope) const;

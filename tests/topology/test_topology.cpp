@@ -427,3 +427,42 @@ TEST_CASE("topology: Graphviz output names vertices, kinds and bandwidths") {
   CHECK(dot.find("label=\"nvlink 300 GB/s\"") != std::string::npos);
   CHECK(dot.find("style=dashed") != std::string::npos);
 }
+
+TEST_CASE("topology: the diameter is the longest route over every pair of GPUs, also with faults") {
+  // diameter_hops() groups the pairs that take the rails by NIC and by leaf; the brute force below takes
+  // route_hops() for all G^2 ordered pairs. They must agree on every form: rail-optimised and Clos fabrics
+  // (two- and three-level, partial leaves and pods), NVLink domains spanning nodes, PCIe nodes where 4 GPUs share
+  // a NIC at different distances, a cable down (NIC 0 of node 0 keeps no fabric link: its GPUs reroute through
+  // the PCIe switch's other NIC), a torus, and the explicit form.
+  const std::vector<std::string> clusters = {
+      kSimple2x8,
+      dgx_a100(3),
+      dgx_a100(5, "fabric { kind: CLOS_TWO_LEVEL oversubscription: 3 switch_radix: 32 }"),
+      dgx_a100(3, "link_faults { from: \"n0/nic0\" to: \"rail0/leaf0\" down: true }"),
+      dgx_a100(3, "link_faults { pattern: \"rail1/leaf0->*\" down: true }"),
+      "nodes: 7 gpus_per_node: 2 gpu: \"X\" nvlink_gbytes_per_s_per_direction: 100 "
+      "nic_gbits_per_s_per_direction: 200 fabric { kind: CLOS_THREE_LEVEL switch_radix: 4 }",
+      "node_preset: \"pcie-8gpu-sys-4029gp-trt\" nodes: 3",
+      "node_preset: \"gb200-nvl72\" nodes: 36",
+      "node_preset: \"tpu-v4-cube\" nodes: 4 torus { x: 2 y: 2 z: 4 }",
+      R"(nodes: 1 gpus_per_node: 3 gpu: "X" nvlink_gbytes_per_s_per_direction: 100 nic_gbits_per_s_per_direction: 100
+         vertices { name: "g0" kind: GPU } vertices { name: "g1" kind: GPU } vertices { name: "g2" kind: GPU }
+         vertices { name: "sw" kind: NVSWITCH }
+         links { from: "g0" to: "g1" kind: NVLINK gbytes_per_s_per_direction: 100 }
+         links { from: "g1" to: "sw" kind: NVLINK gbytes_per_s_per_direction: 100 }
+         links { from: "g2" to: "sw" kind: NVLINK gbytes_per_s_per_direction: 100 }
+         links { from: "g0" to: "sw" kind: NVLINK gbytes_per_s_per_direction: 100 })"};
+  for (const std::string& text : clusters) {
+    CAPTURE(text);
+    const Topology t(load(text));
+    std::uint32_t longest = 0;
+    for (std::uint32_t s = 0; s < t.gpu_count(); ++s)
+      for (std::uint32_t d = 0; d < t.gpu_count(); ++d) {
+        const std::uint32_t h = t.route_hops(s, d);
+        REQUIRE(h != clustersim::topology::kNone);
+        longest = std::max(longest, h);
+      }
+    CHECK(longest > 0);
+    CHECK(t.diameter_hops() == longest);
+  }
+}

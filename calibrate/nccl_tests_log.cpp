@@ -114,8 +114,10 @@ void strip_launcher_prefix(Line& line) {
 
 // Where an NCCL log line ("host:pid:tid [dev] NCCL INFO ...", NCCL's own debug output) begins in `t`, else npos.
 // It may begin inside the line, glued to what nccl-tests printed before it: "      -1gcn151:1904979:1905073 [0]
-// NCCL INFO ...". There the host starts after the leading "-1" (a row's root field: an optional minus and digits).
-std::size_t nccl_log_start(std::string_view t) {
+// NCCL INFO ...". There the host starts after the leading "-1" (a row's root field: an optional minus and digits):
+// where a split leaves a host of `known_hosts` (those the log's own NCCL lines begin with), there; else before the
+// first character that is not a digit, which a host name starting with a digit ("10-0-0-1") would defeat.
+std::size_t nccl_log_start(std::string_view t, const std::set<std::string, std::less<>>* known_hosts = nullptr) {
   for (std::size_t at = t.find("] NCCL "); at != std::string_view::npos; at = t.find("] NCCL ", at + 1)) {
     std::size_t open = at;
     while (open > 0 && t[open - 1] >= '0' && t[open - 1] <= '9') --open;
@@ -132,9 +134,16 @@ std::size_t nccl_log_start(std::string_view t) {
     // Glued to a row's last field: skip "-1" / "0" before a host name that does not start with a digit.
     std::size_t host = 0;
     if (begin > 0 && !trim(t.substr(0, begin)).empty()) {
-      std::size_t i = token[0] == '-' ? 1 : 0;
+      const std::size_t sign = token[0] == '-' ? 1 : 0;
+      std::size_t i = sign;
       while (i < c1 && token[i] >= '0' && token[i] <= '9') ++i;
-      if (i > (token[0] == '-' ? 1u : 0u) && i < c1) host = i;
+      if (i > sign && i < c1) host = i;
+      if (known_hosts != nullptr)  // the shortest root that leaves a known host
+        for (std::size_t k = sign + 1; k <= i && k < c1; ++k)
+          if (known_hosts->contains(token.substr(k, c1 - k))) {
+            host = k;
+            break;
+          }
     }
     return begin + host;
   }
@@ -165,9 +174,14 @@ std::string connected_algorithm(std::string_view line) {
 // Such a row is mended: its first part, then the next line that is neither NCCL's nor a `#` line, joined in
 // `storage` (the row keeps its first line's number; columns past the first part are those of the joined text).
 void mend_interleaved_rows(std::vector<Line>& lines, std::deque<std::string>& storage) {
+  std::set<std::string, std::less<>> hosts;  // of the NCCL lines that begin a line
+  for (const Line& l : lines) {
+    const std::string_view text = trim(l.text);
+    if (nccl_log_start(text) == 0) hosts.emplace(text.substr(0, text.find(':')));
+  }
   for (std::size_t i = 0; i < lines.size(); ++i) {
     const std::string_view text = lines[i].text;
-    const std::size_t at = nccl_log_start(text);
+    const std::size_t at = nccl_log_start(text, &hosts);
     if (at == std::string_view::npos) continue;
     const std::string_view head = text.substr(0, at);
     const std::vector<Token> fields = split_whitespace(head);

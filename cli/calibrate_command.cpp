@@ -160,6 +160,10 @@ int import_command(const std::vector<std::string>& args, std::ostream& out) {
       continue;
     }
     summary += calibrate::cut_off_note(run) + calibrate::wrong_rows_note(run, "not imported");
+    // Where NCCL_DEBUG=INFO shows which algorithms the run connected, and at which row: the samples are labelled
+    // with the algorithm --algo names (else NCCL's choice), and this says what that choice was.
+    if (const std::string note = calibrate::connected_note(run); !note.empty())
+      summary += (runs.size() > 1 ? "# " + calibrate::run_label(run) + ":\n" : std::string()) + note;
     if (run.test_line > 0 && run.op) per_file_op[run.source_file + "\n" + *run.op].push_back(&run);
   }
   // Rows of size 0 (AllGather, ReduceScatter or AlltoAll sizes below ranks x one element: nothing ran, the time is

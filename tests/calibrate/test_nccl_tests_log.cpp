@@ -381,6 +381,19 @@ TEST_CASE("nccl-tests log: a row cut in two by NCCL's INFO lines is mended, and 
   REQUIRE(later.connected.size() == 3);
   CHECK(later.connected[2].algorithm == "nvls");
   CHECK(later.connected[2].size_bytes == 4194304);
+  // Hosts whose names start with a digit (an IP-like "10-0-0-1"): glued to "-1" they read "-110-0-0-1:1:3". The
+  // host is the one the log's own NCCL lines begin with, so the root stays -1, not -110.
+  auto renamed = [](std::string text) {
+    for (const auto& [from, to] : {std::pair{"hosta", "10-0-0-1"}, std::pair{"hostb", "10-0-0-2"}})
+      for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at))
+        text.replace(at, std::string_view(from).size(), to);
+    return text;
+  };
+  const MeasuredRun digits = calibrate::parse_measured_run(renamed(head + split + tail), "digits.log");
+  REQUIRE(digits.rows.size() == 3);
+  CHECK(digits.rows[1].root == -1);
+  CHECK(digits.rows[1].time_us_oop == 80.00);
+  CHECK(digits.connected.size() == 3);
   // A log that ends inside the cut row is cut off: the row has 5 of its 13 fields.
   CHECK(error_of([&] { calibrate::parse_measured_run(head + split.substr(0, split.find("    80.00")), "cut.log"); })
             .starts_with("cut.log:13:"));

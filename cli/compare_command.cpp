@@ -64,7 +64,9 @@ std::string delta_text(std::optional<double> d) {
   if (!d) return "n/a";
   std::string s = fmt("%+.1f", *d);
   if (s == "-0.0") s = "+0.0";
-  if (s == "-100.0" && *d != -100) s = fmt("%+.4g", *d);  // -99.98 % is not all of it
+  // -99.98 % is not all of it: as many digits as tell it from -100 (-99.998 needs 5).
+  for (int digits = 4; s.starts_with("-100") && *d != -100 && digits <= 17; ++digits)
+    s = fmt(("%+." + std::to_string(digits) + "g").c_str(), *d);
   return s + "%";
 }
 
@@ -72,6 +74,7 @@ std::string delta_text(std::optional<double> d) {
 // significant digits, so a short run beside a long one in the row's unit (0.000184 days) is not rounded to 0; with
 // its trailing zeros (6.80 beside 8.74, not 6.8).
 std::string row_number(const char* format, int decimals, double v) {
+  if (decimals == 0 && v == std::round(v)) return fmt(format, v);  // a count: 8 GPUs, not 8.00
   if (v != 0 && std::fabs(v) < std::pow(10.0, 2 - decimals)) return fmt("%#.3g", v);
   return fmt(format, v);
 }

@@ -55,7 +55,7 @@ const std::array<Command, 8> kCommands = {{
      [](const Args& a) { return clustersim::cli::sweep_command(a, std::cout); }},
     {"plan", "plan SCENARIO --tokens T (--deadline-days D | --gpus N)",
      "GPUs needed for a token budget by a deadline (or days on N GPUs): cost, energy,\n"
-     "goodput with failures and Young/Daly checkpointing",
+     "goodput with failures and Young's checkpoint interval",
      [](const Args& a) { return clustersim::cli::plan_command(a, std::cout); }},
     {"compare", "compare A B [C ...]",
      "simulate scenarios and print them side by side with the differences to A (time,\n"

@@ -29,6 +29,9 @@ Goodput goodput(std::uint32_t gpus, double failures_per_gpu_hour, Seconds checkp
   }
   g.mtbf_h = 1.0 / rate;
   const double delta_h = checkpoint_write.raw() / 3600.0, restart_h = restart.raw() / 3600.0;
+  // Young's optimum (CACM 1974), which minimises this first-order waste; Daly's higher-order interval (FGCS 2006)
+  // belongs with his exponential waste model, and is shorter by a few % (18.6 against 19.3 min at M = 3.09 h,
+  // δ = 60 s): the waste below would not be lower with it.
   g.interval_h = std::sqrt(2.0 * delta_h * g.mtbf_h);
   const double writing = g.interval_h > 0 ? delta_h / g.interval_h : 0.0;
   g.waste_fraction = writing + g.interval_h / (2.0 * g.mtbf_h) + restart_h / g.mtbf_h;
@@ -372,7 +375,7 @@ std::string plan_text(const workloads::Scenario& sc, const PlanOptions& options,
       << mtbf_text(p.goodput) << " on " << p.gpus << " GPUs\n";
   }
   o << "  checkpoint         write " << fmt("%g", options.checkpoint_write.raw()) << " s, restart "
-    << fmt("%g", options.restart.raw()) << " s; Young/Daly interval " << interval_text(p.goodput) << "\n";
+    << fmt("%g", options.restart.raw()) << " s; Young interval " << interval_text(p.goodput) << "\n";
   o << "  waste              " << waste_text(p.goodput) << ", effective training time ratio "
     << fmt("%.4f", p.goodput.effective_ratio) << "\n";
   if (!finishes) {
@@ -444,7 +447,7 @@ std::string plan_report(const workloads::Scenario& sc, const PlanOptions& option
   failures.rows.push_back({"MTBF of the job", mtbf_text(p.goodput)});
   failures.rows.push_back({"checkpoint write / restart [s]",
                            fmt("%g", options.checkpoint_write.raw()) + " / " + fmt("%g", options.restart.raw())});
-  failures.rows.push_back({"Young/Daly interval", interval_text(p.goodput)});
+  failures.rows.push_back({"Young interval", interval_text(p.goodput)});
   failures.rows.push_back({"waste (share of the wall time)", waste_text(p.goodput)});
   failures.rows.push_back({"effective training time ratio", fmt("%.4f", p.goodput.effective_ratio)});
   doc.table(failures);
@@ -473,7 +476,7 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out) {
       "Capacity planning with the sweep's best layout: the smallest GPU count (whole nodes; whole NVLink\n"
       "domains where one spans several nodes, e.g. 72-GPU NVL72 racks) that trains\n"
       "on T tokens by the deadline, or the training time on N GPUs; GPU-hours, cost, energy, and the\n"
-      "goodput with failures and Young/Daly checkpointing.\n\nOptions");
+      "goodput with failures and Young's checkpoint interval.\n\nOptions");
   named.add_options()("help,h", "show this help")("tokens", po::value<double>()->value_name("T"), "training tokens")(
       "deadline-days", po::value<double>()->value_name("D"), "find the smallest GPU count meeting D days")(
       "gpus", po::value<std::uint32_t>()->value_name("N"), "plan for N GPUs")(

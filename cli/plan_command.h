@@ -13,8 +13,8 @@
 //  * Failures: each GPU fails at rate λ per hour, so the job is interrupted at MTBF = 1 / (N · λ). Default λ
 //    from the Llama 3 405B report (Dubey et al. 2024, §3.3.4): 419 unexpected interruptions in 54 days on
 //    16,384 GPUs, λ = 419 / (54 · 24 · 16,384) = 1.973e-5 per GPU-hour.
-//    Checkpoints every τ, each costing δ (write) — Young/Daly's optimum τ = √(2·δ·MTBF) (Young 1974;
-//    Daly 2006, first order). Expected waste per unit of wall time: δ/τ (writing) + τ/(2·MTBF) (work lost
+//    Checkpoints every τ, each costing δ (write) — Young's optimum τ = √(2·δ·MTBF) (Young 1974; the first
+//    order of Daly 2006). Expected waste per unit of wall time: δ/τ (writing) + τ/(2·MTBF) (work lost
 //    since the last checkpoint, half an interval on average) + R/MTBF (restart R per interruption);
 //    effective training time ratio = 1 − waste, wall time = training time / ratio.
 //    Defaults δ = 60 s and R = 600 s are allowances, not measurements: set them from the real system.
@@ -44,7 +44,7 @@ inline constexpr double kLlama3FailuresPerGpuHour = 419.0 / (54.0 * 24.0 * 16384
 
 struct Goodput {
   double mtbf_h = 0;            // hours between interruptions of the whole job
-  double interval_h = 0;        // Young/Daly checkpoint interval
+  double interval_h = 0;        // Young's checkpoint interval
   double waste_fraction = 0;    // checkpoint writes + lost work + restarts, per unit of wall time
   double effective_ratio = 1;   // 1 − waste (0 when the job never progresses)
 };

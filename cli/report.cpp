@@ -22,6 +22,7 @@
 #include "workloads/compute_model.h"
 #include "workloads/input_pipeline.h"
 #include "workloads/rank_layout.h"
+#include "workloads/transformer_ops.h"
 
 namespace clustersim::cli {
 namespace {
@@ -95,9 +96,19 @@ std::string tp_span_note(const workloads::Scenario& sc, const workloads::Job& jo
          " TP groups span more than one NVLink domain: their collectives cross the network\n";
 }
 
-constexpr const char* kMfuConvention =
-    "model FLOPs: all GEMMs incl. attention scores and LM head, fwd + bwd (2x fwd), no recomputation, "
-    "no causal discount (Korthikanti et al. 2022); peak = dense tensor peak of the precision";
+// How the MFU counts: the convention, and for a MoE job whose capacity factor drops routed tokens, that the
+// dropped ones are not counted (tokens/s counts every token: the two move apart as the drops change).
+std::string mfu_convention(const workloads::Job& job) {
+  std::string s =
+      "model FLOPs: all GEMMs incl. attention scores and LM head, fwd + bwd (2x fwd), no recomputation, "
+      "no causal discount (Korthikanti et al. 2022); peak = dense tensor peak of the precision";
+  const double routed = workloads::routed_fraction_computed(job.model, job.parallel.moe_capacity_factor,
+                                                            job.parallel.moe_token_skew);
+  if (routed < 1)
+    s += "; the experts' FLOPs count the " + fmt("%.1f", 100 * routed) +
+         " % of routed tokens the capacity factor keeps (the dropped ones are not computed)";
+  return s;
+}
 
 }  // namespace
 
@@ -157,7 +168,7 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
   o << "  MFU               " << fmt("%.1f", 100 * r.mfu) << " %  ("
     << fmt("%.1f", to_TFLOPps(r.model_flops_per_step / r.iteration_time) / gpus) << " model TFLOP/s per GPU of "
     << fmt("%g", to_TFLOPps(workloads::tensor_peak(sc.profile.gpu, t.precision))) << ")\n";
-  o << "                    " << kMfuConvention << "\n";
+  o << "                    " << mfu_convention(job) << "\n";
   if (r.mfu > 1)
     o << "                    above 100 %: the full-square convention counts the causally masked half of each "
          "attention square, which the kernels skip (see MFU (causal))\n";
@@ -294,7 +305,7 @@ std::string job_json(const workloads::Job& job, const workloads::IterationResult
   o << in << "\"samples_per_s\": " << num(r.samples_per_s) << ",\n";
   o << in << "\"model_flops_per_step\": " << num(r.model_flops_per_step.raw()) << ",\n";
   o << in << "\"mfu\": " << num(r.mfu) << ",\n";
-  o << in << "\"mfu_convention\": \"" << json_escape(kMfuConvention) << "\",\n";
+  o << in << "\"mfu_convention\": \"" << json_escape(mfu_convention(job)) << "\",\n";
   o << in << "\"mfu_peak_TFLOPps\": " << num(to_TFLOPps(workloads::tensor_peak(gpu, job.training.precision)))
     << ",\n";
   o << in << "\"mfu_causal\": " << num(r.mfu_causal) << ",\n";

@@ -541,10 +541,10 @@ std::string sweep_csv(const SweepResult& r) {
       << (p.sequence_parallel ? 1 : 0) << "," << workloads::to_string(p.recompute) << ","
       << (p.distributed_optimizer ? 1 : 0) << "," << p.zero_stage << "," << (p.hybrid_shard ? 1 : 0) << ","
       << (e.oom ? "oom" : "ok") << ",\""
-      << (e.oom ? part_kind(e.oom_part) : "") << "\"," << fixed("%.6g", e.iteration_time.raw()) << ","
-      << fixed("%.6g", e.tokens_per_s) << "," << fixed("%.6g", e.mfu) << "," << fixed("%.4f", to_GiB(e.peak_memory))
+      << (e.oom ? part_kind(e.oom_part) : "") << "\"," << fixed("%.10g", e.iteration_time.raw()) << ","
+      << fixed("%.10g", e.tokens_per_s) << "," << fixed("%.10g", e.mfu) << "," << fixed("%.4f", to_GiB(e.peak_memory))
       << "," << fixed("%.4f", headroom_gib(e)) << "," << fixed("%.4f", est_bubble(e)) << ","
-      << fixed("%.4f", est_comm(e)) << "," << (l.simulated ? fixed("%.6g", l.simulated->iteration_time.raw()) : "")
+      << fixed("%.4f", est_comm(e)) << "," << (l.simulated ? fixed("%.10g", l.simulated->iteration_time.raw()) : "")
       << "," << (rank_of[i] ? std::to_string(rank_of[i]) : "") << "\n";
   }
   return o.str();
@@ -567,14 +567,14 @@ std::string sweep_json(const SweepResult& r) {
       << "\", \"distributed_optimizer\": " << (l.plan.distributed_optimizer ? "true" : "false")
       << ", \"zero_stage\": " << l.plan.zero_stage << ", \"hybrid_shard\": " << (l.plan.hybrid_shard ? "true" : "false")
       << ", \"oom\": " << (e.oom ? "true" : "false") << ", \"oom_part\": \"" << json_escape(e.oom ? e.oom_part : "")
-      << "\", \"analytical_iteration_s\": " << fixed("%.6g", e.iteration_time.raw())
-      << ", \"analytical_tokens_per_s\": " << fixed("%.6g", e.tokens_per_s) << ", \"analytical_mfu\": "
-      << fixed("%.6g", e.mfu) << ", \"peak_memory_gib\": " << fixed("%.4f", to_GiB(e.peak_memory))
+      << "\", \"analytical_iteration_s\": " << fixed("%.10g", e.iteration_time.raw())
+      << ", \"analytical_tokens_per_s\": " << fixed("%.10g", e.tokens_per_s) << ", \"analytical_mfu\": "
+      << fixed("%.10g", e.mfu) << ", \"peak_memory_gib\": " << fixed("%.4f", to_GiB(e.peak_memory))
       << ", \"headroom_gib\": " << fixed("%.4f", headroom_gib(e));
     if (l.simulated) {
       const workloads::IterationResult& s = *l.simulated;
-      j << ", \"simulated\": {\"iteration_s\": " << fixed("%.6g", s.iteration_time.raw())
-        << ", \"tokens_per_s\": " << fixed("%.6g", s.tokens_per_s) << ", \"mfu\": " << fixed("%.6g", s.mfu)
+      j << ", \"simulated\": {\"iteration_s\": " << fixed("%.10g", s.iteration_time.raw())
+        << ", \"tokens_per_s\": " << fixed("%.10g", s.tokens_per_s) << ", \"mfu\": " << fixed("%.10g", s.mfu)
         << ", \"peak_memory_gib\": " << fixed("%.4f", to_GiB(s.memory.peak))
         << ", \"bubble_fraction\": " << fixed("%.4f", sim_bubble(s))
         << ", \"exposed_comm_fraction\": " << fixed("%.4f", sim_comm(s)) << "}";

@@ -130,6 +130,10 @@ TEST_CASE("compare: DP on 1 node vs 2 nodes equals run --json of each, deltas an
 
   // The terminal table: GPUs 8 vs 16 is +100.0 %; the best tokens/s is marked.
   CHECK(table_line(r.out, "GPUs").find("+100.0%") != std::string::npos);
+  // A count is printed whole: "8" and "16", not "8.00" and "16.0".
+  CHECK(table_line(r.out, "GPUs").find("  8  ") != std::string::npos);
+  CHECK(table_line(r.out, "GPUs").find("  16  ") != std::string::npos);
+  CHECK(table_line(r.out, "GPUs").find(".0") == table_line(r.out, "GPUs").find(".0%"));
   const double tok_a = json_number(a, "tokens_per_s"), tok_b = json_number(b, "tokens_per_s");
   REQUIRE(tok_a != tok_b);
   char best[64];
@@ -147,6 +151,21 @@ TEST_CASE("compare: DP on 1 node vs 2 nodes equals run --json of each, deltas an
   for (const char* row : {"  compute [s]", "    of which eager [s]", "  exposed comm [s]", "  idle [s]", "MFU [%]",
                           "peak memory per GPU [GiB]", "memory verdict", "time to train [hours]", "GPU-hours"})
     CHECK_MESSAGE(r.out.find(std::string("  ") + row + "  ") != std::string::npos, row);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("compare: a change just short of -100 % keeps the digits that show it") {
+  // The 64-A100 study against the one-GPU example: GPU-hours 221.3 against 0.00441 to train, a change of
+  // 100 x (0.00441 - 221.3) / 221.3 = -99.998 %, which "%+.1f" (and "%+.4g") round to -100: the delta keeps
+  // digits until it differs from -100.
+  const fs::path dir = scratch_dir("compare-minus-100");
+  const BinaryRun r =
+      run("compare scenarios/tpu-vs-gpu/a100-64gpu.textproto scenarios/grad-accum-example/one-gpu.textproto", dir);
+  REQUIRE(r.status == 0);
+  const std::string hours = table_line(r.out, "GPU-hours");
+  CHECK(hours.find("-99.998%") != std::string::npos);
+  CHECK(hours.find("-100") == std::string::npos);
+  CHECK(table_line(r.out, "GPUs").find("-98.4%") != std::string::npos);  // 100 x (1 - 64) / 64
   fs::remove_all(dir);
 }
 

@@ -1,4 +1,4 @@
-// `clustersim plan`: Young/Daly interval and waste, the cost and energy arithmetic, the deadline search,
+// `clustersim plan`: Young's interval and waste, the cost and energy arithmetic, the deadline search,
 // and input errors.
 #include <doctest/doctest.h>
 
@@ -24,7 +24,7 @@ workloads::Scenario small() { return cli::load_scenario_text(kSmall, "small.text
 
 }  // namespace
 
-TEST_CASE("plan: Young/Daly interval and expected waste at the Llama 3 failure rate") {
+TEST_CASE("plan: Young's interval and expected waste at the Llama 3 failure rate") {
   // λ = 419 / (54 · 24 · 16,384) = 1.97328e-5 per GPU-hour. On 16,384 GPUs: MTBF = 1 / (16,384 λ)
   // = 54 · 24 / 419 = 3.09308 h. δ = 60 s = 1/60 h: τ = √(2 · (1/60) · 3.09308) = 0.321096 h (19.27 min).
   // Waste = δ/τ + τ/(2M) + R/M = 0.0519056 + 0.0519056 + (1/6)/3.09308 = 0.0538837 → 0.157695;
@@ -256,7 +256,7 @@ TEST_CASE("plan command: power, PUE, failure rate, checkpoint and restart option
   REQUIRE(r.status == 0);
   for (const char* line : {"(event-driven time)", " at 500 W per GPU\n", "(8 GPUs x 500 W) x PUE 1.2 (GPUs only",
                            "  failure rate       0.001 per GPU-hour -> MTBF 125.00 h on 8 GPUs\n",
-                           "  checkpoint         write 30 s, restart 300 s; Young/Daly interval 1.44 hours\n",
+                           "  checkpoint         write 30 s, restart 300 s; Young interval 1.44 hours\n",
                            "  waste              1.22 %, effective training time ratio 0.9878\n"})
     CHECK_MESSAGE(r.out.find(line) != std::string::npos, "plan output lacks '" << line << "':\n" << r.out);
   // The same plan with the library: the waste to six digits.
@@ -283,7 +283,7 @@ TEST_CASE("plan command: output and one-line errors with exit status 2") {
   const std::string sc = (dir / "small.textproto").string();
   const auto ok = testing::run_clustersim("plan " + sc + " --tokens 1e9 --gpus 8 --price-per-gpu-hour 2", dir);
   CHECK(ok.status == 0);
-  CHECK(ok.out.find("Young/Daly interval") != std::string::npos);
+  CHECK(ok.out.find("Young interval") != std::string::npos);
   CHECK(ok.out.find("cost") != std::string::npos);
   CHECK(ok.out.find(" USD per GPU-hour\n") != std::string::npos);  // the currency compare's cost row names
   auto one_line_error = [&](const std::string& args, const std::string& what) {
@@ -326,7 +326,7 @@ TEST_CASE("plan command: output and one-line errors with exit status 2") {
   CHECK(html.status == 0);
   const std::string page = testing::slurp(dir / "plan.html");
   CHECK(page.find("<svg") != std::string::npos);
-  CHECK(page.find("Young/Daly interval") != std::string::npos);
+  CHECK(page.find("Young interval") != std::string::npos);
   // No fetches: the only URL is the SVG namespace name.
   auto count = [&](const std::string& needle) {
     std::size_t n = 0;

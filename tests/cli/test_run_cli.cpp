@@ -60,6 +60,30 @@ TEST_CASE("run: selective recompute's HFU says how it counts, and a short run's 
   fs::remove_all(dir);
 }
 
+TEST_CASE("run: a capacity factor that drops routed tokens is named in the MFU convention, text and JSON") {
+  const fs::path dir = scratch_dir("mfu-dropped");
+  // Mixtral at ep 8 with uniform routing (skew 0) and capacity factor 0.5: every expert takes half its even share,
+  // so the experts compute 0.5 of the routed token copies (workloads::routed_fraction_computed), and the MFU's
+  // model FLOPs count those; tokens/s counts every token.
+  std::string text = slurp(std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/mixtral-8x7b-ep/ep8.textproto");
+  for (const auto& [from, to] : {std::pair{"moe_capacity_factor: 1.25", "moe_capacity_factor: 0.5"},
+                                 std::pair{"moe_token_skew: 0.2", "moe_token_skew: 0"}}) {
+    const std::size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, std::string_view(from).size(), to);
+  }
+  std::ofstream(dir / "dropping.textproto") << text;
+  const Run r = run("run " + (dir / "dropping.textproto").string() + " --json " + (dir / "r.json").string(), dir);
+  REQUIRE(r.status == 0);
+  const std::string note = "; the experts' FLOPs count the 50.0 % of routed tokens the capacity factor keeps";
+  CHECK(r.out.find(note) != std::string::npos);
+  CHECK(slurp(dir / "r.json").find(note) != std::string::npos);
+  // As shipped (capacity 1.25 above the busiest expert's 1.2 share) nothing is dropped, and nothing is said.
+  CHECK(run("run scenarios/mixtral-8x7b-ep/ep8.textproto", dir).out.find("capacity factor keeps") ==
+        std::string::npos);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("the parallel line names the rank order the layout uses, cp and ep included") {
   // rank_layout.cpp: an unnamed cp goes right after tp, and the EP group is ep consecutive data-parallel ranks:
   // Megatron's tp-cp-ep-dp-pp with the degrees that are 1 left out of the name.

@@ -214,6 +214,18 @@ TEST_CASE("sweep: the same output with 1 and 2 threads, ranking by simulated tim
       "zero_stage,hybrid_shard,status,oom_part,analytical_iteration_s,analytical_tokens_per_s,analytical_mfu,peak_memory_gib,headroom_gib,bubble_fraction,"
       "exposed_comm_fraction,simulated_iteration_s,rank\n"));
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 370 + 1);  // the explicit-attention count above
+  // The files carry the figures to 10 significant digits, more than the text prints: tokens/s in the JSON is
+  // global batch x seq_len / iteration time to that precision, computed from the JSON's own time.
+  const std::string json = cli::sweep_json(a);
+  const auto first = [&](const std::string& key) {
+    const std::size_t at = json.find("\"" + key + "\": ");
+    REQUIRE(at != std::string::npos);
+    return std::stod(json.substr(at + key.size() + 4));
+  };
+  const workloads::Job& job = a.scenario.jobs[0];
+  CHECK(first("analytical_tokens_per_s") ==
+        doctest::Approx(double(job.training.global_batch) * job.model.seq_len / first("analytical_iteration_s"))
+            .epsilon(1e-9));
 }
 
 TEST_CASE("sweep command: files written, bad input is one line and exit status 2") {

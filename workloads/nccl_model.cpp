@@ -513,7 +513,13 @@ struct Evaluator {
     switch (a) {
       case Algorithm::kRing: {
         if (req.op == CollectiveOp::kBroadcast || req.op == CollectiveOp::kReduce) {
-          // Broadcast/Reduce ring: per-step latency of the link class; Simple takes the tree's (tuning.cc).
+          // Broadcast/Reduce ring with graph->sameChannels: base + one step of the ring's latency (tuning.cc).
+          // NCCL's ring search (search.cc, ncclTopoCompute) first tries every channel on the first channel's ring
+          // and keeps that when it is already perfect, as it is on one NVSwitch domain (its logs: "sameChannels
+          // 1"); across nodes the channels take different NICs (sameChannels 0), and so on NVLink meshes.
+          if (N == 1 && cluster.node.scale_up == topology::ScaleUp::kNvSwitch)
+            return k.ring_base_us[pi] + intra(k.ring_nvlink_us, k.ring_pci_us);
+          // Otherwise: per-step latency of the link class; Simple takes the tree's (tuning.cc).
           const double lat = N == 1 ? (p == Protocol::kSimple ? intra(k.tree_nvlink_us, k.tree_pci_us)
                                                               : intra(k.ring_nvlink_us, k.ring_pci_us))
                                     : (p == Protocol::kSimple ? k.tree_net_us[2] : k.ring_net_us[pi]);

@@ -32,8 +32,7 @@ struct Command {
 };
 
 const std::array<Command, 8> kCommands = {{
-    {"run", "run [SCENARIO]",
-     "simulate one training iteration; print time, throughput, MFU, memory, time to train",
+    {"run", "run [SCENARIO]", "simulate one training iteration; print time, throughput, MFU, memory, time to train",
      [](const Args& a) { return clustersim::cli::run_command(a, std::cout); }},
     {"topo", "topo [SCENARIO]", "show the cluster: GPUs, switches, links, NVLink domains, bisection, diameter",
      [](const Args& a) { return clustersim::cli::topo_command(a, std::cout); }},

@@ -102,8 +102,8 @@ std::string mfu_convention(const workloads::Job& job) {
   std::string s =
       "model FLOPs: all GEMMs incl. attention scores and LM head, fwd + bwd (2x fwd), no recomputation, "
       "no causal discount (Korthikanti et al. 2022); peak = dense tensor peak of the precision";
-  const double routed = workloads::routed_fraction_computed(job.model, job.parallel.moe_capacity_factor,
-                                                            job.parallel.moe_token_skew);
+  const double routed =
+      workloads::routed_fraction_computed(job.model, job.parallel.moe_capacity_factor, job.parallel.moe_token_skew);
   if (routed < 1)
     s += "; the experts' FLOPs count the " + fmt("%.1f", 100 * routed) +
          " % of routed tokens the capacity factor keeps (the dropped ones are not computed)";

@@ -536,16 +536,16 @@ std::string sweep_csv(const SweepResult& r) {
     const SweepLayout& l = r.layouts[i];
     const workloads::AnalyticalEstimate& e = l.estimate;
     const ParallelPlan& p = l.plan;
-    o << l.name << "," << workloads::to_string(p.effective_framework()) << "," << p.tp << "," << p.cp << ","
-      << p.pp << "," << p.dp << "," << p.ep << "," << p.vp << "," << p.micro_batch << "," << p.grad_accum << ","
+    o << l.name << "," << workloads::to_string(p.effective_framework()) << "," << p.tp << "," << p.cp << "," << p.pp
+      << "," << p.dp << "," << p.ep << "," << p.vp << "," << p.micro_batch << "," << p.grad_accum << ","
       << (p.sequence_parallel ? 1 : 0) << "," << workloads::to_string(p.recompute) << ","
       << (p.distributed_optimizer ? 1 : 0) << "," << p.zero_stage << "," << (p.hybrid_shard ? 1 : 0) << ","
-      << (e.oom ? "oom" : "ok") << ",\""
-      << (e.oom ? part_kind(e.oom_part) : "") << "\"," << fixed("%.10g", e.iteration_time.raw()) << ","
-      << fixed("%.10g", e.tokens_per_s) << "," << fixed("%.10g", e.mfu) << "," << fixed("%.4f", to_GiB(e.peak_memory))
-      << "," << fixed("%.4f", headroom_gib(e)) << "," << fixed("%.4f", est_bubble(e)) << ","
-      << fixed("%.4f", est_comm(e)) << "," << (l.simulated ? fixed("%.10g", l.simulated->iteration_time.raw()) : "")
-      << "," << (rank_of[i] ? std::to_string(rank_of[i]) : "") << "\n";
+      << (e.oom ? "oom" : "ok") << ",\"" << (e.oom ? part_kind(e.oom_part) : "") << "\","
+      << fixed("%.10g", e.iteration_time.raw()) << "," << fixed("%.10g", e.tokens_per_s) << "," << fixed("%.10g", e.mfu)
+      << "," << fixed("%.4f", to_GiB(e.peak_memory)) << "," << fixed("%.4f", headroom_gib(e)) << ","
+      << fixed("%.4f", est_bubble(e)) << "," << fixed("%.4f", est_comm(e)) << ","
+      << (l.simulated ? fixed("%.10g", l.simulated->iteration_time.raw()) : "") << ","
+      << (rank_of[i] ? std::to_string(rank_of[i]) : "") << "\n";
   }
   return o.str();
 }
@@ -568,8 +568,9 @@ std::string sweep_json(const SweepResult& r) {
       << ", \"zero_stage\": " << l.plan.zero_stage << ", \"hybrid_shard\": " << (l.plan.hybrid_shard ? "true" : "false")
       << ", \"oom\": " << (e.oom ? "true" : "false") << ", \"oom_part\": \"" << json_escape(e.oom ? e.oom_part : "")
       << "\", \"analytical_iteration_s\": " << fixed("%.10g", e.iteration_time.raw())
-      << ", \"analytical_tokens_per_s\": " << fixed("%.10g", e.tokens_per_s) << ", \"analytical_mfu\": "
-      << fixed("%.10g", e.mfu) << ", \"peak_memory_gib\": " << fixed("%.4f", to_GiB(e.peak_memory))
+      << ", \"analytical_tokens_per_s\": " << fixed("%.10g", e.tokens_per_s)
+      << ", \"analytical_mfu\": " << fixed("%.10g", e.mfu)
+      << ", \"peak_memory_gib\": " << fixed("%.4f", to_GiB(e.peak_memory))
       << ", \"headroom_gib\": " << fixed("%.4f", headroom_gib(e));
     if (l.simulated) {
       const workloads::IterationResult& s = *l.simulated;

@@ -399,12 +399,12 @@ TEST_CASE("import-nccl-tests says which algorithms the log shows NCCL connected,
   const std::filesystem::path dir = scratch_dir("calibrate-import-connected");
   {
     std::ofstream log(dir / "info.log");
-    log << "# Collective test starting: all_reduce_perf\n"                                                   // 1
+    log << "# Collective test starting: all_reduce_perf\n"                                                      // 1
            "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 2097152 step: 2(factor) warmup iters: 5 iters: 20\n"  // 2
-           "#  Rank  0 Group  0 Pid 1 on  10-0-0-1 device  0 [0000:06:00] NVIDIA H100 80GB HBM3\n"            // 3
-           "#  Rank  1 Group  0 Pid 2 on  10-0-0-2 device  0 [0000:06:00] NVIDIA H100 80GB HBM3\n"            // 4
-           "10-0-0-1:1:1 [0] NCCL INFO NCCL version 2.22.3+cuda12.6\n"                                       // 5
-           "10-0-0-1:1:2 [0] NCCL INFO Connected all trees\n"                                                // 6
+           "#  Rank  0 Group  0 Pid 1 on  10-0-0-1 device  0 [0000:06:00] NVIDIA H100 80GB HBM3\n"              // 3
+           "#  Rank  1 Group  0 Pid 2 on  10-0-0-2 device  0 [0000:06:00] NVIDIA H100 80GB HBM3\n"              // 4
+           "10-0-0-1:1:1 [0] NCCL INFO NCCL version 2.22.3+cuda12.6\n"                                          // 5
+           "10-0-0-1:1:2 [0] NCCL INFO Connected all trees\n"                                                   // 6
            "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   "
            "algbw   busbw #wrong\n"  // 7
            "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  "
@@ -412,8 +412,8 @@ TEST_CASE("import-nccl-tests says which algorithms the log shows NCCL connected,
            "     1048576        262144     float     sum      -1    60.00   17.48   17.48      0    59.00   17.77   "
            "17.77      0\n"  // 9
            "     2097152        524288     float     sum      -110-0-0-1:1:3 [0] NCCL INFO Channel 00/0 : 0[0] -> "
-           "1[0] [send] via NET/IB/0/GDRDMA\n"                    // 10
-           "10-0-0-1:1:3 [0] NCCL INFO Connected all rings\n"     // 11
+           "1[0] [send] via NET/IB/0/GDRDMA\n"                                   // 10
+           "10-0-0-1:1:3 [0] NCCL INFO Connected all rings\n"                    // 11
            "    80.00   26.21   26.21      0    79.00   26.55   26.55      0\n"  // 12
            "# Out of bounds values : 0 OK\n"
            "# Avg bus bandwidth    : 22.0\n";

@@ -79,8 +79,7 @@ TEST_CASE("run: a capacity factor that drops routed tokens is named in the MFU c
   CHECK(r.out.find(note) != std::string::npos);
   CHECK(slurp(dir / "r.json").find(note) != std::string::npos);
   // As shipped (capacity 1.25 above the busiest expert's 1.2 share) nothing is dropped, and nothing is said.
-  CHECK(run("run scenarios/mixtral-8x7b-ep/ep8.textproto", dir).out.find("capacity factor keeps") ==
-        std::string::npos);
+  CHECK(run("run scenarios/mixtral-8x7b-ep/ep8.textproto", dir).out.find("capacity factor keeps") == std::string::npos);
   fs::remove_all(dir);
 }
 

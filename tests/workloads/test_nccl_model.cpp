@@ -68,17 +68,17 @@ TEST_CASE("ring and tree latencies: step counts times NCCL's per-step latencies"
         doctest::Approx(32.2));
   // Broadcast on one NVSwitch node: NCCL's ring graph has sameChannels 1 there, so one ring step is added to the
   // base (tuning.cc): LL 6.6 + 0.6 = 7.2 µs, Simple 8.4 + 3.4 = 11.8 µs (the ring's step, not the tree's).
-  CHECK(to_us(plan(node, h100, CollectiveOp::kBroadcast, bytes(1 * 1024.0), forced(Algorithm::kRing, Protocol::kLL)).latency) ==
-        doctest::Approx(7.2));
-  CHECK(to_us(plan(node, h100, CollectiveOp::kBroadcast, bytes(1 * 1024.0), forced(Algorithm::kRing, Protocol::kSimple)).latency) ==
-        doctest::Approx(11.8));
-  CHECK(to_us(plan(node, h100, CollectiveOp::kReduce, bytes(1 * 1024.0), forced(Algorithm::kRing, Protocol::kLL)).latency) ==
-        doctest::Approx(7.2));
+  CHECK(to_us(plan(node, h100, CollectiveOp::kBroadcast, bytes(1 * 1024.0), forced(Algorithm::kRing, Protocol::kLL))
+                  .latency) == doctest::Approx(7.2));
+  CHECK(to_us(plan(node, h100, CollectiveOp::kBroadcast, bytes(1 * 1024.0), forced(Algorithm::kRing, Protocol::kSimple))
+                  .latency) == doctest::Approx(11.8));
+  CHECK(to_us(plan(node, h100, CollectiveOp::kReduce, bytes(1 * 1024.0), forced(Algorithm::kRing, Protocol::kLL))
+                  .latency) == doctest::Approx(7.2));
   // Across 2 nodes the channels leave through different NICs (sameChannels 0): nsteps = n = 16 steps of the
   // network latency, Simple taking the tree's: 8.4 + 16·14 = 232.4 µs.
   const auto two = cluster(2, 8, 450, 400);
-  CHECK(to_us(plan(two, h100, CollectiveOp::kBroadcast, bytes(1 * 1024.0), forced(Algorithm::kRing, Protocol::kSimple)).latency) ==
-        doctest::Approx(232.4));
+  CHECK(to_us(plan(two, h100, CollectiveOp::kBroadcast, bytes(1 * 1024.0), forced(Algorithm::kRing, Protocol::kSimple))
+                  .latency) == doctest::Approx(232.4));
   // Tree on 2 nodes × 8: base + 2·((ppn−1)·intra + log2(nodes)·net) = 8.4 + 2·(7·4.0 + 1·14) = 92.4 µs.
   CHECK(to_us(plan(two, h100, CollectiveOp::kAllReduce, bytes(1 * 1024.0), forced(Algorithm::kTree, Protocol::kSimple)).latency) ==
         doctest::Approx(92.4));

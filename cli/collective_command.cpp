@@ -600,9 +600,14 @@ int collective_command(const std::vector<std::string>& args, std::ostream& out) 
     }
     // AlltoAll and Send/Recv are point-to-point: NCCL_ALGO does not choose among algorithms for them (a training
     // scenario's nccl.algorithm leaves them alone); asked for here explicitly, another algorithm is an error.
-    if ((op == CollectiveOp::kAllToAll || op == CollectiveOp::kSendRecv) && *a != Algorithm::kPointToPoint)
+    // On a torus their default is the per-dimension schedule over the ICI links (algorithm torus), which may be
+    // named too.
+    const bool torus = scenario.cluster.node.scale_up == topology::ScaleUp::kTorus && !scenario.cluster.is_explicit();
+    if ((op == CollectiveOp::kAllToAll || op == CollectiveOp::kSendRecv) && *a != Algorithm::kPointToPoint &&
+        !(torus && *a == Algorithm::kTorus))
       fail_option("--algo", "\"" + text + "\": " + workloads::to_string(op) +
-                                " is point-to-point (NCCL_ALGO does not apply to it); the only algorithm is p2p");
+                                " is point-to-point (NCCL_ALGO does not apply to it); the only algorithm is p2p" +
+                                (torus ? " (or torus, on this torus)" : ""));
     scenario.nccl.algorithm = *a;
   }
   if (vm.count("proto")) {

@@ -499,5 +499,22 @@ TEST_CASE("collective sendrecv on a torus times the pair with the most hops, wha
     REQUIRE(r.status == 0);
     CHECK(r.out.find("     1024           256     float    none      -1    10.02 ") != std::string::npos);
   }
+  // AlltoAll on a torus box runs the per-dimension schedule ("torus" in the table): --algo torus names it and
+  // gives the same table; ring is refused, and the error says torus is the other choice here. On a GPU cluster
+  // torus is refused for it as any algorithm but p2p.
+  const std::string a2a = "collective " + (dir / "hop.textproto").string() + " --op alltoall --sizes 1M:1M";
+  const Exit chosen = run_binary(a2a, dir), named = run_binary(a2a + " --algo torus", dir);
+  REQUIRE(chosen.status == 0);
+  CHECK(chosen.out.find("         torus    Simple\n") != std::string::npos);
+  CHECK(named.status == 0);
+  CHECK(named.out.find("# NCCL_ALGO torus,") != std::string::npos);  // the header names the forced algorithm
+  const auto rows = [](const std::string& out) { return out.substr(out.rfind("\n     1048576")); };
+  CHECK(rows(named.out) == rows(chosen.out));
+  const Exit ring = run_binary(a2a + " --algo ring", dir);
+  CHECK(ring.status == 2);
+  CHECK(ring.err.find("the only algorithm is p2p (or torus, on this torus)") != std::string::npos);
+  const Exit gpu = run_binary("collective --op alltoall --sizes 1M:1M --algo torus", dir);
+  CHECK(gpu.status == 2);
+  CHECK(gpu.err.find("the only algorithm is p2p\n") != std::string::npos);
   fs::remove_all(dir);
 }

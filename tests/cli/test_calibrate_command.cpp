@@ -425,6 +425,7 @@ TEST_CASE("import-nccl-tests says which algorithms the log shows NCCL connected,
   CHECK(r.out.find("# imported 4 collective samples from 1 file: all_reduce 4\n") == 0);
   CHECK(r.out.find("# the run's log: NCCL connected trees before the first row (line 6), rings at the 2097152 B row "
                    "(line 11);\n") != std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("nccl-tests logs of several tests: each is a run, --compare takes --op's, import takes all of them") {

@@ -302,12 +302,18 @@ std::string job_json(const workloads::Job& job, const workloads::IterationResult
   o << in << "\"global_batch\": " << job.training.global_batch << ",\n";
   o << in << "\"iteration_time_s\": " << num(r.iteration_time.raw()) << ",\n";
   o << in << "\"tokens_per_s\": " << num(r.tokens_per_s) << ",\n";
+  o << in << "\"tokens_per_s_per_gpu\": " << num(r.tokens_per_s / double(job.gpus.size())) << ",\n";
   o << in << "\"samples_per_s\": " << num(r.samples_per_s) << ",\n";
   o << in << "\"model_flops_per_step\": " << num(r.model_flops_per_step.raw()) << ",\n";
   o << in << "\"mfu\": " << num(r.mfu) << ",\n";
   o << in << "\"mfu_convention\": \"" << json_escape(mfu_convention(job)) << "\",\n";
   o << in << "\"mfu_peak_TFLOPps\": " << num(to_TFLOPps(workloads::tensor_peak(gpu, job.training.precision)))
     << ",\n";
+  if (job.training.precision == workloads::Precision::kFP8) {  // as the text's "MFU (BF16 peak)"
+    const FlopsPerSecond bf16 = workloads::tensor_peak(gpu, workloads::Precision::kBF16);
+    o << in << "\"mfu_bf16_peak\": "
+      << num(r.model_flops_per_step.raw() / (r.iteration_time.raw() * double(job.gpus.size()) * bf16.raw())) << ",\n";
+  }
   o << in << "\"mfu_causal\": " << num(r.mfu_causal) << ",\n";
   o << in << "\"hfu\": " << num(r.hfu) << ",\n";
   o << in << "\"hardware_flops_per_step\": " << num(r.hardware_flops_per_step.raw()) << ",\n";
@@ -315,6 +321,9 @@ std::string job_json(const workloads::Job& job, const workloads::IterationResult
   o << in << "\"breakdown_s\": " << breakdown(r.breakdown) << ",\n";
   // Of breakdown_s.compute: PyTorch eager mixed-precision work (DDP, Horovod, DataParallel), 0 otherwise.
   o << in << "\"compute_eager_s\": " << num(r.breakdown.compute_eager.raw()) << ",\n";
+  // The schedule's theoretical bubble as a share of the step, beside the simulated idle share (pipelines only).
+  if (job.parallel.pp > 1)
+    o << in << "\"theoretical_bubble_share\": " << num(bubble_share_of_step(job.parallel)) << ",\n";
   o << in << "\"per_gpu_breakdown_s\": [";
   for (std::size_t g = 0; g < r.per_gpu.size(); ++g)
     o << (g ? ",\n  " : "\n  ") << in << "{\"gpu\": " << job.gpus[g] << ", \"s\": " << breakdown(r.per_gpu[g]) << "}";

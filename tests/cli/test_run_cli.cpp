@@ -122,6 +122,23 @@ TEST_CASE("a layout whose TP groups leave NVLink says so under the parallel line
   fs::remove_all(dir);
 }
 
+TEST_CASE("--json of an FP8 run carries the MFU against the BF16 peak the text prints") {
+  // H100: FP8 dense peak 1978.9 TFLOP/s, BF16 989.4: the same model FLOPs over half the peak, mfu x 1978.9 / 989.4.
+  const fs::path dir = scratch_dir("json-fp8");
+  const Run r = run("run scenarios/fp8-vs-bf16/llama2-7b-fp8.textproto --json " + (dir / "r.json").string(), dir);
+  REQUIRE(r.status == 0);
+  const std::string j = slurp(dir / "r.json");
+  CHECK(json_number(j, "mfu_bf16_peak") == doctest::Approx(json_number(j, "mfu") * 1978.9 / 989.4).epsilon(1e-9));
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f %%", 100 * json_number(j, "mfu_bf16_peak"));
+  CHECK(r.out.find(std::string("  MFU (BF16 peak)   ") + text) != std::string::npos);
+  // A BF16 run has no such key: its MFU is already against the BF16 peak.
+  const Run b = run("run scenarios/fp8-vs-bf16/llama2-7b-bf16.textproto --json " + (dir / "b.json").string(), dir);
+  REQUIRE(b.status == 0);
+  CHECK(slurp(dir / "b.json").find("mfu_bf16_peak") == std::string::npos);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("--json has the documented keys and the training identity holds") {
   const fs::path dir = scratch_dir("json");
   const Run r = run("run scenarios/grad-accum-example/one-gpu.textproto --json " + (dir / "r.json").string(), dir);
@@ -590,5 +607,10 @@ TEST_CASE("out of memory on a pipeline: the report names the most loaded stage, 
   CHECK(peaks[0] == json_number(j, "peak_bytes"));
   CHECK(peaks[1] - peaks[2] == 4303355904.0);
   CHECK(*std::max_element(peaks.begin(), peaks.end()) == peaks[0]);
+  // The JSON carries the schedule's theoretical bubble as a share of the step, as the text's idle line does:
+  // 1F1B's (p − 1)/m of the ideal time, f = 7/64, is f/(1 + f) = 7/71 of the step; and tokens/s per GPU.
+  CHECK(json_number(j, "theoretical_bubble_share") == doctest::Approx(7.0 / 71).epsilon(1e-12));
+  CHECK(r.out.find("theory 9.9 % of the step") != std::string::npos);
+  CHECK(json_number(j, "tokens_per_s_per_gpu") == doctest::Approx(json_number(j, "tokens_per_s") / 64).epsilon(1e-12));
   fs::remove_all(dir);
 }

@@ -96,6 +96,13 @@ std::string tp_span_note(const workloads::Scenario& sc, const workloads::Job& jo
          " TP groups span more than one NVLink domain: their collectives cross the network\n";
 }
 
+// The MFU of a run against the BF16 peak: FP8 runs are often quoted so too (the same model FLOPs, half the peak).
+double mfu_against_bf16_peak(const workloads::Job& job, const workloads::IterationResult& r,
+                             const calibrate::GpuPerformance& gpu) {
+  const FlopsPerSecond bf16 = workloads::tensor_peak(gpu, workloads::Precision::kBF16);
+  return r.model_flops_per_step.raw() / (r.iteration_time.raw() * double(job.gpus.size()) * bf16.raw());
+}
+
 // How the MFU counts: the convention, and for a MoE job whose capacity factor drops routed tokens, that the
 // dropped ones are not counted (tokens/s counts every token: the two move apart as the drops change).
 std::string mfu_convention(const workloads::Job& job) {
@@ -173,11 +180,10 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
     o << "                    above 100 %: the full-square convention counts the causally masked half of each "
          "attention square, which the kernels skip (see MFU (causal))\n";
   if (t.precision == workloads::Precision::kFP8) {
-    // FP8 runs are often quoted against the BF16 peak too (the same model FLOPs, half the peak).
     const FlopsPerSecond bf16 = workloads::tensor_peak(sc.profile.gpu, workloads::Precision::kBF16);
-    o << "  MFU (BF16 peak)   "
-      << fmt("%.1f", 100 * r.model_flops_per_step.raw() / (it * gpus * bf16.raw())) << " %  (the same model TFLOP/s "
-      << "over the " << fmt("%g", to_TFLOPps(bf16)) << " BF16 peak, as BF16-referenced comparisons quote FP8 runs)\n";
+    o << "  MFU (BF16 peak)   " << fmt("%.1f", 100 * mfu_against_bf16_peak(job, r, sc.profile.gpu))
+      << " %  (the same model TFLOP/s over the " << fmt("%g", to_TFLOPps(bf16))
+      << " BF16 peak, as BF16-referenced comparisons quote FP8 runs)\n";
   }
   o << "  MFU (causal)      " << fmt("%.1f", 100 * r.mfu_causal)
     << " %  (the same with half of each attention square, as causal kernels compute it)\n";
@@ -309,11 +315,8 @@ std::string job_json(const workloads::Job& job, const workloads::IterationResult
   o << in << "\"mfu_convention\": \"" << json_escape(mfu_convention(job)) << "\",\n";
   o << in << "\"mfu_peak_TFLOPps\": " << num(to_TFLOPps(workloads::tensor_peak(gpu, job.training.precision)))
     << ",\n";
-  if (job.training.precision == workloads::Precision::kFP8) {  // as the text's "MFU (BF16 peak)"
-    const FlopsPerSecond bf16 = workloads::tensor_peak(gpu, workloads::Precision::kBF16);
-    o << in << "\"mfu_bf16_peak\": "
-      << num(r.model_flops_per_step.raw() / (r.iteration_time.raw() * double(job.gpus.size()) * bf16.raw())) << ",\n";
-  }
+  if (job.training.precision == workloads::Precision::kFP8)  // as the text's "MFU (BF16 peak)"
+    o << in << "\"mfu_bf16_peak\": " << num(mfu_against_bf16_peak(job, r, gpu)) << ",\n";
   o << in << "\"mfu_causal\": " << num(r.mfu_causal) << ",\n";
   o << in << "\"hfu\": " << num(r.hfu) << ",\n";
   o << in << "\"hardware_flops_per_step\": " << num(r.hardware_flops_per_step.raw()) << ",\n";

@@ -169,7 +169,7 @@ Prediction predict_time(const workloads::Scenario& scenario, CollectiveOp op, co
   // across two; on a torus the same hops along each axis.
   std::set<std::array<std::uint32_t, 4>> timed;
   const std::uint32_t per_node = scenario.cluster.gpus_per_node;
-  const bool torus = scenario.cluster.node.scale_up == topology::ScaleUp::kTorus && !scenario.cluster.is_explicit();
+  const bool torus = scenario.cluster.is_torus();
   for (std::size_t r = 0; r < gpus.size(); ++r) {
     const std::uint32_t src = gpus[r], dst = gpus[(r + 1) % gpus.size()];
     std::array<std::uint32_t, 4> key{src % per_node, dst % per_node,
@@ -602,7 +602,7 @@ int collective_command(const std::vector<std::string>& args, std::ostream& out) 
     // scenario's nccl.algorithm leaves them alone); asked for here explicitly, another algorithm is an error.
     // On a torus their default is the per-dimension schedule over the ICI links (algorithm torus), which may be
     // named too.
-    const bool torus = scenario.cluster.node.scale_up == topology::ScaleUp::kTorus && !scenario.cluster.is_explicit();
+    const bool torus = scenario.cluster.is_torus();
     if ((op == CollectiveOp::kAllToAll || op == CollectiveOp::kSendRecv) && *a != Algorithm::kPointToPoint &&
         !(torus && *a == Algorithm::kTorus))
       fail_option("--algo", "\"" + text + "\": " + workloads::to_string(op) +

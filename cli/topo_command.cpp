@@ -46,7 +46,7 @@ int topo_command(const std::vector<std::string>& args, std::ostream& out) {
   out << "clustersim topo: " << sc.name << "\n";
   out << "  GPUs              " << st.gpus << " (" << c.nodes << (c.nodes == 1 ? " node" : " nodes") << " x "
       << c.gpus_per_node << " " << c.gpu << (c.node.preset.empty() ? "" : ", preset " + c.node.preset) << ")\n";
-  if (c.node.scale_up == topology::ScaleUp::kTorus && !c.is_explicit()) {
+  if (c.is_torus()) {
     const auto& d = c.node.torus;
     const std::string shape = std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]);
     out << "  ICI               "
@@ -114,7 +114,7 @@ int topo_command(const std::vector<std::string>& args, std::ostream& out) {
   for (const auto& [kind, s] : st.links)
     out << "    " << fmt_name(topology::to_string(kind), 14) << fmt("%6.0f", double(s.count)) << " links, "
         << fmt("%12.1f", to_GBps(s.total)) << " GB/s in total\n";
-  if (c.node.scale_up == topology::ScaleUp::kTorus && !c.is_explicit()) {
+  if (c.is_torus()) {
     out << "  bisection         " << fmt("%.1f", to_GBps(st.bisection))
         << " GB/s per direction (the least max-flow over the cuts across each axis)\n";
   } else {

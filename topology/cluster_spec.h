@@ -133,6 +133,8 @@ struct ClusterSpec {
   std::uint32_t gpu_count() const { return nodes * gpus_per_node; }
   std::uint32_t node_of(std::uint32_t gpu_index) const { return gpu_index / gpus_per_node; }
   bool is_explicit() const { return !vertices.empty(); }
+  // A generated torus of chips (TPU-style scale-up: one ICI domain), not an explicit graph.
+  bool is_torus() const { return node.scale_up == ScaleUp::kTorus && !is_explicit(); }
   // Bandwidth of one NIC port (the simple form and the DGX presets have one NIC per GPU).
   BytesPerSecond nic_port_per_direction() const {
     return node.nics_per_node == 0 ? bytes_per_second(0)

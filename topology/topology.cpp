@@ -779,7 +779,7 @@ std::span<const LinkIndex> Topology::route(std::uint32_t src, std::uint32_t dst,
 BytesPerSecond Topology::bisection_bandwidth() const {
   const std::uint32_t G = gpu_count();
   if (G < 2) return bytes_per_second(0);
-  if (spec_.node.scale_up == ScaleUp::kTorus && !spec_.is_explicit()) {
+  if (spec_.is_torus()) {
     // A torus: the least of the cuts across each axis of 2 or more chips (chips with coordinate < D/2 on one
     // side). Chip index order halves the last axis longer than 1 only, which for a 4x4x8 and an 8x4x4 slice
     // gives 1600 and 3200 GB/s; across the 8-long axis both give 1600.

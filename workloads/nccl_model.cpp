@@ -336,14 +336,14 @@ struct Evaluator {
     sh.amd_hosts = cluster.node.cpu_vendor == topology::CpuVendor::kAmd;
     sh.nvlink = cluster.node.scale_up != topology::ScaleUp::kPcieOnly;
     // On a torus an edge of a ring crosses one ICI link, not all of a chip's links (nvlink_per_direction).
-    const double scale_up = cluster.node.scale_up == topology::ScaleUp::kTorus && !cluster.is_explicit()
+    const double scale_up = cluster.is_torus()
                                 ? cluster.nvlink_per_direction.raw() /
                                       std::max<std::uint32_t>(1, topology::torus_links_per_chip(cluster.node.torus))
                                 : cluster.nvlink_per_direction.raw();
     sh.b_intra = span.max_ranks_per_node > 1 ? scale_up * k.nvlink_bus_efficiency : kInf;
     sh.b_nic = cluster.nic_per_direction.raw() * k.network_bus_efficiency;
     sh.egress = sh.domains > 1 ? sh.b_nic * sh.rails : kInf;
-    if (cluster.node.scale_up == topology::ScaleUp::kTorus && !cluster.is_explicit()) {
+    if (cluster.is_torus()) {
       const bool chain = req.op == CollectiveOp::kBroadcast || req.op == CollectiveOp::kReduce;
       std::vector<std::uint32_t> order = req.gpus;
       if (chain && !order.empty())
@@ -826,8 +826,7 @@ struct Evaluator {
 namespace {
 
 bool torus_cluster(const topology::ClusterSpec& c) {
-  return c.node.scale_up == topology::ScaleUp::kTorus && !c.is_explicit() &&
-         topology::torus_links_per_chip(c.node.torus) > 0;
+  return c.is_torus() && topology::torus_links_per_chip(c.node.torus) > 0;
 }
 
 // Whether Algorithm::kTorus can run this request: a torus cluster, and a box of it (Send/Recv: two chips).

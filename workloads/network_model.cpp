@@ -106,7 +106,7 @@ void NetworkModel::ring_path(const std::vector<std::uint32_t>& gpus, std::size_t
   // On a torus an edge between chips that are not neighbours goes link by link in dimension order
   // (topology::torus_walk), the route the ANALYTICAL ring counts its links' loads on (nccl_model.cpp).
   const topology::ClusterSpec& cluster = impl_->scenario.cluster;
-  const bool torus = cluster.node.scale_up == topology::ScaleUp::kTorus && !cluster.is_explicit();
+  const bool torus = cluster.is_torus();
   if (domains == 1) {
     const std::size_t n = gpus.size();
     for (std::size_t i = 0; i + (chain ? 1 : 0) < n; ++i) {

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <optional>
 #include <set>
+#include <vector>
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
 
 #include "cli/validate.h"
 #include "topology/presets.h"
@@ -31,6 +35,7 @@ double link_rate(const ParsedText& in, const std::string& path, bool has, double
 
 using topology::ClusterSpec;
 using topology::FabricKind;
+using topology::FabricRouting;
 using topology::LinkKind;
 using topology::NodeLayout;
 using topology::ScaleUp;
@@ -246,6 +251,14 @@ FabricKind fabric_kind(schema::Fabric::Kind k) {
   }
 }
 
+FabricRouting fabric_routing(schema::Fabric::Routing r) {
+  return r == schema::Fabric::ECMP_HASH ? FabricRouting::kEcmpHash : FabricRouting::kDestinationModK;
+}
+
+schema::Fabric::Routing to_schema(FabricRouting r) {
+  return r == FabricRouting::kEcmpHash ? schema::Fabric::ECMP_HASH : schema::Fabric::DESTINATION_MOD_K;
+}
+
 schema::Fabric::Kind to_schema(FabricKind k) {
   switch (k) {
     case FabricKind::kRailOptimizedFatTree:
@@ -362,12 +375,21 @@ void from_preset(const ParsedText& in, const schema::Cluster& c, const std::stri
 }
 
 void explicit_form(const ParsedText& in, const schema::Cluster& c, const std::string& path, ClusterSpec& out) {
-  for (const char* field : {"node_preset", "fabric", "torus", "nics_per_node"}) {
+  for (const char* field : {"node_preset", "torus", "nics_per_node"}) {
     const bool has = std::string(field) == "node_preset" ? c.has_node_preset()
-                     : std::string(field) == "fabric"    ? c.has_fabric()
                      : std::string(field) == "torus"     ? c.has_torus()
                                                          : c.has_nics_per_node();
     if (has) in.fail(join(path, field), "not used by an explicit cluster (vertices and links)");
+  }
+  if (c.has_fabric()) {  // the switches are given; only how they route is left to say
+    std::vector<const google::protobuf::FieldDescriptor*> set;
+    c.fabric().GetReflection()->ListFields(c.fabric(), &set);
+    for (const google::protobuf::FieldDescriptor* field : set) {
+      if (field->name() != "routing")
+        in.fail(join(join(path, "fabric"), field->name()),
+                "not used by an explicit cluster (vertices and links), whose fabric takes only `routing`");
+    }
+    out.fabric.routing = fabric_routing(c.fabric().routing());
   }
   out.node = NodeLayout{};
   out.node.nics_per_node = 0;
@@ -470,6 +492,7 @@ void fabric(const ParsedText& in, const schema::Cluster& c, const std::string& p
   out.fabric.switch_latency =
       microseconds(latency_us(in, join(fp, "switch_latency_us"), f.has_switch_latency_us(), f.switch_latency_us()));
   out.fabric.in_network_reduction = f.in_network_reduction();
+  out.fabric.routing = fabric_routing(f.routing());
   // A leaf's downlinks (NIC ports) take oversubscription x uplinks x link / port of its ports: uplinks far slower
   // than the NICs leave none of a leaf's ports for them. Blamed on the field that set it: the link rate when given.
   if (topology::has_fabric(out) && out.nic_port_per_direction().raw() > 0 &&
@@ -710,6 +733,9 @@ void write_cluster(const topology::ClusterSpec& cluster, schema::Cluster& c) {
     }
     f.set_switch_latency_us(us(cluster.fabric.switch_latency));
     f.set_in_network_reduction(cluster.fabric.in_network_reduction);
+    f.set_routing(to_schema(cluster.fabric.routing));
+  } else if (cluster.is_explicit() && cluster.fabric.routing != FabricRouting::kDestinationModK) {
+    c.mutable_fabric()->set_routing(to_schema(cluster.fabric.routing));
   }
   for (const topology::LinkFault& fault : cluster.link_faults) {
     schema::LinkFault& m = *c.add_link_faults();

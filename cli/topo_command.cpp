@@ -131,6 +131,12 @@ int topo_command(const std::vector<std::string>& args, std::ostream& out) {
         out << "  oversubscription  " << t.tier << " " << fmt("%.2f", t.ratio) << ":1 (downlink / uplink bandwidth)\n";
     }
   }
+  if (!st.oversubscription.empty()) {
+    out << "  routing           " << topology::to_string(c.fabric.routing)
+        << (c.fabric.routing == topology::FabricRouting::kDestinationModK
+                ? " (one path per destination NIC, as an InfiniBand subnet manager programs it)\n"
+                : " (each flow hashed onto one of the equal-cost paths; flows may collide)\n");
+  }
   out << "  diameter          " << st.diameter_hops << " hops (longest GPU-to-GPU route)\n";
   if (vm.count("dot")) {
     std::ostringstream dot;

@@ -43,6 +43,8 @@ enum class ScaleUp {
 enum class CpuVendor { kUnspecified, kIntel, kAmd, kArm };
 
 enum class FabricKind { kRailOptimizedFatTree, kClosTwoLevel, kClosThreeLevel };
+// How a fabric switch picks among equal-cost ports toward a destination (topology.h, Routing).
+enum class FabricRouting { kDestinationModK, kEcmpHash };
 
 // Everything inside a node that the simple form leaves out. The defaults are the simple form.
 struct NodeLayout {
@@ -76,6 +78,7 @@ struct FabricSpec {
   BytesPerSecond link_per_direction = bytes_per_second(0);  // switch-switch links; 0 = the NIC port speed
   Seconds switch_latency = seconds(0);                      // added to every link that enters a fabric switch
   bool in_network_reduction = false;                        // SHARP-capable switches (NCCL CollNet)
+  FabricRouting routing = FabricRouting::kDestinationModK;  // also the explicit form's switches
 
   bool operator==(const FabricSpec&) const = default;
 };
@@ -152,6 +155,7 @@ struct ClusterSpec {
 const char* to_string(VertexKind kind);
 const char* to_string(LinkKind kind);
 const char* to_string(FabricKind kind);
+const char* to_string(FabricRouting routing);
 const char* to_string(CpuVendor vendor);
 
 }  // namespace clustersim::topology

@@ -146,6 +146,16 @@ const char* to_string(CpuVendor vendor) {
   return "?";
 }
 
+const char* to_string(FabricRouting routing) {
+  switch (routing) {
+    case FabricRouting::kDestinationModK:
+      return "D-mod-k";
+    case FabricRouting::kEcmpHash:
+      return "ECMP hash";
+  }
+  return "?";
+}
+
 std::size_t Topology::RouteKeyHash::operator()(const RouteKey& k) const {
   return static_cast<std::size_t>(mix(mix((std::uint64_t{k.src} << 32) | k.dst) ^ k.flow));
 }
@@ -167,6 +177,28 @@ Topology::Topology(const ClusterSpec& spec) : spec_(spec) {
       fabric_slot_[v] = fabric_slots_++;
     }
   }
+  // Destination keys for D-mod-k: NICs numbered leaf by leaf (the leaf each is cabled to, then vertex order;
+  // NICs on no leaf last), so that the NICs under one leaf have consecutive keys, as a fat-tree routing engine
+  // numbers its end ports; a rail-optimised tree's leaf holds NIC r of several nodes, which node-major numbers
+  // would give one residue. GPUs keep their index.
+  destination_key_.assign(vertex_count(), 0);
+  std::vector<std::pair<VertexIndex, VertexIndex>> nics;  // (leaf or kNone, NIC)
+  for (VertexIndex v = 0; v < vertex_count(); ++v) {
+    const VertexProps& p = graph_[v];
+    if (p.kind == VertexKind::kGpu) destination_key_[v] = p.gpu;
+    if (p.kind != VertexKind::kNic) {
+      if (p.kind != VertexKind::kGpu) destination_key_[v] = v;
+      continue;
+    }
+    VertexIndex leaf = kNone;
+    for (auto [e, end] = boost::out_edges(v, graph_); e != end && leaf == kNone; ++e) {
+      const auto w = static_cast<VertexIndex>(boost::target(*e, graph_));
+      if (graph_[w].kind == VertexKind::kLeaf) leaf = w;
+    }
+    nics.emplace_back(leaf, v);
+  }
+  std::sort(nics.begin(), nics.end());
+  for (std::uint32_t i = 0; i < nics.size(); ++i) destination_key_[nics[i].second] = i;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -689,6 +721,8 @@ void Topology::walk(VertexIndex from, VertexIndex target, Scope scope, std::uint
                     std::vector<LinkIndex>& out) const {
   const std::vector<std::uint16_t>& dist = distances(target, scope);
   std::vector<LinkIndex> candidates;
+  const bool by_destination = spec_.fabric.routing == FabricRouting::kDestinationModK;
+  std::uint64_t divisor = 1;  // D-mod-k: the product of the port counts already chosen among
   VertexIndex u = from;
   while (u != target) {
     const std::uint16_t du = dist[slot(u, target, scope)];
@@ -709,7 +743,16 @@ void Topology::walk(VertexIndex from, VertexIndex target, Scope scope, std::uint
       if (rank == best) candidates.push_back(p.index);
     }
     assert(!candidates.empty());
-    const LinkIndex chosen = candidates[mix(seed ^ (std::uint64_t{u} * 0xd6e8feb86659fd93ULL)) % candidates.size()];
+    const VertexKind k = graph_[u].kind;
+    const bool fabric_switch = k == VertexKind::kLeaf || k == VertexKind::kSpine || k == VertexKind::kCore;
+    std::size_t pick = 0;
+    if (candidates.size() > 1 && by_destination && fabric_switch) {
+      pick = (destination_key_[target] / divisor) % candidates.size();
+      if (divisor < (std::uint64_t{1} << 32)) divisor *= candidates.size();
+    } else if (candidates.size() > 1) {
+      pick = mix(seed ^ (std::uint64_t{u} * 0xd6e8feb86659fd93ULL)) % candidates.size();
+    }
+    const LinkIndex chosen = candidates[pick];
     out.push_back(chosen);
     u = static_cast<VertexIndex>(boost::target(edges_[chosen], graph_));
   }

@@ -34,8 +34,19 @@
 // GPU's own NIC and enters through the destination GPU's own NIC (NCCL's rail-local choice), each leg a
 // shortest path; if that is impossible (a NIC or its link down) the plain shortest path is used. At each hop
 // the next links that keep the path shortest are narrowed to the preferred kind (NVLink/ICI before network
-// before PCIe before CPU links, so an NVSwitch path wins a tie against a shared PCIe switch) and one is
-// chosen by a deterministic ECMP hash of (src, dst, flow_key, hop vertex). Distances to each target are
+// before PCIe before CPU links, so an NVSwitch path wins a tie against a shared PCIe switch). Among what is left,
+// a fabric switch (leaf, spine, core) picks by spec.fabric.routing:
+//   kDestinationModK (default): D-mod-k, the destination-based tables an InfiniBand subnet manager programs
+//     (OpenSM's fat-tree engine "optimizes routing for congestion-free shift communication pattern", and its
+//     min-hop engine balances target LIDs over equal-hop ports; linux-rdma/opensm doc/current-routing.txt). The
+//     i-th switch on the path with n > 1 equal ports takes port (key / (n_1 ... n_{i-1})) mod n, key being the
+//     destination NIC's ordinal (NICs numbered leaf by leaf, so that one leaf's NICs are consecutive; a GPU's
+//     index where the leg ends at a GPU).
+//     Every flow to one NIC takes one path, whatever its flow_key; a leaf's consecutive NICs leave on
+//     different uplinks, so a ring's node-to-node hops share no fabric link on a full-bisection tree.
+//   kEcmpHash: a deterministic hash of (src, dst, flow_key, hop vertex), as Ethernet ECMP hashes each flow's
+//     headers: flows can collide on an uplink while others stay idle.
+// Every other vertex with a choice (inside a node) uses the hash. Distances to each target are
 // computed lazily by BFS and cached, and so are resolved routes: Topology is not thread-safe (one per
 // simulation). The cache costs O(targets x vertices) small integers.
 //
@@ -245,6 +256,7 @@ class Topology {
   std::vector<Range> node_range_;              // generated forms: vertices of node n
   std::vector<Range> domain_range_;            // generated forms: vertices of NVLink domain d
   std::vector<std::uint32_t> fabric_slot_;     // dense index of NICs and fabric switches, else kNone
+  std::vector<std::uint32_t> destination_key_;  // D-mod-k routing key by vertex (NIC ordinal, GPU index)
   std::uint32_t fabric_slots_ = 0;
   std::unordered_map<std::string, VertexIndex> vertex_by_name_;
   std::unordered_map<std::uint64_t, std::uint32_t> links_between_;  // (from << 32 | to) -> links added

@@ -53,7 +53,8 @@ struct Shape {
   double farthest_switches = 0;
   std::uint32_t tree_depth = 0;
   // Leaf uplinks of a generated fabric (leaf_uplinks()): the network edges that leave a leaf share its uplinks,
-  // spread evenly over them (FLOW's ECMP hash can do worse, never better). `ring_flow_cap`: bytes/s one ring
+  // spread evenly over them (FLOW's routes can do worse, never better: D-mod-k only where flows share a destination
+  // residue, the ECMP hash wherever it collides). `ring_flow_cap`: bytes/s one ring
   // channel's edge can get; `tree_alg_cap`: the trees' payload bytes/s; `alltoall_leaf_s_per_byte`: seconds per
   // byte of an AlltoAll's per-rank buffer the busiest leaf's uplinks need. No bound: inf, inf, 0.
   double ring_flow_cap = std::numeric_limits<double>::infinity();
@@ -639,7 +640,7 @@ struct Evaluator {
   // With raw = true: the links' rate only (no protocol efficiency, caps or correction).
   double physical_algbw(Algorithm a, Protocol p, double bytes, bool raw = false) const {
     const auto& k = t();
-    const double n = sh.n, ppn = sh.ppn, N = std::max<std::uint32_t>(1, sh.domains);
+    const double n = sh.n, N = std::max<std::uint32_t>(1, sh.domains);
     // AllGather's own NVLink efficiency, where the profile has one, scales the intra-domain rate like a protocol
     // efficiency (not in `raw`: FLOW's links are derated by nvlink_bus_efficiency, and the wire factor adds this).
     const double ag_efficiency = profile.collectives.nvlink_allgather_bus_efficiency;
@@ -686,13 +687,22 @@ struct Evaluator {
         if (req.op == CollectiveOp::kAllReduce && profile.collectives.nvls_bandwidth.raw() > 0)
           return profile.collectives.nvls_bandwidth.raw() * n / (n + 1);  // nccl.md §1.12
         return ring_bus / busbw_factor(req.op, sh.n);
-      case Algorithm::kCollNet:
+      case Algorithm::kCollNet: {
         // The switches reduce: a domain sends its data once and receives the result once over its rails;
-        // inside the domain a reduce-scatter and an all-gather over NVLink.
-        return std::min(sh.egress, ppn > 1 ? b_intra * ppn / (2 * (ppn - 1)) : kInf);
+        // inside the domain a reduce-scatter and an all-gather over NVLink. A domain of m ranks takes
+        // S / min(m · NIC, b_intra · m / (2(m − 1))); the reduction waits for the slowest, and both terms fall
+        // to their least at an end of the range: the least populated domain's rails (egress), the most
+        // populated domain's NVLink.
+        const double m = sh.max_ppn;
+        return std::min(sh.egress, m > 1 ? b_intra * m / (2 * (m - 1)) : kInf);
+      }
       case Algorithm::kHierarchical: {
-        const double intra_time = ppn > 1 ? 2 * (ppn - 1) / ppn / b_intra : 0;  // per byte of S
-        const double inter_time = N > 1 ? 2 * (N - 1) / N / ppn / std::min(sh.b_nic, sh.ring_flow_cap) : 0;
+        // Per byte of S: the reduce-scatter and all-gather inside the most populated domain (m ranks:
+        // 2(m − 1)/m over NVLink), and the ring across domains through the least populated one's rails
+        // (each of its r ranks carries 2(N − 1)/N of S/r); each phase waits for its slowest domain.
+        const double m = sh.max_ppn, r = std::max(1u, sh.rails);
+        const double intra_time = m > 1 ? 2 * (m - 1) / m / b_intra : 0;
+        const double inter_time = N > 1 ? 2 * (N - 1) / N / r / std::min(sh.b_nic, sh.ring_flow_cap) : 0;
         const double per_byte = intra_time + inter_time;
         if (!(per_byte > 0)) return kInf;
         // The protocol caps are on bus bandwidth, as for the ring (on one domain the two are the same ring).

@@ -429,50 +429,83 @@ void NetworkModel::run(const CollectivePlan& plan, const CollectiveRequest& req,
       break;
     }
     case Algorithm::kCollNet: {
-      // The switches reduce: each rank sends its S/ppn shard into the fabric and gets the reduced shard
-      // back (routes towards its rail peer in the next domain load the same NIC and leaf links);
-      // inside the domain a reduce-scatter and an all-gather move 2(ppn−1) shards per rank. Unit S/ppn.
+      // The switches reduce: each rank sends its shard up to its leaf, where the reduction in the network begins,
+      // and gets the reduced shard back down the same way (the aggregation tree above the leaves carries one
+      // stream per leaf, not each rank's: not charged). The legs are the first links of the route towards a rank
+      // of the next domain, to the first fabric switch, and the last links of the route back, from the last one.
+      // Inside the domain a reduce-scatter and an all-gather move 2(m − 1) shards per rank. A domain of m ranks
+      // has shards of S/m, so each domain is a coflow of its own: with uneven domains the least populated one
+      // (the most bytes per NIC) ends last, as the reduction waits for it.
       const Domains d = group(impl_->topo, gpus);
-      const std::size_t ppn = std::max<std::size_t>(1, d.min_size());
-      Coflow f;
+      const topology::Topology& topo = impl_->topo;
+      auto is_switch = [&topo](topology::VertexIndex v) {
+        const topology::VertexKind k = topo.vertex(v).kind;
+        return k == topology::VertexKind::kLeaf || k == topology::VertexKind::kSpine ||
+               k == topology::VertexKind::kCore;
+      };
+      auto fabric_leg = [&](std::vector<sim::LinkId>& path, std::uint32_t from, std::uint32_t to, std::uint64_t key,
+                            bool up) {
+        const auto links = topo.route(from, to, key);
+        if (up) {
+          for (topology::LinkIndex l : links) {
+            path.push_back(impl_->link_of[l]);
+            if (is_switch(topo.link(l).to)) return;
+          }
+        } else {
+          std::size_t first = 0;  // after the last link that leaves a fabric switch's way down: from that link on
+          for (std::size_t i = 0; i < links.size(); ++i)
+            if (is_switch(topo.link(links[i]).from)) first = i;
+          for (std::size_t i = first; i < links.size(); ++i) path.push_back(impl_->link_of[links[i]]);
+        }
+      };
       for (std::size_t di = 0; di < d.ranks.size(); ++di) {
         const auto& local = d.ranks[di];
         const auto& next = d.ranks[(di + 1) % d.ranks.size()];
-        for (std::size_t j = 0; j < local.size(); ++j) {
-          append_route(f.path, local[j], next[j % next.size()], j, 1, nullptr);
-          if (local.size() > 1)
-            append_route(f.path, local[j], local[(j + 1) % local.size()], j, static_cast<int>(2 * (local.size() - 1)),
-                         nullptr);
+        const std::size_t m = local.size();
+        Coflow f;
+        for (std::size_t j = 0; j < m; ++j) {
+          const std::uint32_t peer = next[j % next.size()];
+          fabric_leg(f.path, local[j], peer, j, true);
+          fabric_leg(f.path, peer, local[j], j, false);
+          if (m > 1) append_route(f.path, local[j], local[(j + 1) % m], j, static_cast<int>(2 * (m - 1)), nullptr);
         }
+        f.bytes = bytes(S / double(m));
+        flows.push_back(std::move(f));
       }
-      f.bytes = bytes(S / double(ppn));
-      flows.push_back(std::move(f));
       break;
     }
     case Algorithm::kHierarchical: {
-      // Three phases, each waiting for the previous: ring reduce-scatter inside every domain, ring
-      // AllReduce of the shards across domains (one ring per local rank, on its rail), ring all-gather.
+      // Three phases, each waiting for the previous: ring reduce-scatter inside every domain (a domain of m
+      // ranks leaves each with S/m), ring AllReduce of the shards across domains, ring all-gather. The middle
+      // phase runs L = the largest domain's rank count rings, ring j through rank j mod m of each domain,
+      // each ring S/L: a domain's ranks carry L/m rings apiece, S/m in all, so with uneven domains the
+      // least populated one's NICs carry the most.
       const Domains d = group(impl_->topo, gpus);
-      const std::size_t ppn = d.min_size(), D = d.ranks.size();
-      auto intra_phase = [this, d, S, ppn]() {
+      std::size_t L = 0;
+      for (const auto& local : d.ranks) L = std::max(L, local.size());
+      const std::size_t D = d.ranks.size();
+      auto intra_phase = [this, d, S]() {
         std::vector<Coflow> out;
         for (const auto& local : d.ranks) {
-          if (local.size() < 2) continue;
+          const std::size_t m = local.size();
+          if (m < 2) continue;
           Coflow f;
-          for (std::size_t j = 0; j < local.size(); ++j)
-            append_route(f.path, local[j], local[(j + 1) % local.size()], 0, 1, nullptr);
-          f.bytes = bytes(S * double(ppn - 1) / double(ppn));
+          for (std::size_t j = 0; j < m; ++j) append_route(f.path, local[j], local[(j + 1) % m], 0, 1, nullptr);
+          f.bytes = bytes(S * double(m - 1) / double(m));
           out.push_back(std::move(f));
         }
         return out;
       };
       std::vector<Coflow> inter;
       if (D > 1) {
-        for (std::size_t j = 0; j < ppn; ++j) {
+        for (std::size_t j = 0; j < L; ++j) {
           Coflow f;
-          for (std::size_t di = 0; di < D; ++di)
-            append_route(f.path, d.ranks[di][j], d.ranks[(di + 1) % D][j], j, 1, nullptr);
-          f.bytes = bytes(S / double(ppn) * 2.0 * double(D - 1) / double(D));
+          for (std::size_t di = 0; di < D; ++di) {
+            const auto& here = d.ranks[di];
+            const auto& next = d.ranks[(di + 1) % D];
+            append_route(f.path, here[j % here.size()], next[j % next.size()], j, 1, nullptr);
+          }
+          f.bytes = bytes(S / double(L) * 2.0 * double(D - 1) / double(D));
           inter.push_back(std::move(f));
         }
       }

@@ -201,7 +201,10 @@ TEST_CASE("same scenario twice gives byte-identical JSON and trace") {
 TEST_CASE("trace at FLOW fidelity: a collective shows the bus bandwidth it achieved beside the contention-free one") {
   // Two DDP jobs whose gradient AllReduces share the leaf uplinks of a 2:1 Clos: their last bucket takes longer
   // than alone, so the achieved bus bandwidth, nccl-tests' 2(n - 1)/n · bytes / time = 2 · 7/8 · bytes / dur for
-  // n = 8, is below the contention-free one the plan predicts (it was the only one the trace showed).
+  // n = 8, is below the contention-free one the plan predicts (it was the only one the trace showed). By
+  // destination, the 8 rings leaving a leaf (to NICs 8 + c, c = 0..7) take uplinks (8 + c) mod 5: uplinks 0, 3
+  // and 4 carry a ring of each job, so each job's slowest rings get half an uplink, the NIC rate's half: the
+  // bandwidth time doubles, the latency does not, and the achieved bus bandwidth is a little above half.
   const fs::path dir = scratch_dir("trace-busbw");
   const RemoveOnExit cleanup{dir};
   REQUIRE(run("run scenarios/multi-job/two-jobs-sharing-spines.textproto --trace " + (dir / "t.json").string(), dir)
@@ -214,7 +217,9 @@ TEST_CASE("trace at FLOW fidelity: a collective shows the bus bandwidth it achie
   CHECK(json_number(event, "ranks") == 8);
   const double achieved = json_number(event, "bus_bandwidth_GBps");
   CHECK(achieved == doctest::Approx(2.0 * 7 / 8 * bytes / dur_us / 1e3).epsilon(1e-6));
-  CHECK(achieved < 0.5 * json_number(event, "contention_free_bus_bandwidth_GBps"));
+  const double contention_free = json_number(event, "contention_free_bus_bandwidth_GBps");
+  CHECK(achieved > 0.5 * contention_free);
+  CHECK(achieved < 0.55 * contention_free);
   // With several jobs each GPU's process names its job (a on GPUs 0-3 and 8-11, b on the rest).
   CHECK(trace.find("\"args\":{\"name\":\"GPU 8 (node 1, local 0, job a)\"}") != std::string::npos);
   CHECK(trace.find("\"args\":{\"name\":\"GPU 4 (node 0, local 4, job b)\"}") != std::string::npos);

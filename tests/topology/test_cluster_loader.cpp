@@ -121,6 +121,10 @@ TEST_CASE("topology loader: every form and preset round-trips through the resolv
       "link_gbits_per_s_per_direction: 400 switch_latency_us: 0.13 }",
       "node_preset: \"dgx-a100\" nodes: 2",
       "node_preset: \"dgx-h100\" nodes: 3 fabric { kind: CLOS_TWO_LEVEL oversubscription: 2 }",
+      "node_preset: \"dgx-h100\" nodes: 3 fabric { kind: CLOS_TWO_LEVEL routing: ECMP_HASH }",
+      "nodes: 1 gpus_per_node: 2 gpu: \"X\" nvlink_gbytes_per_s_per_direction: 1 nic_gbits_per_s_per_direction: 1 "
+      "fabric { routing: ECMP_HASH } vertices { name: \"a\" kind: GPU } vertices { name: \"b\" kind: GPU } "
+      "links { from: \"a\" to: \"b\" kind: NVLINK gbytes_per_s_per_direction: 1 }",
       "node_preset: \"hgx-h100\" nodes: 1",
       "node_preset: \"hgx-h200\" nodes: 2 gpus_per_node: 4",
       "node_preset: \"gb200-nvl72\" nodes: 36",
@@ -221,6 +225,12 @@ TEST_CASE("topology loader: bad clusters name file, line:col and field") {
   CHECK(text_error("nodes: 1 gpus_per_node: 2 gpu: \"X\" nvlink_gbytes_per_s_per_direction: 1 "
                    "nic_gbits_per_s_per_direction: 1 node_preset: \"dgx-a100\" vertices { name: \"a\" kind: GPU }") ==
         "c.textproto:1:119: node_preset: an explicit cluster (vertices and links) cannot also name a node_preset");
+  // Explicit: the switches are given, so of the fabric only how they route.
+  CHECK(text_error("nodes: 1 gpus_per_node: 1 gpu: \"X\" nvlink_gbytes_per_s_per_direction: 1 "
+                   "nic_gbits_per_s_per_direction: 1 fabric { routing: ECMP_HASH switch_radix: 8 } "
+                   "vertices { name: \"a\" kind: GPU }") ==
+        "c.textproto:1:148: fabric.switch_radix: not used by an explicit cluster (vertices and links), whose fabric "
+        "takes only `routing`");
   // Explicit: a GPU may not forward, so a chain g0 - g1 - g2 leaves g2 without a route to g0.
   CHECK(text_error("nodes: 1 gpus_per_node: 3 gpu: \"X\" nvlink_gbytes_per_s_per_direction: 1 "
                    "nic_gbits_per_s_per_direction: 1\n"

@@ -225,31 +225,92 @@ TEST_CASE("topology: preset vertex and link counts at 1 and several nodes") {
 
 TEST_CASE("topology: rail-optimised routes use the GPU's own NIC, the rail leaf, and a spine between rails") {
   // Radix 8, o = 1, 25 GB/s everywhere: u = floor(8*25/50) = 4 spines, d = 4 nodes per rail leaf.
-  const Topology t(load(dgx_a100(2, "fabric { switch_radix: 8 }")));
-  CHECK(t.stats().vertices.at(VertexKind::kSpine) == 4);
-  // GPU 0 and GPU 1 share PCIe switch 0, but the NVSwitch wins the 2-hop tie.
-  CHECK(path_of(t, t.route(0, 1)) == "n0/gpu0 -> n0/nvswitch -> n0/gpu1");
-  CHECK(path_of(t, t.route(0, 8)) == "n0/gpu0 -> n0/pcie0 -> n0/nic0 -> rail0/leaf0 -> n1/nic0 -> n1/pcie0 -> n1/gpu0");
-  // Rail 0 to rail 1: 8 links; the 4th vertex after the source is a spine. 1,000 flows spread over the
-  // 4 spines: each expected 250, allowed +-20% (200..300).
-  std::map<std::string, int> per_spine;
-  for (std::uint64_t key = 0; key < 1000; ++key) {
-    const auto r = t.route(0, 9, key);
-    REQUIRE(r.size() == 8);
-    CHECK(t.vertex(t.link(r[0]).to).name == "n0/pcie0");
-    CHECK(t.vertex(t.link(r[2]).to).name == "rail0/leaf0");
-    CHECK(t.vertex(t.link(r[6]).from).name == "n1/nic1");
-    ++per_spine[t.vertex(t.link(r[3]).to).name];
+  const std::string ecmp = "fabric { switch_radix: 8 routing: ECMP_HASH }";
+  for (const std::string& fabric : {std::string("fabric { switch_radix: 8 }"), ecmp}) {
+    CAPTURE(fabric);
+    const Topology t(load(dgx_a100(2, fabric)));
+    CHECK(t.stats().vertices.at(VertexKind::kSpine) == 4);
+    // GPU 0 and GPU 1 share PCIe switch 0, but the NVSwitch wins the 2-hop tie.
+    CHECK(path_of(t, t.route(0, 1)) == "n0/gpu0 -> n0/nvswitch -> n0/gpu1");
+    CHECK(path_of(t, t.route(0, 8)) ==
+          "n0/gpu0 -> n0/pcie0 -> n0/nic0 -> rail0/leaf0 -> n1/nic0 -> n1/pcie0 -> n1/gpu0");
+    // Rail 0 to rail 1: 8 links; the 4th vertex after the source is a spine. With the ECMP hash, 1,000 flows
+    // spread over the 4 spines: each expected 250, allowed +-20% (200..300). By destination (the default) every
+    // flow to n1/nic1 takes one spine: NICs are numbered leaf by leaf (rail r's leaf holds n0/nic r and
+    // n1/nic r: numbers 2r and 2r + 1), so n1/nic1 is number 3 and takes uplink 3 mod 4 = 3, to spine3.
+    std::map<std::string, int> per_spine;
+    for (std::uint64_t key = 0; key < 1000; ++key) {
+      const auto r = t.route(0, 9, key);
+      REQUIRE(r.size() == 8);
+      CHECK(t.vertex(t.link(r[0]).to).name == "n0/pcie0");
+      CHECK(t.vertex(t.link(r[2]).to).name == "rail0/leaf0");
+      CHECK(t.vertex(t.link(r[6]).from).name == "n1/nic1");
+      ++per_spine[t.vertex(t.link(r[3]).to).name];
+    }
+    if (fabric == ecmp) {
+      REQUIRE(per_spine.size() == 4);
+      for (const auto& [spine, n] : per_spine) {
+        CAPTURE(spine);
+        CHECK(n >= 200);
+        CHECK(n <= 300);
+      }
+    } else {
+      REQUIRE(per_spine.size() == 1);
+      CHECK(per_spine.begin()->first == "spine3");
+      // n0/gpu0 to rail r of node 1 (number 2r + 1): spines 1, 3, 1, 3, ...; to rail r of node 0 from node 1's
+      // GPU 1 (number 2r): spines 0, 2, 0, 2, ...
+      for (std::uint32_t r = 1; r < 8; ++r) {
+        CAPTURE(r);
+        CHECK(t.vertex(t.link(t.route(0, 8 + r)[3]).to).name == "spine" + std::to_string((2 * r + 1) % 4));
+        if (r != 1) CHECK(t.vertex(t.link(t.route(9, r)[3]).to).name == "spine" + std::to_string((2 * r) % 4));
+      }
+    }
+    // Deterministic and cached: the same key gives the same links (the same storage).
+    CHECK(t.route(0, 9, 17).data() == t.route(0, 9, 17).data());
+    CHECK(t.diameter_hops() == 8);
   }
-  REQUIRE(per_spine.size() == 4);
-  for (const auto& [spine, n] : per_spine) {
-    CAPTURE(spine);
-    CHECK(n >= 200);
-    CHECK(n <= 300);
+}
+
+TEST_CASE("topology: routed by destination, a ring's node-to-node hops share no fabric link on full-bisection trees") {
+  // The shift pattern of NCCL's rings across nodes: GPU c of node i sends to GPU c of node i + 1 (the last to node
+  // 0), one flow per rail c with flow key c, on 16 DGX H100 nodes (8 NICs each) under fabrics of 16-port switches
+  // at 1:1. By destination (D-mod-k) every leaf/spine/core link carries at most one of the 128 flows: a leaf's
+  // NICs have consecutive numbers, so the flows leaving a leaf go to consecutive numbers, one per uplink
+  // (u = 8: the Clos's leaf holds one node, whose 8 flows go to numbers 8(i + 1) + c), and at a pod's spine
+  // (three-level) the core is digit (number / 8) mod 8, the same for the 8 flows of one node pair but on 8
+  // different spines. An AlltoAll's flows into one NIC all take one path. The ECMP hash puts 2 or more flows
+  // on some link of the Clos forms (the same hash every run).
+  struct Form {
+    const char* fabric;
+    bool hash_collides;
+  };
+  const Form forms[] = {{"kind: CLOS_TWO_LEVEL switch_radix: 16", true},
+                        {"kind: CLOS_THREE_LEVEL switch_radix: 16", true},
+                        {"switch_radix: 16", false}};  // rail-optimised: rail c's 8 nodes share a leaf
+  for (const Form& form : forms) {
+    for (const char* routing : {"", " routing: DESTINATION_MOD_K", " routing: ECMP_HASH"}) {
+      CAPTURE(form.fabric);
+      CAPTURE(routing);
+      const Topology t(load("node_preset: \"dgx-h100\" nodes: 16 fabric { " + std::string(form.fabric) + routing +
+                            " }"));
+      std::map<LinkIndex, int> flows_on;
+      for (std::uint32_t c = 0; c < 8; ++c)
+        for (std::uint32_t i = 0; i < 16; ++i)
+          for (LinkIndex l : t.route(i * 8 + c, ((i + 1) % 16) * 8 + c, c)) {
+            const VertexKind a = t.vertex(t.link(l).from).kind, b = t.vertex(t.link(l).to).kind;
+            const bool fabric = a == VertexKind::kLeaf || a == VertexKind::kSpine || a == VertexKind::kCore;
+            if (fabric && (b == VertexKind::kLeaf || b == VertexKind::kSpine || b == VertexKind::kCore))
+              ++flows_on[l];
+          }
+      int most = 0;
+      for (const auto& [l, n] : flows_on) most = std::max(most, n);
+      if (std::string(routing) == " routing: ECMP_HASH" && form.hash_collides) {
+        CHECK(most >= 2);
+      } else if (std::string(routing) != " routing: ECMP_HASH") {
+        CHECK(most == 1);
+      }
+    }
   }
-  // Deterministic and cached: the same key gives the same links (the same storage).
-  CHECK(t.route(0, 9, 17).data() == t.route(0, 9, 17).data());
-  CHECK(t.diameter_hops() == 8);
 }
 
 TEST_CASE("topology: path latency adds the hop and switch latencies") {

@@ -441,3 +441,97 @@ TEST_CASE("FLOW: a collective's achieved bus bandwidth is added to its label onl
     CHECK(sink.tasks == (traced ? 8 : 0));  // one record per member GPU's stream
   }
 }
+
+TEST_CASE("full-bisection fat trees routed by destination: FLOW agrees with ANALYTICAL across spines and cores") {
+  // 16 DGX H100 nodes under 16-port switches at 1:1, so leaves hold 1 node (two- and three-level Clos) or 8 NICs
+  // of one rail (rail-optimised), and rings, AllGather and AlltoAll cross spines (and cores). The switches
+  // route by destination (D-mod-k, the default): the edges leaving a leaf go to consecutive NIC numbers and take
+  // different uplinks, so no fabric link carries more than the closed form spreads evenly, and the two
+  // fidelities give the same time. With the ECMP hash the two-level Clos's ring AllReduce on nodes 0 and 1 is
+  // about 3x slower at FLOW (hash collisions on leaf uplinks; the differential audit's 23,870 against 71,241 us
+  // at 4 GiB), so the hash is contention and the test would fail with it.
+  const char* fabrics[] = {"kind: CLOS_TWO_LEVEL switch_radix: 16", "kind: CLOS_THREE_LEVEL switch_radix: 16",
+                           "switch_radix: 16"};
+  std::vector<std::uint32_t> two_nodes(16);
+  std::iota(two_nodes.begin(), two_nodes.end(), 0u);
+  for (const char* fabric : fabrics) {
+    Scenario sc =
+        cluster_only("node_preset: \"dgx-h100\" nodes: 16 fabric { " + std::string(fabric) + " }", "h100-sxm5-80gb");
+    struct Run {
+      Algorithm algorithm;
+      CollectiveOp op;
+      std::vector<std::uint32_t> gpus;
+    };
+    const Run runs[] = {{Algorithm::kRing, CollectiveOp::kAllReduce, two_nodes},
+                        {Algorithm::kRing, CollectiveOp::kAllReduce, {}},
+                        {Algorithm::kRing, CollectiveOp::kAllGather, {}},
+                        {Algorithm::kTree, CollectiveOp::kAllReduce, {}},
+                        {Algorithm::kPointToPoint, CollectiveOp::kAllToAll, {}}};
+    for (const Run& run : runs) {
+      sc.nccl.algorithm = run.algorithm;
+      sc.nccl.protocol = Protocol::kSimple;
+      for (double mib : {1.0, 64.0, 1024.0}) {
+        CAPTURE(std::string(fabric));
+        CAPTURE(to_string(run.op));
+        CAPTURE(to_string(run.algorithm));
+        CAPTURE(run.gpus.size());
+        CAPTURE(mib);
+        const double flow = collective_seconds(sc, Fidelity::kFlow, MiB(mib), run.op, run.gpus);
+        const double analytical = collective_seconds(sc, Fidelity::kAnalytical, MiB(mib), run.op, run.gpus);
+        CHECK(flow == doctest::Approx(analytical).epsilon(0.05));
+      }
+    }
+  }
+  Scenario hashed = cluster_only(
+      "node_preset: \"dgx-h100\" nodes: 16 fabric { kind: CLOS_TWO_LEVEL switch_radix: 16 routing: ECMP_HASH }",
+      "h100-sxm5-80gb");
+  hashed.nccl.algorithm = Algorithm::kRing;
+  hashed.nccl.protocol = Protocol::kSimple;
+  const double flow = collective_seconds(hashed, Fidelity::kFlow, GiB(4), CollectiveOp::kAllReduce, two_nodes);
+  const double analytical =
+      collective_seconds(hashed, Fidelity::kAnalytical, GiB(4), CollectiveOp::kAllReduce, two_nodes);
+  CHECK(flow > 2 * analytical);
+}
+
+TEST_CASE("CollNet and hierarchical AllReduce on unevenly filled nodes: the emptiest node's NICs and the fullest "
+          "node's NVLink bound both fidelities") {
+  // 4 HGX H100 nodes with in-network reduction, communicator 0-7,8: node 0 holds 8 ranks, node 1 one.
+  // NIC 400 Gb/s = 50 GB/s x 0.85 = 42.5 GB/s; NVLink 450 GB/s x 0.82 = 369 GB/s.
+  // CollNet: node 1's only rank sends all of S into the network and gets it back through its one NIC:
+  //   S / 42.5 GB/s; node 0's ranks send S/8 each, and its NVLink reduce-scatter and all-gather take
+  //   2 x 7/8 x S / 369 GB/s less. So 3 GiB more bytes take 3 x 2^30 / 42.5e9 = 75,794 us.
+  // Hierarchical: reduce-scatter and all-gather inside node 0 (2 x 7/8 / 369 GB/s per byte), then the ring of the
+  //   shards across the 2 nodes, whose node-1 rank carries 2 x 1/2 x S through its NIC (1 / 42.5 GB/s per byte):
+  //   3 x 2^30 x (1.75 / 369e9 + 1 / 42.5e9) = 15,277 + 75,794 = 91,071 us.
+  // Before the change both fidelities used the average 4.5 ranks per node in part of the model (ANALYTICAL
+  // 4x too fast for the hierarchical ring, FLOW's CollNet 8x too slow by routing node 0's 8 shards into node
+  // 1's one NIC).
+  Scenario sc = cluster_only("node_preset: \"hgx-h100\" nodes: 4 fabric { in_network_reduction: true }",
+                             "h100-sxm5-80gb");
+  const std::vector<std::uint32_t> gpus = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+  sc.nccl.protocol = Protocol::kSimple;
+  const double gib3 = 3.0 * 1073741824.0;
+  const std::pair<Algorithm, double> expected[] = {
+      {Algorithm::kCollNet, gib3 / 42.5e9},
+      {Algorithm::kHierarchical, gib3 * (1.75 / 369e9 + 1 / 42.5e9)},
+  };
+  for (const auto& [algorithm, seconds] : expected) {
+    sc.nccl.algorithm = algorithm;
+    for (Fidelity fidelity : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+      CAPTURE(to_string(algorithm));
+      CAPTURE(fidelity == Fidelity::kFlow);
+      const double t4 = collective_seconds(sc, fidelity, GiB(4), CollectiveOp::kAllReduce, gpus);
+      const double t1 = collective_seconds(sc, fidelity, GiB(1), CollectiveOp::kAllReduce, gpus);
+      CHECK(t4 - t1 == doctest::Approx(seconds).epsilon(0.01));
+    }
+  }
+  // The even layout 0-3,8-11 is unchanged: CollNet S / (4 x 42.5 GB/s) per byte, against the NVLink's
+  // 369 x 4 / 6 = 246 GB/s: the NICs bind, 3 GiB / 170 GB/s = 18,948 us.
+  sc.nccl.algorithm = Algorithm::kCollNet;
+  const std::vector<std::uint32_t> even = {0, 1, 2, 3, 8, 9, 10, 11};
+  for (Fidelity fidelity : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+    const double t4 = collective_seconds(sc, fidelity, GiB(4), CollectiveOp::kAllReduce, even);
+    const double t1 = collective_seconds(sc, fidelity, GiB(1), CollectiveOp::kAllReduce, even);
+    CHECK(t4 - t1 == doctest::Approx(gib3 / 170e9).epsilon(0.01));
+  }
+}

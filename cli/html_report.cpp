@@ -12,6 +12,7 @@
 #include "cli/command_line.h"
 #include "cli/report.h"
 #include "sim/input_error.h"
+#include "topology/topology.h"
 #include "workloads/compute_model.h"
 #include "workloads/rank_layout.h"
 #include "workloads/transformer_ops.h"
@@ -666,6 +667,13 @@ std::string cluster_text(const workloads::Scenario& sc) {
                   (c.gpu_count() == 1 ? "" : "s");
   if (!links.empty())
     s += "; " + links[0] + (links.size() > 1 ? " and " + links[1] : "") + " per" + unit + " per direction";
+  // The network between NVLink domains, where there is one, and how its switches route (FLOW's contention).
+  if (!c.is_explicit() && topology::has_fabric(c)) {
+    s += std::string("; ") + topology::to_string(c.fabric.kind) + (c.fabric.oversubscription > 1 ? " " : "") +
+         (c.fabric.oversubscription > 1 ? "at " + fmt("%g", c.fabric.oversubscription) + ":1" : std::string(", non-blocking")) +
+         ", routed " +
+         (c.fabric.routing == topology::FabricRouting::kDestinationModK ? "by destination (D-mod-k)" : "by ECMP hash");
+  }
   // NCCL's tuning reads the hosts' CPU vendor across nodes (cluster.proto cpu_vendor).
   if (c.node.cpu_vendor != topology::CpuVendor::kUnspecified)
     s += std::string("; ") + topology::to_string(c.node.cpu_vendor) + " hosts";

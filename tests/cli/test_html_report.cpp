@@ -136,6 +136,14 @@ TEST_CASE("html report: the layout and cluster lines name the framework and the 
   // A DGX A100 preset: its hosts' CPUs (AMD EPYC 7742), which NCCL's multi-node tuning reads, close the line.
   CHECK(cluster_text(horovod) ==
         "1 node x 8 A100-SXM4-80GB = 8 GPUs; NVLink 300 GB/s and NIC 200 Gbit/s per GPU per direction; AMD hosts");
+  // More than one NVLink domain: the fabric between them, its oversubscription and how its switches route.
+  const auto ecmp = load_scenario_file(dir + "fabric-rail-vs-oversubscribed/clos-4to1-ecmp.textproto");
+  CHECK(cluster_text(ecmp) ==
+        "16 nodes x 8 H100-SXM5-80GB = 128 GPUs; NVLink 450 GB/s and NIC 400 Gbit/s per GPU per direction; "
+        "two-level Clos at 4:1, routed by ECMP hash; Intel hosts");
+  const auto rail = load_scenario_file(dir + "fabric-rail-vs-oversubscribed/rail-optimized.textproto");
+  CHECK(cluster_text(rail).find("; rail-optimised fat tree, non-blocking, routed by destination (D-mod-k);") !=
+        std::string::npos);
 }
 
 TEST_CASE("html report: text_table aligns columns, marks the best value and colours only on request") {

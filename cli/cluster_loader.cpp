@@ -1,12 +1,12 @@
 #include "cli/cluster_loader.h"
 
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+
 #include <algorithm>
 #include <optional>
 #include <set>
 #include <vector>
-
-#include <google/protobuf/descriptor.h>
-#include <google/protobuf/message.h>
 
 #include "cli/validate.h"
 #include "topology/presets.h"

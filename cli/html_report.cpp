@@ -670,7 +670,8 @@ std::string cluster_text(const workloads::Scenario& sc) {
   // The network between NVLink domains, where there is one, and how its switches route (FLOW's contention).
   if (!c.is_explicit() && topology::has_fabric(c)) {
     s += std::string("; ") + topology::to_string(c.fabric.kind) + (c.fabric.oversubscription > 1 ? " " : "") +
-         (c.fabric.oversubscription > 1 ? "at " + fmt("%g", c.fabric.oversubscription) + ":1" : std::string(", non-blocking")) +
+         (c.fabric.oversubscription > 1 ? "at " + fmt("%g", c.fabric.oversubscription) + ":1"
+                                        : std::string(", non-blocking")) +
          ", routed " +
          (c.fabric.routing == topology::FabricRouting::kDestinationModK ? "by destination (D-mod-k)" : "by ECMP hash");
   }

@@ -291,16 +291,15 @@ TEST_CASE("topology: routed by destination, a ring's node-to-node hops share no 
     for (const char* routing : {"", " routing: DESTINATION_MOD_K", " routing: ECMP_HASH"}) {
       CAPTURE(form.fabric);
       CAPTURE(routing);
-      const Topology t(load("node_preset: \"dgx-h100\" nodes: 16 fabric { " + std::string(form.fabric) + routing +
-                            " }"));
+      const Topology t(
+          load("node_preset: \"dgx-h100\" nodes: 16 fabric { " + std::string(form.fabric) + routing + " }"));
       std::map<LinkIndex, int> flows_on;
       for (std::uint32_t c = 0; c < 8; ++c)
         for (std::uint32_t i = 0; i < 16; ++i)
           for (LinkIndex l : t.route(i * 8 + c, ((i + 1) % 16) * 8 + c, c)) {
             const VertexKind a = t.vertex(t.link(l).from).kind, b = t.vertex(t.link(l).to).kind;
             const bool fabric = a == VertexKind::kLeaf || a == VertexKind::kSpine || a == VertexKind::kCore;
-            if (fabric && (b == VertexKind::kLeaf || b == VertexKind::kSpine || b == VertexKind::kCore))
-              ++flows_on[l];
+            if (fabric && (b == VertexKind::kLeaf || b == VertexKind::kSpine || b == VertexKind::kCore)) ++flows_on[l];
           }
       int most = 0;
       for (const auto& [l, n] : flows_on) most = std::max(most, n);

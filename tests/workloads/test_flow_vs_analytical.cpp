@@ -493,8 +493,9 @@ TEST_CASE("full-bisection fat trees routed by destination: FLOW agrees with ANAL
   CHECK(flow > 2 * analytical);
 }
 
-TEST_CASE("CollNet and hierarchical AllReduce on unevenly filled nodes: the emptiest node's NICs and the fullest "
-          "node's NVLink bound both fidelities") {
+TEST_CASE(
+    "CollNet and hierarchical AllReduce on unevenly filled nodes: the emptiest node's NICs and the fullest "
+    "node's NVLink bound both fidelities") {
   // 4 HGX H100 nodes with in-network reduction, communicator 0-7,8: node 0 holds 8 ranks, node 1 one.
   // NIC 400 Gb/s = 50 GB/s x 0.85 = 42.5 GB/s; NVLink 450 GB/s x 0.82 = 369 GB/s.
   // CollNet: node 1's only rank sends all of S into the network and gets it back through its one NIC:
@@ -506,8 +507,8 @@ TEST_CASE("CollNet and hierarchical AllReduce on unevenly filled nodes: the empt
   // Before the change both fidelities used the average 4.5 ranks per node in part of the model (ANALYTICAL
   // 4x too fast for the hierarchical ring, FLOW's CollNet 8x too slow by routing node 0's 8 shards into node
   // 1's one NIC).
-  Scenario sc = cluster_only("node_preset: \"hgx-h100\" nodes: 4 fabric { in_network_reduction: true }",
-                             "h100-sxm5-80gb");
+  Scenario sc =
+      cluster_only("node_preset: \"hgx-h100\" nodes: 4 fabric { in_network_reduction: true }", "h100-sxm5-80gb");
   const std::vector<std::uint32_t> gpus = {0, 1, 2, 3, 4, 5, 6, 7, 8};
   sc.nccl.protocol = Protocol::kSimple;
   const double gib3 = 3.0 * 1073741824.0;

@@ -316,6 +316,11 @@ NcclTuning to_nccl_tuning(const ParsedText& in, const schema::NcclTuning& t) {
   if (t.pat_bus_efficiency() < 0 || t.pat_bus_efficiency() > 1 || !std::isfinite(t.pat_bus_efficiency()))
     in.fail(p + "pat_bus_efficiency", format_number(t.pat_bus_efficiency()) + " is not in [0, 1] (0 = no PAT)");
   k.pat_bus_efficiency = t.pat_bus_efficiency();
+  if (t.collnet_direct_efficiency() < 0 || t.collnet_direct_efficiency() > 1 ||
+      !std::isfinite(t.collnet_direct_efficiency()))
+    in.fail(p + "collnet_direct_efficiency",
+            format_number(t.collnet_direct_efficiency()) + " is not in [0, 1] (0 = unset: no factor)");
+  k.collnet_direct_efficiency = t.collnet_direct_efficiency() > 0 ? t.collnet_direct_efficiency() : 1.0;
   k.tree_correction[0] = correction(in, p + "tree_correction_ll", t.tree_correction_ll());
   k.tree_correction[1] = correction(in, p + "tree_correction_ll128", t.tree_correction_ll128());
   k.tree_correction[2] = correction(in, p + "tree_correction_simple", t.tree_correction_simple());

@@ -98,6 +98,7 @@ struct NcclTuning {
   // PAT: base and network latency per protocol (µs), bus-bandwidth factor (0: no PAT in this NCCL release).
   PerProtocol pat_base_us{}, pat_net_us{};
   double pat_bus_efficiency = 0;
+  double collnet_direct_efficiency = 1;  // CollNetDirect AllReduce busBw factor: 0.85 from Hopper on (profile.proto)
   std::array<std::vector<double>, 3> tree_correction;  // per protocol, index log2(bytes / 64)
 };
 

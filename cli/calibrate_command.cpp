@@ -375,6 +375,7 @@ std::string profile_tables(const calibrate::HardwareProfile& p) {
   o += line("  %-30s %s GB/s\n", "ring LL128 per channel", per_nodes(t.ring_ll128_per_channel_GBps).c_str());
   o += line("  %-30s %s GB/s\n", "tree per channel", per_nodes(t.tree_per_channel_GBps).c_str());
   o += line("  %-30s %s\n", "NVLS efficiency", number(t.nvls_efficiency).c_str());
+  o += line("  %-30s %s\n", "CollNetDirect efficiency", number(t.collnet_direct_efficiency).c_str());
   if (t.pat_bus_efficiency > 0)
     o += line("  %-30s base %s us, NET %s us, bus efficiency %s\n", "PAT (Simple)", number(t.pat_base_us[2]).c_str(),
               number(t.pat_net_us[2]).c_str(), number(t.pat_bus_efficiency).c_str());

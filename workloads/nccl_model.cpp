@@ -600,7 +600,7 @@ struct Evaluator {
         if (req.op == CollectiveOp::kAllReduce) {
           double f = sh.ppn / nch;
           f -= (f - 1) / 2;
-          bus = graph / f * 0.85;
+          bus = graph / f * k.collnet_direct_efficiency;  // 0.85 from Hopper on (tuning.cc, cc >= 90)
         } else {
           bus = sh.ppn * std::min(sh.b_intra, sh.egress * 0.9) / 1e9 / nch;
         }

@@ -115,6 +115,18 @@ TEST_CASE("bad profile files") {
         "file");
 }
 
+TEST_CASE("bad NCCL tuning factors name their field") {
+  // The H100 profile with its CollNetDirect factor out of [0, 1] (0 reads as unset: no factor).
+  std::string h100 = clustersim::testing::slurp(std::string(CLUSTERSIM_SOURCE_DIR) +
+                                                "/calibrate/profiles/h100-sxm5-80gb.textproto");
+  const std::string good = "collnet_direct_efficiency: 0.85";
+  const std::size_t at = h100.find(good);
+  REQUIRE(at != std::string::npos);
+  const std::string error = profile_error(h100.replace(at, good.size(), "collnet_direct_efficiency: 1.5"));
+  CHECK(error.starts_with("p.textproto:"));
+  CHECK(error.ends_with(": collectives.nccl.collnet_direct_efficiency: 1.5 is not in [0, 1] (0 = unset: no factor)"));
+}
+
 TEST_CASE("bad inline profiles") {
   // proto3 scalars: an absent number reads as 0, so "missing or zero" points at the enclosing message.
   CHECK(profile_error(replaced("  peak_tf32_tflops: 50\n", "")) ==

@@ -320,6 +320,32 @@ TEST_CASE("forced LL128 runs without NVLink, as NCCL_PROTO=LL128 does, CollNet n
   CHECK_FALSE(has_collnet(16));
 }
 
+TEST_CASE("CollNetDirect AllReduce: NCCL's model takes 0.85 of its bus bandwidth from Hopper on, not on Ampere") {
+  // tuning.cc: busBw = graph bandwidth / f (f = ppn/nCh, f -= (f - 1)/2), then `if (compCapIndex >= 90) busBw *=
+  // .85`. The profiles carry it: 1 for A100, 0.85 for H100. On the same cluster and profile otherwise, NCCL's
+  // model time of a 2 GiB minus a 1 GiB CollNet AllReduce (the latency cancels) grows by 1/0.85 = 1.17647.
+  calibrate::HardwareProfile a100 = calibrate::load_profile("a100-sxm4-80gb");
+  CHECK(a100.collectives.nccl.collnet_direct_efficiency == 1.0);
+  CHECK(calibrate::load_profile("h100-sxm5-80gb").collectives.nccl.collnet_direct_efficiency == 0.85);
+  topology::ClusterSpec c = cluster(2, 8, 300, 200);
+  c.fabric.in_network_reduction = true;
+  NcclSettings collnet;
+  collnet.algorithm = Algorithm::kCollNet;
+  collnet.protocol = Protocol::kSimple;
+  auto model_bandwidth_time = [&](const calibrate::HardwareProfile& p) {
+    return to_us(plan(c, p, CollectiveOp::kAllReduce, GiB(2), collnet).nccl_model_time) -
+           to_us(plan(c, p, CollectiveOp::kAllReduce, GiB(1), collnet).nccl_model_time);
+  };
+  const double ampere = model_bandwidth_time(a100);
+  a100.collectives.nccl.collnet_direct_efficiency = 0.85;
+  CHECK(model_bandwidth_time(a100) / ampere == doctest::Approx(1 / 0.85).epsilon(1e-9));
+  // The physical time (what the simulator charges) does not take NCCL's factor.
+  CHECK(to_us(plan(c, a100, CollectiveOp::kAllReduce, GiB(1), collnet).time) ==
+        doctest::Approx(to_us(plan(c, calibrate::load_profile("a100-sxm4-80gb"), CollectiveOp::kAllReduce, GiB(1),
+                                   collnet)
+                                  .time)));
+}
+
 TEST_CASE("PAT: AllGather with one GPU per node below NCCL's crossovers, timed at 0.75 of the NIC") {
   // 16 nodes x 1 H100, 400 Gb/s NICs: b_nic = 50 GB/s x 0.85 = 42.5 GB/s. NCCL's model (tuning.cc, nccl.md §1.6):
   //   PAT        latency 8.0 + log2(16) x 14/3.5 + 16 x 2.8 = 68.8 us; bandwidth 42.5 x 0.75 = 31.875 GB/s (no ratio

@@ -117,8 +117,8 @@ TEST_CASE("bad profile files") {
 
 TEST_CASE("bad NCCL tuning factors name their field") {
   // The H100 profile with its CollNetDirect factor out of [0, 1] (0 reads as unset: no factor).
-  std::string h100 = clustersim::testing::slurp(std::string(CLUSTERSIM_SOURCE_DIR) +
-                                                "/calibrate/profiles/h100-sxm5-80gb.textproto");
+  std::string h100 =
+      clustersim::testing::slurp(std::string(CLUSTERSIM_SOURCE_DIR) + "/calibrate/profiles/h100-sxm5-80gb.textproto");
   const std::string good = "collnet_direct_efficiency: 0.85";
   const std::size_t at = h100.find(good);
   REQUIRE(at != std::string::npos);

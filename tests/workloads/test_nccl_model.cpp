@@ -341,9 +341,8 @@ TEST_CASE("CollNetDirect AllReduce: NCCL's model takes 0.85 of its bus bandwidth
   CHECK(model_bandwidth_time(a100) / ampere == doctest::Approx(1 / 0.85).epsilon(1e-9));
   // The physical time (what the simulator charges) does not take NCCL's factor.
   CHECK(to_us(plan(c, a100, CollectiveOp::kAllReduce, GiB(1), collnet).time) ==
-        doctest::Approx(to_us(plan(c, calibrate::load_profile("a100-sxm4-80gb"), CollectiveOp::kAllReduce, GiB(1),
-                                   collnet)
-                                  .time)));
+        doctest::Approx(
+            to_us(plan(c, calibrate::load_profile("a100-sxm4-80gb"), CollectiveOp::kAllReduce, GiB(1), collnet).time)));
 }
 
 TEST_CASE("PAT: AllGather with one GPU per node below NCCL's crossovers, timed at 0.75 of the NIC") {

@@ -669,10 +669,9 @@ std::string cluster_text(const workloads::Scenario& sc) {
     s += "; " + links[0] + (links.size() > 1 ? " and " + links[1] : "") + " per" + unit + " per direction";
   // The network between NVLink domains, where there is one, and how its switches route (FLOW's contention).
   if (!c.is_explicit() && topology::has_fabric(c)) {
-    s += std::string("; ") + topology::to_string(c.fabric.kind) + (c.fabric.oversubscription > 1 ? " " : "") +
-         (c.fabric.oversubscription > 1 ? "at " + fmt("%g", c.fabric.oversubscription) + ":1"
-                                        : std::string(", non-blocking")) +
-         ", routed " +
+    const double o = c.fabric.oversubscription;
+    s += std::string("; ") + topology::to_string(c.fabric.kind) +
+         (o > 1 ? " at " + fmt("%g", o) + ":1" : std::string(", non-blocking")) + ", routed " +
          (c.fabric.routing == topology::FabricRouting::kDestinationModK ? "by destination (D-mod-k)" : "by ECMP hash");
   }
   // NCCL's tuning reads the hosts' CPU vendor across nodes (cluster.proto cpu_vendor).

@@ -30,6 +30,10 @@
 namespace clustersim::topology {
 
 enum class VertexKind { kGpu, kNvSwitch, kPcieSwitch, kCpu, kNic, kLeaf, kSpine, kCore };
+// A switch of the network fabric between NVLink domains (leaf, spine, core).
+constexpr bool is_fabric_switch(VertexKind k) {
+  return k == VertexKind::kLeaf || k == VertexKind::kSpine || k == VertexKind::kCore;
+}
 enum class LinkKind { kNvlink, kPcie, kNetwork, kIci, kCpuInterconnect };
 
 // How the GPUs of a node (or of a multi-node NVLink domain) reach each other.

@@ -173,7 +173,7 @@ Topology::Topology(const ClusterSpec& spec) : spec_(spec) {
   fabric_slot_.assign(vertex_count(), kNone);
   for (VertexIndex v = 0; v < vertex_count(); ++v) {
     const VertexKind k = graph_[v].kind;
-    if (k == VertexKind::kNic || k == VertexKind::kLeaf || k == VertexKind::kSpine || k == VertexKind::kCore) {
+    if (k == VertexKind::kNic || is_fabric_switch(k)) {
       fabric_slot_[v] = fabric_slots_++;
     }
   }
@@ -185,9 +185,8 @@ Topology::Topology(const ClusterSpec& spec) : spec_(spec) {
   std::vector<std::pair<VertexIndex, VertexIndex>> nics;  // (leaf or kNone, NIC)
   for (VertexIndex v = 0; v < vertex_count(); ++v) {
     const VertexProps& p = graph_[v];
-    if (p.kind == VertexKind::kGpu) destination_key_[v] = p.gpu;
     if (p.kind != VertexKind::kNic) {
-      if (p.kind != VertexKind::kGpu) destination_key_[v] = v;
+      destination_key_[v] = p.kind == VertexKind::kGpu ? p.gpu : v;
       continue;
     }
     VertexIndex leaf = kNone;
@@ -743,10 +742,8 @@ void Topology::walk(VertexIndex from, VertexIndex target, Scope scope, std::uint
       if (rank == best) candidates.push_back(p.index);
     }
     assert(!candidates.empty());
-    const VertexKind k = graph_[u].kind;
-    const bool fabric_switch = k == VertexKind::kLeaf || k == VertexKind::kSpine || k == VertexKind::kCore;
     std::size_t pick = 0;
-    if (candidates.size() > 1 && by_destination && fabric_switch) {
+    if (candidates.size() > 1 && by_destination && is_fabric_switch(graph_[u].kind)) {
       pick = (destination_key_[target] / divisor) % candidates.size();
       if (divisor < (std::uint64_t{1} << 32)) divisor *= candidates.size();
     } else if (candidates.size() > 1) {

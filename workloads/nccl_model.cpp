@@ -697,12 +697,19 @@ struct Evaluator {
         return std::min(sh.egress, m > 1 ? b_intra * m / (2 * (m - 1)) : kInf);
       }
       case Algorithm::kHierarchical: {
-        // Per byte of S: the reduce-scatter and all-gather inside the most populated domain (m ranks:
-        // 2(m − 1)/m over NVLink), and the ring across domains through the least populated one's rails
-        // (each of its r ranks carries 2(N − 1)/N of S/r); each phase waits for its slowest domain.
-        const double m = sh.max_ppn, r = std::max(1u, sh.rails);
-        const double intra_time = m > 1 ? 2 * (m - 1) / m / b_intra : 0;
-        const double inter_time = N > 1 ? 2 * (N - 1) / N / r / std::min(sh.b_nic, sh.ring_flow_cap) : 0;
+        // Per byte of S: the reduce-scatter and all-gather inside the most populated domain (L ranks:
+        // 2(L − 1)/L over NVLink), and the L rings across domains (network_model.cpp), ring j through rank j mod m
+        // of a domain of m: a rank carries ceil(L/m) rings of S/L, each 2(N − 1)/N, and the busiest is in the
+        // domain of the largest ceil(L/m)/L (the least populated one when every m divides L: S/r). Each phase
+        // waits for its slowest domain.
+        const std::uint32_t L = std::max(1u, sh.max_ppn);
+        std::map<std::uint32_t, std::uint32_t> ranks_of;  // by domain (hierarchical is forced only: not a hot path)
+        for (std::uint32_t g : req.gpus) ++ranks_of[topology::domain_of(cluster, g)];
+        double rings_per_rank = 0;  // max over the communicator's domains of ceil(L/m)/L
+        for (const auto& [domain, m] : ranks_of) rings_per_rank = std::max(rings_per_rank, double((L + m - 1) / m) / L);
+        const double intra_time = L > 1 ? 2.0 * (L - 1) / L / b_intra : 0;
+        const double inter_time =
+            N > 1 ? 2 * (N - 1) / N * rings_per_rank / std::min(sh.b_nic, sh.ring_flow_cap) : 0;
         const double per_byte = intra_time + inter_time;
         if (!(per_byte > 0)) return kInf;
         // The protocol caps are on bus bandwidth, as for the ring (on one domain the two are the same ring).

@@ -438,11 +438,7 @@ void NetworkModel::run(const CollectivePlan& plan, const CollectiveRequest& req,
       // (the most bytes per NIC) ends last, as the reduction waits for it.
       const Domains d = group(impl_->topo, gpus);
       const topology::Topology& topo = impl_->topo;
-      auto is_switch = [&topo](topology::VertexIndex v) {
-        const topology::VertexKind k = topo.vertex(v).kind;
-        return k == topology::VertexKind::kLeaf || k == topology::VertexKind::kSpine ||
-               k == topology::VertexKind::kCore;
-      };
+      auto is_switch = [&topo](topology::VertexIndex v) { return topology::is_fabric_switch(topo.vertex(v).kind); };
       auto fabric_leg = [&](std::vector<sim::LinkId>& path, std::uint32_t from, std::uint32_t to, std::uint64_t key,
                             bool up) {
         const auto links = topo.route(from, to, key);
@@ -478,8 +474,8 @@ void NetworkModel::run(const CollectivePlan& plan, const CollectiveRequest& req,
       // Three phases, each waiting for the previous: ring reduce-scatter inside every domain (a domain of m
       // ranks leaves each with S/m), ring AllReduce of the shards across domains, ring all-gather. The middle
       // phase runs L = the largest domain's rank count rings, ring j through rank j mod m of each domain,
-      // each ring S/L: a domain's ranks carry L/m rings apiece, S/m in all, so with uneven domains the
-      // least populated one's NICs carry the most.
+      // each ring S/L: a rank of a domain of m carries ceil(L/m) rings (S/m in all where m divides L, e.g.
+      // every rank of an even layout), so with uneven domains the least populated one's NICs carry the most.
       const Domains d = group(impl_->topo, gpus);
       std::size_t L = 0;
       for (const auto& local : d.ranks) L = std::max(L, local.size());

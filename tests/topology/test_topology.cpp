@@ -282,13 +282,14 @@ TEST_CASE("topology: routed by destination, a ring's node-to-node hops share no 
   // on some link of the Clos forms (the same hash every run).
   struct Form {
     const char* fabric;
-    bool hash_collides;
+    bool hash_collides;  // rail-optimised: each rail leaves its leaves at 2 boundaries only, the hash is not tested
   };
   const Form forms[] = {{"kind: CLOS_TWO_LEVEL switch_radix: 16", true},
                         {"kind: CLOS_THREE_LEVEL switch_radix: 16", true},
                         {"switch_radix: 16", false}};  // rail-optimised: rail c's 8 nodes share a leaf
   for (const Form& form : forms) {
     for (const char* routing : {"", " routing: DESTINATION_MOD_K", " routing: ECMP_HASH"}) {
+      if (!form.hash_collides && std::string(routing) == " routing: ECMP_HASH") continue;
       CAPTURE(form.fabric);
       CAPTURE(routing);
       const Topology t(
@@ -303,9 +304,9 @@ TEST_CASE("topology: routed by destination, a ring's node-to-node hops share no 
           }
       int most = 0;
       for (const auto& [l, n] : flows_on) most = std::max(most, n);
-      if (std::string(routing) == " routing: ECMP_HASH" && form.hash_collides) {
+      if (std::string(routing) == " routing: ECMP_HASH") {
         CHECK(most >= 2);
-      } else if (std::string(routing) != " routing: ECMP_HASH") {
+      } else {
         CHECK(most == 1);
       }
     }

@@ -530,6 +530,17 @@ TEST_CASE(
       CHECK(t4 - t1 == doctest::Approx(seconds).epsilon(0.01));
     }
   }
+  // Hierarchical on 0-7,8-13 (8 + 6 ranks): L = 8 rings of S/8 across the nodes, ring j through rank j mod 6 of
+  // node 1, so its ranks 0 and 1 carry 2 rings: 2 x 1/8 x 2 x 1/2 = 1/4 of S through their NICs, and
+  // 3 x 2^30 x (1.75 / 369e9 + 0.25 / 42.5e9) = 15,277 + 18,948 = 34,225 us, at both fidelities.
+  sc.nccl.algorithm = Algorithm::kHierarchical;
+  const std::vector<std::uint32_t> eight_six = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
+  for (Fidelity fidelity : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+    CAPTURE(fidelity == Fidelity::kFlow);
+    const double t4 = collective_seconds(sc, fidelity, GiB(4), CollectiveOp::kAllReduce, eight_six);
+    const double t1 = collective_seconds(sc, fidelity, GiB(1), CollectiveOp::kAllReduce, eight_six);
+    CHECK(t4 - t1 == doctest::Approx(gib3 * (1.75 / 369e9 + 0.25 / 42.5e9)).epsilon(0.01));
+  }
   // The even layout 0-3,8-11 is unchanged: CollNet S / (4 x 42.5 GB/s) per byte, against the NVLink's
   // 369 x 4 / 6 = 246 GB/s: the NICs bind, 3 GiB / 170 GB/s = 18,948 us.
   sc.nccl.algorithm = Algorithm::kCollNet;

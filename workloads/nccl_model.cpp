@@ -708,8 +708,7 @@ struct Evaluator {
         double rings_per_rank = 0;  // max over the communicator's domains of ceil(L/m)/L
         for (const auto& [domain, m] : ranks_of) rings_per_rank = std::max(rings_per_rank, double((L + m - 1) / m) / L);
         const double intra_time = L > 1 ? 2.0 * (L - 1) / L / b_intra : 0;
-        const double inter_time =
-            N > 1 ? 2 * (N - 1) / N * rings_per_rank / std::min(sh.b_nic, sh.ring_flow_cap) : 0;
+        const double inter_time = N > 1 ? 2 * (N - 1) / N * rings_per_rank / std::min(sh.b_nic, sh.ring_flow_cap) : 0;
         const double per_byte = intra_time + inter_time;
         if (!(per_byte > 0)) return kInf;
         // The protocol caps are on bus bandwidth, as for the ring (on one domain the two are the same ring).

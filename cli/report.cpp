@@ -123,6 +123,7 @@ namespace {
 
 void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const workloads::Job& job,
                  const workloads::IterationResult& r, bool several) {
+  const char* unit = sc.cluster.is_torus() ? "chip" : "GPU";  // a torus of TPU chips (html_report.cpp cluster_text)
   using workloads::to_string;
   const auto& m = job.model;
   const auto& p = job.parallel;
@@ -170,10 +171,10 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
   o << "Iteration (one optimizer step)\n";
   o << "  iteration time    " << fmt("%.6f", it) << " s\n";
   o << "  tokens/s          " << fmt("%.0f", r.tokens_per_s) << "  (" << fmt("%.0f", r.tokens_per_s / gpus)
-    << " per GPU)\n";
+    << " per " << unit << ")\n";
   o << "  samples/s         " << fmt("%.2f", r.samples_per_s) << "\n";
   o << "  MFU               " << fmt("%.1f", 100 * r.mfu) << " %  ("
-    << fmt("%.1f", to_TFLOPps(r.model_flops_per_step / r.iteration_time) / gpus) << " model TFLOP/s per GPU of "
+    << fmt("%.1f", to_TFLOPps(r.model_flops_per_step / r.iteration_time) / gpus) << " model TFLOP/s per " << unit << " of "
     << fmt("%g", to_TFLOPps(workloads::tensor_peak(sc.profile.gpu, t.precision))) << ")\n";
   o << "                    " << mfu_convention(job) << "\n";
   if (r.mfu > 1)
@@ -198,7 +199,7 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
          "12·b·s²·h\n";
   o << "\n";
 
-  o << "Where the time goes (GPU " << r.breakdown_gpu << ", the one with the most exposed communication)\n";
+  o << "Where the time goes (" << unit << " " << r.breakdown_gpu << ", the one with the most exposed communication)\n";
   o << "  compute           " << fmt("%.6f", r.breakdown.compute.raw()) << " s  " << pct(r.breakdown.compute.raw(), it)
     << "\n";
   if (r.breakdown.compute_eager.raw() > 0)
@@ -248,7 +249,7 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
             : "")
     << "\n\n";
 
-  o << "Memory per GPU (peak";
+  o << "Memory per " << unit << " (peak";
   if (r.stage_peak_memory.size() > 1) {
     const auto lightest = std::min_element(r.stage_peak_memory.begin(), r.stage_peak_memory.end());
     o << ", on pipeline stage " << r.memory_stage << " of " << r.stage_peak_memory.size()
@@ -281,7 +282,7 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
   o << "  time to train     " << human_duration(r.training.time_to_train) << "  ("
     << fmt("%.1f", r.training.time_to_train.raw()) << " s = optimizer steps x iteration time)\n";
   // Three significant digits below one GPU-hour (a short study's 0.00441 is no 0.0).
-  o << "  GPU-hours         " << fmt(r.training.gpu_hours < 1 ? "%.3g" : "%.1f", r.training.gpu_hours) << "\n";
+  o << "  " << unit << "-hours" << (sc.cluster.is_torus() ? "        " : "         ") << fmt(r.training.gpu_hours < 1 ? "%.3g" : "%.1f", r.training.gpu_hours) << "\n";
   if (r.memory.oom)
     o << "  (the job runs OUT OF MEMORY as configured: these are the times it would take if it fitted)\n";
 }

@@ -170,12 +170,12 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
   const double it = r.iteration_time.raw();
   o << "Iteration (one optimizer step)\n";
   o << "  iteration time    " << fmt("%.6f", it) << " s\n";
-  o << "  tokens/s          " << fmt("%.0f", r.tokens_per_s) << "  (" << fmt("%.0f", r.tokens_per_s / gpus)
-    << " per " << unit << ")\n";
+  o << "  tokens/s          " << fmt("%.0f", r.tokens_per_s) << "  (" << fmt("%.0f", r.tokens_per_s / gpus) << " per "
+    << unit << ")\n";
   o << "  samples/s         " << fmt("%.2f", r.samples_per_s) << "\n";
   o << "  MFU               " << fmt("%.1f", 100 * r.mfu) << " %  ("
-    << fmt("%.1f", to_TFLOPps(r.model_flops_per_step / r.iteration_time) / gpus) << " model TFLOP/s per " << unit << " of "
-    << fmt("%g", to_TFLOPps(workloads::tensor_peak(sc.profile.gpu, t.precision))) << ")\n";
+    << fmt("%.1f", to_TFLOPps(r.model_flops_per_step / r.iteration_time) / gpus) << " model TFLOP/s per " << unit
+    << " of " << fmt("%g", to_TFLOPps(workloads::tensor_peak(sc.profile.gpu, t.precision))) << ")\n";
   o << "                    " << mfu_convention(job) << "\n";
   if (r.mfu > 1)
     o << "                    above 100 %: the full-square convention counts the causally masked half of each "
@@ -282,7 +282,8 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
   o << "  time to train     " << human_duration(r.training.time_to_train) << "  ("
     << fmt("%.1f", r.training.time_to_train.raw()) << " s = optimizer steps x iteration time)\n";
   // Three significant digits below one GPU-hour (a short study's 0.00441 is no 0.0).
-  o << "  " << unit << "-hours" << (sc.cluster.is_torus() ? "        " : "         ") << fmt(r.training.gpu_hours < 1 ? "%.3g" : "%.1f", r.training.gpu_hours) << "\n";
+  o << "  " << unit << "-hours" << (sc.cluster.is_torus() ? "        " : "         ")
+    << fmt(r.training.gpu_hours < 1 ? "%.3g" : "%.1f", r.training.gpu_hours) << "\n";
   if (r.memory.oom)
     o << "  (the job runs OUT OF MEMORY as configured: these are the times it would take if it fitted)\n";
 }

@@ -456,6 +456,13 @@ TEST_CASE("clustersim topo prints the cluster and writes Graphviz") {
          "parallel { dp: 32 micro_batch: 1 }\ntraining { samples: 32 global_batch: 32 }\n";
   const Run mesh = run("topo " + (dir / "mesh.textproto").string(), dir);
   REQUIRE(mesh.status == 0);
+  // `run` on the slice calls its accelerators chips, as the cluster line does; the figures are per chip.
+  const Run chips = run("run " + (dir / "mesh.textproto").string(), dir);
+  REQUIRE(chips.status == 0);
+  for (const char* s : {" per chip)\n", " model TFLOP/s per chip of 275)", "Where the time goes (chip ",
+                        "Memory per chip (peak", "  chip-hours        "})
+    CHECK_MESSAGE(chips.out.find(s) != std::string::npos, "run lacks '" << s << "':\n" << chips.out);
+  CHECK(chips.out.find("GPU") == std::string::npos);
   for (const char* s :
        {"  ICI               2x4x4 mesh: no wraparound (a TPU v4 slice wraps around only when every side "
         "is a multiple of 4)\n",

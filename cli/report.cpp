@@ -282,8 +282,9 @@ void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const wor
   o << "  time to train     " << human_duration(r.training.time_to_train) << "  ("
     << fmt("%.1f", r.training.time_to_train.raw()) << " s = optimizer steps x iteration time)\n";
   // Three significant digits below one GPU-hour (a short study's 0.00441 is no 0.0).
-  o << "  " << unit << "-hours" << (sc.cluster.is_torus() ? "        " : "         ")
-    << fmt(r.training.gpu_hours < 1 ? "%.3g" : "%.1f", r.training.gpu_hours) << "\n";
+  std::string hours_label = std::string(unit) + "-hours";
+  hours_label.resize(18, ' ');  // the labels' column
+  o << "  " << hours_label << fmt(r.training.gpu_hours < 1 ? "%.3g" : "%.1f", r.training.gpu_hours) << "\n";
   if (r.memory.oom)
     o << "  (the job runs OUT OF MEMORY as configured: these are the times it would take if it fitted)\n";
 }

@@ -54,11 +54,6 @@ namespace {
 // channel out through the NIC of the node's last rank.
 struct Domains {
   std::vector<std::vector<std::uint32_t>> ranks;
-  std::size_t min_size() const {
-    std::size_t m = ranks.empty() ? 0 : ranks[0].size();
-    for (const auto& r : ranks) m = std::min(m, r.size());
-    return m;
-  }
 };
 
 Domains group(const topology::Topology& topo, const std::vector<std::uint32_t>& gpus) {
@@ -448,7 +443,7 @@ void NetworkModel::run(const CollectivePlan& plan, const CollectiveRequest& req,
             if (is_switch(topo.link(l).to)) return;
           }
         } else {
-          std::size_t first = 0;  // after the last link that leaves a fabric switch's way down: from that link on
+          std::size_t first = 0;  // the route's last link out of a fabric switch, and the links after it
           for (std::size_t i = 0; i < links.size(); ++i)
             if (is_switch(topo.link(links[i]).from)) first = i;
           for (std::size_t i = first; i < links.size(); ++i) path.push_back(impl_->link_of[links[i]]);

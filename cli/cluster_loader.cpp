@@ -252,11 +252,26 @@ FabricKind fabric_kind(schema::Fabric::Kind k) {
 }
 
 FabricRouting fabric_routing(schema::Fabric::Routing r) {
-  return r == schema::Fabric::ECMP_HASH ? FabricRouting::kEcmpHash : FabricRouting::kDestinationModK;
+  switch (r) {
+    case schema::Fabric::ECMP_HASH:
+      return FabricRouting::kEcmpHash;
+    case schema::Fabric::ADAPTIVE:
+      return FabricRouting::kAdaptive;
+    default:
+      return FabricRouting::kDestinationModK;
+  }
 }
 
 schema::Fabric::Routing to_schema(FabricRouting r) {
-  return r == FabricRouting::kEcmpHash ? schema::Fabric::ECMP_HASH : schema::Fabric::DESTINATION_MOD_K;
+  switch (r) {
+    case FabricRouting::kEcmpHash:
+      return schema::Fabric::ECMP_HASH;
+    case FabricRouting::kAdaptive:
+      return schema::Fabric::ADAPTIVE;
+    case FabricRouting::kDestinationModK:
+      break;
+  }
+  return schema::Fabric::DESTINATION_MOD_K;
 }
 
 schema::Fabric::Kind to_schema(FabricKind k) {

@@ -672,7 +672,9 @@ std::string cluster_text(const workloads::Scenario& sc) {
     const double o = c.fabric.oversubscription;
     s += std::string("; ") + topology::to_string(c.fabric.kind) +
          (o > 1 ? " at " + fmt("%g", o) + ":1" : std::string(", non-blocking")) + ", routed " +
-         (c.fabric.routing == topology::FabricRouting::kDestinationModK ? "by destination (D-mod-k)" : "by ECMP hash");
+         (c.fabric.routing == topology::FabricRouting::kDestinationModK ? "by destination (D-mod-k)"
+          : c.fabric.routing == topology::FabricRouting::kEcmpHash      ? "by ECMP hash"
+                                                                        : "adaptively (over every equal-cost path)");
   }
   // NCCL's tuning reads the hosts' CPU vendor across nodes (cluster.proto cpu_vendor).
   if (c.node.cpu_vendor != topology::CpuVendor::kUnspecified)

@@ -132,10 +132,19 @@ int topo_command(const std::vector<std::string>& args, std::ostream& out) {
     }
   }
   if (!st.oversubscription.empty()) {
-    out << "  routing           " << topology::to_string(c.fabric.routing)
-        << (c.fabric.routing == topology::FabricRouting::kDestinationModK
-                ? " (one path per destination NIC, as an InfiniBand subnet manager programs it)\n"
-                : " (each flow hashed onto one of the equal-cost paths; flows may collide)\n");
+    const char* how = "";
+    switch (c.fabric.routing) {
+      case topology::FabricRouting::kDestinationModK:
+        how = " (one path per destination NIC, as an InfiniBand subnet manager programs it)\n";
+        break;
+      case topology::FabricRouting::kEcmpHash:
+        how = " (each flow hashed onto one of the equal-cost paths; flows may collide)\n";
+        break;
+      case topology::FabricRouting::kAdaptive:
+        how = " (each flow spread evenly over all its equal-cost paths)\n";
+        break;
+    }
+    out << "  routing           " << topology::to_string(c.fabric.routing) << how;
   }
   out << "  diameter          " << st.diameter_hops << " hops (longest GPU-to-GPU route)\n";
   if (vm.count("dot")) {

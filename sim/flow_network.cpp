@@ -52,6 +52,12 @@ void FlowNetwork::set_capacity(LinkId id, BytesPerSecond capacity) {
 
 FlowId FlowNetwork::start(std::span<const LinkId> path, Bytes size, Seconds latency, std::function<void()> on_done,
                           double weight, BytesPerSecond bound) {
+  return start(path, {}, size, latency, std::move(on_done), weight, bound);
+}
+
+FlowId FlowNetwork::start(std::span<const LinkId> path, std::span<const double> shares, Bytes size, Seconds latency,
+                          std::function<void()> on_done, double weight, BytesPerSecond bound) {
+  assert((shares.empty() || shares.size() == path.size()) && "one share per link of the path");
   assert(size.raw() >= 0 && std::isfinite(size.raw()) && "flow size must be finite and >= 0");
   assert(latency.raw() >= 0 && "flow latency must be >= 0");
   assert(weight > 0 && std::isfinite(weight) && "flow weight must be finite and > 0");
@@ -70,6 +76,8 @@ FlowId FlowNetwork::start(std::span<const LinkId> path, Bytes size, Seconds late
     assert(l.index < links_.size() && "flow path crosses an unknown link");
     fl.links.push_back(l.index);
   }
+  fl.shares.assign(shares.begin(), shares.end());
+  if (std::all_of(fl.shares.begin(), fl.shares.end(), [](double a) { return a == 1.0; })) fl.shares.clear();
   fl.link_pos.assign(fl.links.size(), kNoPos);
   fl.on_done = std::move(on_done);
   fl.size = size.raw();
@@ -255,7 +263,7 @@ void FlowNetwork::resolve() {
       const Flow& fl = flows_[f];
       local_path_.clear();
       for (std::uint32_t l : fl.links) local_path_.push_back(links_[l].local);
-      solver_.add_flow(local_path_, fl.weight, fl.bound);
+      solver_.add_flow(local_path_, fl.shares, fl.weight, fl.bound);
     }
     solver_.solve();
     ++counters_.solves;
@@ -313,7 +321,10 @@ SimTime FlowNetwork::predict_completion(const Flow& fl) const {
 void FlowNetwork::refresh_link_rate(std::uint32_t l) {
   Link& link = links_[l];
   double sum = 0;
-  for (std::uint32_t g : link.flows) sum += flows_[g].rate;
+  for (std::size_t j = 0; j < link.flows.size(); ++j) {
+    const Flow& fl = flows_[link.flows[j]];
+    sum += fl.shares.empty() ? fl.rate : fl.shares[link.flow_inc[j]] * fl.rate;
+  }
   if (sum == link.rate) return;
   const SimTime now = sim_.now();
   if (now > link.rate_since && link.rate > 0) link.bytes += bytes_in(link.rate, now - link.rate_since);

@@ -107,6 +107,11 @@ class FlowNetwork {
   // on_done runs (from an engine event) when its last byte is delivered.
   FlowId start(std::span<const LinkId> path, Bytes size, Seconds latency, std::function<void()> on_done,
                double weight = 1.0, BytesPerSecond bound = kUnbounded);
+  // The same for a flow spread over several paths: shares[k] (finite, > 0) is the part of the flow's rate
+  // that crosses path[k] (1/n on each of n paths it is sprayed over; see MaxMinSolver); empty: every share 1.
+  // The links' aggregate rates and bytes carried count each flow's share.
+  FlowId start(std::span<const LinkId> path, std::span<const double> shares, Bytes size, Seconds latency,
+               std::function<void()> on_done, double weight = 1.0, BytesPerSecond bound = kUnbounded);
 
   // True from start() until the flow completes (on_done is called after it becomes false).
   bool active(FlowId flow) const;
@@ -134,6 +139,7 @@ class FlowNetwork {
 
   struct Flow {
     std::vector<std::uint32_t> links;     // path
+    std::vector<double> shares;           // each link's share of the rate; empty: all 1
     std::vector<std::uint32_t> link_pos;  // position of each incidence in its link's flow list
     std::function<void()> on_done;
     double size = 0;

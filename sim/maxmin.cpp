@@ -14,6 +14,7 @@ void MaxMinSolver::clear() {
   bound_.clear();
   inc_begin_.assign(1, 0);
   inc_link_.clear();
+  inc_share_.clear();
   rate_.clear();
   rounds_ = 0;
   components_ = 0;
@@ -26,6 +27,7 @@ void MaxMinSolver::reserve(std::size_t links, std::size_t flows, std::size_t inc
   bound_.reserve(flows);
   inc_begin_.reserve(flows + 1);
   inc_link_.reserve(incidences);
+  inc_share_.reserve(incidences);
 }
 
 std::uint32_t MaxMinSolver::add_link(double capacity, LinkSharing sharing) {
@@ -42,11 +44,20 @@ void MaxMinSolver::set_capacity(std::uint32_t link, double capacity) {
 }
 
 std::uint32_t MaxMinSolver::add_flow(std::span<const std::uint32_t> links, double weight, double bound) {
+  return add_flow(links, {}, weight, bound);
+}
+
+std::uint32_t MaxMinSolver::add_flow(std::span<const std::uint32_t> links, std::span<const double> shares,
+                                     double weight, double bound) {
   assert(weight > 0 && std::isfinite(weight) && "flow weight must be finite and > 0");
   assert(bound >= 0 && "flow bound must be >= 0 (and not NaN)");
-  for (std::uint32_t l : links) {
-    assert(l < capacity_.size() && "flow crosses an unknown link");
-    inc_link_.push_back(l);
+  assert((shares.empty() || shares.size() == links.size()) && "one share per link");
+  for (std::size_t k = 0; k < links.size(); ++k) {
+    assert(links[k] < capacity_.size() && "flow crosses an unknown link");
+    const double share = shares.empty() ? 1.0 : shares[k];
+    assert(share > 0 && std::isfinite(share) && "a link's share of a flow must be finite and > 0");
+    inc_link_.push_back(links[k]);
+    inc_share_.push_back(share);
   }
   weight_.push_back(weight);
   bound_.push_back(bound);
@@ -67,7 +78,7 @@ void MaxMinSolver::solve() {
     double b = bound_[f];
     for (std::uint32_t k = inc_begin_[f]; k < inc_begin_[f + 1]; ++k) {
       const std::uint32_t l = inc_link_[k];
-      if (sharing_[l] == LinkSharing::kFatpipe) b = std::min(b, capacity_[l]);
+      if (sharing_[l] == LinkSharing::kFatpipe) b = std::min(b, capacity_[l] / inc_share_[k]);
     }
     bound_eff_[f] = b;
   }
@@ -79,12 +90,15 @@ void MaxMinSolver::solve() {
   }
   for (std::size_t l = 0; l < n_links; ++l) lf_begin_[l + 1] += lf_begin_[l];
   lf_flow_.resize(lf_begin_[n_links]);
+  lf_share_.resize(lf_begin_[n_links]);
   link_active_.assign(n_links, 0);  // used as the fill cursor here
   for (std::size_t f = 0; f < n_flows; ++f) {
     for (std::uint32_t k = inc_begin_[f]; k < inc_begin_[f + 1]; ++k) {
       const std::uint32_t l = inc_link_[k];
-      if (sharing_[l] == LinkSharing::kShared)
-        lf_flow_[lf_begin_[l] + link_active_[l]++] = static_cast<std::uint32_t>(f);
+      if (sharing_[l] != LinkSharing::kShared) continue;
+      const std::uint32_t j = lf_begin_[l] + link_active_[l]++;
+      lf_flow_[j] = static_cast<std::uint32_t>(f);
+      lf_share_[j] = inc_share_[k];
     }
   }
 
@@ -132,8 +146,8 @@ void MaxMinSolver::freeze(std::uint32_t f, double rate) {
   for (std::uint32_t k = inc_begin_[f]; k < inc_begin_[f + 1]; ++k) {
     const std::uint32_t l = inc_link_[k];
     if (sharing_[l] != LinkSharing::kShared) continue;
-    link_rem_[l] -= rate;
-    link_weight_[l] -= w;
+    link_rem_[l] -= inc_share_[k] * rate;
+    link_weight_[l] -= inc_share_[k] * w;
     if (--link_active_[l] == 0) link_weight_[l] = 0;
   }
 }
@@ -151,7 +165,7 @@ void MaxMinSolver::fill_component(std::size_t flow_begin, std::size_t flow_end, 
     for (std::uint32_t k = inc_begin_[f]; k < inc_begin_[f + 1]; ++k) {
       const std::uint32_t l = inc_link_[k];
       if (sharing_[l] != LinkSharing::kShared) continue;
-      link_weight_[l] += weight_[f];
+      link_weight_[l] += inc_share_[k] * weight_[f];
       ++link_active_[l];
     }
   }
@@ -170,7 +184,7 @@ void MaxMinSolver::fill_component(std::size_t flow_begin, std::size_t flow_end, 
         // recompute the sum exactly from the link's unfrozen flows.
         double w = 0;
         for (std::uint32_t j = lf_begin_[l]; j < lf_begin_[l + 1]; ++j) {
-          if (flow_state_[lf_flow_[j]] == 1) w += weight_[lf_flow_[j]];
+          if (flow_state_[lf_flow_[j]] == 1) w += lf_share_[j] * weight_[lf_flow_[j]];
         }
         link_weight_[l] = w;
       }
@@ -244,12 +258,15 @@ MaxMinCheck check_max_min(const MaxMinSolver& problem, std::span<const double> r
       std::snprintf(buf, sizeof buf, "flow %u has rate %g (negative or NaN)", f, r);
       fail(check.feasible, buf);
     }
-    for (std::uint32_t l : problem.links_of(f)) {
+    const std::span<const std::uint32_t> links = problem.links_of(f);
+    const std::span<const double> shares = problem.shares_of(f);
+    for (std::size_t k = 0; k < links.size(); ++k) {
+      const std::uint32_t l = links[k];
       if (problem.sharing(l) == LinkSharing::kFatpipe) {
-        b = std::min(b, problem.capacity(l));
+        b = std::min(b, problem.capacity(l) / shares[k]);
         continue;
       }
-      sum[l] += r;
+      sum[l] += shares[k] * r;
       max_norm[l] = std::max(max_norm[l], r / problem.weight(f));
     }
     bound_eff[f] = b;

@@ -1,15 +1,17 @@
 // MaxMinSolver: weighted max-min fair bandwidth sharing on plain numbers (bytes/s).
 //
 // Model. Links (constraints) l have a capacity C_l and a sharing policy; flows (variables) i have
-// a weight w_i > 0, an optional upper bound b_i (+inf = none) and the links they cross.
-//   SHARED  link:  sum_{i crosses l} r_i <= C_l   (a flow crossing l twice counts twice)
-//   FATPIPE link:  r_i <= C_l for each flow i crossing l, no sum (a non-blocking backplane, a
+// a weight w_i > 0, an optional upper bound b_i (+inf = none) and the links they cross, each with a
+// share a_il > 0: the part of the flow's rate that crosses it (1 for a single path; 1/n on each of n
+// paths a flow is sprayed over; a flow crossing l twice counts twice).
+//   SHARED  link:  sum_{i crosses l} a_il r_i <= C_l
+//   FATPIPE link:  a_il r_i <= C_l for each flow i crossing l, no sum (a non-blocking backplane, a
 //                  "latency only" hop); it acts as an extra per-flow bound, never couples flows.
 //   bound:         r_i <= b_i
 // The weighted max-min fair allocation is the feasible r for which no r_i/w_i can grow without
 // lowering some r_j/w_j <= r_i/w_i. It is computed by progressive filling: all unfrozen flows
 // run at r_i = w_i * lambda with a common level lambda; lambda rises until a constraint is tight:
-// a shared link at level (C_l - frozen_l) / sum_{unfrozen i on l} w_i, or a flow's bound at level
+// a shared link at level (C_l - frozen_l) / sum_{unfrozen i on l} a_il w_i, or a flow's bound at level
 // b_i / w_i. Flows on a tight constraint freeze at that rate; the rest go on rising. Each round
 // freezes at least one constraint, so there are at most (shared links + flows) rounds; a round
 // costs O(active links + active flows + incidences of the flows it freezes), so a solve is
@@ -65,6 +67,10 @@ class MaxMinSolver {
   // links: indices returned by add_link (may be empty). weight > 0; bound in bytes/s, >= 0.
   // Returns the flow's index (0, 1, 2, ...).
   std::uint32_t add_flow(std::span<const std::uint32_t> links, double weight = 1.0, double bound = kUnboundedRate);
+  // The same with each link's share of the flow's rate (shares.size() == links.size(), each finite and > 0;
+  // empty: every share 1).
+  std::uint32_t add_flow(std::span<const std::uint32_t> links, std::span<const double> shares, double weight,
+                         double bound);
 
   // Computes every flow's rate (bytes/s).
   void solve();
@@ -80,6 +86,9 @@ class MaxMinSolver {
   double bound(std::uint32_t flow) const { return bound_[flow]; }
   std::span<const std::uint32_t> links_of(std::uint32_t flow) const {
     return {inc_link_.data() + inc_begin_[flow], inc_link_.data() + inc_begin_[flow + 1]};
+  }
+  std::span<const double> shares_of(std::uint32_t flow) const {  // parallel to links_of(flow)
+    return {inc_share_.data() + inc_begin_[flow], inc_share_.data() + inc_begin_[flow + 1]};
   }
 
   // Statistics of the last solve().
@@ -97,12 +106,14 @@ class MaxMinSolver {
   std::vector<double> bound_;
   std::vector<std::uint32_t> inc_begin_{0};  // flow f crosses inc_link_[inc_begin_[f] .. inc_begin_[f+1])
   std::vector<std::uint32_t> inc_link_;
+  std::vector<double> inc_share_;  // parallel to inc_link_
 
   // Solution and per-solve scratch (kept between solves).
   std::vector<double> rate_;
   std::vector<double> bound_eff_;        // min(bound, capacities of its fatpipe links)
   std::vector<std::uint32_t> lf_begin_;  // shared link l is crossed by lf_flow_[lf_begin_[l] .. lf_begin_[l+1])
   std::vector<std::uint32_t> lf_flow_;
+  std::vector<double> lf_share_;  // parallel to lf_flow_
   std::vector<std::uint32_t> comp_flows_;  // flows grouped by component, in discovery order
   std::vector<std::uint32_t> comp_links_;  // shared links grouped by component
   std::vector<std::uint8_t> flow_state_;   // 0 unseen, 1 in a component (active), 2 frozen

@@ -48,7 +48,7 @@ enum class CpuVendor { kUnspecified, kIntel, kAmd, kArm };
 
 enum class FabricKind { kRailOptimizedFatTree, kClosTwoLevel, kClosThreeLevel };
 // How a fabric switch picks among equal-cost ports toward a destination (topology.h, Routing).
-enum class FabricRouting { kDestinationModK, kEcmpHash };
+enum class FabricRouting { kDestinationModK, kEcmpHash, kAdaptive };
 
 // Everything inside a node that the simple form leaves out. The defaults are the simple form.
 struct NodeLayout {

@@ -152,6 +152,8 @@ const char* to_string(FabricRouting routing) {
       return "D-mod-k";
     case FabricRouting::kEcmpHash:
       return "ECMP hash";
+    case FabricRouting::kAdaptive:
+      return "adaptive";
   }
   return "?";
 }
@@ -716,32 +718,38 @@ std::uint32_t Topology::distance(VertexIndex from, VertexIndex target, Scope sco
   return d == kUnreachable ? kNone : d;
 }
 
+void Topology::next_links(VertexIndex u, VertexIndex target, Scope scope, const std::vector<std::uint16_t>& dist,
+                          std::vector<LinkIndex>& candidates) const {
+  const std::uint16_t du = dist[slot(u, target, scope)];
+  assert(du != kUnreachable && du > 0);
+  candidates.clear();
+  int best = std::numeric_limits<int>::max();
+  for (auto [e, end] = boost::out_edges(u, graph_); e != end; ++e) {
+    const LinkProps& p = graph_[*e];
+    if (!p.up) continue;
+    const auto v = static_cast<VertexIndex>(boost::target(*e, graph_));
+    const std::uint32_t sv = slot(v, target, scope);
+    if (sv == kNone || dist[sv] != du - 1 || (v != target && !graph_[v].forwards)) continue;
+    const int rank = preference(p.kind);
+    if (rank < best) {
+      best = rank;
+      candidates.clear();
+    }
+    if (rank == best) candidates.push_back(p.index);
+  }
+  assert(!candidates.empty());
+}
+
 void Topology::walk(VertexIndex from, VertexIndex target, Scope scope, std::uint64_t seed,
                     std::vector<LinkIndex>& out) const {
   const std::vector<std::uint16_t>& dist = distances(target, scope);
   std::vector<LinkIndex> candidates;
-  const bool by_destination = spec_.fabric.routing == FabricRouting::kDestinationModK;
+  // Adaptive routing's one representative path (latencies, hop counts) is the D-mod-k one.
+  const bool by_destination = spec_.fabric.routing != FabricRouting::kEcmpHash;
   std::uint64_t divisor = 1;  // D-mod-k: the product of the port counts already chosen among
   VertexIndex u = from;
   while (u != target) {
-    const std::uint16_t du = dist[slot(u, target, scope)];
-    assert(du != kUnreachable && du > 0);
-    candidates.clear();
-    int best = std::numeric_limits<int>::max();
-    for (auto [e, end] = boost::out_edges(u, graph_); e != end; ++e) {
-      const LinkProps& p = graph_[*e];
-      if (!p.up) continue;
-      const auto v = static_cast<VertexIndex>(boost::target(*e, graph_));
-      const std::uint32_t sv = slot(v, target, scope);
-      if (sv == kNone || dist[sv] != du - 1 || (v != target && !graph_[v].forwards)) continue;
-      const int rank = preference(p.kind);
-      if (rank < best) {
-        best = rank;
-        candidates.clear();
-      }
-      if (rank == best) candidates.push_back(p.index);
-    }
-    assert(!candidates.empty());
+    next_links(u, target, scope, dist, candidates);
     std::size_t pick = 0;
     if (candidates.size() > 1 && by_destination && is_fabric_switch(graph_[u].kind)) {
       pick = (destination_key_[target] / divisor) % candidates.size();
@@ -752,6 +760,47 @@ void Topology::walk(VertexIndex from, VertexIndex target, Scope scope, std::uint
     const LinkIndex chosen = candidates[pick];
     out.push_back(chosen);
     u = static_cast<VertexIndex>(boost::target(edges_[chosen], graph_));
+  }
+}
+
+void Topology::walk_spread(VertexIndex from, VertexIndex target, Scope scope, std::uint64_t seed,
+                           std::vector<SpreadLink>& out) const {
+  // Hop by hop over the vertices the flow has reached, with the share of it that reaches each: all are at the
+  // same distance from the target, so the walk ends when the one vertex left is the target. A fabric switch
+  // with n > 1 next links sends 1/n of its share over each; any other vertex picks one link as walk() does.
+  const std::vector<std::uint16_t>& dist = distances(target, scope);
+  std::vector<LinkIndex> candidates;
+  std::vector<std::pair<VertexIndex, double>> here{{from, 1.0}}, next;
+  std::vector<SpreadLink> step;
+  while (here.size() > 1 || here.front().first != target) {
+    step.clear();
+    for (const auto& [u, share] : here) {
+      next_links(u, target, scope, dist, candidates);
+      const std::size_t n = candidates.size();
+      if (n > 1 && is_fabric_switch(graph_[u].kind)) {
+        for (LinkIndex l : candidates) step.push_back({l, share / static_cast<double>(n)});
+      } else {
+        const std::size_t pick = n > 1 ? mix(seed ^ (std::uint64_t{u} * 0xd6e8feb86659fd93ULL)) % n : 0;
+        step.push_back({candidates[pick], share});
+      }
+    }
+    // Each link leaves one vertex, so no link appears twice in a step; vertices reached by several links
+    // gather their shares (in link order, so the sums are the same on every run).
+    std::sort(step.begin(), step.end(), [](const SpreadLink& a, const SpreadLink& b) { return a.link < b.link; });
+    next.clear();
+    for (const SpreadLink& s : step) {
+      out.push_back(s);
+      next.emplace_back(static_cast<VertexIndex>(boost::target(edges_[s.link], graph_)), s.share);
+    }
+    std::stable_sort(next.begin(), next.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    here.clear();
+    for (const auto& [v, share] : next) {
+      if (!here.empty() && here.back().first == v) {
+        here.back().second += share;
+      } else {
+        here.emplace_back(v, share);
+      }
+    }
   }
 }
 
@@ -781,36 +830,59 @@ std::uint32_t Topology::route_hops(std::uint32_t src, std::uint32_t dst) const {
   return distance(s, t, Scope::kAny);
 }
 
-std::span<const LinkIndex> Topology::route(std::uint32_t src, std::uint32_t dst, std::uint64_t flow_key) const {
+void Topology::check_gpus(std::uint32_t src, std::uint32_t dst) const {
   if (src >= gpu_count() || dst >= gpu_count()) {
     throw std::out_of_range("route: GPU " + str(std::max(src, dst)) + " of " + str(gpu_count()));
   }
-  if (src == dst) return {};
-  const RouteKey key{src, dst, flow_key};
-  if (const auto it = route_cache_.find(key); it != route_cache_.end()) return it->second;
-  std::vector<LinkIndex> path;
-  const std::uint64_t seed = mix(mix((std::uint64_t{src} << 32) | dst) ^ mix(flow_key));
+}
+
+std::size_t Topology::legs(std::uint32_t src, std::uint32_t dst, std::array<Leg, 3>& out) const {
   const VertexIndex s = gpu_vertex_[src];
   const VertexIndex t = gpu_vertex_[dst];
-  bool done = false;
   if (use_rails(src, dst)) {
     const VertexIndex ns = own_nic_[src], nd = own_nic_[dst];
     if (distance(s, ns, Scope::kNode) != kNone && distance(ns, nd, Scope::kFabric) != kNone &&
         distance(nd, t, Scope::kNode) != kNone) {
-      walk(s, ns, Scope::kNode, seed, path);
-      walk(ns, nd, Scope::kFabric, seed, path);
-      walk(nd, t, Scope::kNode, seed, path);
-      done = true;
+      out = {Leg{s, ns, Scope::kNode}, Leg{ns, nd, Scope::kFabric}, Leg{nd, t, Scope::kNode}};
+      return 3;
     }
   } else if (!spec_.is_explicit() && group_[src] == group_[dst] && distance(s, t, Scope::kDomain) != kNone) {
-    walk(s, t, Scope::kDomain, seed, path);
-    done = true;
+    out[0] = Leg{s, t, Scope::kDomain};
+    return 1;
   }
-  if (!done) {
-    if (distance(s, t, Scope::kAny) == kNone) throw_no_route(src, dst);
-    walk(s, t, Scope::kAny, seed, path);
-  }
+  if (distance(s, t, Scope::kAny) == kNone) throw_no_route(src, dst);
+  out[0] = Leg{s, t, Scope::kAny};
+  return 1;
+}
+
+std::span<const LinkIndex> Topology::route(std::uint32_t src, std::uint32_t dst, std::uint64_t flow_key) const {
+  check_gpus(src, dst);
+  if (src == dst) return {};
+  const RouteKey key{src, dst, flow_key};
+  if (const auto it = route_cache_.find(key); it != route_cache_.end()) return it->second;
+  std::array<Leg, 3> leg;
+  const std::size_t n = legs(src, dst, leg);
+  std::vector<LinkIndex> path;
+  const std::uint64_t seed = mix(mix((std::uint64_t{src} << 32) | dst) ^ mix(flow_key));
+  for (std::size_t i = 0; i < n; ++i) walk(leg[i].from, leg[i].target, leg[i].scope, seed, path);
   return route_cache_.emplace(key, std::move(path)).first->second;
+}
+
+std::span<const SpreadLink> Topology::spread(std::uint32_t src, std::uint32_t dst, std::uint64_t flow_key) const {
+  check_gpus(src, dst);
+  if (src == dst) return {};
+  const RouteKey key{src, dst, flow_key};
+  if (const auto it = spread_cache_.find(key); it != spread_cache_.end()) return it->second;
+  std::vector<SpreadLink> links;
+  if (spec_.fabric.routing == FabricRouting::kAdaptive) {
+    std::array<Leg, 3> leg;
+    const std::size_t n = legs(src, dst, leg);
+    const std::uint64_t seed = mix(mix((std::uint64_t{src} << 32) | dst) ^ mix(flow_key));
+    for (std::size_t i = 0; i < n; ++i) walk_spread(leg[i].from, leg[i].target, leg[i].scope, seed, links);
+  } else {
+    for (LinkIndex l : route(src, dst, flow_key)) links.push_back({l, 1.0});
+  }
+  return spread_cache_.emplace(key, std::move(links)).first->second;
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -46,6 +46,15 @@
 //     different uplinks, so a ring's node-to-node hops share no fabric link on a full-bisection tree.
 //   kEcmpHash: a deterministic hash of (src, dst, flow_key, hop vertex), as Ethernet ECMP hashes each flow's
 //     headers: flows can collide on an uplink while others stay idle.
+//   kAdaptive: adaptive routing, modelled as ideal spraying: spread() gives every link of every equal-cost path
+//     its share of the flow (1/n at each switch with n equal ports), and FLOW loads them all; route() returns
+//     the D-mod-k path as the representative one (latency, hops). The InfiniBand subnet manager puts "all ports
+//     with minimal hops to destination" in one adaptive-routing group on fat trees, and NVIDIA's OpenSM enables
+//     AR by default (NVIDIA, InfiniBand Cluster Bring-up Procedure, "Adaptive Routing"); NCCL asks for
+//     AR-capable transfers on InfiniBand by default (NCCL_IB_ADAPTIVE_ROUTING). The even split is where per-packet
+//     balancing settles when the paths are equally loaded, and no two flows collide on a full-bisection fabric,
+//     whatever the pattern; where one path is busier (a link down, other traffic), real AR moves packets off it
+//     and the even split does not, so it is then pessimistic.
 // Every other vertex with a choice (inside a node) uses the hash. Distances to each target are
 // computed lazily by BFS and cached, and so are resolved routes: Topology is not thread-safe (one per
 // simulation). The cache costs O(targets x vertices) small integers.
@@ -79,6 +88,11 @@ namespace clustersim::topology {
 
 using VertexIndex = std::uint32_t;
 using LinkIndex = std::uint32_t;
+// A link a flow loads, and the share of the flow's bytes that crosses it (Topology::spread).
+struct SpreadLink {
+  LinkIndex link = 0;
+  double share = 1;
+};
 inline constexpr std::uint32_t kNone = 0xffffffffu;
 
 struct VertexProps {
@@ -199,6 +213,12 @@ class Topology {
   // The links from GPU src to GPU dst (empty when src == dst). Throws NoRouteError. The span stays valid
   // as long as the Topology.
   std::span<const LinkIndex> route(std::uint32_t src_gpu, std::uint32_t dst_gpu, std::uint64_t flow_key = 0) const;
+  // The links a flow from src to dst loads, each with the share of the flow's bytes that crosses it: route()'s
+  // links with share 1, except under adaptive routing (FabricRouting::kAdaptive), where a fabric switch with
+  // n > 1 equal next links sends 1/n of what reaches it over each (ideal packet spraying over every equal-cost
+  // path). Links in hop order, by index within a hop. Throws as route() does; the span lives as long as the
+  // Topology (cached: an AlltoAll's pairs on a big fabric cost a path's links per pair).
+  std::span<const SpreadLink> spread(std::uint32_t src_gpu, std::uint32_t dst_gpu, std::uint64_t flow_key = 0) const;
   // route(...).size() without building the route; kNone when there is no route.
   std::uint32_t route_hops(std::uint32_t src_gpu, std::uint32_t dst_gpu) const;
   Seconds latency(std::span<const LinkIndex> path) const;
@@ -240,8 +260,20 @@ class Topology {
   // Drops a cached distance array (the diameter reads each NIC's once: keeping them all costs GPUs x vertices).
   void forget_distances(VertexIndex target, Scope scope) const;
   std::uint32_t distance(VertexIndex from, VertexIndex target, Scope scope) const;
+  // The up links from u that keep a path to target shortest, narrowed to the preferred link kind.
+  void next_links(VertexIndex u, VertexIndex target, Scope scope, const std::vector<std::uint16_t>& dist,
+                  std::vector<LinkIndex>& candidates) const;
   void walk(VertexIndex from, VertexIndex target, Scope scope, std::uint64_t hash_seed,
             std::vector<LinkIndex>& out) const;
+  void walk_spread(VertexIndex from, VertexIndex target, Scope scope, std::uint64_t hash_seed,
+                   std::vector<SpreadLink>& out) const;
+  // A route's legs (GPU -> own NIC -> fabric -> NIC -> GPU, or one leg), their count returned.
+  struct Leg {
+    VertexIndex from = 0, target = 0;
+    Scope scope = Scope::kAny;
+  };
+  std::size_t legs(std::uint32_t src, std::uint32_t dst, std::array<Leg, 3>& out) const;  // src != dst
+  void check_gpus(std::uint32_t src, std::uint32_t dst) const;  // throws std::out_of_range
   bool use_rails(std::uint32_t src, std::uint32_t dst) const;
   [[noreturn]] void throw_no_route(std::uint32_t src, std::uint32_t dst) const;
 
@@ -272,6 +304,7 @@ class Topology {
     std::size_t operator()(const RouteKey& k) const;
   };
   mutable std::unordered_map<RouteKey, std::vector<LinkIndex>, RouteKeyHash> route_cache_;
+  mutable std::unordered_map<RouteKey, std::vector<SpreadLink>, RouteKeyHash> spread_cache_;
 };
 
 }  // namespace clustersim::topology

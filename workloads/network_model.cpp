@@ -74,19 +74,37 @@ Domains group(const topology::Topology& topo, const std::vector<std::uint32_t>& 
 
 }  // namespace
 
-// A rate-coupled flow: `bytes` cross every link of `path` (a link listed twice carries them twice).
+// The links a flow loads, with the share of its bytes each carries (empty shares: all 1; a link listed twice
+// carries them twice). Shares other than 1 come from adaptive routing (topology::Topology::spread).
+struct NetworkModel::Path {
+  std::vector<sim::LinkId> links;
+  std::vector<double> shares;
+  void add(sim::LinkId link, double share = 1.0) {
+    if (share != 1.0 && shares.empty()) shares.assign(links.size(), 1.0);
+    links.push_back(link);
+    if (!shares.empty()) shares.push_back(share);
+  }
+};
+
+// A rate-coupled flow: `bytes` cross every link of `path` at the link's share.
 struct NetworkModel::Coflow {
-  std::vector<sim::LinkId> path;
+  Path path;
   Bytes bytes;
   BytesPerSecond bound = sim::FlowNetwork::kUnbounded;
 };
 
-void NetworkModel::append_route(std::vector<sim::LinkId>& path, std::uint32_t a, std::uint32_t b, std::uint64_t key,
+void NetworkModel::append_route(Path& path, std::uint32_t a, std::uint32_t b, std::uint64_t key,
                                 int times, Seconds* latency) const {
   if (a == b) return;
   const auto links = impl_->topo.route(a, b, key);
-  for (int t = 0; t < times; ++t)
-    for (topology::LinkIndex l : links) path.push_back(impl_->link_of[l]);
+  if (impl_->scenario.cluster.fabric.routing == topology::FabricRouting::kAdaptive) {
+    const auto spread = impl_->topo.spread(a, b, key);
+    for (int t = 0; t < times; ++t)
+      for (const topology::SpreadLink& l : spread) path.add(impl_->link_of[l.link], l.share);
+  } else {
+    for (int t = 0; t < times; ++t)
+      for (topology::LinkIndex l : links) path.add(impl_->link_of[l]);
+  }
   if (latency) *latency += impl_->topo.latency(links);
 }
 
@@ -94,7 +112,7 @@ void NetworkModel::append_route(std::vector<sim::LinkId>& path, std::uint32_t a,
 // is left out (Broadcast/Reduce pipelines from the root). Returns the edges' routed links and the
 // summed link latencies of the intra- and inter-domain edges.
 void NetworkModel::ring_path(const std::vector<std::uint32_t>& gpus, std::size_t c, bool chain,
-                             std::vector<sim::LinkId>& path, Seconds& intra, Seconds& inter, std::size_t& intra_edges,
+                             Path& path, Seconds& intra, Seconds& inter, std::size_t& intra_edges,
                              std::size_t& inter_edges) const {
   const Domains d = group(impl_->topo, gpus);
   const std::size_t domains = d.ranks.size();
@@ -145,7 +163,7 @@ void NetworkModel::start_phase(std::vector<Coflow> flows, Seconds latency, std::
   }
   for (Coflow& f : flows)
     impl_->flows.start(
-        f.path, f.bytes, latency,
+        f.path.links, f.path.shares, f.bytes, latency,
         [pending, finished] {
           if (--*pending == 0) (*finished)();
         },
@@ -253,7 +271,7 @@ void NetworkModel::run_torus(const CollectivePlan& plan, const CollectiveRequest
         // From member i to member j of the line, link by link along the axis (topology::torus_walk: the short
         // way; half the axis apart, `tie`: the clockwise ring and chain go the way of increasing positions, the
         // others the other way, as torus_phases counts the links' loads).
-        auto hop_by_hop = [&](std::vector<sim::LinkId>& path, std::uint32_t i, std::uint32_t j, int tie,
+        auto hop_by_hop = [&](Path& path, std::uint32_t i, std::uint32_t j, int tie,
                               Seconds* latency) {
           topology::TorusCoords from = at, to = at;
           from[ua] = m[i % k];
@@ -434,19 +452,19 @@ void NetworkModel::run(const CollectivePlan& plan, const CollectiveRequest& req,
       const Domains d = group(impl_->topo, gpus);
       const topology::Topology& topo = impl_->topo;
       auto is_switch = [&topo](topology::VertexIndex v) { return topology::is_fabric_switch(topo.vertex(v).kind); };
-      auto fabric_leg = [&](std::vector<sim::LinkId>& path, std::uint32_t from, std::uint32_t to, std::uint64_t key,
+      auto fabric_leg = [&](Path& path, std::uint32_t from, std::uint32_t to, std::uint64_t key,
                             bool up) {
         const auto links = topo.route(from, to, key);
         if (up) {
           for (topology::LinkIndex l : links) {
-            path.push_back(impl_->link_of[l]);
+            path.add(impl_->link_of[l]);
             if (is_switch(topo.link(l).to)) return;
           }
         } else {
           std::size_t first = 0;  // the route's last link out of a fabric switch, and the links after it
           for (std::size_t i = 0; i < links.size(); ++i)
             if (is_switch(topo.link(links[i]).from)) first = i;
-          for (std::size_t i = first; i < links.size(); ++i) path.push_back(impl_->link_of[links[i]]);
+          for (std::size_t i = first; i < links.size(); ++i) path.add(impl_->link_of[links[i]]);
         }
       };
       for (std::size_t di = 0; di < d.ranks.size(); ++di) {

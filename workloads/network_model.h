@@ -4,7 +4,8 @@
 // link, with capacity = link bandwidth × the profile's bus efficiency for its kind (NVLink, or
 // network for NIC, PCIe and fabric links), so a contention-free collective matches the analytical
 // model, and contention between concurrent collectives — DP rings of other jobs, later TP/PP/EP —
-// emerges from max-min sharing.
+// emerges from max-min sharing. Each transfer takes its route (topology::Topology::route); under adaptive
+// routing it loads every link of its equal-cost paths at its share instead (Topology::spread).
 //
 // Ring AllReduce (NCCL's ring, pipelined): NCCL splits the buffer over channels; across nodes it
 // builds one ring per NIC rail, so k = (ranks per node) rings run at once, each carrying S/k.
@@ -75,11 +76,12 @@ class NetworkModel {
 
  private:
   struct Impl;
+  struct Path;
   struct Coflow;
-  void append_route(std::vector<sim::LinkId>& path, std::uint32_t a, std::uint32_t b, std::uint64_t key, int times,
+  void append_route(Path& path, std::uint32_t a, std::uint32_t b, std::uint64_t key, int times,
                     Seconds* latency) const;
   void ring_path(const std::vector<std::uint32_t>& gpus, std::size_t channel, bool chain,
-                 std::vector<sim::LinkId>& path, Seconds& intra, Seconds& inter, std::size_t& intra_edges,
+                 Path& path, Seconds& intra, Seconds& inter, std::size_t& intra_edges,
                  std::size_t& inter_edges) const;
   void start_phase(std::vector<Coflow> flows, Seconds latency, std::function<void()> done);
   void run_torus(const CollectivePlan& plan, const CollectiveRequest& request, std::function<void()> done);

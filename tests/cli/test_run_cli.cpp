@@ -430,6 +430,14 @@ TEST_CASE("clustersim topo prints the cluster and writes Graphviz") {
   CHECK(r.out.find("switches to buy   leaf 3, spine 1 (64-port switches") != std::string::npos);
   const Run rail = run("topo scenarios/fabric-rail-vs-oversubscribed/rail-optimized.textproto", dir);
   CHECK(rail.out.find("switches to buy   leaf 8, spine 2 (64-port switches") != std::string::npos);
+  // How the fabric's switches choose among equal-cost ports, one line per routing.
+  CHECK(r.out.find("  routing           D-mod-k (one path per destination NIC") != std::string::npos);
+  CHECK(run("topo scenarios/fabric-rail-vs-oversubscribed/clos-4to1-ecmp.textproto", dir)
+            .out.find("  routing           ECMP hash (each flow hashed onto one of the equal-cost paths") !=
+        std::string::npos);
+  CHECK(run("topo scenarios/fabric-rail-vs-oversubscribed/clos-4to1-adaptive.textproto", dir)
+            .out.find("  routing           adaptive (each flow spread evenly over all its equal-cost paths)\n") !=
+        std::string::npos);
   CHECK(run("topo", dir).out.find("switches to buy   leaf 8, spine 1 (64-port switches") != std::string::npos);
   // Three levels, 256 DGX A100 on the preset's 40-port QM8790: a leaf's 20 downlinks take 2 nodes of 8 NICs, 128
   // leaves in ceil(128 / 20) = 7 pods of up to 20; the fullest pod's 20 leaves x 16 uplinks (16 NICs at 1:1) take

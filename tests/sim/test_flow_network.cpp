@@ -66,6 +66,28 @@ TEST_CASE("flow network: a flow that would end beyond the engine's range names w
                        "moving at 1e+09 B/s is beyond the 53 days"));
 }
 
+TEST_CASE("flow network: a flow spread over two links carries its share on each") {
+  // Links a, b of 10 GB/s. Flow 0 (2e10 B) is sprayed half on each (shares 0.5): alone it would run at 20 GB/s.
+  // Flow 1 (5e9 B) crosses a only. Link a: 0.5 r0 + r1 <= 10 with r0 = r1 = 20/3 GB/s. Flow 1 ends at
+  // 5e9 / (20/3 GB/s) = 0.75 s, when flow 0 has 2e10 - 5e9 = 1.5e10 B left and runs alone at 20 GB/s:
+  // 0.75 s more, so it ends at 1.5 s. Link a carried 0.5 x 2e10 + 5e9 = 1.5e10 B, link b 1e10 B.
+  for (auto mode : {FlowNetwork::Mode::kIncremental, FlowNetwork::Mode::kFullResolve}) {
+    Fixture fx(mode);
+    const LinkId a = fx.net.add_link(GBps(10));
+    const LinkId b = fx.net.add_link(GBps(10));
+    const std::vector<LinkId> both = {a, b};
+    const std::vector<double> halves = {0.5, 0.5};
+    fx.net.start(both, halves, bytes(2e10), seconds(0), fx.record(0));
+    fx.start({a}, 5e9, seconds(0), 1);
+    fx.sim.run();
+    REQUIRE(fx.done.size() == 2);
+    CHECK(fx.done[0] == Done{1, kS * 3 / 4});
+    CHECK(fx.done[1] == Done{0, kS * 3 / 2});
+    CHECK(fx.net.link_stats(a).bytes_carried.raw() == doctest::Approx(1.5e10).epsilon(1e-12));
+    CHECK(fx.net.link_stats(b).bytes_carried.raw() == doctest::Approx(1e10).epsilon(1e-12));
+  }
+}
+
 TEST_CASE("flow network: one flow takes latency + size / capacity") {
   // 1e9 B over a 10 GB/s link after 5 us: 5 us + 1e9 / 1e10 s = 5e6 ps + 1e11 ps = 100'005'000'000 ps.
   for (auto mode : {FlowNetwork::Mode::kIncremental, FlowNetwork::Mode::kFullResolve}) {

@@ -187,10 +187,53 @@ TEST_CASE("maxmin: the checker rejects allocations that are not max-min") {
   CHECK(check_max_min(s, s.rates()).ok());
 }
 
+TEST_CASE("maxmin: a flow spread over two links loads each with its share") {
+  using Shares = std::vector<double>;
+  SUBCASE("the spread flow and a whole flow share a link") {
+    // Links 1 and 2 of 10 GB/s. Flow A: half its rate on each (share 0.5); flow B: all of it on link 1.
+    // Link 1 is tight at 0.5 a + b <= 10 with a = b = lambda: lambda = 10 / 1.5 = 20/3 GB/s (link 2's level is
+    // 10 / 0.5 = 20). Link 1 carries 0.5 x 20/3 + 20/3 = 10; link 2 carries 10/3.
+    MaxMinSolver s;
+    const auto l1 = s.add_link(10 * kG);
+    const auto l2 = s.add_link(10 * kG);
+    s.add_flow(Path{l1, l2}, Shares{0.5, 0.5}, 1.0, kUnboundedRate);
+    s.add_flow(Path{l1});
+    s.solve();
+    CHECK(s.rate(0) == near(20.0 / 3 * kG));
+    CHECK(s.rate(1) == near(20.0 / 3 * kG));
+    CHECK(s.rounds() == 1);
+    CHECK(check_max_min(s, s.rates()).ok());
+    // The checker counts shares: A at 20 GB/s would put 10 on link 1 alone, 10 + 20/3 with B: infeasible.
+    const std::vector<double> over = {20 * kG, 20.0 / 3 * kG};
+    CHECK_FALSE(check_max_min(s, over).feasible);
+  }
+  SUBCASE("a flow sprayed over n links alone runs at n times a link") {
+    // Four links of 10 GB/s, shares 1/4 each: lambda = 10 / 0.25 = 40 GB/s.
+    MaxMinSolver s;
+    Path links;
+    for (int i = 0; i < 4; ++i) links.push_back(s.add_link(10 * kG));
+    s.add_flow(links, Shares(4, 0.25), 1.0, kUnboundedRate);
+    s.solve();
+    CHECK(s.rate(0) == near(40 * kG));
+    CHECK(check_max_min(s, s.rates()).ok());
+  }
+  SUBCASE("a fatpipe link bounds a flow at its capacity over the share") {
+    // Fatpipe of 10 GB/s crossed at share 0.25: bound 10 / 0.25 = 40 GB/s; the 100 GB/s shared link does not bind.
+    MaxMinSolver s;
+    const auto fat = s.add_link(10 * kG, LinkSharing::kFatpipe);
+    const auto wide = s.add_link(100 * kG);
+    s.add_flow(Path{fat, wide}, Shares{0.25, 1.0}, 1.0, kUnboundedRate);
+    s.solve();
+    CHECK(s.rate(0) == near(40 * kG));
+    CHECK(check_max_min(s, s.rates()).ok());
+  }
+}
+
 // A random system: 1..30 links (about 20% fatpipe; capacities drawn from a small set so that
 // ties happen, or log-uniform over 1e8..1e12 B/s), 1..60 flows with weights log-uniform in
 // [0.1, 10] (or 1), paths of 0..6 links (a repeated link now and then), and about 25% bounded.
-void random_system(std::mt19937_64& rng, MaxMinSolver& s) {
+// With `shares`, each incidence takes a share of 1, 1/2, 1/3, 1/8 or log-uniform in [0.01, 1].
+void random_system(std::mt19937_64& rng, MaxMinSolver& s, bool shares = false) {
   std::uniform_real_distribution<double> u01(0.0, 1.0);
   s.clear();
   const int n_links = std::uniform_int_distribution<int>(1, 30)(rng);
@@ -207,7 +250,27 @@ void random_system(std::mt19937_64& rng, MaxMinSolver& s) {
     for (int k = 0; k < len; ++k) path.push_back(static_cast<std::uint32_t>(rng() % n_links));
     const double w = u01(rng) < 0.3 ? 1.0 : std::pow(10.0, -1 + 2 * u01(rng));
     const double b = u01(rng) < 0.25 ? std::pow(10.0, 8 + 3 * u01(rng)) : kUnboundedRate;
-    s.add_flow(path, w, b);
+    if (!shares) {
+      s.add_flow(path, w, b);
+      continue;
+    }
+    std::vector<double> share;
+    const double set_a[] = {1.0, 0.5, 1.0 / 3, 0.125};
+    for (std::size_t k = 0; k < path.size(); ++k)
+      share.push_back(u01(rng) < 0.6 ? set_a[rng() % 4] : std::pow(10.0, -2 * u01(rng)));
+    s.add_flow(path, share, w, b);
+  }
+}
+
+TEST_CASE("maxmin: property test on 1,000 random systems with shares (feasible, every flow bottlenecked)") {
+  std::mt19937_64 rng(20261203);
+  MaxMinSolver s;
+  for (int trial = 0; trial < 1000; ++trial) {
+    random_system(rng, s, true);
+    s.solve();
+    const MaxMinCheck check = check_max_min(s, s.rates());
+    INFO("trial ", trial, ": ", check.violation);
+    REQUIRE(check.ok());
   }
 }
 

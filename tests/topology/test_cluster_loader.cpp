@@ -122,6 +122,7 @@ TEST_CASE("topology loader: every form and preset round-trips through the resolv
       "node_preset: \"dgx-a100\" nodes: 2",
       "node_preset: \"dgx-h100\" nodes: 3 fabric { kind: CLOS_TWO_LEVEL oversubscription: 2 }",
       "node_preset: \"dgx-h100\" nodes: 3 fabric { kind: CLOS_TWO_LEVEL routing: ECMP_HASH }",
+      "node_preset: \"dgx-h100\" nodes: 3 fabric { kind: CLOS_THREE_LEVEL routing: ADAPTIVE }",
       "nodes: 1 gpus_per_node: 2 gpu: \"X\" nvlink_gbytes_per_s_per_direction: 1 nic_gbits_per_s_per_direction: 1 "
       "fabric { routing: ECMP_HASH } vertices { name: \"a\" kind: GPU } vertices { name: \"b\" kind: GPU } "
       "links { from: \"a\" to: \"b\" kind: NVLINK gbytes_per_s_per_direction: 1 }",

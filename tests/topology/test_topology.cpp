@@ -313,6 +313,75 @@ TEST_CASE("topology: routed by destination, a ring's node-to-node hops share no 
   }
 }
 
+TEST_CASE("topology: adaptive routing spreads a flow evenly over every equal-cost path") {
+  // 16 DGX H100 (8 NICs of 400 Gb/s each) under 16-port switches at 1:1: u = 8 uplinks per leaf, one node per
+  // leaf. Two-level Clos: GPU 0 (leaf 0) to GPU 8 (leaf 1) climbs to all 8 spines, 1/8 of the flow on each leaf
+  // uplink and on each spine's downlink to leaf 1. Three-level Clos: pods of c = 16/2 = 8 leaves and 8 spines,
+  // spine j linked to the 8 cores of core group j. GPU 0 (pod 0) to GPU 127 (leaf 15, pod 1): 1/8 on each of
+  // leaf 0's 8 uplinks, 1/64 on each of pod 0's 8 x 8 spine-core links and on the 64 core links down into pod 1,
+  // 1/8 on each of the 8 spine links into leaf 15. Every hop carries the whole flow (the shares sum to 1), the
+  // path route() returns (D-mod-k) is among the links, and outside the fabric the shares are 1. Under the other
+  // routings spread() is route() with shares 1.
+  struct Form {
+    const char* fabric;
+    std::uint32_t dst;
+    std::map<std::pair<VertexKind, VertexKind>, std::pair<int, double>> expect;  // (from, to) -> links, share
+  };
+  const auto L = VertexKind::kLeaf, S = VertexKind::kSpine, C = VertexKind::kCore;
+  const Form forms[] = {
+      {"kind: CLOS_TWO_LEVEL switch_radix: 16", 8, {{{L, S}, {8, 1.0 / 8}}, {{S, L}, {8, 1.0 / 8}}}},
+      {"kind: CLOS_THREE_LEVEL switch_radix: 16",
+       127,
+       {{{L, S}, {8, 1.0 / 8}}, {{S, C}, {64, 1.0 / 64}}, {{C, S}, {64, 1.0 / 64}}, {{S, L}, {8, 1.0 / 8}}}},
+  };
+  for (const Form& form : forms) {
+    CAPTURE(form.fabric);
+    const Topology t(load("node_preset: \"dgx-h100\" nodes: 16 fabric { " + std::string(form.fabric) +
+                          " routing: ADAPTIVE }"));
+    const auto spread = t.spread(0, form.dst);
+    std::map<std::pair<VertexKind, VertexKind>, std::pair<int, double>> seen;
+    std::set<LinkIndex> links;
+    double total = 0;
+    for (const auto& [l, share] : spread) {
+      const VertexKind a = t.vertex(t.link(l).from).kind, b = t.vertex(t.link(l).to).kind;
+      links.insert(l);
+      total += share;
+      if (clustersim::topology::is_fabric_switch(a) && clustersim::topology::is_fabric_switch(b)) {
+        auto& [n, each] = seen[{a, b}];
+        ++n;
+        CHECK((each == 0 || each == share));
+        each = share;
+      } else {
+        CHECK(share == 1.0);
+      }
+    }
+    CHECK(links.size() == spread.size());  // no link twice
+    for (const auto& [kinds, want] : form.expect) {
+      CAPTURE(static_cast<int>(kinds.first));
+      CAPTURE(static_cast<int>(kinds.second));
+      CHECK(seen[kinds].first == want.first);
+      CHECK(seen[kinds].second == doctest::Approx(want.second).epsilon(1e-15));
+    }
+    CHECK(seen.size() == form.expect.size());
+    const auto route = t.route(0, form.dst);
+    CHECK(total == doctest::Approx(double(route.size())).epsilon(1e-12));  // each hop carries the whole flow
+    for (LinkIndex l : route) CHECK(links.contains(l));
+  }
+  for (const char* routing : {"DESTINATION_MOD_K", "ECMP_HASH"}) {
+    CAPTURE(routing);
+    const Topology t(load(std::string("node_preset: \"dgx-h100\" nodes: 16 fabric { kind: CLOS_TWO_LEVEL "
+                                      "switch_radix: 16 routing: ") +
+                          routing + " }"));
+    const auto route = t.route(0, 8, 3);
+    const auto spread = t.spread(0, 8, 3);
+    REQUIRE(spread.size() == route.size());
+    for (std::size_t i = 0; i < route.size(); ++i) {
+      CHECK(spread[i].link == route[i]);
+      CHECK(spread[i].share == 1.0);
+    }
+  }
+}
+
 TEST_CASE("topology: path latency adds the hop and switch latencies") {
   const Topology t(load(std::string(kSimple2x8) +
                         "nvlink_hop_latency_us: 1 network_hop_latency_us: 2 fabric { switch_latency_us: 0.5 }"));

@@ -453,7 +453,8 @@ TEST_CASE("full-bisection fat trees routed by destination: FLOW agrees with ANAL
   // shift-like patterns, not for every pattern: with 2 nodes under a leaf (radix 32) a tree's edges to parents of
   // the same parity share an uplink (FLOW 1.25x ANALYTICAL at 4 GiB; the hash 2.49x), and an AlltoAll over
   // unevenly filled nodes (0-3,8,16-17) sends 8/7 S through the uplink its two one-rank nodes' NICs share (1.33x).
-  // Static routing does that on a real fabric too; those cases are not in this test.
+  // Static routing does that on a real fabric too; those cases are not in this test (adaptive routing, the next
+  // test, removes the collisions).
   const char* fabrics[] = {"kind: CLOS_TWO_LEVEL switch_radix: 16", "kind: CLOS_THREE_LEVEL switch_radix: 16",
                            "switch_radix: 16"};
   std::vector<std::uint32_t> two_nodes(16);
@@ -495,6 +496,73 @@ TEST_CASE("full-bisection fat trees routed by destination: FLOW agrees with ANAL
   const double analytical =
       collective_seconds(hashed, Fidelity::kAnalytical, GiB(4), CollectiveOp::kAllReduce, two_nodes);
   CHECK(flow > 2 * analytical);
+}
+
+TEST_CASE("adaptive routing: FLOW agrees with ANALYTICAL where static routing by destination collides") {
+  // routing: ADAPTIVE spreads each flow evenly over its equal-cost paths (topology.h), so on a full-bisection fabric
+  // no fabric link carries more than the busiest NIC, which is what ANALYTICAL charges. The cases are the
+  // differential audit's, where D-mod-k puts two flows on one uplink. Times are t(4 GiB) - t(1 GiB), so the
+  // latencies cancel; NIC 400 Gb/s = 50 GB/s x 0.85 = 42.5 GB/s.
+  const double gib3 = 3.0 * 1073741824.0;
+  auto span = [](const Scenario& sc, Fidelity f, CollectiveOp op, const std::vector<std::uint32_t>& gpus) {
+    return collective_seconds(sc, f, GiB(4), op, gpus) - collective_seconds(sc, f, GiB(1), op, gpus);
+  };
+  SUBCASE("AlltoAll over unevenly filled nodes on a two-level Clos") {
+    // 16 DGX H100, radix 16: one node per leaf, 8 uplinks. Ranks 0-3 (node 0), 8 (node 1), 16-17 (node 2): each
+    // rank sends S/7 to each of the 6 others, and GPU 8, alone on its node, sends all 6 S/7 through its one NIC:
+    // 3 GiB x 6/7 / 42.5 GB/s = 64,977 us, at ANALYTICAL and adaptive FLOW alike. By destination, the flows into
+    // GPUs 8 and 16 (NICs numbered 8 and 16, both 0 mod 8) leave leaf 0 on one uplink: node 0's 4 ranks send
+    // 4 S/7 to each, 8 S/7 on that link, 4/3 of the NIC's 6 S/7.
+    const std::vector<std::uint32_t> gpus = {0, 1, 2, 3, 8, 16, 17};
+    for (const char* routing : {"ADAPTIVE", "DESTINATION_MOD_K"}) {
+      CAPTURE(routing);
+      Scenario sc = cluster_only("node_preset: \"dgx-h100\" nodes: 16 fabric { kind: CLOS_TWO_LEVEL switch_radix: 16 "
+                                 "routing: " + std::string(routing) + " }",
+                                 "h100-sxm5-80gb");
+      sc.nccl.protocol = Protocol::kSimple;
+      const double analytical = span(sc, Fidelity::kAnalytical, CollectiveOp::kAllToAll, gpus);
+      const double flow = span(sc, Fidelity::kFlow, CollectiveOp::kAllToAll, gpus);
+      CHECK(analytical == doctest::Approx(gib3 * 6 / 7 / 42.5e9).epsilon(0.001));
+      const double links = std::string(routing) == "ADAPTIVE" ? 6.0 / 7 : 8.0 / 7;
+      CHECK(flow == doctest::Approx(gib3 * links / 42.5e9).epsilon(0.001));
+    }
+  }
+  SUBCASE("NCCL's tree with two nodes under a leaf, three-level Clos") {
+    // 32 DGX H100, radix 32: two nodes per leaf. NCCL's choice at 4 GiB is its tree. Adaptive: FLOW within 1 % of
+    // ANALYTICAL. By destination a tree's edges to parents of the same parity share an uplink: FLOW about 1.25x.
+    for (const char* routing : {"ADAPTIVE", "DESTINATION_MOD_K"}) {
+      CAPTURE(routing);
+      Scenario sc = cluster_only("node_preset: \"dgx-h100\" nodes: 32 fabric { kind: CLOS_THREE_LEVEL "
+                                 "switch_radix: 32 routing: " + std::string(routing) + " }",
+                                 "h100-sxm5-80gb");
+      const double analytical = span(sc, Fidelity::kAnalytical, CollectiveOp::kAllReduce, {});
+      const double flow = span(sc, Fidelity::kFlow, CollectiveOp::kAllReduce, {});
+      if (std::string(routing) == "ADAPTIVE") {
+        CHECK(flow == doctest::Approx(analytical).epsilon(0.01));
+      } else {
+        CHECK(flow > 1.2 * analytical);
+      }
+    }
+  }
+  SUBCASE("hierarchical AllReduce on two GB200 NVL72 racks, three-level Clos of 16-port switches") {
+    // 36 trays of 4 GPUs (4 NICs each), in-network reduction, NCCL_ALGO forced to hierarchical: adaptive FLOW
+    // within 1 % of ANALYTICAL; by destination the rails' flows collide on some spine links (FLOW about 1.09x).
+    for (const char* routing : {"ADAPTIVE", "DESTINATION_MOD_K"}) {
+      CAPTURE(routing);
+      Scenario sc = cluster_only("node_preset: \"gb200-nvl72\" nodes: 36 fabric { kind: CLOS_THREE_LEVEL "
+                                 "switch_radix: 16 in_network_reduction: true routing: " + std::string(routing) + " }",
+                                 "gb200");
+      sc.nccl.algorithm = Algorithm::kHierarchical;
+      sc.nccl.protocol = Protocol::kSimple;
+      const double analytical = span(sc, Fidelity::kAnalytical, CollectiveOp::kAllReduce, {});
+      const double flow = span(sc, Fidelity::kFlow, CollectiveOp::kAllReduce, {});
+      if (std::string(routing) == "ADAPTIVE") {
+        CHECK(flow == doctest::Approx(analytical).epsilon(0.01));
+      } else {
+        CHECK(flow > 1.05 * analytical);
+      }
+    }
+  }
 }
 
 TEST_CASE(

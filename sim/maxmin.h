@@ -113,7 +113,7 @@ class MaxMinSolver {
   std::vector<double> bound_eff_;        // min(bound, capacities of its fatpipe links)
   std::vector<std::uint32_t> lf_begin_;  // shared link l is crossed by lf_flow_[lf_begin_[l] .. lf_begin_[l+1])
   std::vector<std::uint32_t> lf_flow_;
-  std::vector<double> lf_share_;  // parallel to lf_flow_
+  std::vector<double> lf_share_;           // parallel to lf_flow_
   std::vector<std::uint32_t> comp_flows_;  // flows grouped by component, in discovery order
   std::vector<std::uint32_t> comp_links_;  // shared links grouped by component
   std::vector<std::uint8_t> flow_state_;   // 0 unseen, 1 in a component (active), 2 frozen

@@ -273,7 +273,7 @@ class Topology {
     Scope scope = Scope::kAny;
   };
   std::size_t legs(std::uint32_t src, std::uint32_t dst, std::array<Leg, 3>& out) const;  // src != dst
-  void check_gpus(std::uint32_t src, std::uint32_t dst) const;  // throws std::out_of_range
+  void check_gpus(std::uint32_t src, std::uint32_t dst) const;                            // throws std::out_of_range
   bool use_rails(std::uint32_t src, std::uint32_t dst) const;
   [[noreturn]] void throw_no_route(std::uint32_t src, std::uint32_t dst) const;
 

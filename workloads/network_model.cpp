@@ -93,8 +93,8 @@ struct NetworkModel::Coflow {
   BytesPerSecond bound = sim::FlowNetwork::kUnbounded;
 };
 
-void NetworkModel::append_route(Path& path, std::uint32_t a, std::uint32_t b, std::uint64_t key,
-                                int times, Seconds* latency) const {
+void NetworkModel::append_route(Path& path, std::uint32_t a, std::uint32_t b, std::uint64_t key, int times,
+                                Seconds* latency) const {
   if (a == b) return;
   const auto links = impl_->topo.route(a, b, key);
   if (impl_->scenario.cluster.fabric.routing == topology::FabricRouting::kAdaptive) {
@@ -111,9 +111,8 @@ void NetworkModel::append_route(Path& path, std::uint32_t a, std::uint32_t b, st
 // Channel c of NCCL's ring over `gpus` (see the header). With `chain`, the edge that closes the ring
 // is left out (Broadcast/Reduce pipelines from the root). Returns the edges' routed links and the
 // summed link latencies of the intra- and inter-domain edges.
-void NetworkModel::ring_path(const std::vector<std::uint32_t>& gpus, std::size_t c, bool chain,
-                             Path& path, Seconds& intra, Seconds& inter, std::size_t& intra_edges,
-                             std::size_t& inter_edges) const {
+void NetworkModel::ring_path(const std::vector<std::uint32_t>& gpus, std::size_t c, bool chain, Path& path,
+                             Seconds& intra, Seconds& inter, std::size_t& intra_edges, std::size_t& inter_edges) const {
   const Domains d = group(impl_->topo, gpus);
   const std::size_t domains = d.ranks.size();
   // On a torus an edge between chips that are not neighbours goes link by link in dimension order
@@ -271,8 +270,7 @@ void NetworkModel::run_torus(const CollectivePlan& plan, const CollectiveRequest
         // From member i to member j of the line, link by link along the axis (topology::torus_walk: the short
         // way; half the axis apart, `tie`: the clockwise ring and chain go the way of increasing positions, the
         // others the other way, as torus_phases counts the links' loads).
-        auto hop_by_hop = [&](Path& path, std::uint32_t i, std::uint32_t j, int tie,
-                              Seconds* latency) {
+        auto hop_by_hop = [&](Path& path, std::uint32_t i, std::uint32_t j, int tie, Seconds* latency) {
           topology::TorusCoords from = at, to = at;
           from[ua] = m[i % k];
           to[ua] = m[j % k];
@@ -452,8 +450,7 @@ void NetworkModel::run(const CollectivePlan& plan, const CollectiveRequest& req,
       const Domains d = group(impl_->topo, gpus);
       const topology::Topology& topo = impl_->topo;
       auto is_switch = [&topo](topology::VertexIndex v) { return topology::is_fabric_switch(topo.vertex(v).kind); };
-      auto fabric_leg = [&](Path& path, std::uint32_t from, std::uint32_t to, std::uint64_t key,
-                            bool up) {
+      auto fabric_leg = [&](Path& path, std::uint32_t from, std::uint32_t to, std::uint64_t key, bool up) {
         const auto links = topo.route(from, to, key);
         if (up) {
           for (topology::LinkIndex l : links) {

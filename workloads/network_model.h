@@ -78,11 +78,9 @@ class NetworkModel {
   struct Impl;
   struct Path;
   struct Coflow;
-  void append_route(Path& path, std::uint32_t a, std::uint32_t b, std::uint64_t key, int times,
-                    Seconds* latency) const;
-  void ring_path(const std::vector<std::uint32_t>& gpus, std::size_t channel, bool chain,
-                 Path& path, Seconds& intra, Seconds& inter, std::size_t& intra_edges,
-                 std::size_t& inter_edges) const;
+  void append_route(Path& path, std::uint32_t a, std::uint32_t b, std::uint64_t key, int times, Seconds* latency) const;
+  void ring_path(const std::vector<std::uint32_t>& gpus, std::size_t channel, bool chain, Path& path, Seconds& intra,
+                 Seconds& inter, std::size_t& intra_edges, std::size_t& inter_edges) const;
   void start_phase(std::vector<Coflow> flows, Seconds latency, std::function<void()> done);
   void run_torus(const CollectivePlan& plan, const CollectiveRequest& request, std::function<void()> done);
   using Phases = std::vector<std::pair<std::vector<Coflow>, Seconds>>;  // flows and latency, in order

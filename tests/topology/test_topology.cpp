@@ -336,8 +336,8 @@ TEST_CASE("topology: adaptive routing spreads a flow evenly over every equal-cos
   };
   for (const Form& form : forms) {
     CAPTURE(form.fabric);
-    const Topology t(load("node_preset: \"dgx-h100\" nodes: 16 fabric { " + std::string(form.fabric) +
-                          " routing: ADAPTIVE }"));
+    const Topology t(
+        load("node_preset: \"dgx-h100\" nodes: 16 fabric { " + std::string(form.fabric) + " routing: ADAPTIVE }"));
     const auto spread = t.spread(0, form.dst);
     std::map<std::pair<VertexKind, VertexKind>, std::pair<int, double>> seen;
     std::set<LinkIndex> links;

@@ -46,8 +46,8 @@ TEST_CASE("fabric scenarios: ring AllReduce times match the max-min hand derivat
   // (8.4 + 224·3.4 + 30·14) · 1.4 = 1,666.0 µs; a ring's rate is 42.5 GB/s (NIC 50 GB/s · 0.85) divided
   // by the number m of rings on its most shared fabric link.
   const double latency = 1666.0e-6, per_edge = 16652240.0, nic = 42.5e9;
-  for (const char* file :
-       {"rail-optimized.textproto", "clos-4to1.textproto", "clos-4to1-ecmp.textproto", "clos-4to1-adaptive.textproto"}) {
+  for (const char* file : {"rail-optimized.textproto", "clos-4to1.textproto", "clos-4to1-ecmp.textproto",
+                           "clos-4to1-adaptive.textproto"}) {
     CAPTURE(file);
     const workloads::Scenario sc = cli::load_scenario_file(kDir + file);
     const topology::Topology topo(sc.cluster);

@@ -516,9 +516,11 @@ TEST_CASE("adaptive routing: FLOW agrees with ANALYTICAL where static routing by
     const std::vector<std::uint32_t> gpus = {0, 1, 2, 3, 8, 16, 17};
     for (const char* routing : {"ADAPTIVE", "DESTINATION_MOD_K"}) {
       CAPTURE(routing);
-      Scenario sc = cluster_only("node_preset: \"dgx-h100\" nodes: 16 fabric { kind: CLOS_TWO_LEVEL switch_radix: 16 "
-                                 "routing: " + std::string(routing) + " }",
-                                 "h100-sxm5-80gb");
+      Scenario sc = cluster_only(
+          "node_preset: \"dgx-h100\" nodes: 16 fabric { kind: CLOS_TWO_LEVEL switch_radix: 16 "
+          "routing: " +
+              std::string(routing) + " }",
+          "h100-sxm5-80gb");
       sc.nccl.protocol = Protocol::kSimple;
       const double analytical = span(sc, Fidelity::kAnalytical, CollectiveOp::kAllToAll, gpus);
       const double flow = span(sc, Fidelity::kFlow, CollectiveOp::kAllToAll, gpus);
@@ -532,9 +534,11 @@ TEST_CASE("adaptive routing: FLOW agrees with ANALYTICAL where static routing by
     // ANALYTICAL. By destination a tree's edges to parents of the same parity share an uplink: FLOW about 1.25x.
     for (const char* routing : {"ADAPTIVE", "DESTINATION_MOD_K"}) {
       CAPTURE(routing);
-      Scenario sc = cluster_only("node_preset: \"dgx-h100\" nodes: 32 fabric { kind: CLOS_THREE_LEVEL "
-                                 "switch_radix: 32 routing: " + std::string(routing) + " }",
-                                 "h100-sxm5-80gb");
+      Scenario sc = cluster_only(
+          "node_preset: \"dgx-h100\" nodes: 32 fabric { kind: CLOS_THREE_LEVEL "
+          "switch_radix: 32 routing: " +
+              std::string(routing) + " }",
+          "h100-sxm5-80gb");
       const double analytical = span(sc, Fidelity::kAnalytical, CollectiveOp::kAllReduce, {});
       const double flow = span(sc, Fidelity::kFlow, CollectiveOp::kAllReduce, {});
       if (std::string(routing) == "ADAPTIVE") {
@@ -549,9 +553,11 @@ TEST_CASE("adaptive routing: FLOW agrees with ANALYTICAL where static routing by
     // within 1 % of ANALYTICAL; by destination the rails' flows collide on some spine links (FLOW about 1.09x).
     for (const char* routing : {"ADAPTIVE", "DESTINATION_MOD_K"}) {
       CAPTURE(routing);
-      Scenario sc = cluster_only("node_preset: \"gb200-nvl72\" nodes: 36 fabric { kind: CLOS_THREE_LEVEL "
-                                 "switch_radix: 16 in_network_reduction: true routing: " + std::string(routing) + " }",
-                                 "gb200");
+      Scenario sc = cluster_only(
+          "node_preset: \"gb200-nvl72\" nodes: 36 fabric { kind: CLOS_THREE_LEVEL "
+          "switch_radix: 16 in_network_reduction: true routing: " +
+              std::string(routing) + " }",
+          "gb200");
       sc.nccl.algorithm = Algorithm::kHierarchical;
       sc.nccl.protocol = Protocol::kSimple;
       const double analytical = span(sc, Fidelity::kAnalytical, CollectiveOp::kAllReduce, {});

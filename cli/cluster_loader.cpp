@@ -255,10 +255,10 @@ FabricRouting fabric_routing(schema::Fabric::Routing r) {
   switch (r) {
     case schema::Fabric::ECMP_HASH:
       return FabricRouting::kEcmpHash;
-    case schema::Fabric::ADAPTIVE:
-      return FabricRouting::kAdaptive;
-    default:
+    case schema::Fabric::DESTINATION_MOD_K:
       return FabricRouting::kDestinationModK;
+    default:
+      return FabricRouting::kAdaptive;
   }
 }
 
@@ -749,7 +749,7 @@ void write_cluster(const topology::ClusterSpec& cluster, schema::Cluster& c) {
     f.set_switch_latency_us(us(cluster.fabric.switch_latency));
     f.set_in_network_reduction(cluster.fabric.in_network_reduction);
     f.set_routing(to_schema(cluster.fabric.routing));
-  } else if (cluster.is_explicit() && cluster.fabric.routing != FabricRouting::kDestinationModK) {
+  } else if (cluster.is_explicit() && cluster.fabric.routing != FabricRouting::kAdaptive) {
     c.mutable_fabric()->set_routing(to_schema(cluster.fabric.routing));
   }
   for (const topology::LinkFault& fault : cluster.link_faults) {

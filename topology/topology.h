@@ -36,7 +36,7 @@
 // the next links that keep the path shortest are narrowed to the preferred kind (NVLink/ICI before network
 // before PCIe before CPU links, so an NVSwitch path wins a tie against a shared PCIe switch). Among what is left,
 // a fabric switch (leaf, spine, core) picks by spec.fabric.routing:
-//   kDestinationModK (default): D-mod-k, the destination-based tables an InfiniBand subnet manager programs
+//   kDestinationModK: D-mod-k, the destination-based tables an InfiniBand subnet manager programs
 //     (OpenSM's fat-tree engine "optimizes routing for congestion-free shift communication pattern", and its
 //     min-hop engine balances target LIDs over equal-hop ports; linux-rdma/opensm doc/current-routing.txt). The
 //     i-th switch on the path with n > 1 equal ports takes port (key / (n_1 ... n_{i-1})) mod n, key being the
@@ -46,7 +46,7 @@
 //     different uplinks, so a ring's node-to-node hops share no fabric link on a full-bisection tree.
 //   kEcmpHash: a deterministic hash of (src, dst, flow_key, hop vertex), as Ethernet ECMP hashes each flow's
 //     headers: flows can collide on an uplink while others stay idle.
-//   kAdaptive: adaptive routing, modelled as ideal spraying: spread() gives every link of every equal-cost path
+//   kAdaptive (default): adaptive routing, modelled as ideal spraying: spread() gives every link of every equal-cost path
 //     its share of the flow (1/n at each switch with n equal ports), and FLOW loads them all; route() returns
 //     the D-mod-k path as the representative one (latency, hops). The InfiniBand subnet manager puts "all ports
 //     with minimal hops to destination" in one adaptive-routing group on fat trees, and NVIDIA's OpenSM enables

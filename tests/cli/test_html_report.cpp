@@ -141,11 +141,14 @@ TEST_CASE("html report: the layout and cluster lines name the framework and the 
   CHECK(cluster_text(ecmp) ==
         "16 nodes x 8 H100-SXM5-80GB = 128 GPUs; NVLink 450 GB/s and NIC 400 Gbit/s per GPU per direction; "
         "two-level Clos at 4:1, routed by ECMP hash; Intel hosts");
+  const auto by_destination = load_scenario_file(dir + "fabric-rail-vs-oversubscribed/clos-4to1.textproto");
+  CHECK(cluster_text(by_destination).find("two-level Clos at 4:1, routed by destination (D-mod-k);") !=
+        std::string::npos);
   const auto adaptive = load_scenario_file(dir + "fabric-rail-vs-oversubscribed/clos-4to1-adaptive.textproto");
   CHECK(cluster_text(adaptive).find("two-level Clos at 4:1, routed adaptively (over every equal-cost path);") !=
         std::string::npos);
   const auto rail = load_scenario_file(dir + "fabric-rail-vs-oversubscribed/rail-optimized.textproto");
-  CHECK(cluster_text(rail).find("; rail-optimised fat tree, non-blocking, routed by destination (D-mod-k);") !=
+  CHECK(cluster_text(rail).find("; rail-optimised fat tree, non-blocking, routed adaptively") !=
         std::string::npos);
 }
 

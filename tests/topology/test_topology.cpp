@@ -279,7 +279,8 @@ TEST_CASE("topology: routed by destination, a ring's node-to-node hops share no 
   // (u = 8: the Clos's leaf holds one node, whose 8 flows go to numbers 8(i + 1) + c), and at a pod's spine
   // (three-level) the core is digit (number / 8) mod 8, the same for the 8 flows of one node pair but on 8
   // different spines. An AlltoAll's flows into one NIC all take one path. The ECMP hash puts 2 or more flows
-  // on some link of the Clos forms (the same hash every run).
+  // on some link of the Clos forms (the same hash every run). Without a `routing` the switches route adaptively,
+  // and route() gives the D-mod-k path as the representative one.
   struct Form {
     const char* fabric;
     bool hash_collides;  // rail-optimised: each rail leaves its leaves at 2 boundaries only, the hash is not tested

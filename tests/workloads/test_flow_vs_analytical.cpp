@@ -445,7 +445,7 @@ TEST_CASE("FLOW: a collective's achieved bus bandwidth is added to its label onl
 TEST_CASE("full-bisection fat trees routed by destination: FLOW agrees with ANALYTICAL across spines and cores") {
   // 16 DGX H100 nodes under 16-port switches at 1:1, so leaves hold 1 node (two- and three-level Clos) or 8 NICs
   // of one rail (rail-optimised), and rings, AllGather and AlltoAll cross spines (and cores). The switches
-  // route by destination (D-mod-k, the default): the edges leaving a leaf go to consecutive NIC numbers and take
+  // route by destination (D-mod-k, static tables): the edges leaving a leaf go to consecutive NIC numbers and take
   // different uplinks, so no fabric link carries more than the closed form spreads evenly, and the two
   // fidelities give the same time. With the ECMP hash the two-level Clos's ring AllReduce on nodes 0 and 1 is
   // about 3x slower at FLOW (hash collisions on leaf uplinks; the differential audit's 23,870 against 71,241 us
@@ -460,8 +460,9 @@ TEST_CASE("full-bisection fat trees routed by destination: FLOW agrees with ANAL
   std::vector<std::uint32_t> two_nodes(16);
   std::iota(two_nodes.begin(), two_nodes.end(), 0u);
   for (const char* fabric : fabrics) {
-    Scenario sc =
-        cluster_only("node_preset: \"dgx-h100\" nodes: 16 fabric { " + std::string(fabric) + " }", "h100-sxm5-80gb");
+    Scenario sc = cluster_only(
+        "node_preset: \"dgx-h100\" nodes: 16 fabric { " + std::string(fabric) + " routing: DESTINATION_MOD_K }",
+        "h100-sxm5-80gb");
     struct Run {
       Algorithm algorithm;
       CollectiveOp op;

@@ -82,7 +82,7 @@ struct FabricSpec {
   BytesPerSecond link_per_direction = bytes_per_second(0);  // switch-switch links; 0 = the NIC port speed
   Seconds switch_latency = seconds(0);                      // added to every link that enters a fabric switch
   bool in_network_reduction = false;                        // SHARP-capable switches (NCCL CollNet)
-  FabricRouting routing = FabricRouting::kAdaptive;  // also the explicit form's switches
+  FabricRouting routing = FabricRouting::kAdaptive;         // also the explicit form's switches
 
   bool operator==(const FabricSpec&) const = default;
 };

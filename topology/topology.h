@@ -46,15 +46,16 @@
 //     different uplinks, so a ring's node-to-node hops share no fabric link on a full-bisection tree.
 //   kEcmpHash: a deterministic hash of (src, dst, flow_key, hop vertex), as Ethernet ECMP hashes each flow's
 //     headers: flows can collide on an uplink while others stay idle.
-//   kAdaptive (default): adaptive routing, modelled as ideal spraying: spread() gives every link of every equal-cost path
-//     its share of the flow (1/n at each switch with n equal ports), and FLOW loads them all; route() returns
-//     the D-mod-k path as the representative one (latency, hops). The InfiniBand subnet manager puts "all ports
-//     with minimal hops to destination" in one adaptive-routing group on fat trees, and NVIDIA's OpenSM enables
-//     AR by default (NVIDIA, InfiniBand Cluster Bring-up Procedure, "Adaptive Routing"); NCCL asks for
-//     AR-capable transfers on InfiniBand by default (NCCL_IB_ADAPTIVE_ROUTING). The even split is where per-packet
-//     balancing settles when the paths are equally loaded, and no two flows collide on a full-bisection fabric,
-//     whatever the pattern; where one path is busier (a link down, other traffic), real AR moves packets off it
-//     and the even split does not, so it is then pessimistic.
+//   kAdaptive (default): adaptive routing, modelled as ideal spraying: spread() gives every link of every
+//     equal-cost path its share of the flow (1/n at each switch with n equal ports), and FLOW loads them all;
+//     route() returns the D-mod-k path as the representative one (latency, hops). The InfiniBand subnet manager
+//     puts "all ports with minimal hops to destination" in one adaptive-routing group on fat trees, and NVIDIA's
+//     OpenSM enables AR by default (NVIDIA, InfiniBand Cluster Bring-up Procedure, "Adaptive Routing"); NCCL asks
+//     for AR-capable transfers on InfiniBand by default (NCCL_IB_ADAPTIVE_ROUTING). The even split is where
+//     per-packet balancing settles when the paths are equally loaded, and on a full-bisection fabric no fabric
+//     link is then a bottleneck, whatever the pattern (a leaf's uplinks share evenly what its NICs send up);
+//     where one path is busier (a link down, other traffic), real AR moves packets off it and the even split
+//     does not, so it is then pessimistic.
 // Every other vertex with a choice (inside a node) uses the hash. Distances to each target are
 // computed lazily by BFS and cached, and so are resolved routes: Topology is not thread-safe (one per
 // simulation). The cache costs O(targets x vertices) small integers.

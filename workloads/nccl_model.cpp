@@ -54,9 +54,9 @@ struct Shape {
   std::uint32_t tree_depth = 0;
   // Leaf uplinks of a generated fabric (leaf_uplinks()): the network edges that leave a leaf share its uplinks,
   // spread evenly over them (FLOW's routes can do worse, never better: D-mod-k only where flows share a destination
-  // residue, the ECMP hash wherever it collides; adaptive routing spreads them as evenly as this). `ring_flow_cap`: bytes/s one ring
-  // channel's edge can get; `tree_alg_cap`: the trees' payload bytes/s; `alltoall_leaf_s_per_byte`: seconds per
-  // byte of an AlltoAll's per-rank buffer the busiest leaf's uplinks need. No bound: inf, inf, 0.
+  // residue, the ECMP hash wherever it collides; adaptive routing spreads them as evenly as this). `ring_flow_cap`:
+  // bytes/s one ring channel's edge can get; `tree_alg_cap`: the trees' payload bytes/s; `alltoall_leaf_s_per_byte`:
+  // seconds per byte of an AlltoAll's per-rank buffer the busiest leaf's uplinks need. No bound: inf, inf, 0.
   double ring_flow_cap = std::numeric_limits<double>::infinity();
   double tree_alg_cap = std::numeric_limits<double>::infinity();
   double alltoall_leaf_s_per_byte = 0;

@@ -148,8 +148,7 @@ TEST_CASE("html report: the layout and cluster lines name the framework and the 
   CHECK(cluster_text(adaptive).find("two-level Clos at 4:1, routed adaptively (over every equal-cost path);") !=
         std::string::npos);
   const auto rail = load_scenario_file(dir + "fabric-rail-vs-oversubscribed/rail-optimized.textproto");
-  CHECK(cluster_text(rail).find("; rail-optimised fat tree, non-blocking, routed adaptively") !=
-        std::string::npos);
+  CHECK(cluster_text(rail).find("; rail-optimised fat tree, non-blocking, routed adaptively") != std::string::npos);
 }
 
 TEST_CASE("html report: text_table aligns columns, marks the best value and colours only on request") {

@@ -765,10 +765,34 @@ void Topology::walk(VertexIndex from, VertexIndex target, Scope scope, std::uint
 
 void Topology::walk_spread(VertexIndex from, VertexIndex target, Scope scope, std::uint64_t seed,
                            std::vector<SpreadLink>& out) const {
+  // Up to the first fabric switch the flow is not split: each vertex picks one link as walk() does. From there
+  // the spread depends on (switch, target, scope) only, and is cached: an AlltoAll's pairs share a few hundred
+  // (leaf, NIC) spreads instead of one per pair.
+  const std::vector<std::uint16_t>& dist = distances(target, scope);
+  std::vector<LinkIndex> candidates;
+  VertexIndex u = from;
+  while (u != target && !is_fabric_switch(graph_[u].kind)) {
+    next_links(u, target, scope, dist, candidates);
+    const std::size_t n = candidates.size();
+    const std::size_t pick = n > 1 ? mix(seed ^ (std::uint64_t{u} * 0xd6e8feb86659fd93ULL)) % n : 0;
+    out.push_back({candidates[pick], 1.0});
+    u = static_cast<VertexIndex>(boost::target(edges_[candidates[pick]], graph_));
+  }
+  if (u == target) return;
+  const RouteKey key{u, target, static_cast<std::uint64_t>(scope)};
+  auto it = spread_cache_.find(key);
+  if (it == spread_cache_.end()) it = spread_cache_.emplace(key, spread_from(u, target, scope)).first;
+  out.insert(out.end(), it->second.begin(), it->second.end());
+}
+
+std::vector<SpreadLink> Topology::spread_from(VertexIndex from, VertexIndex target, Scope scope) const {
   // Hop by hop over the vertices the flow has reached, with the share of it that reaches each: all are at the
   // same distance from the target, so the walk ends when the one vertex left is the target. A fabric switch
-  // with n > 1 next links sends 1/n of its share over each; any other vertex picks one link as walk() does.
+  // with n > 1 next links sends 1/n of its share over each; any other vertex picks one link by a hash of itself
+  // and the target.
   const std::vector<std::uint16_t>& dist = distances(target, scope);
+  const std::uint64_t seed = mix(std::uint64_t{target} << 8 | static_cast<std::uint64_t>(scope));
+  std::vector<SpreadLink> out;
   std::vector<LinkIndex> candidates;
   std::vector<std::pair<VertexIndex, double>> here{{from, 1.0}}, next;
   std::vector<SpreadLink> step;
@@ -802,6 +826,7 @@ void Topology::walk_spread(VertexIndex from, VertexIndex target, Scope scope, st
       }
     }
   }
+  return out;
 }
 
 bool Topology::use_rails(std::uint32_t src, std::uint32_t dst) const {
@@ -868,12 +893,10 @@ std::span<const LinkIndex> Topology::route(std::uint32_t src, std::uint32_t dst,
   return route_cache_.emplace(key, std::move(path)).first->second;
 }
 
-std::span<const SpreadLink> Topology::spread(std::uint32_t src, std::uint32_t dst, std::uint64_t flow_key) const {
+std::vector<SpreadLink> Topology::spread(std::uint32_t src, std::uint32_t dst, std::uint64_t flow_key) const {
   check_gpus(src, dst);
-  if (src == dst) return {};
-  const RouteKey key{src, dst, flow_key};
-  if (const auto it = spread_cache_.find(key); it != spread_cache_.end()) return it->second;
   std::vector<SpreadLink> links;
+  if (src == dst) return links;
   if (spec_.fabric.routing == FabricRouting::kAdaptive) {
     std::array<Leg, 3> leg;
     const std::size_t n = legs(src, dst, leg);
@@ -882,7 +905,7 @@ std::span<const SpreadLink> Topology::spread(std::uint32_t src, std::uint32_t ds
   } else {
     for (LinkIndex l : route(src, dst, flow_key)) links.push_back({l, 1.0});
   }
-  return spread_cache_.emplace(key, std::move(links)).first->second;
+  return links;
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -217,9 +217,10 @@ class Topology {
   // The links a flow from src to dst loads, each with the share of the flow's bytes that crosses it: route()'s
   // links with share 1, except under adaptive routing (FabricRouting::kAdaptive), where a fabric switch with
   // n > 1 equal next links sends 1/n of what reaches it over each (ideal packet spraying over every equal-cost
-  // path). Links in hop order, by index within a hop. Throws as route() does; the span lives as long as the
-  // Topology (cached: an AlltoAll's pairs on a big fabric cost a path's links per pair).
-  std::span<const SpreadLink> spread(std::uint32_t src_gpu, std::uint32_t dst_gpu, std::uint64_t flow_key = 0) const;
+  // path). Links in hop order, by index within a hop. Throws as route() does. Where a flow passes a vertex
+  // with a choice after its first fabric switch (routes around a fault, explicit clusters), the vertex picks by
+  // a hash of itself and the target. The spreads from a fabric switch to a target are cached.
+  std::vector<SpreadLink> spread(std::uint32_t src_gpu, std::uint32_t dst_gpu, std::uint64_t flow_key = 0) const;
   // route(...).size() without building the route; kNone when there is no route.
   std::uint32_t route_hops(std::uint32_t src_gpu, std::uint32_t dst_gpu) const;
   Seconds latency(std::span<const LinkIndex> path) const;
@@ -268,6 +269,7 @@ class Topology {
             std::vector<LinkIndex>& out) const;
   void walk_spread(VertexIndex from, VertexIndex target, Scope scope, std::uint64_t hash_seed,
                    std::vector<SpreadLink>& out) const;
+  std::vector<SpreadLink> spread_from(VertexIndex fabric_switch, VertexIndex target, Scope scope) const;
   // A route's legs (GPU -> own NIC -> fabric -> NIC -> GPU, or one leg), their count returned.
   struct Leg {
     VertexIndex from = 0, target = 0;
@@ -305,6 +307,7 @@ class Topology {
     std::size_t operator()(const RouteKey& k) const;
   };
   mutable std::unordered_map<RouteKey, std::vector<LinkIndex>, RouteKeyHash> route_cache_;
+  // Adaptive routing's spreads from a fabric switch (src) to a target vertex (dst) in a scope (flow).
   mutable std::unordered_map<RouteKey, std::vector<SpreadLink>, RouteKeyHash> spread_cache_;
 };
 

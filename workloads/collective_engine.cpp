@@ -99,7 +99,8 @@ void CollectiveEngine::run(sim::TaskId task, std::function<void()> done) {
 
 namespace {
 
-CollectiveRun run_one(const Scenario& scenario, const CollectiveRequest& request) {
+CollectiveRun run_one(const Scenario& scenario, CollectiveRequest request) {
+  request.alone = true;
   sim::Simulation simulation;
   std::unique_ptr<NetworkModel> network;
   if (scenario.fidelity == Fidelity::kFlow) network = std::make_unique<NetworkModel>(simulation, scenario);

@@ -67,7 +67,8 @@ class CollectiveEngine : public sim::TaskRunner {
 };
 
 // One collective on its own at the scenario's fidelity (what nccl-tests measures): NCCL's choice of
-// algorithm and protocol, and the time — closed form at ANALYTICAL, flows on the topology at FLOW.
+// algorithm and protocol, and the time — closed form at ANALYTICAL, flows on the topology at FLOW. The request
+// runs alone (CollectiveRequest::alone): a NIC shared by several GPUs is shared by the communicator's ranks only.
 struct CollectiveRun {
   CollectivePlan plan;
   Seconds time;

@@ -343,6 +343,18 @@ struct Evaluator {
                                 : cluster.nvlink_per_direction.raw();
     sh.b_intra = span.max_ranks_per_node > 1 ? scale_up * k.nvlink_bus_efficiency : kInf;
     sh.b_nic = cluster.nic_per_direction.raw() * k.network_bus_efficiency;
+    // A NIC serving several GPUs (nics_per_node < gpus_per_node; GPU i of a node uses NIC i·N/G, as the
+    // topology cables it): nic_per_direction is each GPU's share of the port, which holds when all of them
+    // send at once. A communicator running alone shares the port among its own ranks on it only.
+    const std::uint32_t G = cluster.gpus_per_node, N = cluster.node.nics_per_node;
+    if (req.alone && N > 0 && N < G && !cluster.is_explicit() && !cluster.is_torus()) {
+      std::map<std::uint64_t, std::uint32_t> on_nic;
+      std::uint32_t most = 0;
+      for (std::uint32_t g : req.gpus)
+        most = std::max(most, ++on_nic[std::uint64_t{cluster.node_of(g)} * N + (g % G) * N / G]);
+      if (most > 0 && std::uint64_t{most} * N != G)
+        sh.b_nic = cluster.nic_port_per_direction().raw() * k.network_bus_efficiency / most;
+    }
     sh.egress = sh.domains > 1 ? sh.b_nic * sh.rails : kInf;
     if (cluster.is_torus()) {
       const bool chain = req.op == CollectiveOp::kBroadcast || req.op == CollectiveOp::kReduce;

@@ -115,6 +115,11 @@ struct CollectiveRequest {
   std::vector<std::uint32_t> gpus;  // the communicator, global GPU indices in rank order
   Bytes size;                       // nccl-tests "size" (see above)
   std::uint32_t root = 0;           // rank of the root (Broadcast, Reduce); Send/Recv: gpus = {src, dst}
+  // The communicator runs alone (a lone nccl-tests run, run_collective): where a NIC serves several GPUs, its
+  // port is shared by the communicator's ranks on it only, not by all the GPUs it serves, which is what
+  // ANALYTICAL assumes in training (data-parallel groups of every tensor-parallel rank run at once). FLOW
+  // needs no such hint: it sees the traffic that is there.
+  bool alone = false;
 };
 
 struct CollectivePlan {

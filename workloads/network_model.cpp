@@ -84,6 +84,26 @@ struct NetworkModel::Path {
     links.push_back(link);
     if (!shares.empty()) shares.push_back(share);
   }
+  // One entry per link, its shares summed (in path order): the same load, fewer incidences for the flow network.
+  // Under adaptive routing an AlltoAll's coflow crosses its leaf's uplinks once per peer: thousands of entries
+  // that become a few dozen.
+  void merge_repeats() {
+    if (links.size() < 2) return;
+    std::vector<std::pair<std::uint32_t, double>> by_link;
+    by_link.reserve(links.size());
+    for (std::size_t k = 0; k < links.size(); ++k) by_link.emplace_back(links[k].index, shares.empty() ? 1.0 : shares[k]);
+    std::stable_sort(by_link.begin(), by_link.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    links.clear();
+    shares.clear();
+    for (const auto& [l, share] : by_link) {
+      if (!links.empty() && links.back().index == l) {
+        shares.back() += share;
+      } else {
+        links.push_back(sim::LinkId{l});
+        shares.push_back(share);
+      }
+    }
+  }
 };
 
 // A rate-coupled flow: `bytes` cross every link of `path` at the link's share.
@@ -98,7 +118,7 @@ void NetworkModel::append_route(Path& path, std::uint32_t a, std::uint32_t b, st
   if (a == b) return;
   const auto links = impl_->topo.route(a, b, key);
   if (impl_->scenario.cluster.fabric.routing == topology::FabricRouting::kAdaptive) {
-    const auto spread = impl_->topo.spread(a, b, key);
+    const std::vector<topology::SpreadLink> spread = impl_->topo.spread(a, b, key);
     for (int t = 0; t < times; ++t)
       for (const topology::SpreadLink& l : spread) path.add(impl_->link_of[l.link], l.share);
   } else {
@@ -160,6 +180,10 @@ void NetworkModel::start_phase(std::vector<Coflow> flows, Seconds latency, std::
     impl_->sim.schedule_after(sim::to_sim_time(latency), [finished] { (*finished)(); });
     return;
   }
+  // Adaptive routing's coflows list each fabric link once per edge that spreads over it: merged to one entry per
+  // link. (Static routings keep their paths as they are, so their results stay bit for bit.)
+  if (impl_->scenario.cluster.fabric.routing == topology::FabricRouting::kAdaptive)
+    for (Coflow& f : flows) f.path.merge_repeats();
   for (Coflow& f : flows)
     impl_->flows.start(
         f.path.links, f.path.shares, f.bytes, latency,

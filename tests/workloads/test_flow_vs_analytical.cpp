@@ -233,6 +233,41 @@ TEST_CASE("point-to-point transfers pay the cluster's hop latencies, alike at bo
   }
 }
 
+TEST_CASE("a NIC shared by several GPUs: a lone communicator gets its whole port at both fidelities") {
+  // The PCIe preset: 2 NICs of 100 Gbit/s for 8 GPUs (GPUs 0-3 on NIC 0), so each GPU's share is 25 Gbit/s when
+  // all send at once. Send/Recv from GPU 0 to GPU 8 (the next node) alone: NIC 0 carries nothing else, so the
+  // pair runs at the port's 100 Gbit/s = 12.5 GB/s x 0.8 (the a100 profile's network efficiency) = 10 GB/s, at
+  // FLOW (it sees the idle NIC-mates) and at ANALYTICAL for a request that runs alone (run_collective, what
+  // `clustersim collective` times). t(1 GiB) - t(256 MiB) = 768 MiB / 10 GB/s = 80,531 us. In training (not
+  // alone) ANALYTICAL keeps the per-GPU share: 4 x that. With GPUs 0 and 1 on NIC 0 (ranks 0,1,8): half the
+  // port each.
+  Scenario sc = cluster_only("node_preset: \"pcie-8gpu-sys-4029gp-trt\" nodes: 2 gpu: \"A100-SXM4-80GB\"",
+                             "a100-sxm4-80gb");
+  sc.nccl.protocol = Protocol::kSimple;
+  const double mib768 = 768.0 * 1048576.0;
+  for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+    CAPTURE(static_cast<int>(f));
+    sc.fidelity = f;
+    const auto lone = [&](Bytes size) {
+      return run_collective(sc, CollectiveRequest{CollectiveOp::kSendRecv, {0, 8}, size, 0}).time.raw();
+    };
+    CHECK(lone(GiB(1)) - lone(MiB(256)) == doctest::Approx(mib768 / 10e9).epsilon(1e-3));
+  }
+  // Not alone (as the executor plans it in training): the per-GPU quarter of the port.
+  const double busy = collective_seconds(sc, Fidelity::kAnalytical, GiB(1), CollectiveOp::kSendRecv, {0, 8}) -
+                      collective_seconds(sc, Fidelity::kAnalytical, MiB(256), CollectiveOp::kSendRecv, {0, 8});
+  CHECK(busy == doctest::Approx(4 * mib768 / 10e9).epsilon(1e-3));
+  // AllGather on ranks 0, 1, 8 alone: GPUs 0 and 1 share NIC 0, half the port each, at both fidelities.
+  const std::vector<std::uint32_t> three = {0, 1, 8};
+  double times[2];
+  for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+    sc.fidelity = f;
+    times[f == Fidelity::kFlow] =
+        run_collective(sc, CollectiveRequest{CollectiveOp::kAllGather, three, GiB(1), 0}).time.raw();
+  }
+  CHECK(times[1] == doctest::Approx(times[0]).epsilon(0.05));
+}
+
 TEST_CASE("PCIe-only nodes: FLOW's rings leave each node once per channel, as the closed form counts") {
   // 4 PCIe nodes of 8 GPUs (2 NICs each), 256 MiB ring AllReduce. Grouping the ranks by NVLink domain made
   // every GPU its own domain, so all channels left each node through one GPU's NIC: FLOW took 83.1 ms

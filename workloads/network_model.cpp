@@ -91,7 +91,8 @@ struct NetworkModel::Path {
     if (links.size() < 2) return;
     std::vector<std::pair<std::uint32_t, double>> by_link;
     by_link.reserve(links.size());
-    for (std::size_t k = 0; k < links.size(); ++k) by_link.emplace_back(links[k].index, shares.empty() ? 1.0 : shares[k]);
+    for (std::size_t k = 0; k < links.size(); ++k)
+      by_link.emplace_back(links[k].index, shares.empty() ? 1.0 : shares[k]);
     std::stable_sort(by_link.begin(), by_link.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     links.clear();
     shares.clear();

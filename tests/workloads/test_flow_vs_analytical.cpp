@@ -241,8 +241,8 @@ TEST_CASE("a NIC shared by several GPUs: a lone communicator gets its whole port
   // `clustersim collective` times). t(1 GiB) - t(256 MiB) = 768 MiB / 10 GB/s = 80,531 us. In training (not
   // alone) ANALYTICAL keeps the per-GPU share: 4 x that. With GPUs 0 and 1 on NIC 0 (ranks 0,1,8): half the
   // port each.
-  Scenario sc = cluster_only("node_preset: \"pcie-8gpu-sys-4029gp-trt\" nodes: 2 gpu: \"A100-SXM4-80GB\"",
-                             "a100-sxm4-80gb");
+  Scenario sc =
+      cluster_only("node_preset: \"pcie-8gpu-sys-4029gp-trt\" nodes: 2 gpu: \"A100-SXM4-80GB\"", "a100-sxm4-80gb");
   sc.nccl.protocol = Protocol::kSimple;
   const double mib768 = 768.0 * 1048576.0;
   for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {

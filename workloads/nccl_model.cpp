@@ -45,6 +45,9 @@ struct Shape {
   // per edge on average. 1 and 1 elsewhere.
   double torus_ring_load = 1;
   double torus_ring_hops = 1;
+  // An AlltoAll on a torus (point-to-point): the most (source, destination) pairs whose dimension-order route
+  // crosses one directed ICI link (each pair moves S/n).
+  double torus_alltoall_load = 0;
   // Fabric switches per network edge (topology::fabric_switches_between), each adding the fabric's switch latency:
   // the ring's edges between domains in rank order on average, the trees' edges on average, the farthest pair of
   // domains (point-to-point). And the trees' depth in network edges. Filled only where the cluster has hop latencies.
@@ -79,6 +82,58 @@ void torus_ring_routes(const topology::TorusDims& dims, bool wraps, const std::v
   for (const auto& [link, edges_on_it] : load) most = std::max(most, edges_on_it);
   sh.torus_ring_load = std::max(1.0, most);
   sh.torus_ring_hops = std::max(1.0, hops / static_cast<double>(edges));
+}
+
+// Shape::torus_alltoall_load: every member sends to every other along topology::torus_walk (x, then y, then z,
+// the short way round, ties the way of increasing positions). Counted per axis line, not per pair: the x legs
+// on line (y, z) run from each member there to every x that holds a destination, as many times as members have
+// that x; the y legs on line (x, z) from every y (the members with that y and z) to every y (the members with
+// that x and y); the z legs on line (x, y) from every z (the members with that z) to the members on the line.
+void torus_alltoall_routes(const topology::TorusDims& dims, bool wraps, const std::vector<std::uint32_t>& members,
+                           Shape& sh) {
+  const std::uint32_t X = dims[0], Y = dims[1], Z = dims[2];
+  std::vector<double> at_x(X, 0), at_z(Z, 0), at_yz(std::size_t{Y} * Z, 0), at_xy(std::size_t{X} * Y, 0);
+  std::vector<std::uint8_t> member(std::size_t{X} * Y * Z, 0);
+  for (std::uint32_t g : members) {
+    const topology::TorusCoords c = topology::torus_coords(dims, g);
+    at_x[c[0]] += 1;
+    at_z[c[2]] += 1;
+    at_yz[c[1] + std::size_t{Y} * c[2]] += 1;
+    at_xy[c[0] + std::size_t{X} * c[1]] += 1;
+    member[g] = 1;
+  }
+  double most = 0;
+  std::vector<topology::AxisTransfer> legs;
+  const auto line = [&](std::uint32_t D) {
+    if (!legs.empty()) most = std::max(most, topology::axis_max_load(D, wraps, legs));
+    legs.clear();
+  };
+  for (std::uint32_t z = 0; z < Z; ++z)  // x legs
+    for (std::uint32_t y = 0; y < Y; ++y) {
+      for (std::uint32_t x = 0; x < X; ++x)
+        if (member[topology::torus_chip(dims, {x, y, z})])
+          for (std::uint32_t to = 0; to < X; ++to)
+            if (to != x && at_x[to] > 0) legs.push_back({x, to, at_x[to], +1});
+      line(X);
+    }
+  for (std::uint32_t z = 0; z < Z; ++z)  // y legs
+    for (std::uint32_t x = 0; x < X; ++x) {
+      for (std::uint32_t from = 0; from < Y; ++from)
+        for (std::uint32_t to = 0; to < Y; ++to) {
+          const double w = at_yz[from + std::size_t{Y} * z] * at_xy[x + std::size_t{X} * to];
+          if (to != from && w > 0) legs.push_back({from, to, w, +1});
+        }
+      line(Y);
+    }
+  for (std::uint32_t y = 0; y < Y; ++y)  // z legs
+    for (std::uint32_t x = 0; x < X; ++x) {
+      for (std::uint32_t from = 0; from < Z; ++from)
+        for (std::uint32_t to = 0; to < Z; ++to)
+          if (to != from && at_z[from] > 0 && member[topology::torus_chip(dims, {x, y, to})])
+            legs.push_back({from, to, at_z[from], +1});
+      line(Z);
+    }
+  sh.torus_alltoall_load = most;
 }
 
 std::uint32_t nsteps(CollectiveOp op, std::uint32_t n) {
@@ -362,6 +417,8 @@ struct Evaluator {
       if (chain && !order.empty())
         std::rotate(order.begin(), order.begin() + std::min<std::size_t>(req.root, order.size() - 1), order.end());
       torus_ring_routes(cluster.node.torus, cluster.node.torus_wraps, order, chain, sh);
+      if (req.op == CollectiveOp::kAllToAll)
+        torus_alltoall_routes(cluster.node.torus, cluster.node.torus_wraps, req.gpus, sh);
     }
     if (sh.domains > 1 && (cluster.network_hop_latency.raw() > 0 || cluster.nvlink_hop_latency.raw() > 0 ||
                            cluster.fabric.switch_latency.raw() > 0))
@@ -736,7 +793,11 @@ struct Evaluator {
         // inside: the least populated domain's GPUs carry the most through their NICs, the most populated
         // domain's the most inside.
         const double inter = N > 1 ? (n - sh.rails) / n / sh.b_nic : 0;
-        const double local = sh.max_ppn > 1 ? (sh.max_ppn - 1.0) / n / b_intra : 0;
+        // On a torus the domain is the ICI network: the busiest link carries its pairs' S/n each (b_intra is one
+        // link there).
+        const double local = cluster.is_torus() ? sh.torus_alltoall_load / n / b_intra
+                             : sh.max_ppn > 1   ? (sh.max_ppn - 1.0) / n / b_intra
+                                                : 0;
         const double per_byte = std::max({inter, local, sh.alltoall_leaf_s_per_byte});
         return per_byte > 0 ? 1 / per_byte : kInf;
       }

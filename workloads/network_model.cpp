@@ -558,13 +558,21 @@ void NetworkModel::run(const CollectivePlan& plan, const CollectiveRequest& req,
         f.bytes = bytes(S);
         flows.push_back(std::move(f));
       } else {
-        // AlltoAll: every rank sends S/n to each other rank at once.
+        // AlltoAll: every rank sends S/n to each other rank at once. On a torus each pair goes link by link in
+        // dimension order (topology::torus_walk), as the closed form counts the links' loads.
+        const topology::ClusterSpec& cluster = impl_->scenario.cluster;
         for (std::size_t i = 0; i < n; ++i) {
           Coflow f;
           for (std::size_t j = 0; j < n; ++j) {
             if (j == i) continue;
             Seconds route;
-            append_route(f.path, gpus[i], gpus[j], i, 1, &route);
+            if (cluster.is_torus()) {
+              const std::vector<std::uint32_t> walk =
+                  topology::torus_walk(cluster.node.torus, cluster.node.torus_wraps, gpus[i], gpus[j]);
+              for (std::size_t h = 0; h + 1 < walk.size(); ++h) append_route(f.path, walk[h], walk[h + 1], i, 1, &route);
+            } else {
+              append_route(f.path, gpus[i], gpus[j], i, 1, &route);
+            }
             longest = std::max(longest, route);
           }
           f.bytes = bytes(S / double(n));

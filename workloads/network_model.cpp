@@ -569,7 +569,8 @@ void NetworkModel::run(const CollectivePlan& plan, const CollectiveRequest& req,
             if (cluster.is_torus()) {
               const std::vector<std::uint32_t> walk =
                   topology::torus_walk(cluster.node.torus, cluster.node.torus_wraps, gpus[i], gpus[j]);
-              for (std::size_t h = 0; h + 1 < walk.size(); ++h) append_route(f.path, walk[h], walk[h + 1], i, 1, &route);
+              for (std::size_t h = 0; h + 1 < walk.size(); ++h)
+                append_route(f.path, walk[h], walk[h + 1], i, 1, &route);
             } else {
               append_route(f.path, gpus[i], gpus[j], i, 1, &route);
             }

@@ -235,9 +235,10 @@ TEST_CASE("topology: rail-optimised routes use the GPU's own NIC, the rail leaf,
     CHECK(path_of(t, t.route(0, 8)) ==
           "n0/gpu0 -> n0/pcie0 -> n0/nic0 -> rail0/leaf0 -> n1/nic0 -> n1/pcie0 -> n1/gpu0");
     // Rail 0 to rail 1: 8 links; the 4th vertex after the source is a spine. With the ECMP hash, 1,000 flows
-    // spread over the 4 spines: each expected 250, allowed +-20% (200..300). By destination (the default) every
-    // flow to n1/nic1 takes one spine: NICs are numbered leaf by leaf (rail r's leaf holds n0/nic r and
-    // n1/nic r: numbers 2r and 2r + 1), so n1/nic1 is number 3 and takes uplink 3 mod 4 = 3, to spine3.
+    // spread over the 4 spines: each expected 250, allowed +-20% (200..300). By destination (and adaptively, the
+    // default, whose representative route() is the D-mod-k one) every flow to n1/nic1 takes one spine: NICs are
+    // numbered leaf by leaf (rail r's leaf holds n0/nic r and n1/nic r: numbers 2r and 2r + 1), so n1/nic1 is
+    // number 3 and takes uplink 3 mod 4 = 3, to spine3.
     std::map<std::string, int> per_spine;
     for (std::uint64_t key = 0; key < 1000; ++key) {
       const auto r = t.route(0, 9, key);

@@ -30,6 +30,11 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
   return x ^ (x >> 31);
 }
 
+// One of n equal next links at vertex u, by a hash of the route's seed and the vertex (the ECMP hash).
+std::size_t hash_pick(std::uint64_t seed, std::uint32_t u, std::size_t n) {
+  return n > 1 ? mix(seed ^ (std::uint64_t{u} * 0xd6e8feb86659fd93ULL)) % n : 0;
+}
+
 // Lower is preferred when several next links keep a route shortest.
 int preference(LinkKind kind) {
   switch (kind) {
@@ -755,7 +760,7 @@ void Topology::walk(VertexIndex from, VertexIndex target, Scope scope, std::uint
       pick = (destination_key_[target] / divisor) % candidates.size();
       if (divisor < (std::uint64_t{1} << 32)) divisor *= candidates.size();
     } else if (candidates.size() > 1) {
-      pick = mix(seed ^ (std::uint64_t{u} * 0xd6e8feb86659fd93ULL)) % candidates.size();
+      pick = hash_pick(seed, u, candidates.size());
     }
     const LinkIndex chosen = candidates[pick];
     out.push_back(chosen);
@@ -774,7 +779,7 @@ void Topology::walk_spread(VertexIndex from, VertexIndex target, Scope scope, st
   while (u != target && !is_fabric_switch(graph_[u].kind)) {
     next_links(u, target, scope, dist, candidates);
     const std::size_t n = candidates.size();
-    const std::size_t pick = n > 1 ? mix(seed ^ (std::uint64_t{u} * 0xd6e8feb86659fd93ULL)) % n : 0;
+    const std::size_t pick = hash_pick(seed, u, n);
     out.push_back({candidates[pick], 1.0});
     u = static_cast<VertexIndex>(boost::target(edges_[candidates[pick]], graph_));
   }
@@ -804,7 +809,7 @@ std::vector<SpreadLink> Topology::spread_from(VertexIndex from, VertexIndex targ
       if (n > 1 && is_fabric_switch(graph_[u].kind)) {
         for (LinkIndex l : candidates) step.push_back({l, share / static_cast<double>(n)});
       } else {
-        const std::size_t pick = n > 1 ? mix(seed ^ (std::uint64_t{u} * 0xd6e8feb86659fd93ULL)) % n : 0;
+        const std::size_t pick = hash_pick(seed, u, n);
         step.push_back({candidates[pick], share});
       }
     }

@@ -48,6 +48,9 @@ struct Shape {
   // An AlltoAll on a torus (point-to-point): the most (source, destination) pairs whose dimension-order route
   // crosses one directed ICI link (each pair moves S/n).
   double torus_alltoall_load = 0;
+  // A lone AlltoAll's seconds per byte of S through its busiest NIC, where NICs serve several GPUs (lone_nics());
+  // 0: (n − rails)/n / b_nic.
+  double alltoall_nic_s_per_byte = 0;
   // Fabric switches per network edge (topology::fabric_switches_between), each adding the fabric's switch latency:
   // the ring's edges between domains in rank order on average, the trees' edges on average, the farthest pair of
   // domains (point-to-point). And the trees' depth in network edges. Filled only where the cluster has hop latencies.
@@ -396,20 +399,12 @@ struct Evaluator {
                                 ? cluster.nvlink_per_direction.raw() /
                                       std::max<std::uint32_t>(1, topology::torus_links_per_chip(cluster.node.torus))
                                 : cluster.nvlink_per_direction.raw();
-    sh.b_intra = span.max_ranks_per_node > 1 ? scale_up * k.nvlink_bus_efficiency : kInf;
+    // A PCIe-only node's GPU-to-GPU links are PCIe, derated as the network's links are (FLOW does the same).
+    const double intra_efficiency = sh.nvlink ? k.nvlink_bus_efficiency : k.network_bus_efficiency;
+    sh.b_intra = span.max_ranks_per_node > 1 ? scale_up * intra_efficiency : kInf;
     sh.b_nic = cluster.nic_per_direction.raw() * k.network_bus_efficiency;
-    // A NIC serving several GPUs (nics_per_node < gpus_per_node; GPU i of a node uses NIC i·N/G, as the
-    // topology cables it): nic_per_direction is each GPU's share of the port, which holds when all of them
-    // send at once. A communicator running alone shares the port among its own ranks on it only.
     const std::uint32_t G = cluster.gpus_per_node, N = cluster.node.nics_per_node;
-    if (req.alone && N > 0 && N < G && !cluster.is_explicit() && !cluster.is_torus()) {
-      std::map<std::uint64_t, std::uint32_t> on_nic;
-      std::uint32_t most = 0;
-      for (std::uint32_t g : req.gpus)
-        most = std::max(most, ++on_nic[std::uint64_t{cluster.node_of(g)} * N + (g % G) * N / G]);
-      if (most > 0 && std::uint64_t{most} * N != G)
-        sh.b_nic = cluster.nic_port_per_direction().raw() * k.network_bus_efficiency / most;
-    }
+    if (req.alone && N > 0 && N < G && !cluster.is_explicit() && !cluster.is_torus()) lone_nics();
     sh.egress = sh.domains > 1 ? sh.b_nic * sh.rails : kInf;
     if (cluster.is_torus()) {
       const bool chain = req.op == CollectiveOp::kBroadcast || req.op == CollectiveOp::kReduce;
@@ -424,6 +419,33 @@ struct Evaluator {
                            cluster.fabric.switch_latency.raw() > 0))
       fabric_routes();
     if (sh.domains > 1 && !cluster.is_explicit() && topology::has_fabric(cluster)) leaf_uplinks();
+  }
+
+  // A NIC serving several GPUs (nics_per_node N < gpus_per_node G; GPU i of a node uses NIC i·N/G, as the
+  // topology cables it): nic_per_direction is each GPU's share of the port, which holds when all of them send at
+  // once (training). A communicator running alone (CollectiveRequest::alone) shares a port among its own ranks on
+  // it only. Rings and trees: channel c leaves a domain of m ranks through the NIC of its rank c mod m (as FLOW's
+  // rings do), so b_nic is the port over the most channels one NIC carries. AlltoAll: every rank of a domain of m
+  // sends (n − m)/n of S through its NIC, shared with the domain's other ranks on it.
+  void lone_nics() {
+    const std::uint32_t G = cluster.gpus_per_node, N = cluster.node.nics_per_node;
+    const double port = cluster.nic_port_per_direction().raw() * profile.collectives.network_bus_efficiency;
+    auto nic_of = [&](std::uint32_t g) { return std::uint64_t{cluster.node_of(g)} * N + (g % G) * N / G; };
+    std::map<std::uint32_t, std::vector<std::uint32_t>> by_domain;  // ranks in communicator order
+    for (std::uint32_t g : req.gpus) by_domain[topology::domain_of(cluster, g)].push_back(g);
+    const std::uint32_t channels = std::max(1u, sh.rails);
+    std::uint32_t most_channels = 1;
+    double most_alltoall = 0;  // ranks on one NIC x (n − m)
+    for (const auto& [domain, ranks] : by_domain) {
+      const auto m = static_cast<std::uint32_t>(ranks.size());
+      std::map<std::uint64_t, std::uint32_t> on_nic, channels_on_nic;
+      for (std::uint32_t c = 0; c < channels; ++c)
+        most_channels = std::max(most_channels, ++channels_on_nic[nic_of(ranks[c % m])]);
+      for (std::uint32_t g : ranks)
+        most_alltoall = std::max(most_alltoall, double(++on_nic[nic_of(g)]) * double(sh.n - m));
+    }
+    sh.b_nic = port / most_channels;
+    sh.alltoall_nic_s_per_byte = most_alltoall / sh.n / port;
   }
 
   // Shape's leaf-uplink bounds on a generated fabric (topology.h's sizing rule: a leaf has u uplinks of the fabric's
@@ -792,7 +814,9 @@ struct Evaluator {
         // AlltoAll: a GPU in a domain of m sends (n − m)/n of S across domains through its NIC and (m − 1)/n
         // inside: the least populated domain's GPUs carry the most through their NICs, the most populated
         // domain's the most inside.
-        const double inter = N > 1 ? (n - sh.rails) / n / sh.b_nic : 0;
+        const double inter = N <= 1                         ? 0
+                             : sh.alltoall_nic_s_per_byte > 0 ? sh.alltoall_nic_s_per_byte
+                                                              : (n - sh.rails) / n / sh.b_nic;
         // On a torus the domain is the ICI network: the busiest link carries its pairs' S/n each (b_intra is one
         // link there).
         const double local = cluster.is_torus() ? sh.torus_alltoall_load / n / b_intra

@@ -267,6 +267,23 @@ TEST_CASE("a NIC shared by several GPUs: a lone communicator gets its whole port
         run_collective(sc, CollectiveRequest{CollectiveOp::kAllGather, three, GiB(1), 0}).time.raw();
   }
   CHECK(times[1] == doctest::Approx(times[0]).epsilon(0.05));
+  // HGX H100 with 4 NICs of 400 Gbit/s (the preset's port, 2 GPUs each), ranks 0-7,8: NCCL's ring runs one channel
+  // (the least populated node has 1 rank), and GPU 8 alone on node 1 takes its whole port: AllGather moves
+  // (n - 1)/n = 8/9 of S through it, 3 GiB x 8/9 / (50 GB/s x 0.85) = 67,372 us more from 1 to 4 GiB, at both
+  // fidelities (the
+  // audit found ANALYTICAL at twice that: it gave each rank the per-GPU half of the port). AlltoAll: GPU 8 sends
+  // 8/9 of S through the same port.
+  Scenario hgx = cluster_only("node_preset: \"hgx-h100\" nodes: 2 nics_per_node: 4", "h100-sxm5-80gb");
+  hgx.nccl.protocol = Protocol::kSimple;
+  const std::vector<std::uint32_t> uneven = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+  for (CollectiveOp op : {CollectiveOp::kAllGather, CollectiveOp::kAllToAll})
+    for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+      CAPTURE(to_string(op));
+      CAPTURE(static_cast<int>(f));
+      hgx.fidelity = f;
+      auto t = [&](Bytes size) { return run_collective(hgx, CollectiveRequest{op, uneven, size, 0}).time.raw(); };
+      CHECK(t(GiB(4)) - t(GiB(1)) == doctest::Approx(3.0 * 1073741824 * 8 / 9 / 42.5e9).epsilon(1e-3));
+    }
 }
 
 TEST_CASE("PCIe-only nodes: FLOW's rings leave each node once per channel, as the closed form counts") {

@@ -814,7 +814,7 @@ struct Evaluator {
         // AlltoAll: a GPU in a domain of m sends (n − m)/n of S across domains through its NIC and (m − 1)/n
         // inside: the least populated domain's GPUs carry the most through their NICs, the most populated
         // domain's the most inside.
-        const double inter = N <= 1                         ? 0
+        const double inter = N <= 1                           ? 0
                              : sh.alltoall_nic_s_per_byte > 0 ? sh.alltoall_nic_s_per_byte
                                                               : (n - sh.rails) / n / sh.b_nic;
         // On a torus the domain is the ICI network: the busiest link carries its pairs' S/n each (b_intra is one

@@ -427,10 +427,15 @@ struct Evaluator {
   // it only. Rings and trees: channel c leaves a domain of m ranks through the NIC of its rank c mod m (as FLOW's
   // rings do), so b_nic is the port over the most channels one NIC carries. AlltoAll: every rank of a domain of m
   // sends (n − m)/n of S through its NIC, shared with the domain's other ranks on it.
+  // A GPU's own NIC within its node (GPU i of G uses NIC i·N/G, as topology.cpp cables it).
+  std::uint32_t rail_of(std::uint32_t gpu) const {
+    return (gpu % cluster.gpus_per_node) * cluster.node.nics_per_node / cluster.gpus_per_node;
+  }
+
   void lone_nics() {
-    const std::uint32_t G = cluster.gpus_per_node, N = cluster.node.nics_per_node;
+    const std::uint32_t N = cluster.node.nics_per_node;
     const double port = cluster.nic_port_per_direction().raw() * profile.collectives.network_bus_efficiency;
-    auto nic_of = [&](std::uint32_t g) { return std::uint64_t{cluster.node_of(g)} * N + (g % G) * N / G; };
+    auto nic_of = [&](std::uint32_t g) { return std::uint64_t{cluster.node_of(g)} * N + rail_of(g); };
     std::map<std::uint32_t, std::vector<std::uint32_t>> by_domain;  // ranks in communicator order
     for (std::uint32_t g : req.gpus) by_domain[topology::domain_of(cluster, g)].push_back(g);
     const std::uint32_t channels = std::max(1u, sh.rails);
@@ -467,9 +472,6 @@ struct Evaluator {
     // it are at most those its NICs send, and each NIC's share is already bounded by its own bandwidth.
     if (shape.ports.uplinks * link >= shape.ports.downlinks * port) return;
     const double cap = shape.ports.uplinks * link * profile.collectives.network_bus_efficiency;  // per leaf
-    auto rail_of = [&](std::uint32_t gpu) {
-      return (gpu % cluster.gpus_per_node) * cluster.node.nics_per_node / cluster.gpus_per_node;
-    };
     auto leaf_of = [&](std::uint32_t gpu) -> std::uint64_t {
       const std::uint32_t node = cluster.node_of(gpu);
       return rail ? std::uint64_t{rail_of(gpu)} * shape.leaves_per_rail + node / shape.ports.downlinks

@@ -117,8 +117,13 @@ struct NetworkModel::Coflow {
 void NetworkModel::append_route(Path& path, std::uint32_t a, std::uint32_t b, std::uint64_t key, int times,
                                 Seconds* latency) const {
   if (a == b) return;
-  const auto links = impl_->topo.route(a, b, key);
-  if (impl_->scenario.cluster.fabric.routing == topology::FabricRouting::kAdaptive) {
+  const topology::Topology& topo = impl_->topo;
+  const auto links = topo.route(a, b, key);
+  // Only a route through a fabric switch spreads (most routes stay inside a node: the route as it is).
+  const bool through_fabric = std::any_of(links.begin(), links.end(), [&topo](topology::LinkIndex l) {
+    return topology::is_fabric_switch(topo.vertex(topo.link(l).to).kind);
+  });
+  if (through_fabric && impl_->scenario.cluster.fabric.routing == topology::FabricRouting::kAdaptive) {
     const std::vector<topology::SpreadLink> spread = impl_->topo.spread(a, b, key);
     for (int t = 0; t < times; ++t)
       for (const topology::SpreadLink& l : spread) path.add(impl_->link_of[l.link], l.share);

@@ -421,17 +421,16 @@ struct Evaluator {
     if (sh.domains > 1 && !cluster.is_explicit() && topology::has_fabric(cluster)) leaf_uplinks();
   }
 
-  // A NIC serving several GPUs (nics_per_node N < gpus_per_node G; GPU i of a node uses NIC i·N/G, as the
-  // topology cables it): nic_per_direction is each GPU's share of the port, which holds when all of them send at
-  // once (training). A communicator running alone (CollectiveRequest::alone) shares a port among its own ranks on
-  // it only. Rings and trees: channel c leaves a domain of m ranks through the NIC of its rank c mod m (as FLOW's
-  // rings do), so b_nic is the port over the most channels one NIC carries. AlltoAll: every rank of a domain of m
-  // sends (n − m)/n of S through its NIC, shared with the domain's other ranks on it.
   // A GPU's own NIC within its node (GPU i of G uses NIC i·N/G, as topology.cpp cables it).
   std::uint32_t rail_of(std::uint32_t gpu) const {
     return (gpu % cluster.gpus_per_node) * cluster.node.nics_per_node / cluster.gpus_per_node;
   }
 
+  // A NIC serving several GPUs (nics_per_node < gpus_per_node; which one, rail_of): nic_per_direction is each
+  // GPU's share of the port, which holds when all of them send at once (training). A communicator running alone
+  // (CollectiveRequest::alone) shares a port among its own ranks on it only. Rings and trees: channel c leaves a domain of m ranks through the NIC of its rank c mod m (as FLOW's
+  // rings do), so b_nic is the port over the most channels one NIC carries. AlltoAll: every rank of a domain of m
+  // sends (n − m)/n of S through its NIC, shared with the domain's other ranks on it.
   void lone_nics() {
     const std::uint32_t N = cluster.node.nics_per_node;
     const double port = cluster.nic_port_per_direction().raw() * profile.collectives.network_bus_efficiency;

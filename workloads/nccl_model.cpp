@@ -428,9 +428,10 @@ struct Evaluator {
 
   // A NIC serving several GPUs (nics_per_node < gpus_per_node; which one, rail_of): nic_per_direction is each
   // GPU's share of the port, which holds when all of them send at once (training). A communicator running alone
-  // (CollectiveRequest::alone) shares a port among its own ranks on it only. Rings and trees: channel c leaves a domain of m ranks through the NIC of its rank c mod m (as FLOW's
-  // rings do), so b_nic is the port over the most channels one NIC carries. AlltoAll: every rank of a domain of m
-  // sends (n − m)/n of S through its NIC, shared with the domain's other ranks on it.
+  // (CollectiveRequest::alone) shares a port among its own ranks on it only. Rings and trees: channel c leaves a domain
+  // of m ranks through the NIC of its rank c mod m (as FLOW's rings do), so b_nic is the port over the most channels
+  // one NIC carries. AlltoAll: every rank of a domain of m sends (n − m)/n of S through its NIC, shared with the
+  // domain's other ranks on it.
   void lone_nics() {
     const std::uint32_t N = cluster.node.nics_per_node;
     const double port = cluster.nic_port_per_direction().raw() * profile.collectives.network_bus_efficiency;

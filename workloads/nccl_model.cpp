@@ -66,6 +66,15 @@ struct Shape {
   double ring_flow_cap = std::numeric_limits<double>::infinity();
   double tree_alg_cap = std::numeric_limits<double>::infinity();
   double alltoall_leaf_s_per_byte = 0;
+  // PCIe-only nodes (pcie_routes()): the ring's bus bytes/s, a Send/Recv's bytes/s and an AlltoAll's seconds per
+  // byte of S that the busiest link inside a node allows (the trees' bound joins tree_alg_cap). No bound: inf,
+  // inf, 0.
+  double pcie_ring_cap = std::numeric_limits<double>::infinity();
+  double pcie_p2p_cap = std::numeric_limits<double>::infinity();
+  double pcie_alltoall_s_per_byte = 0;
+  // And hierarchical AllReduce's phases, seconds per byte of S: both intra-node phases together, the rings across.
+  double pcie_hier_intra_s_per_byte = 0;
+  double pcie_hier_inter_s_per_byte = 0;
 };
 
 // The ring's link loads on a torus (Shape::torus_ring_load): the ring over `order` (a chain without the closing
@@ -370,7 +379,10 @@ void apply_fitted_band(const calibrate::CollectiveConstants& k, const Collective
 
 CollectiveModel::CollectiveModel(const topology::ClusterSpec& cluster, const calibrate::HardwareProfile& profile,
                                  NcclSettings settings)
-    : cluster_(cluster), profile_(profile), settings_(settings) {}
+    : cluster_(cluster), profile_(profile), settings_(settings) {
+  if (cluster.node.scale_up == topology::ScaleUp::kPcieOnly && !cluster.is_explicit() && !cluster.is_torus())
+    pcie_topology_ = std::make_shared<const topology::Topology>(cluster);
+}
 
 namespace {
 
@@ -382,7 +394,7 @@ struct Evaluator {
   Shape sh;
 
   Evaluator(const topology::ClusterSpec& c, const calibrate::HardwareProfile& p, const NcclSettings& s,
-            const CollectiveRequest& r)
+            const CollectiveRequest& r, const topology::Topology* pcie_topology)
       : cluster(c), profile(p), settings(s), req(r) {
     const topology::CommunicatorSpan span = topology::span_of(cluster, req.gpus);
     const auto& k = profile.collectives;
@@ -403,8 +415,7 @@ struct Evaluator {
     const double intra_efficiency = sh.nvlink ? k.nvlink_bus_efficiency : k.network_bus_efficiency;
     sh.b_intra = span.max_ranks_per_node > 1 ? scale_up * intra_efficiency : kInf;
     sh.b_nic = cluster.nic_per_direction.raw() * k.network_bus_efficiency;
-    const std::uint32_t G = cluster.gpus_per_node, N = cluster.node.nics_per_node;
-    if (req.alone && N > 0 && N < G && !cluster.is_explicit() && !cluster.is_torus()) lone_nics();
+    if (shares_nics_alone()) lone_nics();
     sh.egress = sh.domains > 1 ? sh.b_nic * sh.rails : kInf;
     if (cluster.is_torus()) {
       const bool chain = req.op == CollectiveOp::kBroadcast || req.op == CollectiveOp::kReduce;
@@ -419,6 +430,159 @@ struct Evaluator {
                            cluster.fabric.switch_latency.raw() > 0))
       fabric_routes();
     if (sh.domains > 1 && !cluster.is_explicit() && topology::has_fabric(cluster)) leaf_uplinks();
+    if (pcie_topology && sh.n > 1) pcie_routes(*pcie_topology);
+  }
+
+  // PCIe-only nodes of a generated cluster: the links inside a node (the GPUs', NICs' and switches' PCIe links, the
+  // CPUs' interconnect) carry the collective's edges as FLOW routes them (network_model.cpp, on the same Topology).
+  // A PCIe switch's uplink serves every GPU and NIC below it. On the PCIe server preset (2 GPUs per switch, one NIC
+  // per 4 GPUs) an 8-GPU AlltoAll sends 6 pairs' S/8 from each of a switch's 2 GPUs up its uplink, 12 where a GPU's
+  // own link carries 7; and a ring over 2 nodes crosses switch 0's uplink with edge 1 -> 2 of each of its 8
+  // channels plus the 2 channels that enter the node for GPUs 2 and 3 through NIC 0 (10 where a GPU's link carries
+  // 8). Each bound is the busiest link's load over its capacity (network_bus_efficiency, as FLOW derates PCIe and
+  // CPU links); max-min sharing can make FLOW slower than it, never faster. The network links beyond the NICs keep
+  // their own bounds (egress, leaf_uplinks()).
+  //   Ring (and the chain of Broadcast and Reduce): channel c of k is FLOW's ring_path, in each node the ranks from
+  //   local rank c round to c − 1 (the last hop the PXN hand-over), then out through rank c's NIC to the next node's
+  //   rank c; a link carrying L channel-edges of S·f/k each bounds the ring's bus bandwidth (S·f per second) by
+  //   k·C/L. Trees (AllReduce): channel c's chains, S/k each way per edge, and its edges between nodes, S/2k each
+  //   way; with L in units of S/2k, the bound on S per second is 2k·C/L. AlltoAll: S/n per ordered pair, a rank's
+  //   pairs in other nodes through the route's leg inside its node (out) and the destination's (in). Send/Recv:
+  //   the pair's route.
+  void pcie_routes(const topology::Topology& topo) {
+    using Load = std::map<topology::LinkIndex, double>;
+    const double efficiency = profile.collectives.network_bus_efficiency;
+    auto inside = [&topo](topology::LinkIndex l) {
+      const topology::LinkKind kind = topo.link(l).kind;
+      return kind == topology::LinkKind::kPcie || kind == topology::LinkKind::kCpuInterconnect;
+    };
+    auto add = [&](Load& load, std::uint32_t a, std::uint32_t b, std::uint64_t key, double weight) {
+      if (a == b) return;
+      for (topology::LinkIndex l : topo.route(a, b, key))
+        if (inside(l)) load[l] += weight;
+    };
+    // Seconds per byte per unit of load on the busiest link.
+    auto busiest = [&](const Load& load) {
+      double most = 0;
+      for (const auto& [l, units] : load) {
+        const double capacity = topo.link(l).bandwidth.raw() * efficiency;
+        if (capacity > 0) most = std::max(most, units / capacity);
+      }
+      return most;
+    };
+    // Ranks by node, nodes in order of first appearance (network_model.cpp's group()).
+    auto by_node = [&](const std::vector<std::uint32_t>& gpus) {
+      std::vector<std::vector<std::uint32_t>> nodes;
+      std::map<std::uint32_t, std::size_t> index;
+      for (std::uint32_t g : gpus) {
+        const auto it = index.emplace(cluster.node_of(g), nodes.size()).first;
+        if (it->second == nodes.size()) nodes.emplace_back();
+        nodes[it->second].push_back(g);
+      }
+      return nodes;
+    };
+    const std::vector<std::uint32_t>& gpus = req.gpus;
+    const std::size_t n = gpus.size();
+    Load load;
+    if (req.op == CollectiveOp::kSendRecv) {
+      add(load, gpus[0], gpus[1], 0, 1);
+      const double s = busiest(load);
+      if (s > 0) sh.pcie_p2p_cap = 1 / s;
+      return;
+    }
+    if (req.op == CollectiveOp::kAllToAll) {
+      std::map<std::uint32_t, std::size_t> on_node;
+      for (std::uint32_t g : gpus) ++on_node[cluster.node_of(g)];
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::uint32_t g = gpus[i], node = cluster.node_of(g);
+        std::optional<std::uint32_t> away;  // a rank of another node
+        for (std::uint32_t h : gpus) {
+          if (cluster.node_of(h) == node)
+            add(load, g, h, i, 1);
+          else if (!away)
+            away = h;
+        }
+        if (!away) continue;
+        const auto others = static_cast<double>(n - on_node[node]);
+        const auto out = topo.route(g, *away, i), in = topo.route(*away, g, 0);
+        for (topology::LinkIndex l : out) {  // up to the first link out of the node
+          if (!inside(l)) break;
+          load[l] += others;
+        }
+        for (auto it = in.rbegin(); it != in.rend() && inside(*it); ++it) load[*it] += others;
+      }
+      sh.pcie_alltoall_s_per_byte = busiest(load) / static_cast<double>(n);
+      return;
+    }
+    const std::uint32_t k = sh.domains > 1 ? std::max(1u, sh.rails) : 1;
+    const bool chain = req.op == CollectiveOp::kBroadcast || req.op == CollectiveOp::kReduce;
+    std::vector<std::uint32_t> order = gpus;
+    if (chain) std::rotate(order.begin(), order.begin() + std::min<std::size_t>(req.root, n - 1), order.end());
+    const auto nodes = by_node(order);
+    if (nodes.size() == 1) {
+      for (std::size_t i = 0; i + (chain ? 1 : 0) < n; ++i) add(load, order[i], order[(i + 1) % n], 0, 1);
+    } else {
+      for (std::uint32_t c = 0; c < k; ++c)
+        for (std::size_t d = 0; d < nodes.size(); ++d) {
+          const auto& local = nodes[d];
+          const std::size_t m = local.size();
+          for (std::size_t j = 0; j + 1 < m; ++j) add(load, local[(c + j) % m], local[(c + j + 1) % m], c, 1);
+          if (chain && d + 1 == nodes.size()) break;
+          const auto& next = nodes[(d + 1) % nodes.size()];
+          add(load, local[(c + m - 1) % m], local[c % m], c, 1);
+          add(load, local[c % m], next[c % next.size()], c, 1);
+        }
+    }
+    if (const double s = busiest(load); s > 0) sh.pcie_ring_cap = k / s;
+    if (req.op != CollectiveOp::kAllReduce) return;
+    Load tree;
+    const auto tree_nodes = by_node(gpus);
+    const auto D = static_cast<std::uint32_t>(tree_nodes.size());
+    for (std::uint32_t c = 0; c < k; ++c) {
+      for (const auto& local : tree_nodes) {
+        const std::size_t m = local.size();
+        for (std::size_t j = 0; j + 1 < m; ++j) {
+          add(tree, local[(c + j) % m], local[(c + j + 1) % m], c, 2);
+          add(tree, local[(c + j + 1) % m], local[(c + j) % m], c, 2);
+        }
+      }
+      for (int t = 0; t < 2 && D > 1; ++t)
+        for (std::uint32_t child = 0; child < D; ++child) {
+          const std::uint32_t parent = tree_parent(t, child, D);
+          if (parent == D) continue;
+          const std::uint32_t a = tree_nodes[child][c % tree_nodes[child].size()];
+          const std::uint32_t b = tree_nodes[parent][c % tree_nodes[parent].size()];
+          add(tree, a, b, c, 1);
+          add(tree, b, a, c, 1);
+        }
+    }
+    if (const double s = busiest(tree); s > 0) sh.tree_alg_cap = std::min(sh.tree_alg_cap, 2.0 * k / s);
+    // Hierarchical (network_model.cpp): in each node a ring over its m ranks in communicator order moves
+    // (m − 1)/m · S per edge, once to reduce-scatter and once to all-gather; across nodes L (the most ranks on a
+    // node) rings, ring j from rank j mod m of each node to rank j mod m' of the next, S/L · 2(D − 1)/D each.
+    Load across;
+    std::size_t L = 0;
+    for (const auto& local : tree_nodes) L = std::max(L, local.size());
+    for (const auto& local : tree_nodes) {
+      const std::size_t m = local.size();
+      Load ring;
+      for (std::size_t j = 0; m > 1 && j < m; ++j) add(ring, local[j], local[(j + 1) % m], 0, 1);
+      sh.pcie_hier_intra_s_per_byte =
+          std::max(sh.pcie_hier_intra_s_per_byte, 2.0 * double(m - 1) / double(m) * busiest(ring));
+    }
+    for (std::size_t j = 0; D > 1 && j < L; ++j)
+      for (std::size_t d = 0; d < D; ++d) {
+        const auto& here = tree_nodes[d];
+        const auto& next = tree_nodes[(d + 1) % D];
+        add(across, here[j % here.size()], next[j % next.size()], j, 1);
+      }
+    sh.pcie_hier_inter_s_per_byte = D > 1 ? 2.0 * (D - 1) / D / double(L) * busiest(across) : 0;
+  }
+
+  // A communicator running alone (CollectiveRequest::alone) on a generated cluster whose NICs serve several GPUs.
+  bool shares_nics_alone() const {
+    const std::uint32_t G = cluster.gpus_per_node, N = cluster.node.nics_per_node;
+    return req.alone && N > 0 && N < G && !cluster.is_explicit() && !cluster.is_torus();
   }
 
   // A GPU's own NIC within its node (GPU i of G uses NIC i·N/G, as topology.cpp cables it).
@@ -740,8 +904,8 @@ struct Evaluator {
     const double b_intra = !raw && req.op == CollectiveOp::kAllGather && ag_efficiency > 0
                                ? sh.b_intra * ag_efficiency / profile.collectives.nvlink_bus_efficiency
                                : sh.b_intra;
-    const double ring_bus =
-        std::min({b_intra / sh.torus_ring_load, sh.egress, sh.domains > 1 ? sh.rails * sh.ring_flow_cap : kInf});
+    const double ring_bus = std::min({b_intra / sh.torus_ring_load, sh.egress,
+                                      sh.domains > 1 ? sh.rails * sh.ring_flow_cap : kInf, sh.pcie_ring_cap});
     auto protocol_cap = [&](double bus_Bps) {  // ring protocols: wire efficiency and NCCL's per-channel caps
       if (!k.present || raw) return bus_Bps;
       if (p == Protocol::kLL) return std::min(ll_max_bus_GBps() * 1e9, bus_Bps * 0.5);
@@ -796,12 +960,36 @@ struct Evaluator {
         // domain of the largest ceil(L/m)/L (the least populated one when every m divides L: S/r). Each phase
         // waits for its slowest domain.
         const std::uint32_t L = std::max(1u, sh.max_ppn);
-        std::map<std::uint32_t, std::uint32_t> ranks_of;  // by domain (hierarchical is forced only: not a hot path)
-        for (std::uint32_t g : req.gpus) ++ranks_of[topology::domain_of(cluster, g)];
+        // By domain, its ranks in communicator order (hierarchical is forced only: not a hot path).
+        std::map<std::uint32_t, std::vector<std::uint32_t>> ranks_of;
+        for (std::uint32_t g : req.gpus) ranks_of[topology::domain_of(cluster, g)].push_back(g);
         double rings_per_rank = 0;  // max over the communicator's domains of ceil(L/m)/L
-        for (const auto& [domain, m] : ranks_of) rings_per_rank = std::max(rings_per_rank, double((L + m - 1) / m) / L);
-        const double intra_time = L > 1 ? 2.0 * (L - 1) / L / b_intra : 0;
-        const double inter_time = N > 1 ? 2 * (N - 1) / N * rings_per_rank / std::min(sh.b_nic, sh.ring_flow_cap) : 0;
+        for (const auto& [domain, ranks] : ranks_of) {
+          const auto m = static_cast<std::uint32_t>(ranks.size());
+          rings_per_rank = std::max(rings_per_rank, double((L + m - 1) / m) / L);
+        }
+        // Seconds per byte of S through the busiest NIC, per ring's 2(N − 1)/N: a rank's own share of its NIC
+        // (rings_per_rank / b_nic), or, for a communicator alone on NICs that several GPUs share (lone_nics()),
+        // the whole port carrying the rings of all its ranks on it.
+        double nic_s_per_byte = rings_per_rank / sh.b_nic;
+        if (shares_nics_alone()) {
+          const double port = cluster.nic_port_per_direction().raw() * profile.collectives.network_bus_efficiency;
+          std::uint32_t most = 0;
+          for (const auto& [domain, ranks] : ranks_of) {
+            std::map<std::uint64_t, std::uint32_t> rings_on_nic;
+            for (std::uint32_t j = 0; j < L; ++j) {
+              const std::uint32_t g = ranks[j % ranks.size()];
+              most = std::max(most, ++rings_on_nic[std::uint64_t{cluster.node_of(g)} * cluster.node.nics_per_node +
+                                                   rail_of(g)]);
+            }
+          }
+          nic_s_per_byte = double(most) / L / port;
+        }
+        const double intra_time = std::max(L > 1 ? 2.0 * (L - 1) / L / b_intra : 0, sh.pcie_hier_intra_s_per_byte);
+        const double inter_time =
+            N > 1 ? std::max(2 * (N - 1) / N * std::max(nic_s_per_byte, rings_per_rank / sh.ring_flow_cap),
+                             sh.pcie_hier_inter_s_per_byte)
+                  : 0;
         const double per_byte = intra_time + inter_time;
         if (!(per_byte > 0)) return kInf;
         // The protocol caps are on bus bandwidth, as for the ring (on one domain the two are the same ring).
@@ -811,7 +999,7 @@ struct Evaluator {
       case Algorithm::kPointToPoint: {
         if (req.op == CollectiveOp::kSendRecv) {
           const bool same = sh.domains <= 1;
-          return same ? b_intra : sh.b_nic;
+          return std::min(same ? b_intra : sh.b_nic, sh.pcie_p2p_cap);
         }
         // AlltoAll: a GPU in a domain of m sends (n − m)/n of S across domains through its NIC and (m − 1)/n
         // inside: the least populated domain's GPUs carry the most through their NICs, the most populated
@@ -824,7 +1012,7 @@ struct Evaluator {
         const double local = cluster.is_torus() ? sh.torus_alltoall_load / n / b_intra
                              : sh.max_ppn > 1   ? (sh.max_ppn - 1.0) / n / b_intra
                                                 : 0;
-        const double per_byte = std::max({inter, local, sh.alltoall_leaf_s_per_byte});
+        const double per_byte = std::max({inter, local, sh.alltoall_leaf_s_per_byte, sh.pcie_alltoall_s_per_byte});
         return per_byte > 0 ? 1 / per_byte : kInf;
       }
       case Algorithm::kTorus:  // planned by torus_plan(), never here
@@ -1180,10 +1368,10 @@ std::vector<CollectivePlan> CollectiveModel::candidates(const CollectiveRequest&
   if (torus_applies(cluster_, request)) {
     std::vector<CollectivePlan> out = {torus_plan(cluster_, profile_, NcclSettings{}, request)};
     if (request.op == CollectiveOp::kBroadcast || request.op == CollectiveOp::kReduce)
-      out.push_back(Evaluator(cluster_, profile_, settings_, request).make(Algorithm::kRing, Protocol::kSimple));
+      out.push_back(Evaluator(cluster_, profile_, settings_, request, pcie_topology_.get()).make(Algorithm::kRing, Protocol::kSimple));
     return out;
   }
-  Evaluator e(cluster_, profile_, settings_, request);
+  Evaluator e(cluster_, profile_, settings_, request, pcie_topology_.get());
   std::vector<CollectivePlan> out;
   for (Algorithm a : e.algorithms(false))
     for (Protocol p : e.protocols(a)) out.push_back(e.make(a, p));
@@ -1205,12 +1393,12 @@ CollectivePlan CollectiveModel::plan(const CollectiveRequest& request) const {
     // pipelines the whole buffer once (S/b): the faster one runs, as a library choosing by time would.
     if (!forced && (request.op == CollectiveOp::kBroadcast || request.op == CollectiveOp::kReduce)) {
       const CollectivePlan ring =
-          Evaluator(cluster_, profile_, settings_, request).make(Algorithm::kRing, Protocol::kSimple);
+          Evaluator(cluster_, profile_, settings_, request, pcie_topology_.get()).make(Algorithm::kRing, Protocol::kSimple);
       if (ring.time < torus.time) return ring;
     }
     return torus;
   }
-  Evaluator e(cluster_, profile_, settings_, request);
+  Evaluator e(cluster_, profile_, settings_, request, pcie_topology_.get());
   std::vector<Algorithm> algos = e.algorithms(forced);
   if (forced) {
     const Algorithm want = *settings_.algorithm;

@@ -47,6 +47,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -55,6 +56,10 @@
 #include "calibrate/hardware_profile.h"
 #include "sim/units.h"
 #include "topology/cluster_spec.h"
+
+namespace clustersim::topology {
+class Topology;
+}
 
 namespace clustersim::workloads {
 
@@ -180,6 +185,9 @@ class CollectiveModel {
   const topology::ClusterSpec& cluster_;
   const calibrate::HardwareProfile& profile_;
   NcclSettings settings_;
+  // A generated cluster of PCIe-only nodes: its topology, built once, whose routes inside the nodes (the PCIe
+  // switches' shared uplinks, the CPUs' interconnect) bound the closed form as FLOW's flows load them. Else null.
+  std::shared_ptr<const topology::Topology> pcie_topology_;
 };
 
 }  // namespace clustersim::workloads

@@ -286,23 +286,63 @@ TEST_CASE("a NIC shared by several GPUs: a lone communicator gets its whole port
     }
 }
 
-TEST_CASE("PCIe-only nodes: FLOW's rings leave each node once per channel, as the closed form counts") {
-  // 4 PCIe nodes of 8 GPUs (2 NICs each), ring AllReduce. Grouping the ranks by NVLink domain made every GPU its
-  // own domain, so all channels left each node through one GPU's NIC: FLOW took 83.1 ms against the closed form's
-  // 43.5 ms at 256 MiB (1.9x). Grouped by node, what remains is the PCIe switches' shared uplinks, which the
-  // closed form does not see. Derivation: GPU i sits on switch i/2, switches 0-1 on CPU 0 and 2-3 on CPU 1, NIC 0
-  // on switch 0 (GPUs 0-3's), NIC 1 on switch 2. Each of the 8 channels crosses every edge i -> i+1 (mod 8) of a
-  // node once (7 ring edges and the PXN hop c-1 -> c), and channel c leaves through GPU c's NIC and enters the next
-  // node through it. Switch 0's link up to CPU 0 carries edge 1 -> 2 for all 8 channels plus the 2 channels that
-  // enter the node for GPUs 2 and 3 from NIC 0: 10 channel-edges, where a GPU's own PCIe link carries 8 (+1 for its
-  // NIC leg). Same link rate (15.75 GB/s x 0.8): FLOW's bandwidth term is 10/8 = 1.25 times the closed form's.
-  const Scenario sc =
+TEST_CASE("PCIe-only nodes: the switches' shared uplinks bound rings, AlltoAll and Send/Recv alike at both fidelities") {
+  // 4 PCIe nodes of 8 GPUs, 2 NICs each (a100 profile: network_bus_efficiency 0.8 on PCIe links too). GPU i sits
+  // on switch i/2, switches 0-1 below CPU 0 and 2-3 below CPU 1, NIC 0 on switch 0 (GPUs 0-3's), NIC 1 on switch 2;
+  // every PCIe link 15.75 GB/s x 0.8 = 12.6 GB/s.
+  //   Ring AllReduce of the 32 GPUs: 8 channels, each crossing every edge i -> i+1 (mod 8) of a node once (7 ring
+  //   edges and the PXN hop c-1 -> c) and leaving through GPU c's NIC into the next node's GPU c. Switch 0's link up
+  //   to CPU 0 carries edge 1 -> 2 for all 8 channels plus the 2 channels that enter the node for GPUs 2 and 3
+  //   from NIC 0: 10 channel-edges of S x 62/32 / 8 (a GPU's own link 9). Bandwidth term from 256 MiB to 1 GiB:
+  //   768 MiB x 62/32 / 8 x 10 / 12.6e9 = 805,306,368 x 1.9375 / 8 x 10 / 12.6e9 = 0.154790 s. Before, the closed
+  //   form counted 8 (a GPU link's channels), 0.123832 s, while FLOW took 0.154790 s.
+  //   AlltoAll on node 0: each of a switch's 2 GPUs sends S/8 to the 6 GPUs beyond it, 12 pair-shares up the
+  //   uplink where a GPU's link carries 7: 805,306,368 x 12/8 / 12.6e9 = 0.095870 s (the closed form had 7/8:
+  //   0.055924 s, 1.71x less).
+  //   Send/Recv 0 -> 8, alone: the route leaves through NIC 0 (100 Gb/s x 0.8 = 10 GB/s), which binds before the
+  //   PCIe links (12.6 GB/s): 805,306,368 / 10e9 = 0.080531 s.
+  Scenario sc =
       cluster_only("node_preset: \"pcie-8gpu-sys-4029gp-trt\" nodes: 4 gpu: \"A100-SXM4-80GB\"", "a100-sxm4-80gb");
-  auto bandwidth_term = [&](Fidelity f) {
-    return collective_seconds(sc, f, GiB(1), CollectiveOp::kAllReduce) -
-           collective_seconds(sc, f, MiB(256), CollectiveOp::kAllReduce);
-  };
-  CHECK(bandwidth_term(Fidelity::kFlow) == doctest::Approx(1.25 * bandwidth_term(Fidelity::kAnalytical)).epsilon(0.01));
+  sc.nccl.protocol = Protocol::kSimple;
+  const std::vector<std::uint32_t> node0 = {0, 1, 2, 3, 4, 5, 6, 7};
+  for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+    CAPTURE(static_cast<int>(f));
+    sc.fidelity = f;
+    auto t = [&](CollectiveOp op, std::vector<std::uint32_t> gpus, Bytes size) {
+      return run_collective(sc, CollectiveRequest{op, std::move(gpus), size, 0}).time.raw();
+    };
+    std::vector<std::uint32_t> all(32);
+    std::iota(all.begin(), all.end(), 0u);
+    CHECK(t(CollectiveOp::kAllReduce, all, GiB(1)) - t(CollectiveOp::kAllReduce, all, MiB(256)) ==
+          doctest::Approx(805306368.0 * 1.9375 / 8 * 10 / 12.6e9).epsilon(1e-6));
+    CHECK(t(CollectiveOp::kAllToAll, node0, GiB(1)) - t(CollectiveOp::kAllToAll, node0, MiB(256)) ==
+          doctest::Approx(805306368.0 * 12 / 8 / 12.6e9).epsilon(1e-6));
+    CHECK(t(CollectiveOp::kSendRecv, {0, 8}, GiB(1)) - t(CollectiveOp::kSendRecv, {0, 8}, MiB(256)) ==
+          doctest::Approx(805306368.0 / 10e9).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("hierarchical AllReduce alone on NICs that 4 GPUs share: the rings on the busiest NIC, at both fidelities") {
+  // 2 HGX H100 with 2 NICs of 400 Gbit/s (GPUs 0-3 on NIC 0, 4-7 on NIC 1), ranks 0-5 and 8-15, hierarchical
+  // forced, alone. L = 8 rings cross the nodes, ring j through rank j mod 6 of node 0: ranks 0, 1, 2, 3, 4, 5, 0, 1,
+  // so NIC 0 carries 6 rings and NIC 1 two; node 1's NICs 4 each. Each ring moves S/8 x 2(2 - 1)/2 = S/8 across:
+  // the busiest NIC 6/8 of S through a port of 50 GB/s x 0.85 = 42.5 GB/s. Inside the nodes the reduce-scatter
+  // and all-gather of node 1's 8 ranks take 2 x 7/8 of S over NVLink (the slower node). Bandwidth term from 256 MiB
+  // to 1 GiB: 805,306,368 x (2 x 7/8 / b_nvlink + 6/8 / 42.5e9). The closed form had charged each rank's channels
+  // to its NIC (4 channels on NIC 0: S x 2/8 / (42.5e9 / 4) = S/42.5e9 across, a third more than FLOW).
+  Scenario sc = cluster_only("node_preset: \"hgx-h100\" nodes: 2 nics_per_node: 2", "h100-sxm5-80gb");
+  sc.nccl.protocol = Protocol::kSimple;
+  sc.nccl.algorithm = Algorithm::kHierarchical;
+  const double b_nvlink = sc.cluster.nvlink_per_direction.raw() * sc.profile.collectives.nvlink_bus_efficiency;
+  const std::vector<std::uint32_t> ranks = {0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15};
+  for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+    CAPTURE(static_cast<int>(f));
+    sc.fidelity = f;
+    auto t = [&](Bytes size) {
+      return run_collective(sc, CollectiveRequest{CollectiveOp::kAllReduce, ranks, size, 0}).time.raw();
+    };
+    CHECK(t(GiB(1)) - t(MiB(256)) == doctest::Approx(805306368.0 * (2 * 7.0 / 8 / b_nvlink + 6.0 / 8 / 42.5e9)).epsilon(1e-6));
+  }
 }
 
 TEST_CASE("ring and chain steps pay the cluster's hop latencies, alike at both fidelities") {

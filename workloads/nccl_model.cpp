@@ -979,8 +979,8 @@ struct Evaluator {
             std::map<std::uint64_t, std::uint32_t> rings_on_nic;
             for (std::uint32_t j = 0; j < L; ++j) {
               const std::uint32_t g = ranks[j % ranks.size()];
-              most = std::max(most, ++rings_on_nic[std::uint64_t{cluster.node_of(g)} * cluster.node.nics_per_node +
-                                                   rail_of(g)]);
+              most = std::max(
+                  most, ++rings_on_nic[std::uint64_t{cluster.node_of(g)} * cluster.node.nics_per_node + rail_of(g)]);
             }
           }
           nic_s_per_byte = double(most) / L / port;
@@ -1368,7 +1368,8 @@ std::vector<CollectivePlan> CollectiveModel::candidates(const CollectiveRequest&
   if (torus_applies(cluster_, request)) {
     std::vector<CollectivePlan> out = {torus_plan(cluster_, profile_, NcclSettings{}, request)};
     if (request.op == CollectiveOp::kBroadcast || request.op == CollectiveOp::kReduce)
-      out.push_back(Evaluator(cluster_, profile_, settings_, request, pcie_topology_.get()).make(Algorithm::kRing, Protocol::kSimple));
+      out.push_back(Evaluator(cluster_, profile_, settings_, request, pcie_topology_.get())
+                        .make(Algorithm::kRing, Protocol::kSimple));
     return out;
   }
   Evaluator e(cluster_, profile_, settings_, request, pcie_topology_.get());
@@ -1392,8 +1393,8 @@ CollectivePlan CollectiveModel::plan(const CollectiveRequest& request) const {
     // Broadcast and Reduce chain one axis after another (1.5 S/b on a cube), where the ring through the box
     // pipelines the whole buffer once (S/b): the faster one runs, as a library choosing by time would.
     if (!forced && (request.op == CollectiveOp::kBroadcast || request.op == CollectiveOp::kReduce)) {
-      const CollectivePlan ring =
-          Evaluator(cluster_, profile_, settings_, request, pcie_topology_.get()).make(Algorithm::kRing, Protocol::kSimple);
+      const CollectivePlan ring = Evaluator(cluster_, profile_, settings_, request, pcie_topology_.get())
+                                      .make(Algorithm::kRing, Protocol::kSimple);
       if (ring.time < torus.time) return ring;
     }
     return torus;

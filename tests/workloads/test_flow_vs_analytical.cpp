@@ -286,7 +286,8 @@ TEST_CASE("a NIC shared by several GPUs: a lone communicator gets its whole port
     }
 }
 
-TEST_CASE("PCIe-only nodes: the switches' shared uplinks bound rings, AlltoAll and Send/Recv alike at both fidelities") {
+TEST_CASE(
+    "PCIe-only nodes: the switches' shared uplinks bound rings, AlltoAll and Send/Recv alike at both fidelities") {
   // 4 PCIe nodes of 8 GPUs, 2 NICs each (a100 profile: network_bus_efficiency 0.8 on PCIe links too). GPU i sits
   // on switch i/2, switches 0-1 below CPU 0 and 2-3 below CPU 1, NIC 0 on switch 0 (GPUs 0-3's), NIC 1 on switch 2;
   // every PCIe link 15.75 GB/s x 0.8 = 12.6 GB/s.
@@ -341,7 +342,8 @@ TEST_CASE("hierarchical AllReduce alone on NICs that 4 GPUs share: the rings on 
     auto t = [&](Bytes size) {
       return run_collective(sc, CollectiveRequest{CollectiveOp::kAllReduce, ranks, size, 0}).time.raw();
     };
-    CHECK(t(GiB(1)) - t(MiB(256)) == doctest::Approx(805306368.0 * (2 * 7.0 / 8 / b_nvlink + 6.0 / 8 / 42.5e9)).epsilon(1e-6));
+    CHECK(t(GiB(1)) - t(MiB(256)) ==
+          doctest::Approx(805306368.0 * (2 * 7.0 / 8 / b_nvlink + 6.0 / 8 / 42.5e9)).epsilon(1e-6));
   }
 }
 

@@ -75,6 +75,11 @@ struct Shape {
   // And hierarchical AllReduce's phases, seconds per byte of S: both intra-node phases together, the rings across.
   double pcie_hier_intra_s_per_byte = 0;
   double pcie_hier_inter_s_per_byte = 0;
+  // A communicator alone on NICs that several GPUs share (lone_nics()): the trees' and CollNet's S per second
+  // through the busiest NIC port, in place of egress.
+  bool lone_ports = false;
+  double lone_tree_cap = std::numeric_limits<double>::infinity();
+  double lone_collnet_cap = std::numeric_limits<double>::infinity();
 };
 
 // The ring's link loads on a torus (Shape::torus_ring_load): the ring over `order` (a chain without the closing
@@ -615,6 +620,41 @@ struct Evaluator {
     }
     sh.b_nic = port / most_channels;
     sh.alltoall_nic_s_per_byte = most_alltoall / sh.n / port;
+    // Trees (AllReduce): the domain at position i (order of first appearance, as network_model.cpp places them in
+    // the trees) sends sends[i] half-buffers of S/2k per channel, channel c through the NIC of its rank c mod m; a
+    // NIC carrying u of them in all bounds the trees' S per second by 2k·port/u. (rails · b_nic over the busiest
+    // domain's sends would pair the NIC with the most channels in one domain with the most sends in another.)
+    // CollNet: each rank sends its shard S/m up (and gets it back) through its own NIC; q ranks of a domain of m on
+    // one NIC bound S per second by m·port/q.
+    std::vector<const std::vector<std::uint32_t>*> in_order;
+    {
+      std::map<std::uint32_t, bool> seen;
+      for (std::uint32_t g : req.gpus) {
+        const std::uint32_t d = topology::domain_of(cluster, g);
+        if (!seen[d]) in_order.push_back(&by_domain[d]), seen[d] = true;
+      }
+    }
+    const auto D = static_cast<std::uint32_t>(in_order.size());
+    std::vector<std::uint32_t> sends(D, 0);
+    for (int tree = 0; tree < 2 && D > 1; ++tree)
+      for (std::uint32_t i = 0; i < D; ++i) {
+        const std::uint32_t p = tree_parent(tree, i, D);
+        if (p == D) continue;
+        ++sends[i];
+        ++sends[p];
+      }
+    std::map<std::uint64_t, double> tree_units;
+    double most_units = 0;
+    for (std::uint32_t i = 0; i < D; ++i) {
+      const auto& ranks = *in_order[i];
+      for (std::uint32_t c = 0; c < channels; ++c)
+        most_units = std::max(most_units, tree_units[nic_of(ranks[c % ranks.size()])] += sends[i]);
+      std::map<std::uint64_t, std::uint32_t> on_nic;
+      for (std::uint32_t g : ranks)
+        sh.lone_collnet_cap = std::min(sh.lone_collnet_cap, double(ranks.size()) * port / ++on_nic[nic_of(g)]);
+    }
+    sh.lone_tree_cap = most_units > 0 ? 2.0 * channels * port / most_units : kInf;
+    sh.lone_ports = true;
   }
 
   // Shape's leaf-uplink bounds on a generated fabric (topology.h's sizing rule: a leaf has u uplinks of the fabric's
@@ -929,8 +969,8 @@ struct Evaluator {
         for (std::uint32_t m = std::max(1u, sh.rails); m <= sh.max_ppn; ++m)
           chain = std::max(chain, tree_chain_sends(m, channels));
         const double tree_bytes = N > 1 ? tree_max_sends(static_cast<std::uint32_t>(N)) / 2.0 : 0;
-        double alg =
-            std::min({chain > 0 ? b_intra / chain : kInf, N > 1 ? sh.egress / tree_bytes : kInf, sh.tree_alg_cap});
+        const double across = N <= 1 ? kInf : sh.lone_ports ? sh.lone_tree_cap : sh.egress / tree_bytes;
+        double alg = std::min({chain > 0 ? b_intra / chain : kInf, across, sh.tree_alg_cap});
         if (!std::isfinite(alg)) alg = b_intra;
         if (raw) return alg;
         // Wire efficiency: Simple moves payload only; LL and LL128 as NCCL's tree factors (1/3.8; 7/9 in a
@@ -951,7 +991,7 @@ struct Evaluator {
         // to their least at an end of the range: the least populated domain's rails (egress), the most
         // populated domain's NVLink.
         const double m = sh.max_ppn;
-        return std::min(sh.egress, m > 1 ? b_intra * m / (2 * (m - 1)) : kInf);
+        return std::min(sh.lone_ports ? sh.lone_collnet_cap : sh.egress, m > 1 ? b_intra * m / (2 * (m - 1)) : kInf);
       }
       case Algorithm::kHierarchical: {
         // Per byte of S: the reduce-scatter and all-gather inside the most populated domain (L ranks:

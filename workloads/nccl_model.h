@@ -10,7 +10,8 @@
 //    model exists to choose, not to predict (§1.1), so it is used only for the choice.
 //  * The physical model that times the chosen (algorithm, protocol): the same latency structure plus a
 //    launch overhead per call, and a bandwidth from the links the algorithm actually loads — NVLink per
-//    GPU and the NIC rails per NVLink domain, derated by the profile's measured bus efficiencies — with the
+//    GPU and the NIC rails per NVLink domain (on PCIe-only nodes the busiest PCIe or CPU link the algorithm's
+//    routes load), derated by the profile's measured bus efficiencies — with the
 //    protocol's wire efficiency (LL: 8 of 16 bytes are data; LL128: 120 of 128) and the NVLS rate measured
 //    on H100 (§1.12); AllGather takes the profile's own NVLink efficiency for it where there is one. At ANALYTICAL
 //    fidelity this is the time; at FLOW fidelity the same algorithm runs as flows on the topology (network_model.h) and

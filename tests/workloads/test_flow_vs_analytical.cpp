@@ -347,6 +347,30 @@ TEST_CASE("hierarchical AllReduce alone on NICs that 4 GPUs share: the rings on 
   }
 }
 
+TEST_CASE("trees alone on NICs that 4 GPUs share: the busiest NIC's channels times its node's sends") {
+  // 4 HGX H100 with 2 NICs of 400 Gbit/s (GPUs 0-3 of a node on NIC 0, 4-7 on NIC 1), tree Simple forced, alone.
+  // Ranks: node 0 {0, 1, 2, 3, 4, 7}, node 1 {9-14}, node 2 {16, 17, 19, 21, 22, 23}, node 3 {24-30}: k = 6
+  // channels (the least populated node's ranks), channel c through rank c mod m's NIC. The double binary tree over 4
+  // nodes (0 - 2, 2 - 1, 2 - 3 and 3 - 1, 1 - 2, 1 - 0) has nodes 1 and 2 send 4 half-buffers of S/2k per channel,
+  // nodes 0 and 3 two. Node 1's ranks 9-11 are on NIC 0 and 12-14 on NIC 1: 3 channels x 4 = 12 units on each;
+  // node 0's NIC 0 carries 4 channels x 2 = 8. Busiest: 12 x S/12 = S through a port of 50 GB/s x 0.85. From 1 to
+  // 4 GiB (past NCCL's tree correction table): 3,221,225,472 / 42.5e9 = 0.075794 s. The closed form had paired node
+  // 0's 4 channels on one NIC with node 1's 4 sends (4 x 4 x S/12: 4/3 of FLOW's time).
+  Scenario sc = cluster_only("node_preset: \"hgx-h100\" nodes: 4 nics_per_node: 2", "h100-sxm5-80gb");
+  sc.nccl.protocol = Protocol::kSimple;
+  sc.nccl.algorithm = Algorithm::kTree;
+  const std::vector<std::uint32_t> ranks = {0,  1,  2,  3,  4,  7,  9,  10, 11, 12, 13, 14, 16,
+                                            17, 19, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30};
+  for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+    CAPTURE(static_cast<int>(f));
+    sc.fidelity = f;
+    auto t = [&](Bytes size) {
+      return run_collective(sc, CollectiveRequest{CollectiveOp::kAllReduce, ranks, size, 0}).time.raw();
+    };
+    CHECK(t(GiB(4)) - t(GiB(1)) == doctest::Approx(3221225472.0 / 42.5e9).epsilon(1e-6));
+  }
+}
+
 TEST_CASE("ring and chain steps pay the cluster's hop latencies, alike at both fidelities") {
   // 2 DGX H100, 16 GPUs, network_hop_latency_us 100, forced ring. A chunk crosses one edge per step; of the
   // ring's 16 edges 2 are network hops. AllReduce: 2·15 = 30 steps · 2/16 · 100 µs = 375 µs more; AllGather:

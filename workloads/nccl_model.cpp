@@ -77,9 +77,11 @@ struct Shape {
   double pcie_hier_inter_s_per_byte = 0;
   // A communicator alone on NICs that several GPUs share (lone_nics()): the trees' and CollNet's S per second
   // through the busiest NIC port, in place of egress.
+  // And hierarchical AllReduce's L rings across: seconds per byte of S through the NIC that carries most of them.
   bool lone_ports = false;
   double lone_tree_cap = std::numeric_limits<double>::infinity();
   double lone_collnet_cap = std::numeric_limits<double>::infinity();
+  double lone_hier_s_per_byte = 0;
 };
 
 // The ring's link loads on a torus (Shape::torus_ring_load): the ring over `order` (a chain without the closing
@@ -625,7 +627,8 @@ struct Evaluator {
     // NIC carrying u of them in all bounds the trees' S per second by 2k·port/u. (rails · b_nic over the busiest
     // domain's sends would pair the NIC with the most channels in one domain with the most sends in another.)
     // CollNet: each rank sends its shard S/m up (and gets it back) through its own NIC; q ranks of a domain of m on
-    // one NIC bound S per second by m·port/q.
+    // one NIC bound S per second by m·port/q. Hierarchical: L (the most ranks of a domain) rings of S/L cross the
+    // domains, ring j through the NIC of rank j mod m.
     std::vector<const std::vector<std::uint32_t>*> in_order;
     {
       std::map<std::uint32_t, bool> seen;
@@ -644,7 +647,10 @@ struct Evaluator {
         ++sends[p];
       }
     std::map<std::uint64_t, double> tree_units;
+    std::map<std::uint64_t, std::uint32_t> rings_on_nic;
     double most_units = 0;
+    std::uint32_t most_rings = 0;
+    const std::uint32_t L = std::max(1u, sh.max_ppn);
     for (std::uint32_t i = 0; i < D; ++i) {
       const auto& ranks = *in_order[i];
       for (std::uint32_t c = 0; c < channels; ++c)
@@ -652,8 +658,11 @@ struct Evaluator {
       std::map<std::uint64_t, std::uint32_t> on_nic;
       for (std::uint32_t g : ranks)
         sh.lone_collnet_cap = std::min(sh.lone_collnet_cap, double(ranks.size()) * port / ++on_nic[nic_of(g)]);
+      for (std::uint32_t j = 0; j < L; ++j)
+        most_rings = std::max(most_rings, ++rings_on_nic[nic_of(ranks[j % ranks.size()])]);
     }
     sh.lone_tree_cap = most_units > 0 ? 2.0 * channels * port / most_units : kInf;
+    sh.lone_hier_s_per_byte = double(most_rings) / L / port;
     sh.lone_ports = true;
   }
 
@@ -1000,31 +1009,13 @@ struct Evaluator {
         // domain of the largest ceil(L/m)/L (the least populated one when every m divides L: S/r). Each phase
         // waits for its slowest domain.
         const std::uint32_t L = std::max(1u, sh.max_ppn);
-        // By domain, its ranks in communicator order (hierarchical is forced only: not a hot path).
-        std::map<std::uint32_t, std::vector<std::uint32_t>> ranks_of;
-        for (std::uint32_t g : req.gpus) ranks_of[topology::domain_of(cluster, g)].push_back(g);
+        std::map<std::uint32_t, std::uint32_t> ranks_of;  // by domain (hierarchical is forced only: not a hot path)
+        for (std::uint32_t g : req.gpus) ++ranks_of[topology::domain_of(cluster, g)];
         double rings_per_rank = 0;  // max over the communicator's domains of ceil(L/m)/L
-        for (const auto& [domain, ranks] : ranks_of) {
-          const auto m = static_cast<std::uint32_t>(ranks.size());
-          rings_per_rank = std::max(rings_per_rank, double((L + m - 1) / m) / L);
-        }
-        // Seconds per byte of S through the busiest NIC, per ring's 2(N − 1)/N: a rank's own share of its NIC
-        // (rings_per_rank / b_nic), or, for a communicator alone on NICs that several GPUs share (lone_nics()),
-        // the whole port carrying the rings of all its ranks on it.
-        double nic_s_per_byte = rings_per_rank / sh.b_nic;
-        if (shares_nics_alone()) {
-          const double port = cluster.nic_port_per_direction().raw() * profile.collectives.network_bus_efficiency;
-          std::uint32_t most = 0;
-          for (const auto& [domain, ranks] : ranks_of) {
-            std::map<std::uint64_t, std::uint32_t> rings_on_nic;
-            for (std::uint32_t j = 0; j < L; ++j) {
-              const std::uint32_t g = ranks[j % ranks.size()];
-              most = std::max(
-                  most, ++rings_on_nic[std::uint64_t{cluster.node_of(g)} * cluster.node.nics_per_node + rail_of(g)]);
-            }
-          }
-          nic_s_per_byte = double(most) / L / port;
-        }
+        for (const auto& [domain, m] : ranks_of) rings_per_rank = std::max(rings_per_rank, double((L + m - 1) / m) / L);
+        // Seconds per byte of S through the busiest NIC, per ring's 2(N − 1)/N: a rank's own share of its NIC, or,
+        // alone on NICs that several GPUs share, the whole port carrying the rings of all its ranks on it.
+        const double nic_s_per_byte = sh.lone_ports ? sh.lone_hier_s_per_byte : rings_per_rank / sh.b_nic;
         const double intra_time = std::max(L > 1 ? 2.0 * (L - 1) / L / b_intra : 0, sh.pcie_hier_intra_s_per_byte);
         const double inter_time =
             N > 1 ? std::max(2 * (N - 1) / N * std::max(nic_s_per_byte, rings_per_rank / sh.ring_flow_cap),

@@ -75,6 +75,7 @@ struct Shape {
   // And hierarchical AllReduce's phases, seconds per byte of S: both intra-node phases together, the rings across.
   double pcie_hier_intra_s_per_byte = 0;
   double pcie_hier_inter_s_per_byte = 0;
+  double pcie_collnet_cap = std::numeric_limits<double>::infinity();  // CollNet's S per second
   // A communicator alone on NICs that several GPUs share (lone_nics()): the trees' and CollNet's S per second
   // through the busiest NIC port, in place of egress.
   // And hierarchical AllReduce's L rings across: seconds per byte of S through the NIC that carries most of them.
@@ -82,6 +83,11 @@ struct Shape {
   double lone_tree_cap = std::numeric_limits<double>::infinity();
   double lone_collnet_cap = std::numeric_limits<double>::infinity();
   double lone_hier_s_per_byte = 0;
+  // Oversubscribed leaves (leaf_uplinks()): hierarchical's rings across, seconds per byte of S per ring's
+  // 2(D − 1)/D through the busiest leaf's uplinks; PAT's rounds, each (its share of S, seconds per byte of that
+  // share through the busiest leaf's uplinks).
+  double hier_leaf_s_per_byte = 0;
+  std::vector<std::pair<double, double>> pat_rounds;
 };
 
 // The ring's link loads on a torus (Shape::torus_ring_load): the ring over `order` (a chain without the closing
@@ -584,6 +590,26 @@ struct Evaluator {
         add(across, here[j % here.size()], next[j % next.size()], j, 1);
       }
     sh.pcie_hier_inter_s_per_byte = D > 1 ? 2.0 * (D - 1) / D / double(L) * busiest(across) : 0;
+    // CollNet (network_model.cpp): each domain is a coflow of S/m, every rank's leg up to the fabric (towards rank
+    // j mod m' of the next domain) and back down, and a ring over the domain's ranks carrying 2(m − 1) shards; a
+    // link carrying u of them bounds S per second by m·C/u.
+    for (std::size_t d = 0; D > 1 && d < D; ++d) {
+      const auto& local = tree_nodes[d];
+      const auto& next = tree_nodes[(d + 1) % D];
+      const std::size_t m = local.size();
+      Load legs;
+      for (std::size_t j = 0; j < m; ++j) {
+        const std::uint32_t peer = next[j % next.size()];
+        for (topology::LinkIndex l : topo.route(local[j], peer, j)) {
+          if (!inside(l)) break;
+          legs[l] += 1;
+        }
+        const auto back = topo.route(peer, local[j], j);
+        for (auto it = back.rbegin(); it != back.rend() && inside(*it); ++it) legs[*it] += 1;
+        if (m > 1) add(legs, local[j], local[(j + 1) % m], j, 2.0 * double(m - 1));
+      }
+      if (const double s = busiest(legs); s > 0) sh.pcie_collnet_cap = std::min(sh.pcie_collnet_cap, double(m) / s);
+    }
   }
 
   // A communicator running alone (CollectiveRequest::alone) on a generated cluster whose NICs serve several GPUs.
@@ -690,19 +716,20 @@ struct Evaluator {
       return rail ? std::uint64_t{rail_of(gpu)} * shape.leaves_per_rail + node / shape.ports.downlinks
                   : node / shape.nodes_per_leaf;
     };
-    // Leaves of a domain's channels: by the domain's first rank's node, one per rail (a Clos: all the same).
+    // The communicator's ranks by domain, domains in order of first appearance, ranks in communicator order (as
+    // network_model.cpp groups them). Channel c (and hierarchical's ring c) leaves and enters a domain of m ranks
+    // through the NIC of its rank c mod m: that NIC's leaf.
     std::map<std::uint32_t, std::size_t> index;
-    std::vector<std::uint32_t> first;  // by domain, its first rank's GPU
-    for (std::uint32_t g : req.gpus)
-      if (index.emplace(topology::domain_of(cluster, g), first.size()).second) first.push_back(g);
-    const auto D = static_cast<std::uint32_t>(first.size());
+    std::vector<std::vector<std::uint32_t>> doms;
+    for (std::uint32_t g : req.gpus) {
+      const auto it = index.emplace(topology::domain_of(cluster, g), doms.size()).first;
+      if (it->second == doms.size()) doms.emplace_back();
+      doms[it->second].push_back(g);
+    }
+    const auto D = static_cast<std::uint32_t>(doms.size());
     const std::uint32_t channels = std::max(1u, sh.rails);
     auto channel_leaf = [&](std::uint32_t domain, std::uint32_t c) {
-      // Channel c leaves through rail c (of the node's NICs; wrapped when a node has fewer).
-      const std::uint32_t node_first = cluster.node_of(first[domain]) * cluster.gpus_per_node;
-      const std::uint32_t rails = std::max(1u, cluster.node.nics_per_node);
-      const std::uint32_t gpu = node_first + (c % rails) * cluster.gpus_per_node / rails;
-      return leaf_of(gpu);
+      return leaf_of(doms[domain][c % doms[domain].size()]);
     };
     // Ring: channel c's edge from domain i to i + 1 (the last to the first) leaves i's leaf when the next domain's
     // is another; the busiest leaf's crossing edges, over every channel, share its uplinks.
@@ -713,6 +740,34 @@ struct Evaluator {
         if (a != b) ring_out[a] += 1;
       }
     for (const auto& [leaf, flows] : ring_out) sh.ring_flow_cap = std::min(sh.ring_flow_cap, cap / flows);
+    // Hierarchical AllReduce: L (the most ranks of a domain) rings across the domains, S/L each.
+    std::map<std::uint64_t, double> hier_out;
+    std::uint32_t L = 1;
+    for (const auto& ranks : doms) L = std::max(L, static_cast<std::uint32_t>(ranks.size()));
+    double most_rings = 0;
+    for (std::uint32_t j = 0; j < L; ++j)
+      for (std::uint32_t i = 0; i < D; ++i) {
+        const std::uint64_t a = channel_leaf(i, j), b = channel_leaf((i + 1) % D, j);
+        if (a != b) most_rings = std::max(most_rings, hier_out[a] += 1);
+      }
+    sh.hier_leaf_s_per_byte = most_rings / L / cap;
+    // PAT (one rank per domain, network_model.cpp): round k sends its shards of S/n to the rank n/2^k away, one
+    // coflow per round; the flows that leave a leaf share its uplinks.
+    if (sh.max_ppn == 1) {
+      const std::uint32_t n = D, rounds = pat_rounds(n);
+      std::uint32_t sent = 0;
+      for (std::uint32_t k = 1; k <= rounds; ++k) {
+        const std::uint32_t distance = 1u << (rounds - k), shards = k < rounds ? 1u << (k - 1) : n - 1 - sent;
+        sent += shards;
+        std::map<std::uint64_t, double> out;
+        double most = 0;
+        for (std::uint32_t i = 0; i < n; ++i) {
+          const std::uint64_t a = leaf_of(req.gpus[i]), b = leaf_of(req.gpus[(i + distance) % n]);
+          if (a != b) most = std::max(most, out[a] += 1);
+        }
+        sh.pat_rounds.emplace_back(double(shards) / n, most / cap);
+      }
+    }
     // Trees: each of the two trees carries half of the buffer over every edge, both ways, split over the channels:
     // an edge between leaves sends S/(2·channels) per channel out of each of its two leaves.
     for (std::uint32_t c = 0; c < channels; ++c)
@@ -968,7 +1023,17 @@ struct Evaluator {
       case Algorithm::kPat:
         // One GPU per node: every rank's NIC sends and receives (n − 1)/n · S, as in the ring, over pat_rounds(n)
         // rounds; NCCL's efficiency factor for PAT (0.75) is its measured shortfall.
-        return ring_bus * (raw ? 1.0 : k.pat_bus_efficiency) / busbw_factor(req.op, sh.n);
+        // On oversubscribed leaves each round waits for its busiest leaf's uplinks or for the NICs, whichever is
+        // slower (the ring's own leaf bound does not apply: PAT's rounds cross other leaves than the ring's edges).
+        {
+          const double eff = raw ? 1.0 : k.pat_bus_efficiency;
+          if (sh.pat_rounds.empty()) return ring_bus * eff / busbw_factor(req.op, sh.n);
+          const double links = std::min({b_intra / sh.torus_ring_load, sh.egress, sh.pcie_ring_cap});
+          double per_byte = 0;
+          for (const auto& [share, leaf_s_per_byte] : sh.pat_rounds)
+            per_byte += share * std::max(1 / links, leaf_s_per_byte);
+          return per_byte > 0 ? eff / per_byte : kInf;
+        }
       case Algorithm::kTree: {
         // Chains inside the domains (the busiest GPU sends tree_chain_sends · S: 2S in one chain of 3 or
         // more), a double binary tree across domains: the busiest domain sends tree_max_sends half-buffers
@@ -1000,7 +1065,8 @@ struct Evaluator {
         // to their least at an end of the range: the least populated domain's rails (egress), the most
         // populated domain's NVLink.
         const double m = sh.max_ppn;
-        return std::min(sh.lone_ports ? sh.lone_collnet_cap : sh.egress, m > 1 ? b_intra * m / (2 * (m - 1)) : kInf);
+        return std::min({sh.lone_ports ? sh.lone_collnet_cap : sh.egress, m > 1 ? b_intra * m / (2 * (m - 1)) : kInf,
+                         sh.pcie_collnet_cap});
       }
       case Algorithm::kHierarchical: {
         // Per byte of S: the reduce-scatter and all-gather inside the most populated domain (L ranks:
@@ -1018,7 +1084,7 @@ struct Evaluator {
         const double nic_s_per_byte = sh.lone_ports ? sh.lone_hier_s_per_byte : rings_per_rank / sh.b_nic;
         const double intra_time = std::max(L > 1 ? 2.0 * (L - 1) / L / b_intra : 0, sh.pcie_hier_intra_s_per_byte);
         const double inter_time =
-            N > 1 ? std::max(2 * (N - 1) / N * std::max(nic_s_per_byte, rings_per_rank / sh.ring_flow_cap),
+            N > 1 ? std::max(2 * (N - 1) / N * std::max(nic_s_per_byte, sh.hier_leaf_s_per_byte),
                              sh.pcie_hier_inter_s_per_byte)
                   : 0;
         const double per_byte = intra_time + inter_time;

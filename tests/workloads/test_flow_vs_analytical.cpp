@@ -371,6 +371,68 @@ TEST_CASE("trees alone on NICs that 4 GPUs share: the busiest NIC's channels tim
   }
 }
 
+TEST_CASE("oversubscribed rail leaves: rings leave through their ranks' own NICs, PAT's rounds cross as routed") {
+  // 5 HGX H100 with 2 NICs (GPUs 0-3 on rail 0, 4-7 on rail 1) on a rail-optimised tree of radix 4 at 3:1: a leaf
+  // has 3 downlinks and 1 uplink, so nodes 0-2 share one leaf per rail and nodes 3-4 another; the uplink runs at the
+  // NIC port's 50 GB/s x 0.85 = 42.5 GB/s, as does a NIC. Alone, each rank here has its NIC to itself.
+  //   Ring AllReduce over GPUs 0 (node 0, rail 0), 12 (node 1, rail 1), 16 (node 2, rail 0), 24 (node 3, rail 0),
+  //   one channel: edge 0 -> 12 goes from rail 0's leaf to rail 1's (over a spine) and 16 -> 24 to the other leaf
+  //   group, both out of rail 0's first leaf: 2 edges of 2 x 3/4 S on one uplink. From 1 to 4 GiB:
+  //   3 GiB x 1.5 x 2 / 42.5e9 = 0.227381 s. (The closed form took every rank's channel on rail 0, saw one crossing
+  //   per leaf and half that time.)
+  //   PAT AllGather over GPU 0 of each node, 5 ranks, 3 rounds (network_model.cpp): distance 4 with 1 shard of S/5
+  //   (crossings out of a leaf: at most 1), distance 2 with 2 shards (1 -> 3 and 2 -> 4 both leave the first leaf:
+  //   2), distance 1 with the last shard (1). Per byte of S: (1/5 x 1 + 2/5 x 2 + 1/5 x 1) / 42.5e9 = 1.2 / 42.5e9,
+  //   over PAT's efficiency e (NCCL's 0.75): 3 GiB x 1.2 / 42.5e9 / e. (The closed form took the ring's bound, 4/5.)
+  Scenario sc = cluster_only(
+      "node_preset: \"hgx-h100\" nodes: 5 nics_per_node: 2 fabric { switch_radix: 4 oversubscription: 3 }",
+      "h100-sxm5-80gb");
+  sc.nccl.protocol = Protocol::kSimple;
+  const double pat_efficiency = sc.profile.collectives.nccl.pat_bus_efficiency;
+  REQUIRE(pat_efficiency > 0);
+  for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+    CAPTURE(static_cast<int>(f));
+    sc.fidelity = f;
+    auto t = [&](Algorithm a, CollectiveOp op, std::vector<std::uint32_t> gpus, Bytes size) {
+      sc.nccl.algorithm = a;
+      return run_collective(sc, CollectiveRequest{op, std::move(gpus), size, 0}).time.raw();
+    };
+    const std::vector<std::uint32_t> ring = {0, 12, 16, 24}, pat = {0, 8, 16, 24, 32};
+    CHECK(t(Algorithm::kRing, CollectiveOp::kAllReduce, ring, GiB(4)) -
+              t(Algorithm::kRing, CollectiveOp::kAllReduce, ring, GiB(1)) ==
+          doctest::Approx(3221225472.0 * 1.5 * 2 / 42.5e9).epsilon(1e-6));
+    CHECK(t(Algorithm::kPat, CollectiveOp::kAllGather, pat, GiB(4)) -
+              t(Algorithm::kPat, CollectiveOp::kAllGather, pat, GiB(1)) ==
+          doctest::Approx(3221225472.0 * 1.2 / 42.5e9 / pat_efficiency).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("CollNet on PCIe nodes: the reduce-scatter ring and the legs to the NIC share the switches' links") {
+  // 2 PCIe nodes (2 GPUs per PCIe switch, NIC 0 on switch 0 for GPUs 0-3, NIC 1 on switch 2; every PCIe link
+  // 15.75 GB/s x 0.8 = 12.6 GB/s) with in-network reduction, CollNet forced on GPUs 0, 4, 8 and 12: each node a
+  // coflow of S/2 per entry (network_model.cpp). Node 0: GPU 0's leg up goes GPU 0 -> switch 0 -> NIC 0; GPU 4's goes
+  // GPU 4 -> switch 2 -> NIC 1; each comes back the same way; the ring 0 -> 4 -> 0 carries 2(m - 1) = 2 shards per
+  // edge, over GPU 0 -> switch 0 -> CPU 0 -> CPU 1 -> switch 2 -> GPU 4 and back. GPU 0's link up carries its leg
+  // and 2 ring shards: 3 entries of S/2 on 12.6 GB/s (the UPI link, 41.6 GB/s x 0.8, carries 2). From 1 to 4 GiB:
+  // 3 GiB x 3/2 / 12.6e9 = 0.383479 s. (The closed form charged the ring alone, 12.6 GB/s x m / (2(m - 1)) for S:
+  // 3 GiB / 12.6e9 = 0.255653 s, two thirds of it; the NIC, 10 GB/s for S/2, less.)
+  Scenario sc = cluster_only(
+      "node_preset: \"pcie-8gpu-sys-4029gp-trt\" nodes: 2 gpu: \"A100-SXM4-80GB\" fabric { in_network_reduction: "
+      "true }",
+      "a100-sxm4-80gb");
+  sc.nccl.protocol = Protocol::kSimple;
+  sc.nccl.algorithm = Algorithm::kCollNet;
+  const std::vector<std::uint32_t> ranks = {0, 4, 8, 12};
+  for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+    CAPTURE(static_cast<int>(f));
+    sc.fidelity = f;
+    auto t = [&](Bytes size) {
+      return run_collective(sc, CollectiveRequest{CollectiveOp::kAllReduce, ranks, size, 0}).time.raw();
+    };
+    CHECK(t(GiB(4)) - t(GiB(1)) == doctest::Approx(3221225472.0 * 1.5 / 12.6e9).epsilon(1e-6));
+  }
+}
+
 TEST_CASE("ring and chain steps pay the cluster's hop latencies, alike at both fidelities") {
   // 2 DGX H100, 16 GPUs, network_hop_latency_us 100, forced ring. A chunk crosses one edge per step; of the
   // ring's 16 edges 2 are network hops. AllReduce: 2·15 = 30 steps · 2/16 · 100 µs = 375 µs more; AllGather:

@@ -1083,10 +1083,9 @@ struct Evaluator {
         // alone on NICs that several GPUs share, the whole port carrying the rings of all its ranks on it.
         const double nic_s_per_byte = sh.lone_ports ? sh.lone_hier_s_per_byte : rings_per_rank / sh.b_nic;
         const double intra_time = std::max(L > 1 ? 2.0 * (L - 1) / L / b_intra : 0, sh.pcie_hier_intra_s_per_byte);
-        const double inter_time =
-            N > 1 ? std::max(2 * (N - 1) / N * std::max(nic_s_per_byte, sh.hier_leaf_s_per_byte),
-                             sh.pcie_hier_inter_s_per_byte)
-                  : 0;
+        const double inter_time = N > 1 ? std::max(2 * (N - 1) / N * std::max(nic_s_per_byte, sh.hier_leaf_s_per_byte),
+                                                   sh.pcie_hier_inter_s_per_byte)
+                                        : 0;
         const double per_byte = intra_time + inter_time;
         if (!(per_byte > 0)) return kInf;
         // The protocol caps are on bus bandwidth, as for the ring (on one domain the two are the same ring).

@@ -384,9 +384,9 @@ TEST_CASE("oversubscribed rail leaves: rings leave through their ranks' own NICs
   //   (crossings out of a leaf: at most 1), distance 2 with 2 shards (1 -> 3 and 2 -> 4 both leave the first leaf:
   //   2), distance 1 with the last shard (1). Per byte of S: (1/5 x 1 + 2/5 x 2 + 1/5 x 1) / 42.5e9 = 1.2 / 42.5e9,
   //   over PAT's efficiency e (NCCL's 0.75): 3 GiB x 1.2 / 42.5e9 / e. (The closed form took the ring's bound, 4/5.)
-  Scenario sc = cluster_only(
-      "node_preset: \"hgx-h100\" nodes: 5 nics_per_node: 2 fabric { switch_radix: 4 oversubscription: 3 }",
-      "h100-sxm5-80gb");
+  Scenario sc =
+      cluster_only("node_preset: \"hgx-h100\" nodes: 5 nics_per_node: 2 fabric { switch_radix: 4 oversubscription: 3 }",
+                   "h100-sxm5-80gb");
   sc.nccl.protocol = Protocol::kSimple;
   const double pat_efficiency = sc.profile.collectives.nccl.pat_bus_efficiency;
   REQUIRE(pat_efficiency > 0);

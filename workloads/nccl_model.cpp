@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "sim/input_error.h"
 #include "topology/communicator_span.h"
@@ -808,23 +809,32 @@ struct Evaluator {
   // The communicator's domains in order of first appearance (as network_model.cpp groups them), each by the node of
   // its first rank, and Shape's switch counts and tree depth over them.
   void fabric_routes() {
+    // The communicator's ranks by domain, domains in order of first appearance (network_model.cpp's group()).
     std::map<std::uint32_t, std::size_t> index;
-    std::vector<std::uint32_t> node;  // by domain, in first-appearance order
-    for (std::uint32_t g : req.gpus)
-      if (index.emplace(topology::domain_of(cluster, g), node.size()).second) node.push_back(cluster.node_of(g));
-    const auto D = static_cast<std::uint32_t>(node.size());
+    std::vector<std::vector<std::uint32_t>> doms;
+    for (std::uint32_t g : req.gpus) {
+      const auto it = index.emplace(topology::domain_of(cluster, g), doms.size()).first;
+      if (it->second == doms.size()) doms.emplace_back();
+      doms[it->second].push_back(g);
+    }
+    const auto D = static_cast<std::uint32_t>(doms.size());
     // Without a generated fabric (one domain, an explicit cluster) no route crosses a fabric switch.
     const bool fabric = !cluster.is_explicit() && topology::has_fabric(cluster);
     const topology::FabricShape shape = fabric ? topology::fabric_shape(cluster) : topology::FabricShape{};
+    const bool rail = cluster.fabric.kind == topology::FabricKind::kRailOptimizedFatTree;
+    // Switches on the route from GPU a's NIC to GPU b's: by their nodes, and on a rail-optimised tree a spine more
+    // between two rails' leaves (leaf, spine, leaf) where the nodes share their leaves.
     auto switches = [&](std::uint32_t a, std::uint32_t b) {
-      return fabric ? double(topology::fabric_switches_between(cluster, shape, a, b)) : 0.0;
+      if (!fabric) return 0.0;
+      const std::uint32_t by_node =
+          topology::fabric_switches_between(cluster, shape, cluster.node_of(a), cluster.node_of(b));
+      return double(rail && by_node == 1 && rail_of(a) != rail_of(b) ? 3 : by_node);
     };
+    // A ring's (and a chain's) network edges: channel 0 crosses from each domain's first rank to the next domain's
+    // (ring_path), the edges whose routed latencies FLOW charges.
     double sum = 0, edges = 0;
-    const std::size_t n = req.gpus.size();
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::uint32_t a = req.gpus[i], b = req.gpus[(i + 1) % n];
-      if (topology::domain_of(cluster, a) == topology::domain_of(cluster, b)) continue;
-      sum += switches(cluster.node_of(a), cluster.node_of(b));
+    for (std::uint32_t i = 0; i < D; ++i) {
+      sum += switches(doms[i][0], doms[(i + 1) % D][0]);
       edges += 1;
     }
     sh.ring_switches = edges > 0 ? sum / edges : 0;
@@ -836,15 +846,20 @@ struct Evaluator {
         sh.tree_depth = std::max(sh.tree_depth, depth);
         const std::uint32_t p = tree_parent(tree, i, D);
         if (p == D) continue;
-        sum += switches(node[i], node[p]);
+        sum += switches(doms[i][0], doms[p][0]);
         edges += 1;
       }
     sh.tree_switches = edges > 0 ? sum / edges : 0;
     // The farthest pair: some domain is as far from the first as any two are from each other (another leaf, or
-    // another pod, exists exactly when one differs from the first's).
+    // another pod, exists exactly when one differs from the first's). On a rail-optimised tree, ranks on two rails
+    // make some pair of ranks in different domains cross a spine.
+    std::set<std::uint32_t> rails;
+    for (std::uint32_t g : req.gpus) rails.insert(rail_of(g));
     for (std::uint32_t i = 1; i < D; ++i)
-      sh.farthest_switches = std::max(sh.farthest_switches, switches(node[0], node[i]));
+      sh.farthest_switches = std::max(sh.farthest_switches, switches(doms[0][0], doms[i][0]));
+    if (fabric && rail && rails.size() > 1 && D > 1) sh.farthest_switches = std::max(sh.farthest_switches, 3.0);
   }
+
 
   const calibrate::NcclTuning& t() const { return profile.collectives.nccl; }
   bool gather_scatter() const { return req.op == CollectiveOp::kAllGather || req.op == CollectiveOp::kReduceScatter; }

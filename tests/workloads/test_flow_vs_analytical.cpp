@@ -433,6 +433,27 @@ TEST_CASE("CollNet on PCIe nodes: the reduce-scatter ring and the legs to the NI
   }
 }
 
+TEST_CASE("a route between two rails of a rail-optimised tree crosses a spine: two switches more, at both fidelities") {
+  // 2 HGX H100 (8 NICs, one rail each) under one leaf per rail, switch_latency_us 5. GPUs 0 and 8 are both on rail 0:
+  // NIC, leaf 0, NIC (1 switch). GPUs 0 and 9 are on rails 0 and 1: leaf 0, a spine, leaf 1 (3 switches). Ring
+  // AllReduce of 2 ranks: 2(n - 1) = 2 steps, both over a network edge, so 2 x (3 - 1) x 5 us = 20 us more for 0, 9;
+  // Send/Recv: one route, 2 x 5 = 10 us more. (The closed form counted switches by node only, as if on one leaf.)
+  Scenario sc = cluster_only("node_preset: \"hgx-h100\" nodes: 2 fabric { switch_latency_us: 5 }", "h100-sxm5-80gb");
+  sc.nccl.protocol = Protocol::kSimple;
+  for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+    CAPTURE(static_cast<int>(f));
+    sc.fidelity = f;
+    auto t = [&](CollectiveOp op, std::optional<Algorithm> a, std::vector<std::uint32_t> gpus) {
+      sc.nccl.algorithm = a;
+      return run_collective(sc, CollectiveRequest{op, std::move(gpus), MiB(1), 0}).time.raw();
+    };
+    CHECK(t(CollectiveOp::kAllReduce, Algorithm::kRing, {0, 9}) - t(CollectiveOp::kAllReduce, Algorithm::kRing, {0, 8}) ==
+          doctest::Approx(20e-6).epsilon(1e-9));
+    CHECK(t(CollectiveOp::kSendRecv, std::nullopt, {0, 9}) - t(CollectiveOp::kSendRecv, std::nullopt, {0, 8}) ==
+          doctest::Approx(10e-6).epsilon(1e-9));
+  }
+}
+
 TEST_CASE("ring and chain steps pay the cluster's hop latencies, alike at both fidelities") {
   // 2 DGX H100, 16 GPUs, network_hop_latency_us 100, forced ring. A chunk crosses one edge per step; of the
   // ring's 16 edges 2 are network hops. AllReduce: 2·15 = 30 steps · 2/16 · 100 µs = 375 µs more; AllGather:

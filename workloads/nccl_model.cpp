@@ -860,7 +860,6 @@ struct Evaluator {
     if (fabric && rail && rails.size() > 1 && D > 1) sh.farthest_switches = std::max(sh.farthest_switches, 3.0);
   }
 
-
   const calibrate::NcclTuning& t() const { return profile.collectives.nccl; }
   bool gather_scatter() const { return req.op == CollectiveOp::kAllGather || req.op == CollectiveOp::kReduceScatter; }
 

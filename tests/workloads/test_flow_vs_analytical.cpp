@@ -447,7 +447,8 @@ TEST_CASE("a route between two rails of a rail-optimised tree crosses a spine: t
       sc.nccl.algorithm = a;
       return run_collective(sc, CollectiveRequest{op, std::move(gpus), MiB(1), 0}).time.raw();
     };
-    CHECK(t(CollectiveOp::kAllReduce, Algorithm::kRing, {0, 9}) - t(CollectiveOp::kAllReduce, Algorithm::kRing, {0, 8}) ==
+    CHECK(t(CollectiveOp::kAllReduce, Algorithm::kRing, {0, 9}) -
+              t(CollectiveOp::kAllReduce, Algorithm::kRing, {0, 8}) ==
           doctest::Approx(20e-6).epsilon(1e-9));
     CHECK(t(CollectiveOp::kSendRecv, std::nullopt, {0, 9}) - t(CollectiveOp::kSendRecv, std::nullopt, {0, 8}) ==
           doctest::Approx(10e-6).epsilon(1e-9));

@@ -484,17 +484,6 @@ struct Evaluator {
       }
       return most;
     };
-    // Ranks by node, nodes in order of first appearance (network_model.cpp's group()).
-    auto by_node = [&](const std::vector<std::uint32_t>& gpus) {
-      std::vector<std::vector<std::uint32_t>> nodes;
-      std::map<std::uint32_t, std::size_t> index;
-      for (std::uint32_t g : gpus) {
-        const auto it = index.emplace(cluster.node_of(g), nodes.size()).first;
-        if (it->second == nodes.size()) nodes.emplace_back();
-        nodes[it->second].push_back(g);
-      }
-      return nodes;
-    };
     const std::vector<std::uint32_t>& gpus = req.gpus;
     const std::size_t n = gpus.size();
     Load load;
@@ -529,10 +518,9 @@ struct Evaluator {
       return;
     }
     const std::uint32_t k = sh.domains > 1 ? std::max(1u, sh.rails) : 1;
-    const bool chain = req.op == CollectiveOp::kBroadcast || req.op == CollectiveOp::kReduce;
-    std::vector<std::uint32_t> order = gpus;
-    if (chain) std::rotate(order.begin(), order.begin() + std::min<std::size_t>(req.root, n - 1), order.end());
-    const auto nodes = by_node(order);
+    const bool chain = chain_op();
+    const std::vector<std::uint32_t> order = ring_order();
+    const auto nodes = domains_in_order(order);
     if (nodes.size() == 1) {
       for (std::size_t i = 0; i + (chain ? 1 : 0) < n; ++i) add(load, order[i], order[(i + 1) % n], 0, 1);
     } else {
@@ -548,10 +536,30 @@ struct Evaluator {
         }
     }
     if (const double s = busiest(load); s > 0) sh.pcie_ring_cap = k / s;
+    const auto tree_nodes = domains_in_order(gpus);
+    const auto D = static_cast<std::uint32_t>(tree_nodes.size());
+    // CollNet (network_model.cpp; AllReduce, AllGather and ReduceScatter alike): each domain is a coflow of S/m,
+    // every rank's leg up to the fabric (towards rank j mod m' of the next domain) and back down, and a ring over
+    // the domain's ranks carrying 2(m − 1) shards; a link carrying u of them bounds S per second by m·C/u.
+    for (std::size_t d = 0; D > 1 && d < D; ++d) {
+      const auto& local = tree_nodes[d];
+      const auto& next = tree_nodes[(d + 1) % D];
+      const std::size_t m = local.size();
+      Load legs;
+      for (std::size_t j = 0; j < m; ++j) {
+        const std::uint32_t peer = next[j % next.size()];
+        for (topology::LinkIndex l : topo.route(local[j], peer, j)) {
+          if (!inside(l)) break;
+          legs[l] += 1;
+        }
+        const auto back = topo.route(peer, local[j], j);
+        for (auto it = back.rbegin(); it != back.rend() && inside(*it); ++it) legs[*it] += 1;
+        if (m > 1) add(legs, local[j], local[(j + 1) % m], j, 2.0 * double(m - 1));
+      }
+      if (const double s = busiest(legs); s > 0) sh.pcie_collnet_cap = std::min(sh.pcie_collnet_cap, double(m) / s);
+    }
     if (req.op != CollectiveOp::kAllReduce) return;
     Load tree;
-    const auto tree_nodes = by_node(gpus);
-    const auto D = static_cast<std::uint32_t>(tree_nodes.size());
     for (std::uint32_t c = 0; c < k; ++c) {
       for (const auto& local : tree_nodes) {
         const std::size_t m = local.size();
@@ -591,26 +599,27 @@ struct Evaluator {
         add(across, here[j % here.size()], next[j % next.size()], j, 1);
       }
     sh.pcie_hier_inter_s_per_byte = D > 1 ? 2.0 * (D - 1) / D / double(L) * busiest(across) : 0;
-    // CollNet (network_model.cpp): each domain is a coflow of S/m, every rank's leg up to the fabric (towards rank
-    // j mod m' of the next domain) and back down, and a ring over the domain's ranks carrying 2(m − 1) shards; a
-    // link carrying u of them bounds S per second by m·C/u.
-    for (std::size_t d = 0; D > 1 && d < D; ++d) {
-      const auto& local = tree_nodes[d];
-      const auto& next = tree_nodes[(d + 1) % D];
-      const std::size_t m = local.size();
-      Load legs;
-      for (std::size_t j = 0; j < m; ++j) {
-        const std::uint32_t peer = next[j % next.size()];
-        for (topology::LinkIndex l : topo.route(local[j], peer, j)) {
-          if (!inside(l)) break;
-          legs[l] += 1;
-        }
-        const auto back = topo.route(peer, local[j], j);
-        for (auto it = back.rbegin(); it != back.rend() && inside(*it); ++it) legs[*it] += 1;
-        if (m > 1) add(legs, local[j], local[(j + 1) % m], j, 2.0 * double(m - 1));
-      }
-      if (const double s = busiest(legs); s > 0) sh.pcie_collnet_cap = std::min(sh.pcie_collnet_cap, double(m) / s);
+  }
+
+  bool chain_op() const { return req.op == CollectiveOp::kBroadcast || req.op == CollectiveOp::kReduce; }
+  // The order a ring visits the ranks: the communicator's, from the root for Broadcast and Reduce's chain.
+  std::vector<std::uint32_t> ring_order() const {
+    std::vector<std::uint32_t> order = req.gpus;
+    if (chain_op() && !order.empty())
+      std::rotate(order.begin(), order.begin() + std::min<std::size_t>(req.root, order.size() - 1), order.end());
+    return order;
+  }
+  // `gpus` by domain (a PCIe-only node is one), domains in order of first appearance, ranks in the given order:
+  // network_model.cpp's group().
+  std::vector<std::vector<std::uint32_t>> domains_in_order(const std::vector<std::uint32_t>& gpus) const {
+    std::map<std::uint32_t, std::size_t> index;
+    std::vector<std::vector<std::uint32_t>> out;
+    for (std::uint32_t g : gpus) {
+      const auto it = index.emplace(topology::domain_of(cluster, g), out.size()).first;
+      if (it->second == out.size()) out.emplace_back();
+      out[it->second].push_back(g);
     }
+    return out;
   }
 
   // A communicator running alone (CollectiveRequest::alone) on a generated cluster whose NICs serve several GPUs.
@@ -717,27 +726,23 @@ struct Evaluator {
       return rail ? std::uint64_t{rail_of(gpu)} * shape.leaves_per_rail + node / shape.ports.downlinks
                   : node / shape.nodes_per_leaf;
     };
-    // The communicator's ranks by domain, domains in order of first appearance, ranks in communicator order (as
-    // network_model.cpp groups them). Channel c (and hierarchical's ring c) leaves and enters a domain of m ranks
-    // through the NIC of its rank c mod m: that NIC's leaf.
-    std::map<std::uint32_t, std::size_t> index;
-    std::vector<std::vector<std::uint32_t>> doms;
-    for (std::uint32_t g : req.gpus) {
-      const auto it = index.emplace(topology::domain_of(cluster, g), doms.size()).first;
-      if (it->second == doms.size()) doms.emplace_back();
-      doms[it->second].push_back(g);
-    }
+    // Channel c (and hierarchical's ring c) leaves and enters a domain of m ranks through the NIC of its rank c mod m
+    // (domains_in_order()): that NIC's leaf.
+    const auto doms = domains_in_order(req.gpus);
     const auto D = static_cast<std::uint32_t>(doms.size());
     const std::uint32_t channels = std::max(1u, sh.rails);
     auto channel_leaf = [&](std::uint32_t domain, std::uint32_t c) {
       return leaf_of(doms[domain][c % doms[domain].size()]);
     };
-    // Ring: channel c's edge from domain i to i + 1 (the last to the first) leaves i's leaf when the next domain's
-    // is another; the busiest leaf's crossing edges, over every channel, share its uplinks.
+    // Ring: channel c's edge from domain i to i + 1 (the last to the first; a chain from the root has no such last
+    // edge) leaves i's leaf when the next domain's is another; the busiest leaf's crossing edges, over every channel,
+    // share its uplinks.
+    const auto ring = domains_in_order(ring_order());
     std::map<std::uint64_t, double> ring_out, tree_out;
     for (std::uint32_t c = 0; c < channels; ++c)
-      for (std::uint32_t i = 0; i < D; ++i) {
-        const std::uint64_t a = channel_leaf(i, c), b = channel_leaf((i + 1) % D, c);
+      for (std::uint32_t i = 0; i + (chain_op() ? 1 : 0) < D; ++i) {
+        const std::uint64_t a = leaf_of(ring[i][c % ring[i].size()]),
+                            b = leaf_of(ring[(i + 1) % D][c % ring[(i + 1) % D].size()]);
         if (a != b) ring_out[a] += 1;
       }
     for (const auto& [leaf, flows] : ring_out) sh.ring_flow_cap = std::min(sh.ring_flow_cap, cap / flows);
@@ -809,14 +814,7 @@ struct Evaluator {
   // The communicator's domains in order of first appearance (as network_model.cpp groups them), each by the node of
   // its first rank, and Shape's switch counts and tree depth over them.
   void fabric_routes() {
-    // The communicator's ranks by domain, domains in order of first appearance (network_model.cpp's group()).
-    std::map<std::uint32_t, std::size_t> index;
-    std::vector<std::vector<std::uint32_t>> doms;
-    for (std::uint32_t g : req.gpus) {
-      const auto it = index.emplace(topology::domain_of(cluster, g), doms.size()).first;
-      if (it->second == doms.size()) doms.emplace_back();
-      doms[it->second].push_back(g);
-    }
+    const auto doms = domains_in_order(req.gpus);
     const auto D = static_cast<std::uint32_t>(doms.size());
     // Without a generated fabric (one domain, an explicit cluster) no route crosses a fabric switch.
     const bool fabric = !cluster.is_explicit() && topology::has_fabric(cluster);
@@ -830,11 +828,12 @@ struct Evaluator {
           topology::fabric_switches_between(cluster, shape, cluster.node_of(a), cluster.node_of(b));
       return double(rail && by_node == 1 && rail_of(a) != rail_of(b) ? 3 : by_node);
     };
-    // A ring's (and a chain's) network edges: channel 0 crosses from each domain's first rank to the next domain's
-    // (ring_path), the edges whose routed latencies FLOW charges.
+    // A ring's (and a chain's, from the root, without the closing edge) network edges: channel 0 crosses from each
+    // domain's first rank to the next domain's (ring_path), the edges whose routed latencies FLOW charges.
+    const auto ring = domains_in_order(ring_order());
     double sum = 0, edges = 0;
-    for (std::uint32_t i = 0; i < D; ++i) {
-      sum += switches(doms[i][0], doms[(i + 1) % D][0]);
+    for (std::uint32_t i = 0; i + (chain_op() ? 1 : 0) < D; ++i) {
+      sum += switches(ring[i][0], ring[(i + 1) % D][0]);
       edges += 1;
     }
     sh.ring_switches = edges > 0 ? sum / edges : 0;

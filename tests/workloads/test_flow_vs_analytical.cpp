@@ -430,7 +430,32 @@ TEST_CASE("CollNet on PCIe nodes: the reduce-scatter ring and the legs to the NI
       return run_collective(sc, CollectiveRequest{CollectiveOp::kAllReduce, ranks, size, 0}).time.raw();
     };
     CHECK(t(GiB(4)) - t(GiB(1)) == doctest::Approx(3221225472.0 * 1.5 / 12.6e9).epsilon(1e-6));
+    // AllGather runs the same coflows (network_model.cpp's CollNet does not tell the operations apart).
+    CHECK(run_collective(sc, CollectiveRequest{CollectiveOp::kAllGather, ranks, GiB(4), 0}).time.raw() -
+              run_collective(sc, CollectiveRequest{CollectiveOp::kAllGather, ranks, GiB(1), 0}).time.raw() ==
+          doctest::Approx(3221225472.0 * 1.5 / 12.6e9).epsilon(1e-6));
   }
+}
+
+TEST_CASE("a chain on oversubscribed rail leaves has no closing edge: Broadcast and Reduce, at both fidelities") {
+  // 3 HGX H100 (a NIC per GPU, GPU i of a node on rail i) on a rail-optimised tree of radix 8 at 4:1 (one 50 GB/s
+  // uplink per leaf, x 0.85 = 42.5 GB/s, as a NIC). Broadcast from GPU 11 over 11, 12 (node 1) and 2, 3 (node 0): two
+  // channels. Channel 0 goes 11 -> 12 on NVLink, hands back to 11 and leaves on rail 3 for GPU 2 on rail 2 (over a
+  // spine); channel 1 leaves from 12 (rail 4) for 3 (rail 3). Each leaf uplink carries one edge, so the NICs bind:
+  // S/2 per channel at 42.5 GB/s, 3 GiB / 2 / 42.5e9 = 0.037897 s from 1 to 4 GiB. A ring would close 2 -> 11 and
+  // 3 -> 12, the second out of rail 3's leaf too: the closed form counted those and took twice as long.
+  Scenario sc = cluster_only("node_preset: \"hgx-h100\" nodes: 3 fabric { switch_radix: 8 oversubscription: 4 }",
+                             "h100-sxm5-80gb");
+  sc.nccl.protocol = Protocol::kSimple;
+  const std::vector<std::uint32_t> ranks = {11, 12, 2, 3};
+  for (CollectiveOp op : {CollectiveOp::kBroadcast, CollectiveOp::kReduce})
+    for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+      CAPTURE(to_string(op));
+      CAPTURE(static_cast<int>(f));
+      sc.fidelity = f;
+      auto t = [&](Bytes size) { return run_collective(sc, CollectiveRequest{op, ranks, size, 0}).time.raw(); };
+      CHECK(t(GiB(4)) - t(GiB(1)) == doctest::Approx(3221225472.0 / 2 / 42.5e9).epsilon(1e-6));
+    }
 }
 
 TEST_CASE("a route between two rails of a rail-optimised tree crosses a spine: two switches more, at both fidelities") {

@@ -428,7 +428,14 @@ struct Evaluator {
     // A PCIe-only node's GPU-to-GPU links are PCIe, derated as the network's links are (FLOW does the same).
     const double intra_efficiency = sh.nvlink ? k.nvlink_bus_efficiency : k.network_bus_efficiency;
     sh.b_intra = span.max_ranks_per_node > 1 ? scale_up * intra_efficiency : kInf;
-    sh.b_nic = cluster.nic_per_direction.raw() * k.network_bus_efficiency;
+    // A NIC port faster than the PCIe link it hangs off (a what-if NIC upgrade) cannot be filled: behind a PCIe
+    // switch that link carries all the NIC's GPUs' traffic, without switches each GPU has its own (topology.cpp).
+    const double nic_pcie = nic_pcie_link();
+    sh.b_nic = std::min(cluster.nic_per_direction.raw(),
+                        cluster.node.pcie_switches > 0
+                            ? nic_pcie * cluster.node.nics_per_node / std::max(1u, cluster.gpus_per_node)
+                            : nic_pcie) *
+               k.network_bus_efficiency;
     if (shares_nics_alone()) lone_nics();
     sh.egress = sh.domains > 1 ? sh.b_nic * sh.rails : kInf;
     if (cluster.is_torus()) {
@@ -601,6 +608,13 @@ struct Evaluator {
     sh.pcie_hier_inter_s_per_byte = D > 1 ? 2.0 * (D - 1) / D / double(L) * busiest(across) : 0;
   }
 
+  // Bytes/s of the PCIe link between a GPU and its NIC on a generated cluster (inf where there is none): the NIC's
+  // own link to its PCIe switch, or a GPU's link straight to its NIC.
+  double nic_pcie_link() const {
+    const double pcie = cluster.node.pcie_per_direction.raw();
+    return !cluster.is_explicit() && !cluster.is_torus() && cluster.node.nics_per_node > 0 && pcie > 0 ? pcie : kInf;
+  }
+
   bool chain_op() const { return req.op == CollectiveOp::kBroadcast || req.op == CollectiveOp::kReduce; }
   // The order a ring visits the ranks: the communicator's, from the root for Broadcast and Reduce's chain.
   std::vector<std::uint32_t> ring_order() const {
@@ -641,7 +655,10 @@ struct Evaluator {
   // domain's other ranks on it.
   void lone_nics() {
     const std::uint32_t N = cluster.node.nics_per_node;
-    const double port = cluster.nic_port_per_direction().raw() * profile.collectives.network_bus_efficiency;
+    // The port, or the PCIe link of a NIC behind a switch where that is slower (nic_pcie_link()).
+    const bool switched = cluster.node.pcie_switches > 0;
+    const double port = std::min(cluster.nic_port_per_direction().raw(), switched ? nic_pcie_link() : kInf) *
+                        profile.collectives.network_bus_efficiency;
     auto nic_of = [&](std::uint32_t g) { return std::uint64_t{cluster.node_of(g)} * N + rail_of(g); };
     std::map<std::uint32_t, std::vector<std::uint32_t>> by_domain;  // ranks in communicator order
     for (std::uint32_t g : req.gpus) by_domain[topology::domain_of(cluster, g)].push_back(g);
@@ -656,7 +673,8 @@ struct Evaluator {
       for (std::uint32_t g : ranks)
         most_alltoall = std::max(most_alltoall, double(++on_nic[nic_of(g)]) * double(sh.n - m));
     }
-    sh.b_nic = port / most_channels;
+    sh.b_nic = std::min(port / most_channels,
+                        switched ? kInf : nic_pcie_link() * profile.collectives.network_bus_efficiency);
     sh.alltoall_nic_s_per_byte = most_alltoall / sh.n / port;
     // Trees (AllReduce): the domain at position i (order of first appearance, as network_model.cpp places them in
     // the trees) sends sends[i] half-buffers of S/2k per channel, channel c through the NIC of its rank c mod m; a

@@ -480,6 +480,32 @@ TEST_CASE("a route between two rails of a rail-optimised tree crosses a spine: t
   }
 }
 
+TEST_CASE("a NIC faster than its PCIe link: the link bounds it, at both fidelities") {
+  // A what-if NIC upgrade: DGX H100 with 800 Gbit/s NICs (100 GB/s) behind PCIe Gen5 x16 (63 GB/s; the preset's
+  // 4 PCIe switches, each NIC on its own link to one), and DGX A100 with 400 Gbit/s (50 GB/s) behind Gen4 x16
+  // (31.5 GB/s). Ring AllReduce of GPUs 0 and 8: 2(n - 1)/n = 1, so S crosses each NIC's PCIe link at
+  // 63e9 x 0.85 (H100 profile's network efficiency) and 31.5e9 x 0.8 (A100's). From 1 to 4 GiB: 3 GiB / 53.55e9 =
+  // 0.060154 s and 3 GiB / 25.2e9 = 0.127826 s. (The closed form had the ports, 85 and 40 GB/s.)
+  const std::pair<const char*, double> cases[] = {
+      {"node_preset: \"dgx-h100\" nodes: 2 nic_gbits_per_s_per_direction: 800", 63e9 * 0.85},
+      {"node_preset: \"dgx-a100\" nodes: 2 nic_gbits_per_s_per_direction: 400", 31.5e9 * 0.8}};
+  for (const auto& [cluster, link] : cases) {
+    Scenario sc = cluster_only(cluster, std::string(cluster).find("h100") != std::string::npos ? "h100-sxm5-80gb"
+                                                                                               : "a100-sxm4-80gb");
+    sc.nccl.protocol = Protocol::kSimple;
+    sc.nccl.algorithm = Algorithm::kRing;
+    for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+      CAPTURE(cluster);
+      CAPTURE(static_cast<int>(f));
+      sc.fidelity = f;
+      auto t = [&](Bytes size) {
+        return run_collective(sc, CollectiveRequest{CollectiveOp::kAllReduce, {0, 8}, size, 0}).time.raw();
+      };
+      CHECK(t(GiB(4)) - t(GiB(1)) == doctest::Approx(3221225472.0 / link).epsilon(1e-6));
+    }
+  }
+}
+
 TEST_CASE("ring and chain steps pay the cluster's hop latencies, alike at both fidelities") {
   // 2 DGX H100, 16 GPUs, network_hop_latency_us 100, forced ring. A chunk crosses one edge per step; of the
   // ring's 16 edges 2 are network hops. AllReduce: 2·15 = 30 steps · 2/16 · 100 µs = 375 µs more; AllGather:

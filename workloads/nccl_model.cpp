@@ -673,8 +673,8 @@ struct Evaluator {
       for (std::uint32_t g : ranks)
         most_alltoall = std::max(most_alltoall, double(++on_nic[nic_of(g)]) * double(sh.n - m));
     }
-    sh.b_nic = std::min(port / most_channels,
-                        switched ? kInf : nic_pcie_link() * profile.collectives.network_bus_efficiency);
+    sh.b_nic =
+        std::min(port / most_channels, switched ? kInf : nic_pcie_link() * profile.collectives.network_bus_efficiency);
     sh.alltoall_nic_s_per_byte = most_alltoall / sh.n / port;
     // Trees (AllReduce): the domain at position i (order of first appearance, as network_model.cpp places them in
     // the trees) sends sends[i] half-buffers of S/2k per channel, channel c through the NIC of its rank c mod m; a

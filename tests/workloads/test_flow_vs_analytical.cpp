@@ -490,8 +490,8 @@ TEST_CASE("a NIC faster than its PCIe link: the link bounds it, at both fideliti
       {"node_preset: \"dgx-h100\" nodes: 2 nic_gbits_per_s_per_direction: 800", 63e9 * 0.85},
       {"node_preset: \"dgx-a100\" nodes: 2 nic_gbits_per_s_per_direction: 400", 31.5e9 * 0.8}};
   for (const auto& [cluster, link] : cases) {
-    Scenario sc = cluster_only(cluster, std::string(cluster).find("h100") != std::string::npos ? "h100-sxm5-80gb"
-                                                                                               : "a100-sxm4-80gb");
+    Scenario sc = cluster_only(
+        cluster, std::string(cluster).find("h100") != std::string::npos ? "h100-sxm5-80gb" : "a100-sxm4-80gb");
     sc.nccl.protocol = Protocol::kSimple;
     sc.nccl.algorithm = Algorithm::kRing;
     for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {

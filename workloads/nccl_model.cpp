@@ -683,14 +683,7 @@ struct Evaluator {
     // CollNet: each rank sends its shard S/m up (and gets it back) through its own NIC; q ranks of a domain of m on
     // one NIC bound S per second by m·port/q. Hierarchical: L (the most ranks of a domain) rings of S/L cross the
     // domains, ring j through the NIC of rank j mod m.
-    std::vector<const std::vector<std::uint32_t>*> in_order;
-    {
-      std::map<std::uint32_t, bool> seen;
-      for (std::uint32_t g : req.gpus) {
-        const std::uint32_t d = topology::domain_of(cluster, g);
-        if (!seen[d]) in_order.push_back(&by_domain[d]), seen[d] = true;
-      }
-    }
+    const auto in_order = domains_in_order(req.gpus);
     const auto D = static_cast<std::uint32_t>(in_order.size());
     std::vector<std::uint32_t> sends(D, 0);
     for (int tree = 0; tree < 2 && D > 1; ++tree)
@@ -706,7 +699,7 @@ struct Evaluator {
     std::uint32_t most_rings = 0;
     const std::uint32_t L = std::max(1u, sh.max_ppn);
     for (std::uint32_t i = 0; i < D; ++i) {
-      const auto& ranks = *in_order[i];
+      const auto& ranks = in_order[i];
       for (std::uint32_t c = 0; c < channels; ++c)
         most_units = std::max(most_units, tree_units[nic_of(ranks[c % ranks.size()])] += sends[i]);
       std::map<std::uint64_t, std::uint32_t> on_nic;

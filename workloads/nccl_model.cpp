@@ -59,6 +59,11 @@ struct Shape {
   double tree_switches = 0;
   double farthest_switches = 0;
   std::uint32_t tree_depth = 0;
+  // The ring's network edges that start with a PXN hand-over inside their domain (a domain of more than one rank:
+  // the last rank passes to the rank whose NIC the channel takes, network_model.cpp's ring_path), and PAT's
+  // rounds' switches, each round's farthest pair. Filled only where the cluster has hop latencies.
+  double pxn_hops = 0;
+  double pat_switches = 0;
   // Leaf uplinks of a generated fabric (leaf_uplinks()): the network edges that leave a leaf share its uplinks,
   // spread evenly over them (FLOW's routes can do worse, never better: D-mod-k only where flows share a destination
   // residue, the ECMP hash wherever it collides; adaptive routing spreads them as evenly as this). `ring_flow_cap`:
@@ -746,17 +751,19 @@ struct Evaluator {
       return leaf_of(doms[domain][c % doms[domain].size()]);
     };
     // Ring: channel c's edge from domain i to i + 1 (the last to the first; a chain from the root has no such last
-    // edge) leaves i's leaf when the next domain's is another; the busiest leaf's crossing edges, over every channel,
-    // share its uplinks.
+    // edge) leaves i's leaf when the next domain's is another, and enters the next one's; the busiest leaf's
+    // crossing edges, over every channel, share its uplinks (out) or the spines' links down to it (in). Round a ring
+    // a leaf has as many of each; a chain can bring all its channels into one leaf and take none out.
     const auto ring = domains_in_order(ring_order());
-    std::map<std::uint64_t, double> ring_out, tree_out;
+    std::map<std::uint64_t, double> ring_out, ring_in, tree_out;
     for (std::uint32_t c = 0; c < channels; ++c)
       for (std::uint32_t i = 0; i + (chain_op() ? 1 : 0) < D; ++i) {
         const std::uint64_t a = leaf_of(ring[i][c % ring[i].size()]),
                             b = leaf_of(ring[(i + 1) % D][c % ring[(i + 1) % D].size()]);
-        if (a != b) ring_out[a] += 1;
+        if (a != b) ring_out[a] += 1, ring_in[b] += 1;
       }
-    for (const auto& [leaf, flows] : ring_out) sh.ring_flow_cap = std::min(sh.ring_flow_cap, cap / flows);
+    for (const auto* crossing : {&ring_out, &ring_in})
+      for (const auto& [leaf, flows] : *crossing) sh.ring_flow_cap = std::min(sh.ring_flow_cap, cap / flows);
     // Hierarchical AllReduce: L (the most ranks of a domain) rings across the domains, S/L each.
     std::map<std::uint64_t, double> hier_out;
     std::uint32_t L = 1;
@@ -846,6 +853,7 @@ struct Evaluator {
     for (std::uint32_t i = 0; i + (chain_op() ? 1 : 0) < D; ++i) {
       sum += switches(ring[i][0], ring[(i + 1) % D][0]);
       edges += 1;
+      if (ring[i].size() > 1) sh.pxn_hops += 1;
     }
     sh.ring_switches = edges > 0 ? sum / edges : 0;
     sum = edges = 0;
@@ -868,6 +876,18 @@ struct Evaluator {
     for (std::uint32_t i = 1; i < D; ++i)
       sh.farthest_switches = std::max(sh.farthest_switches, switches(doms[0][0], doms[i][0]));
     if (fabric && rail && rails.size() > 1 && D > 1) sh.farthest_switches = std::max(sh.farthest_switches, 3.0);
+    // PAT (one rank per domain): round k's pairs are n/2^k apart (network_model.cpp); FLOW waits for each round's
+    // longest route.
+    if (sh.max_ppn == 1) {
+      const std::uint32_t n = D, rounds = pat_rounds(n);
+      for (std::uint32_t k = 1; k <= rounds; ++k) {
+        const std::uint32_t distance = 1u << (rounds - k);
+        double farthest = 0;
+        for (std::uint32_t i = 0; i < n; ++i)
+          farthest = std::max(farthest, switches(req.gpus[i], req.gpus[(i + distance) % n]));
+        sh.pat_switches += farthest;
+      }
+    }
   }
 
   const calibrate::NcclTuning& t() const { return profile.collectives.nccl; }
@@ -1150,6 +1170,8 @@ struct Evaluator {
     plan.channels = sh.domains > 1 && (a == Algorithm::kRing || a == Algorithm::kTree) ? std::max(1u, sh.rails) : 1;
     const double lat_us = latency_us(a, p, bytes);
     const double switch_latency = cluster.fabric.switch_latency.raw();
+    // An NVLink hop's latency; a PCIe-only node's GPUs reach each other over PCIe links, which carry none.
+    const double nvlink_hop = sh.nvlink ? cluster.nvlink_hop_latency.raw() : 0.0;
     double hops = 0;  // the cluster's own per-hop latencies along a ring or the trees, or a point-to-point route
     if (a == Algorithm::kRing && sh.n > 1) {
       // A chunk crosses one edge per step: 2(n − 1) steps round a ring of n edges for AllReduce, n − 1 for
@@ -1161,21 +1183,22 @@ struct Evaluator {
       const double edges = chain ? n - 1 : n;
       const double network_edges = domains > 1 ? (chain ? domains - 1 : domains) : 0;
       const double inter = steps * network_edges / edges;
-      // A network edge pays the NIC's hop and each fabric switch on its route.
-      hops = (steps - inter) * sh.torus_ring_hops * cluster.nvlink_hop_latency.raw() +
-             inter * (cluster.network_hop_latency.raw() + sh.ring_switches * switch_latency);
+      // A network edge pays the NIC's hop and each fabric switch on its route, and where its domain has more than
+      // one rank the PXN hand-over's NVLink hop before it.
+      hops = (steps - inter) * sh.torus_ring_hops * nvlink_hop +
+             inter * (cluster.network_hop_latency.raw() + sh.ring_switches * switch_latency) +
+             steps / edges * sh.pxn_hops * nvlink_hop;
     } else if (a == Algorithm::kTree && sh.n > 1) {
       // Reduce up and broadcast down: each domain's chain (its ranks − 1 NVLink edges) and the trees' depth in
       // network edges, each way; the flows of FLOW fidelity pay the same.
-      const double chain = sh.max_ppn > 1 ? 2.0 * (sh.max_ppn - 1) * cluster.nvlink_hop_latency.raw() : 0.0;
+      const double chain = sh.max_ppn > 1 ? 2.0 * (sh.max_ppn - 1) * nvlink_hop : 0.0;
       hops = chain + 2.0 * sh.tree_depth * (cluster.network_hop_latency.raw() + sh.tree_switches * switch_latency);
     } else if (a == Algorithm::kPat && sh.n > 1) {
-      // Each round crosses the network once.
-      hops = pat_rounds(sh.n) * cluster.network_hop_latency.raw();
+      // Each round crosses the network once, through the switches of its farthest pair.
+      hops = pat_rounds(sh.n) * cluster.network_hop_latency.raw() + sh.pat_switches * switch_latency;
     } else if (a == Algorithm::kPointToPoint && sh.n > 1) {
       // One hop: over the network when the pair (for AlltoAll, the farthest pair) is in different domains.
-      hops = sh.domains > 1 ? cluster.network_hop_latency.raw() + sh.farthest_switches * switch_latency
-                            : cluster.nvlink_hop_latency.raw();
+      hops = sh.domains > 1 ? cluster.network_hop_latency.raw() + sh.farthest_switches * switch_latency : nvlink_hop;
     }
     plan.hop_latency = seconds(hops);
     plan.latency = microseconds(lat_us) + plan.hop_latency;

@@ -480,6 +480,67 @@ TEST_CASE("a route between two rails of a rail-optimised tree crosses a spine: t
   }
 }
 
+TEST_CASE("a chain into a leaf that holds a whole domain's ranks: the spines' links down to it bind, at both fidelities") {
+  // 27 GB200 trays (4 GPUs, 4 NICs of 50 GB/s each; NVLink domains of 18 trays) on a two-level Clos of radix 16 at
+  // 1.5:1: 14 leaves of 2 trays (8 NICs) with one 50 GB/s link to each of 6 spines. Broadcast from GPU 0 over GPU 0
+  // of trays 0-6 (domain 0, 7 ranks on 4 leaves) and GPUs 88-94 (trays 22-23, domain 1, all under leaf 11): 7
+  // channels, each from its rank in domain 0 to its rank in domain 1, so all 7 enter leaf 11 over its 6 links down
+  // from the spines, 6 x 50 x 0.85 = 255 GB/s; no leaf sends more than 2 out. S/7 per channel at 255/7 GB/s each:
+  // from 1 to 4 GiB, 3 GiB / 255e9 = 0.012632 s (the NICs allow 7 x 42.5 = 297.5 GB/s, NVLink more). The closed form
+  // had counted the edges leaving a leaf only: 3 GiB / 297.5e9.
+  Scenario sc = cluster_only(
+      "node_preset: \"gb200-nvl72\" nodes: 27 fabric { kind: CLOS_TWO_LEVEL switch_radix: 16 oversubscription: 1.5 }",
+      "gb200");
+  sc.nccl.protocol = Protocol::kSimple;
+  const std::vector<std::uint32_t> ranks = {0, 4, 8, 12, 16, 20, 24, 88, 89, 90, 91, 92, 93, 94};
+  for (CollectiveOp op : {CollectiveOp::kBroadcast, CollectiveOp::kReduce})
+    for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+      CAPTURE(to_string(op));
+      CAPTURE(static_cast<int>(f));
+      sc.fidelity = f;
+      auto t = [&](Bytes size) { return run_collective(sc, CollectiveRequest{op, ranks, size, 0}).time.raw(); };
+      CHECK(t(GiB(4)) - t(GiB(1)) == doctest::Approx(3221225472.0 / 255e9).epsilon(1e-6));
+    }
+}
+
+TEST_CASE("hop latencies: PAT's rounds pay their farthest pair's switches, a PXN hand-over its NVLink hop, PCIe none") {
+  auto at_both = [](Scenario sc, Algorithm a, CollectiveOp op, std::vector<std::uint32_t> gpus) {
+    sc.nccl.protocol = Protocol::kSimple;
+    sc.nccl.algorithm = a;
+    std::vector<double> out;
+    for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+      sc.fidelity = f;
+      out.push_back(run_collective(sc, CollectiveRequest{op, gpus, MiB(1), 0}).time.raw());
+    }
+    return out;
+  };
+  // PAT AllGather over 4 HGX H100 on one leaf per rail, switch_latency_us 5: two rounds (pairs 2 apart, then 1).
+  // GPUs 0, 9, 18, 27 are on rails 0-3, so every pair crosses a spine (3 switches a round); GPUs 0, 8, 16, 24 share
+  // rail 0 (1 switch). 2 rounds x 2 switches x 5 us = 20 us more.
+  const Scenario hgx = cluster_only("node_preset: \"hgx-h100\" nodes: 4 fabric { switch_latency_us: 5 }", "h100-sxm5-80gb");
+  const auto spread = at_both(hgx, Algorithm::kPat, CollectiveOp::kAllGather, {0, 9, 18, 27});
+  const auto one_rail = at_both(hgx, Algorithm::kPat, CollectiveOp::kAllGather, {0, 8, 16, 24});
+  for (std::size_t f = 0; f < 2; ++f) CHECK(spread[f] - one_rail[f] == doctest::Approx(20e-6).epsilon(1e-9));
+  // Ring AllGather over 2 DGX H100 (16 GPUs), nvlink_hop_latency_us 3: 15 steps round 16 edges, 14 of them NVLink
+  // and 2 network edges, each of which starts with a PXN hand-over inside its node (an NVLink hop too): every step
+  // pays 3 us, 15 x 3 = 45 us more than without the hop latency. (The closed form left out the hand-overs: 39.375 us.)
+  std::vector<std::uint32_t> all16(16);
+  std::iota(all16.begin(), all16.end(), 0u);
+  const auto dgx3 = at_both(cluster_only("node_preset: \"dgx-h100\" nodes: 2 nvlink_hop_latency_us: 3", "h100-sxm5-80gb"),
+                            Algorithm::kRing, CollectiveOp::kAllGather, all16);
+  const auto dgx0 = at_both(cluster_only("node_preset: \"dgx-h100\" nodes: 2", "h100-sxm5-80gb"), Algorithm::kRing,
+                            CollectiveOp::kAllGather, all16);
+  for (std::size_t f = 0; f < 2; ++f) CHECK(dgx3[f] - dgx0[f] == doctest::Approx(45e-6).epsilon(1e-9));
+  // A PCIe-only node has no NVLink: its GPUs' links carry no NVLink hop latency (the closed form charged 7 x 3 us to
+  // a ring over one node's 8 GPUs).
+  const std::string pcie = "node_preset: \"pcie-8gpu-sys-4029gp-trt\" nodes: 2 gpu: \"A100-SXM4-80GB\"";
+  const std::vector<std::uint32_t> node0 = {0, 1, 2, 3, 4, 5, 6, 7};
+  const auto pcie3 = at_both(cluster_only(pcie + " nvlink_hop_latency_us: 3", "a100-sxm4-80gb"), Algorithm::kRing,
+                             CollectiveOp::kAllGather, node0);
+  const auto pcie0 = at_both(cluster_only(pcie, "a100-sxm4-80gb"), Algorithm::kRing, CollectiveOp::kAllGather, node0);
+  for (std::size_t f = 0; f < 2; ++f) CHECK(pcie3[f] == doctest::Approx(pcie0[f]).epsilon(1e-12));
+}
+
 TEST_CASE("a NIC faster than its PCIe link: the link bounds it, at both fidelities") {
   // A what-if NIC upgrade: DGX H100 with 800 Gbit/s NICs (100 GB/s) behind PCIe Gen5 x16 (63 GB/s; the preset's
   // 4 PCIe switches, each NIC on its own link to one), and DGX A100 with 400 Gbit/s (50 GB/s) behind Gen4 x16

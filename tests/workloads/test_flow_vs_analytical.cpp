@@ -480,7 +480,8 @@ TEST_CASE("a route between two rails of a rail-optimised tree crosses a spine: t
   }
 }
 
-TEST_CASE("a chain into a leaf that holds a whole domain's ranks: the spines' links down to it bind, at both fidelities") {
+TEST_CASE(
+    "a chain into a leaf that holds a whole domain's ranks: the spines' links down to it bind, at both fidelities") {
   // 27 GB200 trays (4 GPUs, 4 NICs of 50 GB/s each; NVLink domains of 18 trays) on a two-level Clos of radix 16 at
   // 1.5:1: 14 leaves of 2 trays (8 NICs) with one 50 GB/s link to each of 6 spines. Broadcast from GPU 0 over GPU 0
   // of trays 0-6 (domain 0, 7 ranks on 4 leaves) and GPUs 88-94 (trays 22-23, domain 1, all under leaf 11): 7
@@ -517,7 +518,8 @@ TEST_CASE("hop latencies: PAT's rounds pay their farthest pair's switches, a PXN
   // PAT AllGather over 4 HGX H100 on one leaf per rail, switch_latency_us 5: two rounds (pairs 2 apart, then 1).
   // GPUs 0, 9, 18, 27 are on rails 0-3, so every pair crosses a spine (3 switches a round); GPUs 0, 8, 16, 24 share
   // rail 0 (1 switch). 2 rounds x 2 switches x 5 us = 20 us more.
-  const Scenario hgx = cluster_only("node_preset: \"hgx-h100\" nodes: 4 fabric { switch_latency_us: 5 }", "h100-sxm5-80gb");
+  const Scenario hgx =
+      cluster_only("node_preset: \"hgx-h100\" nodes: 4 fabric { switch_latency_us: 5 }", "h100-sxm5-80gb");
   const auto spread = at_both(hgx, Algorithm::kPat, CollectiveOp::kAllGather, {0, 9, 18, 27});
   const auto one_rail = at_both(hgx, Algorithm::kPat, CollectiveOp::kAllGather, {0, 8, 16, 24});
   for (std::size_t f = 0; f < 2; ++f) CHECK(spread[f] - one_rail[f] == doctest::Approx(20e-6).epsilon(1e-9));
@@ -526,8 +528,9 @@ TEST_CASE("hop latencies: PAT's rounds pay their farthest pair's switches, a PXN
   // pays 3 us, 15 x 3 = 45 us more than without the hop latency. (The closed form left out the hand-overs: 39.375 us.)
   std::vector<std::uint32_t> all16(16);
   std::iota(all16.begin(), all16.end(), 0u);
-  const auto dgx3 = at_both(cluster_only("node_preset: \"dgx-h100\" nodes: 2 nvlink_hop_latency_us: 3", "h100-sxm5-80gb"),
-                            Algorithm::kRing, CollectiveOp::kAllGather, all16);
+  const auto dgx3 =
+      at_both(cluster_only("node_preset: \"dgx-h100\" nodes: 2 nvlink_hop_latency_us: 3", "h100-sxm5-80gb"),
+              Algorithm::kRing, CollectiveOp::kAllGather, all16);
   const auto dgx0 = at_both(cluster_only("node_preset: \"dgx-h100\" nodes: 2", "h100-sxm5-80gb"), Algorithm::kRing,
                             CollectiveOp::kAllGather, all16);
   for (std::size_t f = 0; f < 2; ++f) CHECK(dgx3[f] - dgx0[f] == doctest::Approx(45e-6).epsilon(1e-9));

@@ -52,9 +52,10 @@ struct Shape {
   // A lone AlltoAll's seconds per byte of S through its busiest NIC, where NICs serve several GPUs (lone_nics());
   // 0: (n − rails)/n / b_nic.
   double alltoall_nic_s_per_byte = 0;
-  // Fabric switches per network edge (topology::fabric_switches_between), each adding the fabric's switch latency:
-  // the ring's edges between domains in rank order on average, the trees' edges on average, the farthest pair of
-  // domains (point-to-point). And the trees' depth in network edges. Filled only where the cluster has hop latencies.
+  // Fabric switches per network edge (fabric_routes(): by node, and a spine between two rails' leaves), each adding
+  // the fabric's switch latency: the ring's (or chain's) edges between the domains' first ranks on average, the
+  // trees' edges on average, the farthest pair of ranks (point-to-point). And the trees' depth in network edges.
+  // Filled only where the cluster has hop latencies.
   double ring_switches = 0;
   double tree_switches = 0;
   double farthest_switches = 0;
@@ -829,8 +830,8 @@ struct Evaluator {
       sh.alltoall_leaf_s_per_byte = std::max(sh.alltoall_leaf_s_per_byte, per_byte / cap);
   }
 
-  // The communicator's domains in order of first appearance (as network_model.cpp groups them), each by the node of
-  // its first rank, and Shape's switch counts and tree depth over them.
+  // Shape's switch counts, PXN hand-overs and tree depth over the communicator's domains in order of first
+  // appearance (domains_in_order()), each edge between the domains' first ranks, as FLOW's channel 0 takes them.
   void fabric_routes() {
     const auto doms = domains_in_order(req.gpus);
     const auto D = static_cast<std::uint32_t>(doms.size());

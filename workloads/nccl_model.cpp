@@ -309,15 +309,26 @@ std::uint32_t tree_parent(int tree, std::uint32_t i, std::uint32_t domains) {
   return p == domains ? domains : (p + 1) % domains;
 }
 
-std::uint32_t tree_max_sends(std::uint32_t domains) {
+namespace {
+
+// Half-buffers each domain (tree position) sends over the two trees: one up to each parent (reduce), one down to
+// each child (broadcast).
+std::vector<std::uint32_t> tree_sends(std::uint32_t domains) {
   std::vector<std::uint32_t> sends(domains, 0);
   for (int tree = 0; tree < 2; ++tree)
     for (std::uint32_t i = 0; i < domains; ++i) {
       const std::uint32_t p = tree_parent(tree, i, domains);
       if (p == domains) continue;
-      ++sends[i];  // up to the parent (reduce)
-      ++sends[p];  // down to this child (broadcast)
+      ++sends[i];
+      ++sends[p];
     }
+  return sends;
+}
+
+}  // namespace
+
+std::uint32_t tree_max_sends(std::uint32_t domains) {
+  const std::vector<std::uint32_t> sends = tree_sends(domains);
   return domains ? *std::max_element(sends.begin(), sends.end()) : 0;
 }
 
@@ -412,10 +423,16 @@ struct Evaluator {
   const NcclSettings& settings;
   const CollectiveRequest& req;
   Shape sh;
+  // The communicator's ranks by domain (a PCIe-only node is one), domains in order of first appearance, ranks in
+  // communicator order: network_model.cpp's group(). `ring_domains`: the same over ring_order() (from the root for
+  // Broadcast and Reduce's chain).
+  std::vector<std::vector<std::uint32_t>> domains, ring_domains;
 
   Evaluator(const topology::ClusterSpec& c, const calibrate::HardwareProfile& p, const NcclSettings& s,
             const CollectiveRequest& r, const topology::Topology* pcie_topology)
       : cluster(c), profile(p), settings(s), req(r) {
+    domains = domains_in_order(req.gpus);
+    ring_domains = chain_op() ? domains_in_order(ring_order()) : domains;
     const topology::CommunicatorSpan span = topology::span_of(cluster, req.gpus);
     const auto& k = profile.collectives;
     sh.n = span.ranks;
@@ -533,7 +550,7 @@ struct Evaluator {
     const std::uint32_t k = sh.domains > 1 ? std::max(1u, sh.rails) : 1;
     const bool chain = chain_op();
     const std::vector<std::uint32_t> order = ring_order();
-    const auto nodes = domains_in_order(order);
+    const auto& nodes = ring_domains;
     if (nodes.size() == 1) {
       for (std::size_t i = 0; i + (chain ? 1 : 0) < n; ++i) add(load, order[i], order[(i + 1) % n], 0, 1);
     } else {
@@ -549,7 +566,7 @@ struct Evaluator {
         }
     }
     if (const double s = busiest(load); s > 0) sh.pcie_ring_cap = k / s;
-    const auto tree_nodes = domains_in_order(gpus);
+    const auto& tree_nodes = domains;
     const auto D = static_cast<std::uint32_t>(tree_nodes.size());
     // CollNet (network_model.cpp; AllReduce, AllGather and ReduceScatter alike): each domain is a coflow of S/m,
     // every rank's leg up to the fabric (towards rank j mod m' of the next domain) and back down, and a ring over
@@ -666,22 +683,8 @@ struct Evaluator {
     const double port = std::min(cluster.nic_port_per_direction().raw(), switched ? nic_pcie_link() : kInf) *
                         profile.collectives.network_bus_efficiency;
     auto nic_of = [&](std::uint32_t g) { return std::uint64_t{cluster.node_of(g)} * N + rail_of(g); };
-    std::map<std::uint32_t, std::vector<std::uint32_t>> by_domain;  // ranks in communicator order
-    for (std::uint32_t g : req.gpus) by_domain[topology::domain_of(cluster, g)].push_back(g);
-    const std::uint32_t channels = std::max(1u, sh.rails);
-    std::uint32_t most_channels = 1;
-    double most_alltoall = 0;  // ranks on one NIC x (n − m)
-    for (const auto& [domain, ranks] : by_domain) {
-      const auto m = static_cast<std::uint32_t>(ranks.size());
-      std::map<std::uint64_t, std::uint32_t> on_nic, channels_on_nic;
-      for (std::uint32_t c = 0; c < channels; ++c)
-        most_channels = std::max(most_channels, ++channels_on_nic[nic_of(ranks[c % m])]);
-      for (std::uint32_t g : ranks)
-        most_alltoall = std::max(most_alltoall, double(++on_nic[nic_of(g)]) * double(sh.n - m));
-    }
-    sh.b_nic =
-        std::min(port / most_channels, switched ? kInf : nic_pcie_link() * profile.collectives.network_bus_efficiency);
-    sh.alltoall_nic_s_per_byte = most_alltoall / sh.n / port;
+    // Rings: channel c of k through the NIC of rank c mod m of each domain of m. AlltoAll: a domain's ranks on one
+    // NIC each send (n − m)/n of S through it.
     // Trees (AllReduce): the domain at position i (order of first appearance, as network_model.cpp places them in
     // the trees) sends sends[i] half-buffers of S/2k per channel, channel c through the NIC of its rank c mod m; a
     // NIC carrying u of them in all bounds the trees' S per second by 2k·port/u. (rails · b_nic over the busiest
@@ -689,31 +692,32 @@ struct Evaluator {
     // CollNet: each rank sends its shard S/m up (and gets it back) through its own NIC; q ranks of a domain of m on
     // one NIC bound S per second by m·port/q. Hierarchical: L (the most ranks of a domain) rings of S/L cross the
     // domains, ring j through the NIC of rank j mod m.
-    const auto in_order = domains_in_order(req.gpus);
-    const auto D = static_cast<std::uint32_t>(in_order.size());
-    std::vector<std::uint32_t> sends(D, 0);
-    for (int tree = 0; tree < 2 && D > 1; ++tree)
-      for (std::uint32_t i = 0; i < D; ++i) {
-        const std::uint32_t p = tree_parent(tree, i, D);
-        if (p == D) continue;
-        ++sends[i];
-        ++sends[p];
-      }
+    const auto D = static_cast<std::uint32_t>(domains.size());
+    const std::vector<std::uint32_t> sends = D > 1 ? tree_sends(D) : std::vector<std::uint32_t>(D, 0);
+    const std::uint32_t channels = std::max(1u, sh.rails), L = std::max(1u, sh.max_ppn);
     std::map<std::uint64_t, double> tree_units;
     std::map<std::uint64_t, std::uint32_t> rings_on_nic;
-    double most_units = 0;
-    std::uint32_t most_rings = 0;
-    const std::uint32_t L = std::max(1u, sh.max_ppn);
+    std::uint32_t most_channels = 1, most_rings = 0;
+    double most_alltoall = 0, most_units = 0;  // most_alltoall: ranks on one NIC x (n − m)
     for (std::uint32_t i = 0; i < D; ++i) {
-      const auto& ranks = in_order[i];
-      for (std::uint32_t c = 0; c < channels; ++c)
-        most_units = std::max(most_units, tree_units[nic_of(ranks[c % ranks.size()])] += sends[i]);
-      std::map<std::uint64_t, std::uint32_t> on_nic;
-      for (std::uint32_t g : ranks)
-        sh.lone_collnet_cap = std::min(sh.lone_collnet_cap, double(ranks.size()) * port / ++on_nic[nic_of(g)]);
-      for (std::uint32_t j = 0; j < L; ++j)
-        most_rings = std::max(most_rings, ++rings_on_nic[nic_of(ranks[j % ranks.size()])]);
+      const auto& ranks = domains[i];
+      const auto m = static_cast<std::uint32_t>(ranks.size());
+      std::map<std::uint64_t, std::uint32_t> on_nic, channels_on_nic;
+      for (std::uint32_t c = 0; c < channels; ++c) {
+        const std::uint64_t nic = nic_of(ranks[c % m]);
+        most_channels = std::max(most_channels, ++channels_on_nic[nic]);
+        most_units = std::max(most_units, tree_units[nic] += sends[i]);
+      }
+      for (std::uint32_t g : ranks) {
+        const std::uint32_t q = ++on_nic[nic_of(g)];
+        most_alltoall = std::max(most_alltoall, double(q) * double(sh.n - m));
+        sh.lone_collnet_cap = std::min(sh.lone_collnet_cap, double(m) * port / q);
+      }
+      for (std::uint32_t j = 0; j < L; ++j) most_rings = std::max(most_rings, ++rings_on_nic[nic_of(ranks[j % m])]);
     }
+    sh.b_nic =
+        std::min(port / most_channels, switched ? kInf : nic_pcie_link() * profile.collectives.network_bus_efficiency);
+    sh.alltoall_nic_s_per_byte = most_alltoall / sh.n / port;
     sh.lone_tree_cap = most_units > 0 ? 2.0 * channels * port / most_units : kInf;
     sh.lone_hier_s_per_byte = double(most_rings) / L / port;
     sh.lone_ports = true;
@@ -745,22 +749,19 @@ struct Evaluator {
     };
     // Channel c (and hierarchical's ring c) leaves and enters a domain of m ranks through the NIC of its rank c mod m
     // (domains_in_order()): that NIC's leaf.
-    const auto doms = domains_in_order(req.gpus);
-    const auto D = static_cast<std::uint32_t>(doms.size());
+    const auto D = static_cast<std::uint32_t>(domains.size());
     const std::uint32_t channels = std::max(1u, sh.rails);
-    auto channel_leaf = [&](std::uint32_t domain, std::uint32_t c) {
-      return leaf_of(doms[domain][c % doms[domain].size()]);
+    auto channel_leaf = [&](const auto& groups, std::uint32_t domain, std::uint32_t c) {
+      return leaf_of(groups[domain][c % groups[domain].size()]);
     };
     // Ring: channel c's edge from domain i to i + 1 (the last to the first; a chain from the root has no such last
     // edge) leaves i's leaf when the next domain's is another, and enters the next one's; the busiest leaf's
     // crossing edges, over every channel, share its uplinks (out) or the spines' links down to it (in). Round a ring
     // a leaf has as many of each; a chain can bring all its channels into one leaf and take none out.
-    const auto ring = domains_in_order(ring_order());
     std::map<std::uint64_t, double> ring_out, ring_in, tree_out;
     for (std::uint32_t c = 0; c < channels; ++c)
       for (std::uint32_t i = 0; i + (chain_op() ? 1 : 0) < D; ++i) {
-        const std::uint64_t a = leaf_of(ring[i][c % ring[i].size()]),
-                            b = leaf_of(ring[(i + 1) % D][c % ring[(i + 1) % D].size()]);
+        const std::uint64_t a = channel_leaf(ring_domains, i, c), b = channel_leaf(ring_domains, (i + 1) % D, c);
         if (a != b) ring_out[a] += 1, ring_in[b] += 1;
       }
     for (const auto* crossing : {&ring_out, &ring_in})
@@ -768,11 +769,11 @@ struct Evaluator {
     // Hierarchical AllReduce: L (the most ranks of a domain) rings across the domains, S/L each.
     std::map<std::uint64_t, double> hier_out;
     std::uint32_t L = 1;
-    for (const auto& ranks : doms) L = std::max(L, static_cast<std::uint32_t>(ranks.size()));
+    for (const auto& ranks : domains) L = std::max(L, static_cast<std::uint32_t>(ranks.size()));
     double most_rings = 0;
     for (std::uint32_t j = 0; j < L; ++j)
       for (std::uint32_t i = 0; i < D; ++i) {
-        const std::uint64_t a = channel_leaf(i, j), b = channel_leaf((i + 1) % D, j);
+        const std::uint64_t a = channel_leaf(domains, i, j), b = channel_leaf(domains, (i + 1) % D, j);
         if (a != b) most_rings = std::max(most_rings, hier_out[a] += 1);
       }
     sh.hier_leaf_s_per_byte = most_rings / L / cap;
@@ -800,7 +801,7 @@ struct Evaluator {
         for (std::uint32_t i = 0; i < D; ++i) {
           const std::uint32_t p = tree_parent(tree, i, D);
           if (p == D) continue;
-          const std::uint64_t a = channel_leaf(i, c), b = channel_leaf(p, c);
+          const std::uint64_t a = channel_leaf(domains, i, c), b = channel_leaf(domains, p, c);
           if (a == b) continue;
           tree_out[a] += 1;
           tree_out[b] += 1;
@@ -833,8 +834,7 @@ struct Evaluator {
   // Shape's switch counts, PXN hand-overs and tree depth over the communicator's domains in order of first
   // appearance (domains_in_order()), each edge between the domains' first ranks, as FLOW's channel 0 takes them.
   void fabric_routes() {
-    const auto doms = domains_in_order(req.gpus);
-    const auto D = static_cast<std::uint32_t>(doms.size());
+    const auto D = static_cast<std::uint32_t>(domains.size());
     // Without a generated fabric (one domain, an explicit cluster) no route crosses a fabric switch.
     const bool fabric = !cluster.is_explicit() && topology::has_fabric(cluster);
     const topology::FabricShape shape = fabric ? topology::fabric_shape(cluster) : topology::FabricShape{};
@@ -849,7 +849,7 @@ struct Evaluator {
     };
     // A ring's (and a chain's, from the root, without the closing edge) network edges: channel 0 crosses from each
     // domain's first rank to the next domain's (ring_path), the edges whose routed latencies FLOW charges.
-    const auto ring = domains_in_order(ring_order());
+    const auto& ring = ring_domains;
     double sum = 0, edges = 0;
     for (std::uint32_t i = 0; i + (chain_op() ? 1 : 0) < D; ++i) {
       sum += switches(ring[i][0], ring[(i + 1) % D][0]);
@@ -865,7 +865,7 @@ struct Evaluator {
         sh.tree_depth = std::max(sh.tree_depth, depth);
         const std::uint32_t p = tree_parent(tree, i, D);
         if (p == D) continue;
-        sum += switches(doms[i][0], doms[p][0]);
+        sum += switches(domains[i][0], domains[p][0]);
         edges += 1;
       }
     sh.tree_switches = edges > 0 ? sum / edges : 0;
@@ -875,7 +875,7 @@ struct Evaluator {
     std::set<std::uint32_t> rails;
     for (std::uint32_t g : req.gpus) rails.insert(rail_of(g));
     for (std::uint32_t i = 1; i < D; ++i)
-      sh.farthest_switches = std::max(sh.farthest_switches, switches(doms[0][0], doms[i][0]));
+      sh.farthest_switches = std::max(sh.farthest_switches, switches(domains[0][0], domains[i][0]));
     if (fabric && rail && rails.size() > 1 && D > 1) sh.farthest_switches = std::max(sh.farthest_switches, 3.0);
     // PAT (one rank per domain): round k's pairs are n/2^k apart (network_model.cpp); FLOW waits for each round's
     // longest route.
@@ -1178,11 +1178,11 @@ struct Evaluator {
       // A chunk crosses one edge per step: 2(n − 1) steps round a ring of n edges for AllReduce, n − 1 for
       // the others, n − 1 down a chain (Broadcast, Reduce); of a ring's n edges the domains' D are network
       // hops (of a chain's n − 1, D − 1). The network model charges the routed links the same way.
-      const bool chain = req.op == CollectiveOp::kBroadcast || req.op == CollectiveOp::kReduce;
-      const double n = sh.n, domains = sh.domains;
+      const bool chain = chain_op();
+      const double n = sh.n, D = sh.domains;
       const double steps = chain ? n - 1 : req.op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1;
       const double edges = chain ? n - 1 : n;
-      const double network_edges = domains > 1 ? (chain ? domains - 1 : domains) : 0;
+      const double network_edges = D > 1 ? (chain ? D - 1 : D) : 0;
       const double inter = steps * network_edges / edges;
       // A network edge pays the NIC's hop and each fabric switch on its route, and where its domain has more than
       // one rank the PXN hand-over's NVLink hop before it.

@@ -1100,8 +1100,10 @@ struct Evaluator {
         return alg * eff * tree_correction(p, bytes, true);
       }
       case Algorithm::kNvls:
+        // nccl.md §1.12: S(1 + 1/n) through each GPU's link to the switch at the measured NVLS rate, which a
+        // slower link (a what-if NVLink) caps, as FLOW's bounded flow over that link.
         if (req.op == CollectiveOp::kAllReduce && profile.collectives.nvls_bandwidth.raw() > 0)
-          return profile.collectives.nvls_bandwidth.raw() * n / (n + 1);  // nccl.md §1.12
+          return std::min(profile.collectives.nvls_bandwidth.raw(), sh.b_intra) * n / (n + 1);
         return ring_bus / busbw_factor(req.op, sh.n);
       case Algorithm::kCollNet: {
         // The switches reduce: a domain sends its data once and receives the result once over its rails;

@@ -563,6 +563,27 @@ TEST_CASE("a NIC faster than its PCIe link: the link bounds it, at both fideliti
   }
 }
 
+TEST_CASE("NVLS AllReduce: a GPU's NVLink slower than the measured NVLS rate caps it, at both fidelities") {
+  // Each GPU moves S(1 + 1/n) to and from the NVSwitch (nccl.md §1.12) at min(the profile's NVLS rate 308 GB/s, its
+  // NVLink x nvlink_bus_efficiency 0.82). 4 H100s on 100 GB/s: min(308, 82) = 82 GB/s, from 1 to 4 GiB
+  // 3 GiB x 5/4 / 82e9 = 0.049104 s; on the simple form's 450 GB/s (369 GB/s) the NVLS rate:
+  // 3 GiB x 5/4 / 308e9 = 0.013073 s. (The closed form took 308 GB/s on any link.)
+  const std::pair<const char*, double> cases[] = {{"nvlink_gbytes_per_s_per_direction: 100", 82e9},
+                                                  {"nvlink_gbytes_per_s_per_direction: 450", 308e9}};
+  for (const auto& [nvlink, rate] : cases) {
+    Scenario sc = cluster_only(std::string("nodes: 1 gpus_per_node: 4 gpu: \"H100-SXM5-80GB\" ") + nvlink +
+                                   " nic_gbits_per_s_per_direction: 400",
+                               "h100-sxm5-80gb");
+    sc.nccl.algorithm = Algorithm::kNvls;
+    for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+      CAPTURE(nvlink);
+      CAPTURE(static_cast<int>(f));
+      CHECK(alone_from_1_to_4_gib(sc, f, CollectiveOp::kAllReduce, {0, 1, 2, 3}) ==
+            doctest::Approx(3221225472.0 * 1.25 / rate).epsilon(1e-6));
+    }
+  }
+}
+
 TEST_CASE("ring and chain steps pay the cluster's hop latencies, alike at both fidelities") {
   // 2 DGX H100, 16 GPUs, network_hop_latency_us 100, forced ring. A chunk crosses one edge per step; of the
   // ring's 16 edges 2 are network hops. AllReduce: 2·15 = 30 steps · 2/16 · 100 µs = 375 µs more; AllGather:

@@ -38,6 +38,7 @@ struct Shape {
   int idx = 0;                // NCCL's node-count index: 1 node, 2 nodes, more
   bool amd_hosts = false;     // the hosts' CPUs are AMD: NCCL's AMD LL caps and network overhead across domains
   bool nvlink = true;         // intra-domain links are NVLink (else PCIe)
+  bool nvswitch = true;       // an explicit cluster's ranks all have an NVLink to an NVSwitch (NVLS needs one)
   double b_intra = 0;         // bytes/s per GPU inside a domain, after efficiency
   double b_nic = 0;           // bytes/s per GPU's NIC, after efficiency
   double egress = 0;          // bytes/s a domain's rails carry out at once (rails × NIC)
@@ -73,16 +74,16 @@ struct Shape {
   double ring_flow_cap = std::numeric_limits<double>::infinity();
   double tree_alg_cap = std::numeric_limits<double>::infinity();
   double alltoall_leaf_s_per_byte = 0;
-  // PCIe-only nodes (pcie_routes()): the ring's bus bytes/s, a Send/Recv's bytes/s and an AlltoAll's seconds per
-  // byte of S that the busiest link inside a node allows (the trees' bound joins tree_alg_cap). No bound: inf,
-  // inf, 0.
-  double pcie_ring_cap = std::numeric_limits<double>::infinity();
-  double pcie_p2p_cap = std::numeric_limits<double>::infinity();
-  double pcie_alltoall_s_per_byte = 0;
+  // PCIe-only nodes and explicit clusters (graph_routes()): the ring's bus bytes/s, a Send/Recv's bytes/s and an
+  // AlltoAll's seconds per byte of S that the busiest link inside a node (of an explicit graph: any link) allows
+  // (the trees' bound joins tree_alg_cap). No bound: inf, inf, 0.
+  double route_ring_cap = std::numeric_limits<double>::infinity();
+  double route_p2p_cap = std::numeric_limits<double>::infinity();
+  double route_alltoall_s_per_byte = 0;
   // And hierarchical AllReduce's phases, seconds per byte of S: both intra-node phases together, the rings across.
-  double pcie_hier_intra_s_per_byte = 0;
-  double pcie_hier_inter_s_per_byte = 0;
-  double pcie_collnet_cap = std::numeric_limits<double>::infinity();  // CollNet's S per second
+  double route_hier_intra_s_per_byte = 0;
+  double route_hier_inter_s_per_byte = 0;
+  double route_collnet_cap = std::numeric_limits<double>::infinity();  // CollNet's S per second
   // A communicator alone on NICs that several GPUs share (lone_nics()): the trees' and CollNet's S per second
   // through the busiest NIC port, in place of egress.
   // And hierarchical AllReduce's L rings across: seconds per byte of S through the NIC that carries most of them.
@@ -411,8 +412,8 @@ void apply_fitted_band(const calibrate::CollectiveConstants& k, const Collective
 CollectiveModel::CollectiveModel(const topology::ClusterSpec& cluster, const calibrate::HardwareProfile& profile,
                                  NcclSettings settings)
     : cluster_(cluster), profile_(profile), settings_(settings) {
-  if (cluster.node.scale_up == topology::ScaleUp::kPcieOnly && !cluster.is_explicit() && !cluster.is_torus())
-    pcie_topology_ = std::make_shared<const topology::Topology>(cluster);
+  if (cluster.is_explicit() || (cluster.node.scale_up == topology::ScaleUp::kPcieOnly && !cluster.is_torus()))
+    route_topology_ = std::make_shared<const topology::Topology>(cluster);
 }
 
 namespace {
@@ -429,7 +430,7 @@ struct Evaluator {
   std::vector<std::vector<std::uint32_t>> domains, ring_domains;
 
   Evaluator(const topology::ClusterSpec& c, const calibrate::HardwareProfile& p, const NcclSettings& s,
-            const CollectiveRequest& r, const topology::Topology* pcie_topology)
+            const CollectiveRequest& r, const topology::Topology* route_topology)
       : cluster(c), profile(p), settings(s), req(r) {
     domains = domains_in_order(req.gpus);
     ring_domains = chain_op() ? domains_in_order(ring_order()) : domains;
@@ -443,6 +444,7 @@ struct Evaluator {
     sh.idx = sh.domains <= 1 ? 0 : sh.domains == 2 ? 1 : 2;
     sh.amd_hosts = cluster.node.cpu_vendor == topology::CpuVendor::kAmd;
     sh.nvlink = cluster.node.scale_up != topology::ScaleUp::kPcieOnly;
+    if (cluster.is_explicit() && route_topology) explicit_scale_up(*route_topology);
     // On a torus an edge of a ring crosses one ICI link, not all of a chip's links (nvlink_per_direction).
     const double scale_up = cluster.is_torus()
                                 ? cluster.nvlink_per_direction.raw() /
@@ -474,7 +476,25 @@ struct Evaluator {
                            cluster.fabric.switch_latency.raw() > 0))
       fabric_routes();
     if (sh.domains > 1 && !cluster.is_explicit() && topology::has_fabric(cluster)) leaf_uplinks();
-    if (pcie_topology && sh.n > 1) pcie_routes(*pcie_topology);
+    if (route_topology && sh.n > 1) graph_routes(*route_topology);
+  }
+
+  // An explicit cluster says its scale-up in its links, not in a preset: the communicator's GPUs talk over NVLink
+  // (NCCL's NVLink latencies and efficiency, LL128 on by default) when each has an NVLink or ICI link, else over
+  // PCIe; NVLS needs each on an NVSwitch (nccl.md §1.6: NCCL searches NVLS graphs only with NVSwitches).
+  void explicit_scale_up(const topology::Topology& topo) {
+    const topology::Graph& graph = topo.graph();
+    for (std::uint32_t g : req.gpus) {
+      bool nvlink = false, nvswitch = false;
+      for (auto [e, end] = boost::out_edges(topo.gpu_vertex(g), graph); e != end; ++e) {
+        const topology::LinkKind kind = graph[*e].kind;
+        if (kind != topology::LinkKind::kNvlink && kind != topology::LinkKind::kIci) continue;
+        nvlink = true;
+        nvswitch = nvswitch || graph[boost::target(*e, graph)].kind == topology::VertexKind::kNvSwitch;
+      }
+      sh.nvlink = sh.nvlink && nvlink;
+      sh.nvswitch = sh.nvswitch && nvswitch;
+    }
   }
 
   // PCIe-only nodes of a generated cluster: the links inside a node (the GPUs', NICs' and switches' PCIe links, the
@@ -493,23 +513,43 @@ struct Evaluator {
   //   way; with L in units of S/2k, the bound on S per second is 2k·C/L. AlltoAll: S/n per ordered pair, a rank's
   //   pairs in other nodes through the route's leg inside its node (out) and the destination's (in). Send/Recv:
   //   the pair's route.
-  void pcie_routes(const topology::Topology& topo) {
+  // An explicit cluster (vertices and links): the same edges, each on its whole route, so every link of the graph
+  // counts, NVLink and ICI links at nvlink_bus_efficiency, the others at network_bus_efficiency (FLOW's
+  // derating); a route through a fabric switch under adaptive routing spreads over its equal-cost paths as
+  // FLOW's does (Topology::spread); an AlltoAll routes every ordered pair. There the scalar NVLink and NIC
+  // figures are NCCL's tuning inputs and a second bound; a graph that agrees with them adds only its shared links.
+  void graph_routes(const topology::Topology& topo) {
     using Load = std::map<topology::LinkIndex, double>;
-    const double efficiency = profile.collectives.network_bus_efficiency;
-    auto inside = [&topo](topology::LinkIndex l) {
+    const bool whole = cluster.is_explicit();
+    const bool adaptive = cluster.fabric.routing == topology::FabricRouting::kAdaptive;
+    auto scale_up = [&topo](topology::LinkIndex l) {
       const topology::LinkKind kind = topo.link(l).kind;
-      return kind == topology::LinkKind::kPcie || kind == topology::LinkKind::kCpuInterconnect;
+      return kind == topology::LinkKind::kNvlink || kind == topology::LinkKind::kIci;
+    };
+    auto inside = [&topo, whole](topology::LinkIndex l) {
+      const topology::LinkKind kind = topo.link(l).kind;
+      return whole || kind == topology::LinkKind::kPcie || kind == topology::LinkKind::kCpuInterconnect;
     };
     auto add = [&](Load& load, std::uint32_t a, std::uint32_t b, std::uint64_t key, double weight) {
       if (a == b) return;
-      for (topology::LinkIndex l : topo.route(a, b, key))
+      const auto links = topo.route(a, b, key);
+      const bool spreads = whole && adaptive && std::any_of(links.begin(), links.end(), [&topo](auto l) {
+                             return topology::is_fabric_switch(topo.vertex(topo.link(l).to).kind);
+                           });
+      if (spreads) {
+        for (const topology::SpreadLink& l : topo.spread(a, b, key)) load[l.link] += weight * l.share;
+        return;
+      }
+      for (topology::LinkIndex l : links)
         if (inside(l)) load[l] += weight;
     };
     // Seconds per byte per unit of load on the busiest link.
     auto busiest = [&](const Load& load) {
       double most = 0;
       for (const auto& [l, units] : load) {
-        const double capacity = topo.link(l).bandwidth.raw() * efficiency;
+        const auto& c = profile.collectives;
+        const double capacity =
+            topo.link(l).bandwidth.raw() * (scale_up(l) ? c.nvlink_bus_efficiency : c.network_bus_efficiency);
         if (capacity > 0) most = std::max(most, units / capacity);
       }
       return most;
@@ -520,7 +560,13 @@ struct Evaluator {
     if (req.op == CollectiveOp::kSendRecv) {
       add(load, gpus[0], gpus[1], 0, 1);
       const double s = busiest(load);
-      if (s > 0) sh.pcie_p2p_cap = 1 / s;
+      if (s > 0) sh.route_p2p_cap = 1 / s;
+      return;
+    }
+    if (req.op == CollectiveOp::kAllToAll && whole) {
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t j = 0; j < n; ++j) add(load, gpus[i], gpus[j], i, 1);
+      sh.route_alltoall_s_per_byte = busiest(load) / static_cast<double>(n);
       return;
     }
     if (req.op == CollectiveOp::kAllToAll) {
@@ -544,7 +590,7 @@ struct Evaluator {
         }
         for (auto it = in.rbegin(); it != in.rend() && inside(*it); ++it) load[*it] += others;
       }
-      sh.pcie_alltoall_s_per_byte = busiest(load) / static_cast<double>(n);
+      sh.route_alltoall_s_per_byte = busiest(load) / static_cast<double>(n);
       return;
     }
     const std::uint32_t k = sh.domains > 1 ? std::max(1u, sh.rails) : 1;
@@ -565,13 +611,13 @@ struct Evaluator {
           add(load, local[c % m], next[c % next.size()], c, 1);
         }
     }
-    if (const double s = busiest(load); s > 0) sh.pcie_ring_cap = k / s;
+    if (const double s = busiest(load); s > 0) sh.route_ring_cap = k / s;
     const auto& tree_nodes = domains;
     const auto D = static_cast<std::uint32_t>(tree_nodes.size());
     // CollNet (network_model.cpp; AllReduce, AllGather and ReduceScatter alike): each domain is a coflow of S/m,
     // every rank's leg up to the fabric (towards rank j mod m' of the next domain) and back down, and a ring over
     // the domain's ranks carrying 2(m − 1) shards; a link carrying u of them bounds S per second by m·C/u.
-    for (std::size_t d = 0; D > 1 && d < D; ++d) {
+    for (std::size_t d = 0; D > 1 && d < D && !whole; ++d) {  // an explicit fabric has no in-network reduction
       const auto& local = tree_nodes[d];
       const auto& next = tree_nodes[(d + 1) % D];
       const std::size_t m = local.size();
@@ -586,7 +632,7 @@ struct Evaluator {
         for (auto it = back.rbegin(); it != back.rend() && inside(*it); ++it) legs[*it] += 1;
         if (m > 1) add(legs, local[j], local[(j + 1) % m], j, 2.0 * double(m - 1));
       }
-      if (const double s = busiest(legs); s > 0) sh.pcie_collnet_cap = std::min(sh.pcie_collnet_cap, double(m) / s);
+      if (const double s = busiest(legs); s > 0) sh.route_collnet_cap = std::min(sh.route_collnet_cap, double(m) / s);
     }
     if (req.op != CollectiveOp::kAllReduce) return;
     Load tree;
@@ -619,8 +665,8 @@ struct Evaluator {
       const std::size_t m = local.size();
       Load ring;
       for (std::size_t j = 0; m > 1 && j < m; ++j) add(ring, local[j], local[(j + 1) % m], 0, 1);
-      sh.pcie_hier_intra_s_per_byte =
-          std::max(sh.pcie_hier_intra_s_per_byte, 2.0 * double(m - 1) / double(m) * busiest(ring));
+      sh.route_hier_intra_s_per_byte =
+          std::max(sh.route_hier_intra_s_per_byte, 2.0 * double(m - 1) / double(m) * busiest(ring));
     }
     for (std::size_t j = 0; D > 1 && j < L; ++j)
       for (std::size_t d = 0; d < D; ++d) {
@@ -628,7 +674,7 @@ struct Evaluator {
         const auto& next = tree_nodes[(d + 1) % D];
         add(across, here[j % here.size()], next[j % next.size()], j, 1);
       }
-    sh.pcie_hier_inter_s_per_byte = D > 1 ? 2.0 * (D - 1) / D / double(L) * busiest(across) : 0;
+    sh.route_hier_inter_s_per_byte = D > 1 ? 2.0 * (D - 1) / D / double(L) * busiest(across) : 0;
   }
 
   // Bytes/s of the PCIe link between a GPU and its NIC on a generated cluster (inf where there is none): the NIC's
@@ -1054,7 +1100,7 @@ struct Evaluator {
                                ? sh.b_intra * ag_efficiency / profile.collectives.nvlink_bus_efficiency
                                : sh.b_intra;
     const double ring_bus = std::min({b_intra / sh.torus_ring_load, sh.egress,
-                                      sh.domains > 1 ? sh.rails * sh.ring_flow_cap : kInf, sh.pcie_ring_cap});
+                                      sh.domains > 1 ? sh.rails * sh.ring_flow_cap : kInf, sh.route_ring_cap});
     auto protocol_cap = [&](double bus_Bps) {  // ring protocols: wire efficiency and NCCL's per-channel caps
       if (!k.present || raw) return bus_Bps;
       if (p == Protocol::kLL) return std::min(ll_max_bus_GBps() * 1e9, bus_Bps * 0.5);
@@ -1073,7 +1119,7 @@ struct Evaluator {
         {
           const double eff = raw ? 1.0 : k.pat_bus_efficiency;
           if (sh.pat_rounds.empty()) return ring_bus * eff / busbw_factor(req.op, sh.n);
-          const double links = std::min({b_intra / sh.torus_ring_load, sh.egress, sh.pcie_ring_cap});
+          const double links = std::min({b_intra / sh.torus_ring_load, sh.egress, sh.route_ring_cap});
           double per_byte = 0;
           for (const auto& [share, leaf_s_per_byte] : sh.pat_rounds)
             per_byte += share * std::max(1 / links, leaf_s_per_byte);
@@ -1113,7 +1159,7 @@ struct Evaluator {
         // populated domain's NVLink.
         const double m = sh.max_ppn;
         return std::min({sh.lone_ports ? sh.lone_collnet_cap : sh.egress, m > 1 ? b_intra * m / (2 * (m - 1)) : kInf,
-                         sh.pcie_collnet_cap});
+                         sh.route_collnet_cap});
       }
       case Algorithm::kHierarchical: {
         // Per byte of S: the reduce-scatter and all-gather inside the most populated domain (L ranks:
@@ -1129,9 +1175,9 @@ struct Evaluator {
         // Seconds per byte of S through the busiest NIC, per ring's 2(N − 1)/N: a rank's own share of its NIC, or,
         // alone on NICs that several GPUs share, the whole port carrying the rings of all its ranks on it.
         const double nic_s_per_byte = sh.lone_ports ? sh.lone_hier_s_per_byte : rings_per_rank / sh.b_nic;
-        const double intra_time = std::max(L > 1 ? 2.0 * (L - 1) / L / b_intra : 0, sh.pcie_hier_intra_s_per_byte);
+        const double intra_time = std::max(L > 1 ? 2.0 * (L - 1) / L / b_intra : 0, sh.route_hier_intra_s_per_byte);
         const double inter_time = N > 1 ? std::max(2 * (N - 1) / N * std::max(nic_s_per_byte, sh.hier_leaf_s_per_byte),
-                                                   sh.pcie_hier_inter_s_per_byte)
+                                                   sh.route_hier_inter_s_per_byte)
                                         : 0;
         const double per_byte = intra_time + inter_time;
         if (!(per_byte > 0)) return kInf;
@@ -1142,7 +1188,7 @@ struct Evaluator {
       case Algorithm::kPointToPoint: {
         if (req.op == CollectiveOp::kSendRecv) {
           const bool same = sh.domains <= 1;
-          return std::min(same ? b_intra : sh.b_nic, sh.pcie_p2p_cap);
+          return std::min(same ? b_intra : sh.b_nic, sh.route_p2p_cap);
         }
         // AlltoAll: a GPU in a domain of m sends (n − m)/n of S across domains through its NIC and (m − 1)/n
         // inside: the least populated domain's GPUs carry the most through their NICs, the most populated
@@ -1155,7 +1201,7 @@ struct Evaluator {
         const double local = cluster.is_torus() ? sh.torus_alltoall_load / n / b_intra
                              : sh.max_ppn > 1   ? (sh.max_ppn - 1.0) / n / b_intra
                                                 : 0;
-        const double per_byte = std::max({inter, local, sh.alltoall_leaf_s_per_byte, sh.pcie_alltoall_s_per_byte});
+        const double per_byte = std::max({inter, local, sh.alltoall_leaf_s_per_byte, sh.route_alltoall_s_per_byte});
         return per_byte > 0 ? 1 / per_byte : kInf;
       }
       case Algorithm::kTorus:  // planned by torus_plan(), never here
@@ -1243,7 +1289,9 @@ struct Evaluator {
     const bool ar = req.op == CollectiveOp::kAllReduce;
     if (!k.present) return out;
     if (ar) out.push_back(Algorithm::kTree);
-    const bool nvls_switch = cluster.node.scale_up == topology::ScaleUp::kNvSwitch && cluster.node.nvls;
+    const bool nvls_switch =
+        (cluster.is_explicit() ? sh.nvswitch : cluster.node.scale_up == topology::ScaleUp::kNvSwitch) &&
+        cluster.node.nvls;
     if (k.nvls_efficiency > 0 && c.nvls_bandwidth.raw() > 0 && nvls_switch && sh.domains == 1 && sh.n > 2)
       out.push_back(Algorithm::kNvls);
     // updateCollCostTable (enqueue.cc) drops CollNet with more than NCCL_MAX_DIRECT_ARITY + 1 = 8 local ranks.
@@ -1514,11 +1562,11 @@ std::vector<CollectivePlan> CollectiveModel::candidates(const CollectiveRequest&
   if (torus_applies(cluster_, request)) {
     std::vector<CollectivePlan> out = {torus_plan(cluster_, profile_, NcclSettings{}, request)};
     if (request.op == CollectiveOp::kBroadcast || request.op == CollectiveOp::kReduce)
-      out.push_back(Evaluator(cluster_, profile_, settings_, request, pcie_topology_.get())
+      out.push_back(Evaluator(cluster_, profile_, settings_, request, route_topology_.get())
                         .make(Algorithm::kRing, Protocol::kSimple));
     return out;
   }
-  Evaluator e(cluster_, profile_, settings_, request, pcie_topology_.get());
+  Evaluator e(cluster_, profile_, settings_, request, route_topology_.get());
   std::vector<CollectivePlan> out;
   for (Algorithm a : e.algorithms(false))
     for (Protocol p : e.protocols(a)) out.push_back(e.make(a, p));
@@ -1539,13 +1587,13 @@ CollectivePlan CollectiveModel::plan(const CollectiveRequest& request) const {
     // Broadcast and Reduce chain one axis after another (1.5 S/b on a cube), where the ring through the box
     // pipelines the whole buffer once (S/b): the faster one runs, as a library choosing by time would.
     if (!forced && (request.op == CollectiveOp::kBroadcast || request.op == CollectiveOp::kReduce)) {
-      const CollectivePlan ring = Evaluator(cluster_, profile_, settings_, request, pcie_topology_.get())
+      const CollectivePlan ring = Evaluator(cluster_, profile_, settings_, request, route_topology_.get())
                                       .make(Algorithm::kRing, Protocol::kSimple);
       if (ring.time < torus.time) return ring;
     }
     return torus;
   }
-  Evaluator e(cluster_, profile_, settings_, request, pcie_topology_.get());
+  Evaluator e(cluster_, profile_, settings_, request, route_topology_.get());
   std::vector<Algorithm> algos = e.algorithms(forced);
   if (forced) {
     const Algorithm want = *settings_.algorithm;

@@ -188,7 +188,7 @@ class CollectiveModel {
   NcclSettings settings_;
   // A generated cluster of PCIe-only nodes: its topology, built once, whose routes inside the nodes (the PCIe
   // switches' shared uplinks, the CPUs' interconnect) bound the closed form as FLOW's flows load them. Else null.
-  std::shared_ptr<const topology::Topology> pcie_topology_;
+  std::shared_ptr<const topology::Topology> route_topology_;
 };
 
 }  // namespace clustersim::workloads

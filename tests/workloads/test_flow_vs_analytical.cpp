@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <numeric>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "cli/scenario_loader.h"
 #include "sim/executor.h"
 #include "workloads/collective_engine.h"
 #include "workloads/iteration_result.h"
+#include "workloads/nccl_model.h"
 #include "workloads/network_model.h"
 
 using namespace clustersim;
@@ -580,6 +582,75 @@ TEST_CASE("NVLS AllReduce: a GPU's NVLink slower than the measured NVLS rate cap
       CAPTURE(static_cast<int>(f));
       CHECK(alone_from_1_to_4_gib(sc, f, CollectiveOp::kAllReduce, {0, 1, 2, 3}) ==
             doctest::Approx(3221225472.0 * 1.25 / rate).epsilon(1e-6));
+    }
+  }
+}
+
+TEST_CASE("an explicit cluster: the closed form reads the graph's links, as FLOW routes on them") {
+  SUBCASE("a PCIe box of H100s: no NVLS without an NVSwitch, and the switches' shared uplinks bound AlltoAll") {
+    // 4 GPUs, 2 per PCIe switch, both switches on one CPU, every link 32 GB/s at the H100 profile's
+    // network_bus_efficiency 0.85 = 27.2 GB/s. AlltoAll (S/4 per pair): switch 0's uplink carries g0 and g1's
+    // pairs to g2 and g3, 4 x S/4 = S, so from 1 to 4 GiB 3 GiB / 27.2e9 = 0.118427 s (a GPU's own link carries
+    // 3S/4). Ring AllReduce 0-1-2-3: every link direction carries one edge of S x 2(n - 1)/n = 1.5 S:
+    // 3 GiB x 1.5 / 27.2e9 = 0.177640 s. Before, the closed form took the scalar 32 GB/s as NVLink through an
+    // NVSwitch (NVLS chosen, 0.82 efficiency, no shared uplink).
+    std::string text = "nodes: 1 gpus_per_node: 4 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: 32 "
+                       "nic_gbits_per_s_per_direction: 200 ";
+    for (const char* v : {"g0 GPU", "g1 GPU", "g2 GPU", "g3 GPU", "p0 PCIE_SWITCH", "p1 PCIE_SWITCH", "cpu CPU"}) {
+      const std::string s = v;
+      text += "vertices { name: \"" + s.substr(0, s.find(' ')) + "\" kind: " + s.substr(s.find(' ') + 1) + " } ";
+    }
+    for (const char* l : {"g0 p0", "g1 p0", "g2 p1", "g3 p1", "p0 cpu", "p1 cpu"}) {
+      const std::string s = l;
+      text += "links { from: \"" + s.substr(0, s.find(' ')) + "\" to: \"" + s.substr(s.find(' ') + 1) +
+              "\" kind: PCIE gbytes_per_s_per_direction: 32 } ";
+    }
+    const Scenario sc = cluster_only(text, "h100-sxm5-80gb");
+    const CollectiveModel model(sc.cluster, sc.profile, sc.nccl);
+    CHECK(model.plan(CollectiveRequest{CollectiveOp::kAllReduce, {0, 1, 2, 3}, GiB(1), 0}).algorithm ==
+          Algorithm::kRing);
+    for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+      CAPTURE(static_cast<int>(f));
+      CHECK(alone_from_1_to_4_gib(sc, f, CollectiveOp::kAllToAll, {0, 1, 2, 3}) ==
+            doctest::Approx(3221225472.0 / 27.2e9).epsilon(1e-6));
+      CHECK(alone_from_1_to_4_gib(sc, f, CollectiveOp::kAllReduce, {0, 1, 2, 3}) ==
+            doctest::Approx(3221225472.0 * 1.5 / 27.2e9).epsilon(1e-6));
+    }
+  }
+  SUBCASE("two nodes under a thin spine: the routes spread over both spines (adaptive routing)") {
+    // 2 nodes of 2 A100s on an NVSwitch (100 GB/s), each node's GPUs sharing one NIC behind a PCIe switch (32
+    // GB/s), the NICs on leaves l0 and l1 (25 GB/s), the leaves joined by 2 spines at 5 GB/s each. At the A100
+    // profile's network_bus_efficiency 0.8 the spines carry 2 x 5 x 0.8 = 8 GB/s each way. Send/Recv g0 -> g3:
+    // 3 GiB / 8e9 = 0.402653 s; ring AllReduce (2 channels, each crossing the spines once each way with
+    // S x 2(n - 1)/n / 2): 3 GiB x 1.5 / 8e9 = 0.603980 s. Before, the closed form saw only the scalar 200 Gbit/s
+    // NIC.
+    std::string text = "nodes: 2 gpus_per_node: 2 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 100 "
+                       "nic_gbits_per_s_per_direction: 200 ";
+    for (const char* v : {"g0 GPU", "g1 GPU", "g2 GPU", "g3 GPU", "s0 NVSWITCH node: 0", "s1 NVSWITCH node: 1",
+                          "p0 PCIE_SWITCH node: 0", "p1 PCIE_SWITCH node: 1", "n0 NIC node: 0", "n1 NIC node: 1",
+                          "l0 LEAF", "l1 LEAF", "sp0 SPINE", "sp1 SPINE"}) {
+      const std::string s = v;
+      text += "vertices { name: \"" + s.substr(0, s.find(' ')) + "\" kind: " + s.substr(s.find(' ') + 1) + " } ";
+    }
+    for (const char* l : {"g0 s0 NVLINK 100", "g1 s0 NVLINK 100", "g2 s1 NVLINK 100", "g3 s1 NVLINK 100",
+                          "g0 p0 PCIE 32", "g1 p0 PCIE 32", "g2 p1 PCIE 32", "g3 p1 PCIE 32", "p0 n0 PCIE 32",
+                          "p1 n1 PCIE 32", "n0 l0 NETWORK 25", "n1 l1 NETWORK 25", "l0 sp0 NETWORK 5",
+                          "l0 sp1 NETWORK 5", "l1 sp0 NETWORK 5", "l1 sp1 NETWORK 5"}) {
+      std::istringstream in(l);
+      std::string from, to, kind, rate;
+      in >> from >> to >> kind >> rate;
+      text += "links { from: \"" + from + "\" to: \"" + to + "\" kind: " + kind +
+              " gbytes_per_s_per_direction: " + rate + " } ";
+    }
+    Scenario sc = cluster_only(text, "a100-sxm4-80gb");
+    sc.nccl.algorithm = Algorithm::kRing;
+    sc.nccl.protocol = Protocol::kSimple;
+    for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+      CAPTURE(static_cast<int>(f));
+      CHECK(alone_from_1_to_4_gib(sc, f, CollectiveOp::kSendRecv, {0, 3}) ==
+            doctest::Approx(3221225472.0 / 8e9).epsilon(1e-6));
+      CHECK(alone_from_1_to_4_gib(sc, f, CollectiveOp::kAllReduce, {0, 1, 2, 3}) ==
+            doctest::Approx(3221225472.0 * 1.5 / 8e9).epsilon(1e-6));
     }
   }
 }

@@ -2,6 +2,7 @@
 
 #include <cassert>
 #include <memory>
+#include <stdexcept>
 
 #include "sim/input_error.h"
 #include "sim/trace.h"
@@ -119,6 +120,8 @@ CollectiveRun run_one(const Scenario& scenario, CollectiveRequest request) {
 }  // namespace
 
 CollectiveRun run_collective(const Scenario& scenario, const CollectiveRequest& request) {
+  // No rank has a lane to run it on: the executor would wait for ever (the CLI refuses empty --ranks earlier).
+  if (request.gpus.empty()) throw std::invalid_argument("run_collective: the communicator has no GPU");
   try {
     return run_one(scenario, request);
   } catch (const sim::TimeRangeError& e) {

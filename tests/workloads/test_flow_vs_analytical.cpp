@@ -655,6 +655,15 @@ TEST_CASE("an explicit cluster: the closed form reads the graph's links, as FLOW
   }
 }
 
+TEST_CASE("run_collective refuses a communicator without GPUs instead of waiting for ever") {
+  Scenario sc = cluster_only("node_preset: \"dgx-a100\" nodes: 1", "a100-sxm4-80gb");
+  for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+    sc.fidelity = f;
+    CHECK_THROWS_AS(run_collective(sc, CollectiveRequest{CollectiveOp::kAllReduce, {}, MiB(1), 0}),
+                    std::invalid_argument);
+  }
+}
+
 TEST_CASE("ring and chain steps pay the cluster's hop latencies, alike at both fidelities") {
   // 2 DGX H100, 16 GPUs, network_hop_latency_us 100, forced ring. A chunk crosses one edge per step; of the
   // ring's 16 edges 2 are network hops. AllReduce: 2·15 = 30 steps · 2/16 · 100 µs = 375 µs more; AllGather:

@@ -59,9 +59,11 @@ struct Domains {
 Domains group(const topology::Topology& topo, const std::vector<std::uint32_t>& gpus) {
   Domains d;
   std::map<std::uint32_t, std::size_t> index;
-  const bool pcie_only = topo.spec().node.scale_up == topology::ScaleUp::kPcieOnly && !topo.spec().is_explicit();
+  // A PCIe-only node is one domain, and so is each node of an explicit cluster, as NCCL counts nodes and the
+  // closed form groups them (topology::domain_of): a GPU there without NVLink would be a domain of its own.
+  const bool by_node = topo.spec().node.scale_up == topology::ScaleUp::kPcieOnly || topo.spec().is_explicit();
   for (std::uint32_t g : gpus) {
-    const std::uint32_t dom = pcie_only ? topo.spec().node_of(g) : topo.nvlink_domain_of(g);
+    const std::uint32_t dom = by_node ? topo.spec().node_of(g) : topo.nvlink_domain_of(g);
     auto it = index.find(dom);
     if (it == index.end()) {
       it = index.emplace(dom, d.ranks.size()).first;

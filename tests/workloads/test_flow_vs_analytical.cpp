@@ -617,6 +617,40 @@ TEST_CASE("an explicit cluster: the closed form reads the graph's links, as FLOW
             doctest::Approx(3221225472.0 * 1.5 / 27.2e9).epsilon(1e-6));
     }
   }
+  SUBCASE("two PCIe-only nodes: each node is one domain at both fidelities, its ring leaving through the NIC") {
+    // 2 nodes of 2 GPUs on a PCIe switch with one NIC (every PCIe link 32 GB/s, 25.6 at the A100 profile's 0.8;
+    // the NICs' links to the leaf 25 GB/s, 20). FLOW grouped these GPUs, which have no NVLink, one per domain; now
+    // by node, as the closed form and NCCL do. Ring AllReduce, 2 channels: channel 0 goes g0 -> g1, hands over
+    // g1 -> g0, leaves g0 -> g2; channel 1 g1 -> g0, g0 -> g1, g1 -> g3 (and node 1 alike), so each GPU's link
+    // carries 3 channel-edges each way: bus 2 x 25.6 / 3 = 17.067 GB/s, from 1 to 4 GiB 3 GiB x 1.5 / 17.067e9 =
+    // 0.283116 s (the NIC's link, 2 x 20 / 2 = 20 GB/s, is not the bottleneck). AlltoAll: the NIC's link carries
+    // the 4 pairs to the other node, S: 3 GiB / 20e9 = 0.161061 s.
+    std::string text = "nodes: 2 gpus_per_node: 2 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 32 "
+                       "nic_gbits_per_s_per_direction: 200 ";
+    for (const char* v : {"g0 GPU", "g1 GPU", "g2 GPU", "g3 GPU", "p0 PCIE_SWITCH node: 0", "p1 PCIE_SWITCH node: 1",
+                          "n0 NIC node: 0", "n1 NIC node: 1", "l0 LEAF"}) {
+      const std::string s = v;
+      text += "vertices { name: \"" + s.substr(0, s.find(' ')) + "\" kind: " + s.substr(s.find(' ') + 1) + " } ";
+    }
+    for (const char* l : {"g0 p0 PCIE 32", "g1 p0 PCIE 32", "g2 p1 PCIE 32", "g3 p1 PCIE 32", "p0 n0 PCIE 32",
+                          "p1 n1 PCIE 32", "n0 l0 NETWORK 25", "n1 l0 NETWORK 25"}) {
+      std::istringstream in(l);
+      std::string from, to, kind, rate;
+      in >> from >> to >> kind >> rate;
+      text += "links { from: \"" + from + "\" to: \"" + to + "\" kind: " + kind +
+              " gbytes_per_s_per_direction: " + rate + " } ";
+    }
+    Scenario sc = cluster_only(text, "a100-sxm4-80gb");
+    sc.nccl.algorithm = Algorithm::kRing;
+    sc.nccl.protocol = Protocol::kSimple;
+    for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+      CAPTURE(static_cast<int>(f));
+      CHECK(alone_from_1_to_4_gib(sc, f, CollectiveOp::kAllReduce, {0, 1, 2, 3}) ==
+            doctest::Approx(3221225472.0 * 1.5 / (2 * 25.6e9 / 3)).epsilon(1e-6));
+      CHECK(alone_from_1_to_4_gib(sc, f, CollectiveOp::kAllToAll, {0, 1, 2, 3}) ==
+            doctest::Approx(3221225472.0 / 20e9).epsilon(1e-6));
+    }
+  }
   SUBCASE("two nodes under a thin spine: the routes spread over both spines (adaptive routing)") {
     // 2 nodes of 2 A100s on an NVSwitch (100 GB/s), each node's GPUs sharing one NIC behind a PCIe switch (32
     // GB/s), the NICs on leaves l0 and l1 (25 GB/s), the leaves joined by 2 spines at 5 GB/s each. At the A100

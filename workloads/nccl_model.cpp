@@ -84,6 +84,7 @@ struct Shape {
   double route_hier_intra_s_per_byte = 0;
   double route_hier_inter_s_per_byte = 0;
   double route_collnet_cap = std::numeric_limits<double>::infinity();  // CollNet's S per second
+  double route_nvls_cap = std::numeric_limits<double>::infinity();     // NVLS AllReduce's S(1 + 1/n) per second
   // A communicator alone on NICs that several GPUs share (lone_nics()): the trees' and CollNet's S per second
   // through the busiest NIC port, in place of egress.
   // And hierarchical AllReduce's L rings across: seconds per byte of S through the NIC that carries most of them.
@@ -612,6 +613,14 @@ struct Evaluator {
         }
     }
     if (const double s = busiest(load); s > 0) sh.route_ring_cap = k / s;
+    // NVLS AllReduce on an explicit graph (network_model.cpp): one flow of S(1 + 1/n) around the communicator in
+    // its order, every edge on its route (key 0), so a slow GPU link or an edge through one of several switches
+    // holds the whole flow back.
+    if (whole && req.op == CollectiveOp::kAllReduce) {
+      Load nvls;
+      for (std::size_t i = 0; i < n; ++i) add(nvls, gpus[i], gpus[(i + 1) % n], 0, 1);
+      if (const double s = busiest(nvls); s > 0) sh.route_nvls_cap = 1 / s;
+    }
     const auto& tree_nodes = domains;
     const auto D = static_cast<std::uint32_t>(tree_nodes.size());
     // CollNet (network_model.cpp; AllReduce, AllGather and ReduceScatter alike): each domain is a coflow of S/m,
@@ -1149,7 +1158,7 @@ struct Evaluator {
         // nccl.md §1.12: S(1 + 1/n) through each GPU's link to the switch at the measured NVLS rate, which a
         // slower link (a what-if NVLink) caps, as FLOW's bounded flow over that link.
         if (req.op == CollectiveOp::kAllReduce && profile.collectives.nvls_bandwidth.raw() > 0)
-          return std::min(profile.collectives.nvls_bandwidth.raw(), sh.b_intra) * n / (n + 1);
+          return std::min({profile.collectives.nvls_bandwidth.raw(), sh.b_intra, sh.route_nvls_cap}) * n / (n + 1);
         return ring_bus / busbw_factor(req.op, sh.n);
       case Algorithm::kCollNet: {
         // The switches reduce: a domain sends its data once and receives the result once over its rails;

@@ -232,6 +232,12 @@ TEST_CASE("topology loader: bad clusters name file, line:col and field") {
                    "vertices { name: \"a\" kind: GPU }") ==
         "c.textproto:1:148: fabric.switch_radix: not used by an explicit cluster (vertices and links), whose fabric "
         "takes only `routing`");
+  // Explicit: a switch's node is one of the cluster's (node 7 of 1 was taken silently).
+  CHECK(text_error("nodes: 1 gpus_per_node: 1 gpu: \"X\" nvlink_gbytes_per_s_per_direction: 1 "
+                   "nic_gbits_per_s_per_direction: 1\n"
+                   "vertices { name: \"g0\" kind: GPU } vertices { name: \"s\" kind: NVSWITCH node: 7 }\n"
+                   "links { from: \"g0\" to: \"s\" kind: NVLINK gbytes_per_s_per_direction: 1 }") ==
+        "c.textproto:2:77: vertices[1].node: node 7 is not below nodes = 1");
   // Explicit: a GPU may not forward, so a chain g0 - g1 - g2 leaves g2 without a route to g0.
   CHECK(text_error("nodes: 1 gpus_per_node: 3 gpu: \"X\" nvlink_gbytes_per_s_per_direction: 1 "
                    "nic_gbits_per_s_per_direction: 1\n"

@@ -651,6 +651,28 @@ TEST_CASE("an explicit cluster: the closed form reads the graph's links, as FLOW
             doctest::Approx(3221225472.0 / 20e9).epsilon(1e-6));
     }
   }
+  SUBCASE("NVLS over two NVSwitches: the one flow takes one switch's link per edge") {
+    // 4 H100s, each with 50 GB/s to each of two NVSwitches (the scalar: 100). NVLS AllReduce is one flow of
+    // S(1 + 1/n) around the communicator, each edge routed through one switch, so a GPU's busiest link carries
+    // one edge at 50 x 0.82 = 41 GB/s: min(308 NVLS rate, 82 scalar, 41) = 41 GB/s, from 1 to 4 GiB
+    // 3 GiB x 5/4 / 41e9 = 0.098208 s. The closed form took the scalar's 82 GB/s (half FLOW's time).
+    std::string text = "nodes: 1 gpus_per_node: 4 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: 100 "
+                       "nic_gbits_per_s_per_direction: 400 vertices { name: \"s0\" kind: NVSWITCH } "
+                       "vertices { name: \"s1\" kind: NVSWITCH } ";
+    for (int g = 0; g < 4; ++g) {
+      const std::string name = "g" + std::to_string(g);
+      text += "vertices { name: \"" + name + "\" kind: GPU } ";
+      for (const char* sw : {"s0", "s1"})
+        text += "links { from: \"" + name + "\" to: \"" + sw + "\" kind: NVLINK gbytes_per_s_per_direction: 50 } ";
+    }
+    Scenario sc = cluster_only(text, "h100-sxm5-80gb");
+    sc.nccl.algorithm = Algorithm::kNvls;
+    for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+      CAPTURE(static_cast<int>(f));
+      CHECK(alone_from_1_to_4_gib(sc, f, CollectiveOp::kAllReduce, {0, 1, 2, 3}) ==
+            doctest::Approx(3221225472.0 * 1.25 / 41e9).epsilon(1e-6));
+    }
+  }
   SUBCASE("two nodes under a thin spine: the routes spread over both spines (adaptive routing)") {
     // 2 nodes of 2 A100s on an NVSwitch (100 GB/s), each node's GPUs sharing one NIC behind a PCIe switch (32
     // GB/s), the NICs on leaves l0 and l1 (25 GB/s), the leaves joined by 2 spines at 5 GB/s each. At the A100

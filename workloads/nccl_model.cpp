@@ -85,6 +85,13 @@ struct Shape {
   double route_hier_inter_s_per_byte = 0;
   double route_collnet_cap = std::numeric_limits<double>::infinity();  // CollNet's S per second
   double route_nvls_cap = std::numeric_limits<double>::infinity();     // NVLS AllReduce's S(1 + 1/n) per second
+  // An explicit cluster's hop latencies are its links' (latency_us), as FLOW's routes pay them in place of the
+  // plan's: a ring step's (channel 0's edges' routes on average), the longest route of a point-to-point
+  // collective, PAT's rounds' longest routes summed. Seconds.
+  bool route_latency = false;
+  double route_ring_step_latency = 0;
+  double route_p2p_latency = 0;
+  double route_pat_latency = 0;
   // A communicator alone on NICs that several GPUs share (lone_nics()): the trees' and CollNet's S per second
   // through the busiest NIC port, in place of egress.
   // And hierarchical AllReduce's L rings across: seconds per byte of S through the NIC that carries most of them.
@@ -557,8 +564,13 @@ struct Evaluator {
     };
     const std::vector<std::uint32_t>& gpus = req.gpus;
     const std::size_t n = gpus.size();
+    auto latency = [&topo](std::uint32_t a, std::uint32_t b, std::uint64_t key) {
+      return a == b ? 0.0 : topo.latency(topo.route(a, b, key)).raw();
+    };
+    sh.route_latency = whole;
     Load load;
     if (req.op == CollectiveOp::kSendRecv) {
+      sh.route_p2p_latency = latency(gpus[0], gpus[1], 0);
       add(load, gpus[0], gpus[1], 0, 1);
       const double s = busiest(load);
       if (s > 0) sh.route_p2p_cap = 1 / s;
@@ -566,7 +578,10 @@ struct Evaluator {
     }
     if (req.op == CollectiveOp::kAllToAll && whole) {
       for (std::size_t i = 0; i < n; ++i)
-        for (std::size_t j = 0; j < n; ++j) add(load, gpus[i], gpus[j], i, 1);
+        for (std::size_t j = 0; j < n; ++j) {
+          add(load, gpus[i], gpus[j], i, 1);
+          sh.route_p2p_latency = std::max(sh.route_p2p_latency, latency(gpus[i], gpus[j], i));
+        }
       sh.route_alltoall_s_per_byte = busiest(load) / static_cast<double>(n);
       return;
     }
@@ -598,21 +613,42 @@ struct Evaluator {
     const bool chain = chain_op();
     const std::vector<std::uint32_t> order = ring_order();
     const auto& nodes = ring_domains;
+    double ring_latency = 0;  // channel 0's edges' routes (a network edge: the hand-over and the hop), and edges
+    std::size_t ring_edges = 0;
     if (nodes.size() == 1) {
-      for (std::size_t i = 0; i + (chain ? 1 : 0) < n; ++i) add(load, order[i], order[(i + 1) % n], 0, 1);
+      for (std::size_t i = 0; i + (chain ? 1 : 0) < n; ++i) {
+        add(load, order[i], order[(i + 1) % n], 0, 1);
+        ring_latency += latency(order[i], order[(i + 1) % n], 0);
+        ++ring_edges;
+      }
     } else {
       for (std::uint32_t c = 0; c < k; ++c)
         for (std::size_t d = 0; d < nodes.size(); ++d) {
           const auto& local = nodes[d];
           const std::size_t m = local.size();
-          for (std::size_t j = 0; j + 1 < m; ++j) add(load, local[(c + j) % m], local[(c + j + 1) % m], c, 1);
+          for (std::size_t j = 0; j + 1 < m; ++j) {
+            add(load, local[(c + j) % m], local[(c + j + 1) % m], c, 1);
+            if (c == 0) ring_latency += latency(local[j], local[j + 1], 0), ++ring_edges;
+          }
           if (chain && d + 1 == nodes.size()) break;
           const auto& next = nodes[(d + 1) % nodes.size()];
           add(load, local[(c + m - 1) % m], local[c % m], c, 1);
           add(load, local[c % m], next[c % next.size()], c, 1);
+          if (c == 0) ring_latency += latency(local[m - 1], local[0], 0) + latency(local[0], next[0], 0), ++ring_edges;
         }
     }
+    if (ring_edges > 0) sh.route_ring_step_latency = ring_latency / double(ring_edges);
     if (const double s = busiest(load); s > 0) sh.route_ring_cap = k / s;
+    // PAT (one GPU per node): round r sends to the rank n/2^r away, each round waiting for its longest route.
+    if (whole && gather_scatter()) {
+      const std::size_t rounds = pat_rounds(static_cast<std::uint32_t>(n));
+      for (std::size_t r = 1; r <= rounds; ++r) {
+        double longest = 0;
+        for (std::size_t i = 0; i < n; ++i)
+          longest = std::max(longest, latency(gpus[i], gpus[(i + (std::size_t{1} << (rounds - r))) % n], i));
+        sh.route_pat_latency += longest;
+      }
+    }
     // NVLS AllReduce on an explicit graph (network_model.cpp): one flow of S(1 + 1/n) around the communicator in
     // its order, every edge on its route (key 0), so a slow GPU link or an edge through one of several switches
     // holds the whole flow back.
@@ -1243,9 +1279,10 @@ struct Evaluator {
       const double inter = steps * network_edges / edges;
       // A network edge pays the NIC's hop and each fabric switch on its route, and where its domain has more than
       // one rank the PXN hand-over's NVLink hop before it.
-      hops = (steps - inter) * sh.torus_ring_hops * nvlink_hop +
-             inter * (cluster.network_hop_latency.raw() + sh.ring_switches * switch_latency) +
-             steps / edges * sh.pxn_hops * nvlink_hop;
+      hops = sh.route_latency ? steps * sh.route_ring_step_latency
+                              : (steps - inter) * sh.torus_ring_hops * nvlink_hop +
+                                    inter * (cluster.network_hop_latency.raw() + sh.ring_switches * switch_latency) +
+                                    steps / edges * sh.pxn_hops * nvlink_hop;
     } else if (a == Algorithm::kTree && sh.n > 1) {
       // Reduce up and broadcast down: each domain's chain (its ranks − 1 NVLink edges) and the trees' depth in
       // network edges, each way; the flows of FLOW fidelity pay the same.
@@ -1253,10 +1290,13 @@ struct Evaluator {
       hops = chain + 2.0 * sh.tree_depth * (cluster.network_hop_latency.raw() + sh.tree_switches * switch_latency);
     } else if (a == Algorithm::kPat && sh.n > 1) {
       // Each round crosses the network once, through the switches of its farthest pair.
-      hops = pat_rounds(sh.n) * cluster.network_hop_latency.raw() + sh.pat_switches * switch_latency;
+      hops = sh.route_latency ? sh.route_pat_latency
+                              : pat_rounds(sh.n) * cluster.network_hop_latency.raw() + sh.pat_switches * switch_latency;
     } else if (a == Algorithm::kPointToPoint && sh.n > 1) {
       // One hop: over the network when the pair (for AlltoAll, the farthest pair) is in different domains.
-      hops = sh.domains > 1 ? cluster.network_hop_latency.raw() + sh.farthest_switches * switch_latency : nvlink_hop;
+      hops = sh.route_latency ? sh.route_p2p_latency
+             : sh.domains > 1   ? cluster.network_hop_latency.raw() + sh.farthest_switches * switch_latency
+                                : nvlink_hop;
     }
     plan.hop_latency = seconds(hops);
     plan.latency = microseconds(lat_us) + plan.hop_latency;

@@ -651,6 +651,55 @@ TEST_CASE("an explicit cluster: the closed form reads the graph's links, as FLOW
             doctest::Approx(3221225472.0 / 20e9).epsilon(1e-6));
     }
   }
+  SUBCASE("the links' latencies: a ring step pays its edges' routes, a point-to-point pair its route") {
+    // 2 nodes of 2 H100s on an NVSwitch, a NIC per GPU (PCIe), the 4 NICs on one leaf whose links carry
+    // latency_us L. Ring AllReduce, channel 0: g0 -> g1 and g2 -> g3 over NVLink (0), and two network edges
+    // g1 -> g0 -> NIC -> leaf -> NIC -> g2 (and back) of 2L each: 4L over 4 edges, L per edge, times 2(n - 1) = 6
+    // steps: with L = 5 us the ring takes 30 us more than with L = 0. Send/Recv g0 -> g3 crosses the leaf once:
+    // 2L = 10 us more; AlltoAll waits for its longest route, the same 10 us. (The closed form had none of them.)
+    auto scenario = [](double latency_us) {
+      std::string text = "nodes: 2 gpus_per_node: 2 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: 100 "
+                         "nic_gbits_per_s_per_direction: 200 vertices { name: \"leaf\" kind: LEAF } ";
+      for (int g = 0; g < 4; ++g) {
+        const std::string gpu = "g" + std::to_string(g), nic = "n" + std::to_string(g), sw = "s" + std::to_string(g / 2);
+        text += "vertices { name: \"" + gpu + "\" kind: GPU } vertices { name: \"" + nic +
+                "\" kind: NIC node: " + std::to_string(g / 2) + " } ";
+        if (g % 2 == 0) text += "vertices { name: \"" + sw + "\" kind: NVSWITCH node: " + std::to_string(g / 2) + " } ";
+        text += "links { from: \"" + gpu + "\" to: \"" + sw + "\" kind: NVLINK gbytes_per_s_per_direction: 100 } ";
+        text += "links { from: \"" + gpu + "\" to: \"" + nic + "\" kind: PCIE gbytes_per_s_per_direction: 32 } ";
+        text += "links { from: \"" + nic + "\" to: \"leaf\" kind: NETWORK gbytes_per_s_per_direction: 25 latency_us: " +
+                std::to_string(latency_us) + " } ";
+      }
+      Scenario sc = cluster_only(text, "h100-sxm5-80gb");
+      return sc;
+    };
+    const Scenario flat = scenario(0), slow = scenario(5);
+    struct Case {
+      CollectiveOp op;
+      std::vector<std::uint32_t> gpus;
+      Algorithm algorithm;
+      double extra_s;
+    };
+    for (const Case& c : {Case{CollectiveOp::kAllReduce, {0, 1, 2, 3}, Algorithm::kRing, 30e-6},
+                          Case{CollectiveOp::kSendRecv, {0, 3}, Algorithm::kPointToPoint, 10e-6},
+                          Case{CollectiveOp::kAllToAll, {0, 1, 2, 3}, Algorithm::kPointToPoint, 10e-6}}) {
+      for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+        CAPTURE(static_cast<int>(c.op));
+        CAPTURE(static_cast<int>(f));
+        Scenario a = flat, b = slow;
+        for (Scenario* sc : {&a, &b}) {
+          sc->fidelity = f;
+          if (c.algorithm == Algorithm::kRing) {
+            sc->nccl.algorithm = Algorithm::kRing;
+            sc->nccl.protocol = Protocol::kLL;
+          }
+        }
+        const CollectiveRequest req{c.op, c.gpus, bytes(8), 0};
+        CHECK(run_collective(b, req).time.raw() - run_collective(a, req).time.raw() ==
+              doctest::Approx(c.extra_s).epsilon(1e-6));
+      }
+    }
+  }
   SUBCASE("NVLS over two NVSwitches: the one flow takes one switch's link per edge") {
     // 4 H100s, each with 50 GB/s to each of two NVSwitches (the scalar: 100). NVLS AllReduce is one flow of
     // S(1 + 1/n) around the communicator, each edge routed through one switch, so a GPU's busiest link carries

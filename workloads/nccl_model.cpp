@@ -89,6 +89,11 @@ struct Shape {
   // plan's: a ring step's (channel 0's edges' routes on average), the longest route of a point-to-point
   // collective, PAT's rounds' longest routes summed. Seconds.
   bool route_latency = false;
+  // An explicit cluster's links alone bound the transfers (graph_routes()); b_intra, b_nic and egress, from its
+  // scalar figures, are NCCL's tuning inputs only. And the ring's bound from its NVLink and ICI links alone, where
+  // AllGather's own NVLink efficiency applies.
+  bool graph_only = false;
+  double route_ring_nvlink_cap = std::numeric_limits<double>::infinity();
   double route_ring_step_latency = 0;
   double route_p2p_latency = 0;
   double route_pat_latency = 0;
@@ -551,10 +556,11 @@ struct Evaluator {
       for (topology::LinkIndex l : links)
         if (inside(l)) load[l] += weight;
     };
-    // Seconds per byte per unit of load on the busiest link.
-    auto busiest = [&](const Load& load) {
+    // Seconds per byte per unit of load on the busiest link (of the NVLink and ICI links only, with nvlink_only).
+    auto busiest = [&](const Load& load, bool nvlink_only = false) {
       double most = 0;
       for (const auto& [l, units] : load) {
+        if (nvlink_only && !scale_up(l)) continue;
         const auto& c = profile.collectives;
         const double capacity =
             topo.link(l).bandwidth.raw() * (scale_up(l) ? c.nvlink_bus_efficiency : c.network_bus_efficiency);
@@ -568,6 +574,7 @@ struct Evaluator {
       return a == b ? 0.0 : topo.latency(topo.route(a, b, key)).raw();
     };
     sh.route_latency = whole;
+    sh.graph_only = whole;
     Load load;
     if (req.op == CollectiveOp::kSendRecv) {
       sh.route_p2p_latency = latency(gpus[0], gpus[1], 0);
@@ -639,6 +646,7 @@ struct Evaluator {
     }
     if (ring_edges > 0) sh.route_ring_step_latency = ring_latency / double(ring_edges);
     if (const double s = busiest(load); s > 0) sh.route_ring_cap = k / s;
+    if (const double s = busiest(load, true); whole && s > 0) sh.route_ring_nvlink_cap = k / s;
     // PAT (one GPU per node): round r sends to the rank n/2^r away, each round waiting for its longest route.
     if (whole && gather_scatter()) {
       const std::size_t rounds = pat_rounds(static_cast<std::uint32_t>(n));
@@ -1140,12 +1148,19 @@ struct Evaluator {
     const double n = sh.n, N = std::max<std::uint32_t>(1, sh.domains);
     // AllGather's own NVLink efficiency, where the profile has one, scales the intra-domain rate like a protocol
     // efficiency (not in `raw`: FLOW's links are derated by nvlink_bus_efficiency, and the wire factor adds this).
+    // On an explicit cluster the graph's links alone bound them (graph_routes()), AllGather's efficiency on its
+    // NVLink and ICI links.
     const double ag_efficiency = profile.collectives.nvlink_allgather_bus_efficiency;
-    const double b_intra = !raw && req.op == CollectiveOp::kAllGather && ag_efficiency > 0
-                               ? sh.b_intra * ag_efficiency / profile.collectives.nvlink_bus_efficiency
-                               : sh.b_intra;
-    const double ring_bus = std::min({b_intra / sh.torus_ring_load, sh.egress,
-                                      sh.domains > 1 ? sh.rails * sh.ring_flow_cap : kInf, sh.route_ring_cap});
+    const double ag = !raw && req.op == CollectiveOp::kAllGather && ag_efficiency > 0
+                          ? ag_efficiency / profile.collectives.nvlink_bus_efficiency
+                          : 1.0;
+    const double scalar_intra = sh.graph_only ? kInf : sh.b_intra;
+    const double b_intra = scalar_intra * ag;
+    const double egress = sh.graph_only ? kInf : sh.egress;
+    const double b_nic = sh.graph_only ? kInf : sh.b_nic;
+    const double ring_bus =
+        std::min({b_intra / sh.torus_ring_load, egress, sh.domains > 1 ? sh.rails * sh.ring_flow_cap : kInf,
+                  sh.route_ring_cap, sh.route_ring_nvlink_cap * ag});
     auto protocol_cap = [&](double bus_Bps) {  // ring protocols: wire efficiency and NCCL's per-channel caps
       if (!k.present || raw) return bus_Bps;
       if (p == Protocol::kLL) return std::min(ll_max_bus_GBps() * 1e9, bus_Bps * 0.5);
@@ -1164,7 +1179,7 @@ struct Evaluator {
         {
           const double eff = raw ? 1.0 : k.pat_bus_efficiency;
           if (sh.pat_rounds.empty()) return ring_bus * eff / busbw_factor(req.op, sh.n);
-          const double links = std::min({b_intra / sh.torus_ring_load, sh.egress, sh.route_ring_cap});
+          const double links = std::min({b_intra / sh.torus_ring_load, egress, sh.route_ring_cap});
           double per_byte = 0;
           for (const auto& [share, leaf_s_per_byte] : sh.pat_rounds)
             per_byte += share * std::max(1 / links, leaf_s_per_byte);
@@ -1179,7 +1194,7 @@ struct Evaluator {
         for (std::uint32_t m = std::max(1u, sh.rails); m <= sh.max_ppn; ++m)
           chain = std::max(chain, tree_chain_sends(m, channels));
         const double tree_bytes = N > 1 ? tree_max_sends(static_cast<std::uint32_t>(N)) / 2.0 : 0;
-        const double across = N <= 1 ? kInf : sh.lone_ports ? sh.lone_tree_cap : sh.egress / tree_bytes;
+        const double across = N <= 1 ? kInf : sh.lone_ports ? sh.lone_tree_cap : egress / tree_bytes;
         double alg = std::min({chain > 0 ? b_intra / chain : kInf, across, sh.tree_alg_cap});
         if (!std::isfinite(alg)) alg = b_intra;
         if (raw) return alg;
@@ -1194,7 +1209,7 @@ struct Evaluator {
         // nccl.md §1.12: S(1 + 1/n) through each GPU's link to the switch at the measured NVLS rate, which a
         // slower link (a what-if NVLink) caps, as FLOW's bounded flow over that link.
         if (req.op == CollectiveOp::kAllReduce && profile.collectives.nvls_bandwidth.raw() > 0)
-          return std::min({profile.collectives.nvls_bandwidth.raw(), sh.b_intra, sh.route_nvls_cap}) * n / (n + 1);
+          return std::min({profile.collectives.nvls_bandwidth.raw(), scalar_intra, sh.route_nvls_cap}) * n / (n + 1);
         return ring_bus / busbw_factor(req.op, sh.n);
       case Algorithm::kCollNet: {
         // The switches reduce: a domain sends its data once and receives the result once over its rails;
@@ -1203,7 +1218,7 @@ struct Evaluator {
         // to their least at an end of the range: the least populated domain's rails (egress), the most
         // populated domain's NVLink.
         const double m = sh.max_ppn;
-        return std::min({sh.lone_ports ? sh.lone_collnet_cap : sh.egress, m > 1 ? b_intra * m / (2 * (m - 1)) : kInf,
+        return std::min({sh.lone_ports ? sh.lone_collnet_cap : egress, m > 1 ? b_intra * m / (2 * (m - 1)) : kInf,
                          sh.route_collnet_cap});
       }
       case Algorithm::kHierarchical: {
@@ -1219,7 +1234,7 @@ struct Evaluator {
         for (const auto& [domain, m] : ranks_of) rings_per_rank = std::max(rings_per_rank, double((L + m - 1) / m) / L);
         // Seconds per byte of S through the busiest NIC, per ring's 2(N − 1)/N: a rank's own share of its NIC, or,
         // alone on NICs that several GPUs share, the whole port carrying the rings of all its ranks on it.
-        const double nic_s_per_byte = sh.lone_ports ? sh.lone_hier_s_per_byte : rings_per_rank / sh.b_nic;
+        const double nic_s_per_byte = sh.lone_ports ? sh.lone_hier_s_per_byte : rings_per_rank / b_nic;
         const double intra_time = std::max(L > 1 ? 2.0 * (L - 1) / L / b_intra : 0, sh.route_hier_intra_s_per_byte);
         const double inter_time = N > 1 ? std::max(2 * (N - 1) / N * std::max(nic_s_per_byte, sh.hier_leaf_s_per_byte),
                                                    sh.route_hier_inter_s_per_byte)
@@ -1233,14 +1248,14 @@ struct Evaluator {
       case Algorithm::kPointToPoint: {
         if (req.op == CollectiveOp::kSendRecv) {
           const bool same = sh.domains <= 1;
-          return std::min(same ? b_intra : sh.b_nic, sh.route_p2p_cap);
+          return std::min(same ? b_intra : b_nic, sh.route_p2p_cap);
         }
         // AlltoAll: a GPU in a domain of m sends (n − m)/n of S across domains through its NIC and (m − 1)/n
         // inside: the least populated domain's GPUs carry the most through their NICs, the most populated
         // domain's the most inside.
         const double inter = N <= 1                           ? 0
                              : sh.alltoall_nic_s_per_byte > 0 ? sh.alltoall_nic_s_per_byte
-                                                              : (n - sh.rails) / n / sh.b_nic;
+                                                              : (n - sh.rails) / n / b_nic;
         // On a torus the domain is the ICI network: the busiest link carries its pairs' S/n each (b_intra is one
         // link there).
         const double local = cluster.is_torus() ? sh.torus_alltoall_load / n / b_intra

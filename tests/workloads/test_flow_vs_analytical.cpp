@@ -700,6 +700,39 @@ TEST_CASE("an explicit cluster: the closed form reads the graph's links, as FLOW
       }
     }
   }
+  SUBCASE("the scalar figures are NCCL's tuning inputs: the graph alone bounds the transfers") {
+    // A 4-H100 NVLink mesh without a switch, 100 GB/s per pair, the scalar NVLink 100 (not the 300 a GPU has in
+    // all): AlltoAll sends each pair's S/4 on its own link at 100 x 0.82 = 82 GB/s, from 1 to 4 GiB
+    // 3 GiB / 4 / 82e9 = 0.0098208 s (the closed form took the scalar: 3x that). Two nodes whose NVSwitches are
+    // joined by NVLink, the NIC scalar 200 Gbit/s: Send/Recv g0 -> g2 goes over the NVLink, 3 GiB / 82e9 =
+    // 0.039283 s (the closed form sent it at the NIC's 25 x 0.85 = 21.25 GB/s).
+    std::string mesh = "nodes: 1 gpus_per_node: 4 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: 100 "
+                       "nic_gbits_per_s_per_direction: 400 ";
+    for (int g = 0; g < 4; ++g) mesh += "vertices { name: \"g" + std::to_string(g) + "\" kind: GPU } ";
+    for (int a = 0; a < 4; ++a)
+      for (int b = a + 1; b < 4; ++b)
+        mesh += "links { from: \"g" + std::to_string(a) + "\" to: \"g" + std::to_string(b) +
+                "\" kind: NVLINK gbytes_per_s_per_direction: 100 } ";
+    std::string joined = "nodes: 2 gpus_per_node: 2 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: 100 "
+                         "nic_gbits_per_s_per_direction: 200 vertices { name: \"leaf\" kind: LEAF } "
+                         "links { from: \"s0\" to: \"s1\" kind: NVLINK gbytes_per_s_per_direction: 200 } ";
+    for (int g = 0; g < 4; ++g) {
+      const std::string gpu = "g" + std::to_string(g), nic = "n" + std::to_string(g), sw = "s" + std::to_string(g / 2);
+      joined += "vertices { name: \"" + gpu + "\" kind: GPU } vertices { name: \"" + nic + "\" kind: NIC } ";
+      if (g % 2 == 0) joined += "vertices { name: \"" + sw + "\" kind: NVSWITCH } ";
+      joined += "links { from: \"" + gpu + "\" to: \"" + sw + "\" kind: NVLINK gbytes_per_s_per_direction: 100 } ";
+      joined += "links { from: \"" + gpu + "\" to: \"" + nic + "\" kind: PCIE gbytes_per_s_per_direction: 32 } ";
+      joined += "links { from: \"" + nic + "\" to: \"leaf\" kind: NETWORK gbytes_per_s_per_direction: 25 } ";
+    }
+    const Scenario a = cluster_only(mesh, "h100-sxm5-80gb"), b = cluster_only(joined, "h100-sxm5-80gb");
+    for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+      CAPTURE(static_cast<int>(f));
+      CHECK(alone_from_1_to_4_gib(a, f, CollectiveOp::kAllToAll, {0, 1, 2, 3}) ==
+            doctest::Approx(3221225472.0 / 4 / 82e9).epsilon(1e-6));
+      CHECK(alone_from_1_to_4_gib(b, f, CollectiveOp::kSendRecv, {0, 2}) ==
+            doctest::Approx(3221225472.0 / 82e9).epsilon(1e-6));
+    }
+  }
   SUBCASE("NVLS over two NVSwitches: the one flow takes one switch's link per edge") {
     // 4 H100s, each with 50 GB/s to each of two NVSwitches (the scalar: 100). NVLS AllReduce is one flow of
     // S(1 + 1/n) around the communicator, each edge routed through one switch, so a GPU's busiest link carries

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <numeric>
 #include <optional>
 #include <sstream>
@@ -62,6 +63,27 @@ double alone_from_1_to_4_gib(Scenario sc, Fidelity fidelity, CollectiveOp op, co
   sc.fidelity = fidelity;
   return run_collective(sc, CollectiveRequest{op, gpus, GiB(4), 0}).time.raw() -
          run_collective(sc, CollectiveRequest{op, gpus, GiB(1), 0}).time.raw();
+}
+
+// An explicit cluster's vertices, each "NAME KIND[ node: N]", and links, each "FROM TO KIND GBPS[ latency_us: L]".
+std::string explicit_graph(std::initializer_list<const char*> vertices, std::initializer_list<const char*> links) {
+  std::string text;
+  for (const char* v : vertices) {
+    std::istringstream in(v);
+    std::string name, rest;
+    in >> name;
+    std::getline(in >> std::ws, rest);
+    text += "vertices { name: \"" + name + "\" kind: " + rest + " } ";
+  }
+  for (const char* l : links) {
+    std::istringstream in(l);
+    std::string from, to, kind, rate, rest;
+    in >> from >> to >> kind >> rate;
+    std::getline(in, rest);
+    text += "links { from: \"" + from + "\" to: \"" + to + "\" kind: " + kind + " gbytes_per_s_per_direction: " + rate +
+            rest + " } ";
+  }
+  return text;
 }
 
 }  // namespace
@@ -594,18 +616,13 @@ TEST_CASE("an explicit cluster: the closed form reads the graph's links, as FLOW
     // 3S/4). Ring AllReduce 0-1-2-3: every link direction carries one edge of S x 2(n - 1)/n = 1.5 S:
     // 3 GiB x 1.5 / 27.2e9 = 0.177640 s. Before, the closed form took the scalar 32 GB/s as NVLink through an
     // NVSwitch (NVLS chosen, 0.82 efficiency, no shared uplink).
-    std::string text = "nodes: 1 gpus_per_node: 4 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: 32 "
-                       "nic_gbits_per_s_per_direction: 200 ";
-    for (const char* v : {"g0 GPU", "g1 GPU", "g2 GPU", "g3 GPU", "p0 PCIE_SWITCH", "p1 PCIE_SWITCH", "cpu CPU"}) {
-      const std::string s = v;
-      text += "vertices { name: \"" + s.substr(0, s.find(' ')) + "\" kind: " + s.substr(s.find(' ') + 1) + " } ";
-    }
-    for (const char* l : {"g0 p0", "g1 p0", "g2 p1", "g3 p1", "p0 cpu", "p1 cpu"}) {
-      const std::string s = l;
-      text += "links { from: \"" + s.substr(0, s.find(' ')) + "\" to: \"" + s.substr(s.find(' ') + 1) +
-              "\" kind: PCIE gbytes_per_s_per_direction: 32 } ";
-    }
-    const Scenario sc = cluster_only(text, "h100-sxm5-80gb");
+    const Scenario sc = cluster_only(
+        "nodes: 1 gpus_per_node: 4 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: 32 "
+        "nic_gbits_per_s_per_direction: 200 " +
+            explicit_graph({"g0 GPU", "g1 GPU", "g2 GPU", "g3 GPU", "p0 PCIE_SWITCH", "p1 PCIE_SWITCH", "cpu CPU"},
+                           {"g0 p0 PCIE 32", "g1 p0 PCIE 32", "g2 p1 PCIE 32", "g3 p1 PCIE 32", "p0 cpu PCIE 32",
+                            "p1 cpu PCIE 32"}),
+        "h100-sxm5-80gb");
     const CollectiveModel model(sc.cluster, sc.profile, sc.nccl);
     CHECK(model.plan(CollectiveRequest{CollectiveOp::kAllReduce, {0, 1, 2, 3}, GiB(1), 0}).algorithm ==
           Algorithm::kRing);
@@ -625,22 +642,14 @@ TEST_CASE("an explicit cluster: the closed form reads the graph's links, as FLOW
     // carries 3 channel-edges each way: bus 2 x 25.6 / 3 = 17.067 GB/s, from 1 to 4 GiB 3 GiB x 1.5 / 17.067e9 =
     // 0.283116 s (the NIC's link, 2 x 20 / 2 = 20 GB/s, is not the bottleneck). AlltoAll: the NIC's link carries
     // the 4 pairs to the other node, S: 3 GiB / 20e9 = 0.161061 s.
-    std::string text = "nodes: 2 gpus_per_node: 2 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 32 "
-                       "nic_gbits_per_s_per_direction: 200 ";
-    for (const char* v : {"g0 GPU", "g1 GPU", "g2 GPU", "g3 GPU", "p0 PCIE_SWITCH node: 0", "p1 PCIE_SWITCH node: 1",
-                          "n0 NIC node: 0", "n1 NIC node: 1", "l0 LEAF"}) {
-      const std::string s = v;
-      text += "vertices { name: \"" + s.substr(0, s.find(' ')) + "\" kind: " + s.substr(s.find(' ') + 1) + " } ";
-    }
-    for (const char* l : {"g0 p0 PCIE 32", "g1 p0 PCIE 32", "g2 p1 PCIE 32", "g3 p1 PCIE 32", "p0 n0 PCIE 32",
-                          "p1 n1 PCIE 32", "n0 l0 NETWORK 25", "n1 l0 NETWORK 25"}) {
-      std::istringstream in(l);
-      std::string from, to, kind, rate;
-      in >> from >> to >> kind >> rate;
-      text += "links { from: \"" + from + "\" to: \"" + to + "\" kind: " + kind +
-              " gbytes_per_s_per_direction: " + rate + " } ";
-    }
-    Scenario sc = cluster_only(text, "a100-sxm4-80gb");
+    Scenario sc = cluster_only(
+        "nodes: 2 gpus_per_node: 2 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 32 "
+        "nic_gbits_per_s_per_direction: 200 " +
+            explicit_graph({"g0 GPU", "g1 GPU", "g2 GPU", "g3 GPU", "p0 PCIE_SWITCH node: 0", "p1 PCIE_SWITCH node: 1",
+                            "n0 NIC node: 0", "n1 NIC node: 1", "l0 LEAF"},
+                           {"g0 p0 PCIE 32", "g1 p0 PCIE 32", "g2 p1 PCIE 32", "g3 p1 PCIE 32", "p0 n0 PCIE 32",
+                            "p1 n1 PCIE 32", "n0 l0 NETWORK 25", "n1 l0 NETWORK 25"}),
+        "a100-sxm4-80gb");
     sc.nccl.algorithm = Algorithm::kRing;
     sc.nccl.protocol = Protocol::kSimple;
     for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
@@ -762,25 +771,17 @@ TEST_CASE("an explicit cluster: the closed form reads the graph's links, as FLOW
     // 3 GiB / 8e9 = 0.402653 s; ring AllReduce (2 channels, each crossing the spines once each way with
     // S x 2(n - 1)/n / 2): 3 GiB x 1.5 / 8e9 = 0.603980 s. Before, the closed form saw only the scalar 200 Gbit/s
     // NIC.
-    std::string text = "nodes: 2 gpus_per_node: 2 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 100 "
-                       "nic_gbits_per_s_per_direction: 200 ";
-    for (const char* v : {"g0 GPU", "g1 GPU", "g2 GPU", "g3 GPU", "s0 NVSWITCH node: 0", "s1 NVSWITCH node: 1",
-                          "p0 PCIE_SWITCH node: 0", "p1 PCIE_SWITCH node: 1", "n0 NIC node: 0", "n1 NIC node: 1",
-                          "l0 LEAF", "l1 LEAF", "sp0 SPINE", "sp1 SPINE"}) {
-      const std::string s = v;
-      text += "vertices { name: \"" + s.substr(0, s.find(' ')) + "\" kind: " + s.substr(s.find(' ') + 1) + " } ";
-    }
-    for (const char* l : {"g0 s0 NVLINK 100", "g1 s0 NVLINK 100", "g2 s1 NVLINK 100", "g3 s1 NVLINK 100",
-                          "g0 p0 PCIE 32", "g1 p0 PCIE 32", "g2 p1 PCIE 32", "g3 p1 PCIE 32", "p0 n0 PCIE 32",
-                          "p1 n1 PCIE 32", "n0 l0 NETWORK 25", "n1 l1 NETWORK 25", "l0 sp0 NETWORK 5",
-                          "l0 sp1 NETWORK 5", "l1 sp0 NETWORK 5", "l1 sp1 NETWORK 5"}) {
-      std::istringstream in(l);
-      std::string from, to, kind, rate;
-      in >> from >> to >> kind >> rate;
-      text += "links { from: \"" + from + "\" to: \"" + to + "\" kind: " + kind +
-              " gbytes_per_s_per_direction: " + rate + " } ";
-    }
-    Scenario sc = cluster_only(text, "a100-sxm4-80gb");
+    Scenario sc = cluster_only(
+        "nodes: 2 gpus_per_node: 2 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 100 "
+        "nic_gbits_per_s_per_direction: 200 " +
+            explicit_graph({"g0 GPU", "g1 GPU", "g2 GPU", "g3 GPU", "s0 NVSWITCH node: 0", "s1 NVSWITCH node: 1",
+                            "p0 PCIE_SWITCH node: 0", "p1 PCIE_SWITCH node: 1", "n0 NIC node: 0", "n1 NIC node: 1",
+                            "l0 LEAF", "l1 LEAF", "sp0 SPINE", "sp1 SPINE"},
+                           {"g0 s0 NVLINK 100", "g1 s0 NVLINK 100", "g2 s1 NVLINK 100", "g3 s1 NVLINK 100",
+                            "g0 p0 PCIE 32", "g1 p0 PCIE 32", "g2 p1 PCIE 32", "g3 p1 PCIE 32", "p0 n0 PCIE 32",
+                            "p1 n1 PCIE 32", "n0 l0 NETWORK 25", "n1 l1 NETWORK 25", "l0 sp0 NETWORK 5",
+                            "l0 sp1 NETWORK 5", "l1 sp0 NETWORK 5", "l1 sp1 NETWORK 5"}),
+        "a100-sxm4-80gb");
     sc.nccl.algorithm = Algorithm::kRing;
     sc.nccl.protocol = Protocol::kSimple;
     for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {

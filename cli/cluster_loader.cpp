@@ -406,8 +406,13 @@ void explicit_form(const ParsedText& in, const schema::Cluster& c, const std::st
     }
     out.fabric.routing = fabric_routing(c.fabric().routing());
   }
+  // Nothing of a node's layout but what the cluster says for every form (its NVSwitches' NVLS, its hosts' CPUs).
+  const bool nvls = out.node.nvls;
+  const topology::CpuVendor vendor = out.node.cpu_vendor;
   out.node = NodeLayout{};
   out.node.nics_per_node = 0;
+  out.node.nvls = nvls;
+  out.node.cpu_vendor = vendor;
   const std::uint32_t gpus = out.gpu_count();
   std::vector<bool> taken(gpus, false);
   std::uint32_t next_gpu = 0;

@@ -97,6 +97,7 @@ struct Shape {
   double route_ring_step_latency = 0;
   double route_p2p_latency = 0;
   double route_pat_latency = 0;
+  double route_tree_latency = 0;  // up and down: the longest chain in a domain, the trees' depth in edges
   // A communicator alone on NICs that several GPUs share (lone_nics()): the trees' and CollNet's S per second
   // through the busiest NIC port, in place of egress.
   // And hierarchical AllReduce's L rings across: seconds per byte of S through the NIC that carries most of them.
@@ -708,6 +709,29 @@ struct Evaluator {
         }
     }
     if (const double s = busiest(tree); s > 0) sh.tree_alg_cap = std::min(sh.tree_alg_cap, 2.0 * k / s);
+    // The trees' hop latencies (FLOW charges the plan's), as the generated clusters' figures count them (make()):
+    // up and down, channel 0's longest chain inside a domain and the trees' depth times their edges' routes on
+    // average.
+    if (whole) {
+      double chain_latency = 0, sum = 0, edges = 0;
+      std::uint32_t depth = 0;
+      for (const auto& local : tree_nodes) {
+        double along = 0;
+        for (std::size_t j = 0; j + 1 < local.size(); ++j) along += latency(local[j], local[j + 1], 0);
+        chain_latency = std::max(chain_latency, along);
+      }
+      for (int t = 0; t < 2 && D > 1; ++t)
+        for (std::uint32_t child = 0; child < D; ++child) {
+          std::uint32_t d = 0;
+          for (std::uint32_t j = child; tree_parent(t, j, D) != D; j = tree_parent(t, j, D)) ++d;
+          depth = std::max(depth, d);
+          const std::uint32_t parent = tree_parent(t, child, D);
+          if (parent == D) continue;
+          sum += latency(tree_nodes[child][0], tree_nodes[parent][0], 0);
+          edges += 1;
+        }
+      sh.route_tree_latency = 2 * (chain_latency + depth * (edges > 0 ? sum / edges : 0));
+    }
     // Hierarchical (network_model.cpp): in each node a ring over its m ranks in communicator order moves
     // (m − 1)/m · S per edge, once to reduce-scatter and once to all-gather; across nodes L (the most ranks on a
     // node) rings, ring j from rank j mod m of each node to rank j mod m' of the next, S/L · 2(D − 1)/D each.
@@ -1023,7 +1047,7 @@ struct Evaluator {
           // NCCL's ring search (search.cc, ncclTopoCompute) first tries every channel on the first channel's ring
           // and keeps that when it is already perfect, as it is on one NVSwitch domain (its logs: "sameChannels
           // 1"); across nodes the channels take different NICs (sameChannels 0), and so on NVLink meshes.
-          if (N == 1 && cluster.node.scale_up == topology::ScaleUp::kNvSwitch)
+          if (N == 1 && (cluster.is_explicit() ? sh.nvswitch : cluster.node.scale_up == topology::ScaleUp::kNvSwitch))
             return k.ring_base_us[pi] + intra(k.ring_nvlink_us, k.ring_pci_us);
           // Otherwise: per-step latency of the link class; Simple takes the tree's (tuning.cc).
           const double lat = N == 1 ? (p == Protocol::kSimple ? intra(k.tree_nvlink_us, k.tree_pci_us)
@@ -1302,7 +1326,9 @@ struct Evaluator {
       // Reduce up and broadcast down: each domain's chain (its ranks − 1 NVLink edges) and the trees' depth in
       // network edges, each way; the flows of FLOW fidelity pay the same.
       const double chain = sh.max_ppn > 1 ? 2.0 * (sh.max_ppn - 1) * nvlink_hop : 0.0;
-      hops = chain + 2.0 * sh.tree_depth * (cluster.network_hop_latency.raw() + sh.tree_switches * switch_latency);
+      hops = sh.route_latency ? sh.route_tree_latency
+                              : chain + 2.0 * sh.tree_depth *
+                                            (cluster.network_hop_latency.raw() + sh.tree_switches * switch_latency);
     } else if (a == Algorithm::kPat && sh.n > 1) {
       // Each round crosses the network once, through the switches of its farthest pair.
       hops = sh.route_latency ? sh.route_pat_latency

@@ -152,6 +152,14 @@ TEST_CASE("topology loader: every form and preset round-trips through the resolv
   }
   const ClusterSpec h200 = load("node_preset: \"hgx-h200\" nodes: 2 gpus_per_node: 4");
   CHECK(h200.node.nics_per_node == 4);  // the preset's one NIC per GPU kept
+  // An explicit cluster keeps its hosts' CPU vendor and its NVSwitches' NVLS (they were reset with the layout),
+  // and the resolved text carries them.
+  const ClusterSpec amd = load(
+      "nodes: 1 gpus_per_node: 1 gpu: \"X\" nvlink_gbytes_per_s_per_direction: 1 nic_gbits_per_s_per_direction: 1 "
+      "cpu_vendor: AMD nvls: false vertices { name: \"a\" kind: GPU }");
+  CHECK(amd.node.cpu_vendor == clustersim::topology::CpuVendor::kAmd);
+  CHECK_FALSE(amd.node.nvls);
+  CHECK(load(resolved(amd)) == amd);
   // The scenario-level round trip of a preset scenario with faults (a fixture).
   const auto scenario = cli::load_scenario_file(kData + "dgx_a100_faults.textproto");
   CHECK(scenario.cluster.link_faults.size() == 2);

@@ -665,7 +665,9 @@ TEST_CASE("an explicit cluster: the closed form reads the graph's links, as FLOW
     // latency_us L. Ring AllReduce, channel 0: g0 -> g1 and g2 -> g3 over NVLink (0), and two network edges
     // g1 -> g0 -> NIC -> leaf -> NIC -> g2 (and back) of 2L each: 4L over 4 edges, L per edge, times 2(n - 1) = 6
     // steps: with L = 5 us the ring takes 30 us more than with L = 0. Send/Recv g0 -> g3 crosses the leaf once:
-    // 2L = 10 us more; AlltoAll waits for its longest route, the same 10 us. (The closed form had none of them.)
+    // 2L = 10 us more; AlltoAll waits for its longest route, the same 10 us. The trees (2 domains: depth 1, each
+    // tree's one edge 2L; the chains inside the domains over NVLink, 0) pay up and down 2 x (0 + 1 x 2L) = 20 us
+    // at both fidelities (FLOW takes the plan's). (The closed form had none of them.)
     auto scenario = [](double latency_us) {
       std::string text = "nodes: 2 gpus_per_node: 2 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: 100 "
                          "nic_gbits_per_s_per_direction: 200 vertices { name: \"leaf\" kind: LEAF } ";
@@ -691,15 +693,16 @@ TEST_CASE("an explicit cluster: the closed form reads the graph's links, as FLOW
     };
     for (const Case& c : {Case{CollectiveOp::kAllReduce, {0, 1, 2, 3}, Algorithm::kRing, 30e-6},
                           Case{CollectiveOp::kSendRecv, {0, 3}, Algorithm::kPointToPoint, 10e-6},
-                          Case{CollectiveOp::kAllToAll, {0, 1, 2, 3}, Algorithm::kPointToPoint, 10e-6}}) {
+                          Case{CollectiveOp::kAllToAll, {0, 1, 2, 3}, Algorithm::kPointToPoint, 10e-6},
+                          Case{CollectiveOp::kAllReduce, {0, 1, 2, 3}, Algorithm::kTree, 20e-6}}) {
       for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
         CAPTURE(static_cast<int>(c.op));
         CAPTURE(static_cast<int>(f));
         Scenario a = flat, b = slow;
         for (Scenario* sc : {&a, &b}) {
           sc->fidelity = f;
-          if (c.algorithm == Algorithm::kRing) {
-            sc->nccl.algorithm = Algorithm::kRing;
+          if (c.algorithm != Algorithm::kPointToPoint) {
+            sc->nccl.algorithm = c.algorithm;
             sc->nccl.protocol = Protocol::kLL;
           }
         }

@@ -444,8 +444,8 @@ void explicit_form(const ParsedText& in, const schema::Cluster& c, const std::st
     } else if (v.has_gpu()) {
       in.fail(join(vp, "gpu"), "only GPU vertices have a GPU index");
     } else if (spec.node && *spec.node >= out.nodes) {
-      in.fail(join(vp, "node"), "node " + std::to_string(*spec.node) + " is not below nodes = " +
-                                    std::to_string(out.nodes));
+      in.fail(join(vp, "node"),
+              "node " + std::to_string(*spec.node) + " is not below nodes = " + std::to_string(out.nodes));
     }
     out.vertices.push_back(std::move(spec));
   }

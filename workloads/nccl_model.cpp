@@ -1336,8 +1336,8 @@ struct Evaluator {
     } else if (a == Algorithm::kPointToPoint && sh.n > 1) {
       // One hop: over the network when the pair (for AlltoAll, the farthest pair) is in different domains.
       hops = sh.route_latency ? sh.route_p2p_latency
-             : sh.domains > 1   ? cluster.network_hop_latency.raw() + sh.farthest_switches * switch_latency
-                                : nvlink_hop;
+             : sh.domains > 1 ? cluster.network_hop_latency.raw() + sh.farthest_switches * switch_latency
+                              : nvlink_hop;
     }
     plan.hop_latency = seconds(hops);
     plan.latency = microseconds(lat_us) + plan.hop_latency;

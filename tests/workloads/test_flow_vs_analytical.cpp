@@ -669,10 +669,12 @@ TEST_CASE("an explicit cluster: the closed form reads the graph's links, as FLOW
     // tree's one edge 2L; the chains inside the domains over NVLink, 0) pay up and down 2 x (0 + 1 x 2L) = 20 us
     // at both fidelities (FLOW takes the plan's). (The closed form had none of them.)
     auto scenario = [](double latency_us) {
-      std::string text = "nodes: 2 gpus_per_node: 2 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: 100 "
-                         "nic_gbits_per_s_per_direction: 200 vertices { name: \"leaf\" kind: LEAF } ";
+      std::string text =
+          "nodes: 2 gpus_per_node: 2 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: 100 "
+          "nic_gbits_per_s_per_direction: 200 vertices { name: \"leaf\" kind: LEAF } ";
       for (int g = 0; g < 4; ++g) {
-        const std::string gpu = "g" + std::to_string(g), nic = "n" + std::to_string(g), sw = "s" + std::to_string(g / 2);
+        const std::string gpu = "g" + std::to_string(g), nic = "n" + std::to_string(g),
+                          sw = "s" + std::to_string(g / 2);
         text += "vertices { name: \"" + gpu + "\" kind: GPU } vertices { name: \"" + nic +
                 "\" kind: NIC node: " + std::to_string(g / 2) + " } ";
         if (g % 2 == 0) text += "vertices { name: \"" + sw + "\" kind: NVSWITCH node: " + std::to_string(g / 2) + " } ";
@@ -718,16 +720,18 @@ TEST_CASE("an explicit cluster: the closed form reads the graph's links, as FLOW
     // 3 GiB / 4 / 82e9 = 0.0098208 s (the closed form took the scalar: 3x that). Two nodes whose NVSwitches are
     // joined by NVLink, the NIC scalar 200 Gbit/s: Send/Recv g0 -> g2 goes over the NVLink, 3 GiB / 82e9 =
     // 0.039283 s (the closed form sent it at the NIC's 25 x 0.85 = 21.25 GB/s).
-    std::string mesh = "nodes: 1 gpus_per_node: 4 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: 100 "
-                       "nic_gbits_per_s_per_direction: 400 ";
+    std::string mesh =
+        "nodes: 1 gpus_per_node: 4 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: 100 "
+        "nic_gbits_per_s_per_direction: 400 ";
     for (int g = 0; g < 4; ++g) mesh += "vertices { name: \"g" + std::to_string(g) + "\" kind: GPU } ";
     for (int a = 0; a < 4; ++a)
       for (int b = a + 1; b < 4; ++b)
         mesh += "links { from: \"g" + std::to_string(a) + "\" to: \"g" + std::to_string(b) +
                 "\" kind: NVLINK gbytes_per_s_per_direction: 100 } ";
-    std::string joined = "nodes: 2 gpus_per_node: 2 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: 100 "
-                         "nic_gbits_per_s_per_direction: 200 vertices { name: \"leaf\" kind: LEAF } "
-                         "links { from: \"s0\" to: \"s1\" kind: NVLINK gbytes_per_s_per_direction: 200 } ";
+    std::string joined =
+        "nodes: 2 gpus_per_node: 2 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: 100 "
+        "nic_gbits_per_s_per_direction: 200 vertices { name: \"leaf\" kind: LEAF } "
+        "links { from: \"s0\" to: \"s1\" kind: NVLINK gbytes_per_s_per_direction: 200 } ";
     for (int g = 0; g < 4; ++g) {
       const std::string gpu = "g" + std::to_string(g), nic = "n" + std::to_string(g), sw = "s" + std::to_string(g / 2);
       joined += "vertices { name: \"" + gpu + "\" kind: GPU } vertices { name: \"" + nic + "\" kind: NIC } ";
@@ -750,9 +754,10 @@ TEST_CASE("an explicit cluster: the closed form reads the graph's links, as FLOW
     // S(1 + 1/n) around the communicator, each edge routed through one switch, so a GPU's busiest link carries
     // one edge at 50 x 0.82 = 41 GB/s: min(308 NVLS rate, 82 scalar, 41) = 41 GB/s, from 1 to 4 GiB
     // 3 GiB x 5/4 / 41e9 = 0.098208 s. The closed form took the scalar's 82 GB/s (half FLOW's time).
-    std::string text = "nodes: 1 gpus_per_node: 4 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: 100 "
-                       "nic_gbits_per_s_per_direction: 400 vertices { name: \"s0\" kind: NVSWITCH } "
-                       "vertices { name: \"s1\" kind: NVSWITCH } ";
+    std::string text =
+        "nodes: 1 gpus_per_node: 4 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: 100 "
+        "nic_gbits_per_s_per_direction: 400 vertices { name: \"s0\" kind: NVSWITCH } "
+        "vertices { name: \"s1\" kind: NVSWITCH } ";
     for (int g = 0; g < 4; ++g) {
       const std::string name = "g" + std::to_string(g);
       text += "vertices { name: \"" + name + "\" kind: GPU } ";

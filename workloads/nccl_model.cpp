@@ -85,13 +85,11 @@ struct Shape {
   double route_hier_inter_s_per_byte = 0;
   double route_collnet_cap = std::numeric_limits<double>::infinity();  // CollNet's S per second
   double route_nvls_cap = std::numeric_limits<double>::infinity();     // NVLS AllReduce's S(1 + 1/n) per second
-  // An explicit cluster's hop latencies are its links' (latency_us), as FLOW's routes pay them in place of the
-  // plan's: a ring step's (channel 0's edges' routes on average), the longest route of a point-to-point
-  // collective, PAT's rounds' longest routes summed. Seconds.
-  bool route_latency = false;
-  // An explicit cluster's links alone bound the transfers (graph_routes()); b_intra, b_nic and egress, from its
-  // scalar figures, are NCCL's tuning inputs only. And the ring's bound from its NVLink and ICI links alone, where
-  // AllGather's own NVLink efficiency applies.
+  // An explicit cluster (graph_routes()): its links alone bound the transfers, b_intra, b_nic and egress (from its
+  // scalar figures) being NCCL's tuning inputs only, and its links' latency_us are the hop latencies. The ring's
+  // bound from its NVLink and ICI links alone, where AllGather's own NVLink efficiency applies. The hop latencies
+  // as FLOW's routes pay them in place of the plan's, in seconds: a ring step's (channel 0's edges' routes on
+  // average), the longest route of a point-to-point collective, PAT's rounds' longest routes summed, the trees'.
   bool graph_only = false;
   double route_ring_nvlink_cap = std::numeric_limits<double>::infinity();
   double route_ring_step_latency = 0;
@@ -530,8 +528,8 @@ struct Evaluator {
   // An explicit cluster (vertices and links): the same edges, each on its whole route, so every link of the graph
   // counts, NVLink and ICI links at nvlink_bus_efficiency, the others at network_bus_efficiency (FLOW's
   // derating); a route through a fabric switch under adaptive routing spreads over its equal-cost paths as
-  // FLOW's does (Topology::spread); an AlltoAll routes every ordered pair. There the scalar NVLink and NIC
-  // figures are NCCL's tuning inputs and a second bound; a graph that agrees with them adds only its shared links.
+  // FLOW's does (Topology::spread); an AlltoAll routes every ordered pair. There these bounds replace those of the
+  // scalar NVLink and NIC figures, which only tune (Shape::graph_only).
   void graph_routes(const topology::Topology& topo) {
     using Load = std::map<topology::LinkIndex, double>;
     const bool whole = cluster.is_explicit();
@@ -558,13 +556,13 @@ struct Evaluator {
         if (inside(l)) load[l] += weight;
     };
     // Seconds per byte per unit of load on the busiest link (of the NVLink and ICI links only, with nvlink_only).
+    const double nvlink_efficiency = profile.collectives.nvlink_bus_efficiency;
+    const double network_efficiency = profile.collectives.network_bus_efficiency;
     auto busiest = [&](const Load& load, bool nvlink_only = false) {
       double most = 0;
       for (const auto& [l, units] : load) {
         if (nvlink_only && !scale_up(l)) continue;
-        const auto& c = profile.collectives;
-        const double capacity =
-            topo.link(l).bandwidth.raw() * (scale_up(l) ? c.nvlink_bus_efficiency : c.network_bus_efficiency);
+        const double capacity = topo.link(l).bandwidth.raw() * (scale_up(l) ? nvlink_efficiency : network_efficiency);
         if (capacity > 0) most = std::max(most, units / capacity);
       }
       return most;
@@ -574,7 +572,6 @@ struct Evaluator {
     auto latency = [&topo](std::uint32_t a, std::uint32_t b, std::uint64_t key) {
       return a == b ? 0.0 : topo.latency(topo.route(a, b, key)).raw();
     };
-    sh.route_latency = whole;
     sh.graph_only = whole;
     Load load;
     if (req.op == CollectiveOp::kSendRecv) {
@@ -1318,7 +1315,7 @@ struct Evaluator {
       const double inter = steps * network_edges / edges;
       // A network edge pays the NIC's hop and each fabric switch on its route, and where its domain has more than
       // one rank the PXN hand-over's NVLink hop before it.
-      hops = sh.route_latency ? steps * sh.route_ring_step_latency
+      hops = sh.graph_only ? steps * sh.route_ring_step_latency
                               : (steps - inter) * sh.torus_ring_hops * nvlink_hop +
                                     inter * (cluster.network_hop_latency.raw() + sh.ring_switches * switch_latency) +
                                     steps / edges * sh.pxn_hops * nvlink_hop;
@@ -1326,16 +1323,16 @@ struct Evaluator {
       // Reduce up and broadcast down: each domain's chain (its ranks − 1 NVLink edges) and the trees' depth in
       // network edges, each way; the flows of FLOW fidelity pay the same.
       const double chain = sh.max_ppn > 1 ? 2.0 * (sh.max_ppn - 1) * nvlink_hop : 0.0;
-      hops = sh.route_latency ? sh.route_tree_latency
+      hops = sh.graph_only ? sh.route_tree_latency
                               : chain + 2.0 * sh.tree_depth *
                                             (cluster.network_hop_latency.raw() + sh.tree_switches * switch_latency);
     } else if (a == Algorithm::kPat && sh.n > 1) {
       // Each round crosses the network once, through the switches of its farthest pair.
-      hops = sh.route_latency ? sh.route_pat_latency
+      hops = sh.graph_only ? sh.route_pat_latency
                               : pat_rounds(sh.n) * cluster.network_hop_latency.raw() + sh.pat_switches * switch_latency;
     } else if (a == Algorithm::kPointToPoint && sh.n > 1) {
       // One hop: over the network when the pair (for AlltoAll, the farthest pair) is in different domains.
-      hops = sh.route_latency ? sh.route_p2p_latency
+      hops = sh.graph_only ? sh.route_p2p_latency
              : sh.domains > 1 ? cluster.network_hop_latency.raw() + sh.farthest_switches * switch_latency
                               : nvlink_hop;
     }

@@ -1316,23 +1316,23 @@ struct Evaluator {
       // A network edge pays the NIC's hop and each fabric switch on its route, and where its domain has more than
       // one rank the PXN hand-over's NVLink hop before it.
       hops = sh.graph_only ? steps * sh.route_ring_step_latency
-                              : (steps - inter) * sh.torus_ring_hops * nvlink_hop +
-                                    inter * (cluster.network_hop_latency.raw() + sh.ring_switches * switch_latency) +
-                                    steps / edges * sh.pxn_hops * nvlink_hop;
+                           : (steps - inter) * sh.torus_ring_hops * nvlink_hop +
+                                 inter * (cluster.network_hop_latency.raw() + sh.ring_switches * switch_latency) +
+                                 steps / edges * sh.pxn_hops * nvlink_hop;
     } else if (a == Algorithm::kTree && sh.n > 1) {
       // Reduce up and broadcast down: each domain's chain (its ranks − 1 NVLink edges) and the trees' depth in
       // network edges, each way; the flows of FLOW fidelity pay the same.
       const double chain = sh.max_ppn > 1 ? 2.0 * (sh.max_ppn - 1) * nvlink_hop : 0.0;
       hops = sh.graph_only ? sh.route_tree_latency
-                              : chain + 2.0 * sh.tree_depth *
-                                            (cluster.network_hop_latency.raw() + sh.tree_switches * switch_latency);
+                           : chain + 2.0 * sh.tree_depth *
+                                         (cluster.network_hop_latency.raw() + sh.tree_switches * switch_latency);
     } else if (a == Algorithm::kPat && sh.n > 1) {
       // Each round crosses the network once, through the switches of its farthest pair.
       hops = sh.graph_only ? sh.route_pat_latency
-                              : pat_rounds(sh.n) * cluster.network_hop_latency.raw() + sh.pat_switches * switch_latency;
+                           : pat_rounds(sh.n) * cluster.network_hop_latency.raw() + sh.pat_switches * switch_latency;
     } else if (a == Algorithm::kPointToPoint && sh.n > 1) {
       // One hop: over the network when the pair (for AlltoAll, the farthest pair) is in different domains.
-      hops = sh.graph_only ? sh.route_p2p_latency
+      hops = sh.graph_only    ? sh.route_p2p_latency
              : sh.domains > 1 ? cluster.network_hop_latency.raw() + sh.farthest_switches * switch_latency
                               : nvlink_hop;
     }

@@ -205,6 +205,49 @@ Topology::Topology(const ClusterSpec& spec) : spec_(spec) {
   }
   std::sort(nics.begin(), nics.end());
   for (std::uint32_t i = 0; i < nics.size(); ++i) destination_key_[nics[i].second] = i;
+  if (spec_.is_explicit()) assign_explicit_nics();
+}
+
+// An explicit cluster's GPU sends to other nodes through the NIC of its node closest to it, as NCCL pairs each GPU
+// with its nearest NIC by PCI distance; GPUs that tie on the same NICs (a PCIe switch with 2 GPUs and 2 NICs, as in
+// a DGX) take them in turn in GPU order, as a generated node's GPUs take theirs (build_node). A GPU whose node has
+// no NIC (or none it reaches) keeps kNone and its shortest routes.
+void Topology::assign_explicit_nics() {
+  std::map<std::uint32_t, std::vector<VertexIndex>> nics_of_node;
+  for (VertexIndex v = 0; v < vertex_count(); ++v)
+    if (graph_[v].kind == VertexKind::kNic && graph_[v].node != kNone) nics_of_node[graph_[v].node].push_back(v);
+  std::map<std::vector<VertexIndex>, std::uint32_t> given;  // GPUs given one of these nearest NICs so far
+  for (std::uint32_t g = 0; g < gpu_count(); ++g) {
+    const auto it = nics_of_node.find(node_of(g));
+    if (it == nics_of_node.end()) continue;
+    std::vector<VertexIndex> nearest;
+    std::uint32_t best = kNone;
+    for (VertexIndex nic : it->second) {
+      const std::uint32_t d = distance(gpu_vertex_[g], nic, Scope::kAny);
+      if (d == kNone || d > best) continue;
+      if (d < best) nearest.clear();
+      best = d;
+      nearest.push_back(nic);
+    }
+    if (!nearest.empty()) own_nic_[g] = nearest[given[nearest]++ % nearest.size()];
+  }
+}
+
+// Between nodes of an explicit cluster, where the shortest route crosses the network: through both GPUs' own
+// NICs, NIC to NIC over the fabric's switches only, as a generated cluster's rails (use_rails), rather than through
+// whichever NIC or another node's PCIe switch a path as short takes. NVLink drawn between the nodes, or any route
+// that needs no fabric switch, stays as the shortest route finds it.
+bool Topology::explicit_rails(std::uint32_t src, std::uint32_t dst) const {
+  if (!spec_.is_explicit() || own_nic_[src] == kNone || own_nic_[dst] == kNone) return false;
+  if (graph_[gpu_vertex_[src]].node == graph_[gpu_vertex_[dst]].node) return false;
+  const VertexIndex s = gpu_vertex_[src], t = gpu_vertex_[dst], ns = own_nic_[src], nd = own_nic_[dst];
+  if (distance(s, t, Scope::kAny) == kNone || distance(s, ns, Scope::kAny) == kNone ||
+      distance(ns, nd, Scope::kFabric) == kNone || distance(nd, t, Scope::kAny) == kNone)
+    return false;
+  std::vector<LinkIndex> shortest;
+  walk(s, t, Scope::kAny, 0, shortest);
+  return std::any_of(shortest.begin(), shortest.end(),
+                     [this](LinkIndex l) { return is_fabric_switch(graph_[link(l).to].kind); });
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -857,6 +900,10 @@ std::uint32_t Topology::route_hops(std::uint32_t src, std::uint32_t dst) const {
     const std::uint32_t d = distance(s, t, Scope::kDomain);
     if (d != kNone) return d;
   }
+  if (explicit_rails(src, dst)) {
+    const VertexIndex ns = own_nic_[src], nd = own_nic_[dst];
+    return distance(s, ns, Scope::kAny) + distance(ns, nd, Scope::kFabric) + distance(nd, t, Scope::kAny);
+  }
   return distance(s, t, Scope::kAny);
 }
 
@@ -879,6 +926,10 @@ std::size_t Topology::legs(std::uint32_t src, std::uint32_t dst, std::array<Leg,
   } else if (!spec_.is_explicit() && group_[src] == group_[dst] && distance(s, t, Scope::kDomain) != kNone) {
     out[0] = Leg{s, t, Scope::kDomain};
     return 1;
+  } else if (explicit_rails(src, dst)) {
+    out = {Leg{s, own_nic_[src], Scope::kAny}, Leg{own_nic_[src], own_nic_[dst], Scope::kFabric},
+           Leg{own_nic_[dst], t, Scope::kAny}};
+    return 3;
   }
   if (distance(s, t, Scope::kAny) == kNone) throw_no_route(src, dst);
   out[0] = Leg{s, t, Scope::kAny};

@@ -278,13 +278,15 @@ class Topology {
   std::size_t legs(std::uint32_t src, std::uint32_t dst, std::array<Leg, 3>& out) const;  // src != dst
   void check_gpus(std::uint32_t src, std::uint32_t dst) const;                            // throws std::out_of_range
   bool use_rails(std::uint32_t src, std::uint32_t dst) const;
+  void assign_explicit_nics();
+  bool explicit_rails(std::uint32_t src, std::uint32_t dst) const;
   [[noreturn]] void throw_no_route(std::uint32_t src, std::uint32_t dst) const;
 
   ClusterSpec spec_;
   Graph graph_;
   std::vector<Graph::edge_descriptor> edges_;  // by LinkIndex
   std::vector<VertexIndex> gpu_vertex_;        // by GPU index
-  std::vector<VertexIndex> own_nic_;           // by GPU index; kNone without NICs
+  std::vector<VertexIndex> own_nic_;           // by GPU index; kNone without NICs (explicit: assign_explicit_nics)
   std::vector<std::uint32_t> domain_;          // NVLink domain by GPU index (NVLink/ICI-connected component)
   std::vector<std::uint32_t> group_;           // generated forms: the node group routed locally (the built
                                                // NVLink domain, the whole torus; a PCIe-only node) by GPU

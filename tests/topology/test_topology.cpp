@@ -547,6 +547,43 @@ TEST_CASE("topology: explicit vertices and links") {
   CHECK(to_GBps(t.bisection_bandwidth()) == doctest::Approx(110).epsilon(1e-9));
 }
 
+TEST_CASE("topology: an explicit cluster's GPUs leave their node through their own NIC, as a DGX's do") {
+  // Per node: 2 GPUs and 2 NICs on one PCIe switch (both NICs 2 hops from both GPUs), NIC i of both nodes on leaf
+  // i, the leaves under one spine. GPU i takes NIC i of its node (nearest, ties in GPU order), whatever the flow
+  // key; a pair across rails crosses the spine from the source's NIC to the destination's. Shortest paths alone
+  // hashed each flow onto either NIC (and crossed rails through the other NIC, 6 hops instead of 8).
+  const Topology t(load(R"(nodes: 2 gpus_per_node: 2 gpu: "X"
+      nvlink_gbytes_per_s_per_direction: 100 nic_gbits_per_s_per_direction: 200
+      vertices { name: "g0" kind: GPU } vertices { name: "g1" kind: GPU }
+      vertices { name: "g2" kind: GPU } vertices { name: "g3" kind: GPU }
+      vertices { name: "p0" kind: PCIE_SWITCH node: 0 } vertices { name: "p1" kind: PCIE_SWITCH node: 1 }
+      vertices { name: "n00" kind: NIC node: 0 } vertices { name: "n01" kind: NIC node: 0 }
+      vertices { name: "n10" kind: NIC node: 1 } vertices { name: "n11" kind: NIC node: 1 }
+      vertices { name: "l0" kind: LEAF } vertices { name: "l1" kind: LEAF } vertices { name: "sp" kind: SPINE }
+      links { from: "g0" to: "p0" kind: PCIE gbytes_per_s_per_direction: 32 }
+      links { from: "g1" to: "p0" kind: PCIE gbytes_per_s_per_direction: 32 }
+      links { from: "g2" to: "p1" kind: PCIE gbytes_per_s_per_direction: 32 }
+      links { from: "g3" to: "p1" kind: PCIE gbytes_per_s_per_direction: 32 }
+      links { from: "p0" to: "n00" kind: PCIE gbytes_per_s_per_direction: 32 }
+      links { from: "p0" to: "n01" kind: PCIE gbytes_per_s_per_direction: 32 }
+      links { from: "p1" to: "n10" kind: PCIE gbytes_per_s_per_direction: 32 }
+      links { from: "p1" to: "n11" kind: PCIE gbytes_per_s_per_direction: 32 }
+      links { from: "n00" to: "l0" kind: NETWORK gbytes_per_s_per_direction: 25 }
+      links { from: "n10" to: "l0" kind: NETWORK gbytes_per_s_per_direction: 25 }
+      links { from: "n01" to: "l1" kind: NETWORK gbytes_per_s_per_direction: 25 }
+      links { from: "n11" to: "l1" kind: NETWORK gbytes_per_s_per_direction: 25 }
+      links { from: "l0" to: "sp" kind: NETWORK gbytes_per_s_per_direction: 100 }
+      links { from: "l1" to: "sp" kind: NETWORK gbytes_per_s_per_direction: 100 })"));
+  for (std::uint64_t key = 0; key < 16; ++key) {
+    CAPTURE(key);
+    CHECK(path_of(t, t.route(0, 2, key)) == "g0 -> p0 -> n00 -> l0 -> n10 -> p1 -> g2");
+    CHECK(path_of(t, t.route(1, 3, key)) == "g1 -> p0 -> n01 -> l1 -> n11 -> p1 -> g3");
+    CHECK(path_of(t, t.route(1, 2, key)) == "g1 -> p0 -> n01 -> l1 -> sp -> l0 -> n10 -> p1 -> g2");
+  }
+  CHECK(t.route_hops(1, 2) == 8);
+  CHECK(path_of(t, t.route(0, 1)) == "g0 -> p0 -> g1");  // inside the node: the shortest route
+}
+
 TEST_CASE("topology: Graphviz output names vertices, kinds and bandwidths") {
   const Topology t(
       load("nodes: 1 gpus_per_node: 2 gpu: \"X\" nvlink_gbytes_per_s_per_direction: 300 "

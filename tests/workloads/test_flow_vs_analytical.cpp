@@ -749,6 +749,32 @@ TEST_CASE("an explicit cluster: the closed form reads the graph's links, as FLOW
             doctest::Approx(3221225472.0 / 82e9).epsilon(1e-6));
     }
   }
+  SUBCASE("two GPUs and two NICs on one PCIe switch: each GPU leaves through its own NIC, as in a DGX") {
+    // 2 nodes of 2 A100s (NVSwitch 100 GB/s); in each node both GPUs and both NICs on one PCIe switch (32 GB/s),
+    // NIC i of both nodes on leaf i (25 GB/s, 20 at the A100 profile's 0.8), the leaves under one spine. GPU i takes
+    // NIC i (nearest, ties in turn), so ring AllGather's 2 channels leave through different NICs: 2 x 20 = 40 GB/s
+    // bus, from 1 to 4 GiB 3 GiB x 3/4 / 40e9 = 0.060398 s. Shortest paths alone picked a NIC by hash, and two
+    // channels could share one (half the bus bandwidth; an explicit HGX H100 pair was 2x slow).
+    Scenario sc = cluster_only(
+        "nodes: 2 gpus_per_node: 2 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 100 "
+        "nic_gbits_per_s_per_direction: 200 " +
+            explicit_graph({"g0 GPU", "g1 GPU", "g2 GPU", "g3 GPU", "s0 NVSWITCH node: 0", "s1 NVSWITCH node: 1",
+                            "p0 PCIE_SWITCH node: 0", "p1 PCIE_SWITCH node: 1", "n00 NIC node: 0", "n01 NIC node: 0",
+                            "n10 NIC node: 1", "n11 NIC node: 1", "l0 LEAF", "l1 LEAF", "sp SPINE"},
+                           {"g0 s0 NVLINK 100", "g1 s0 NVLINK 100", "g2 s1 NVLINK 100", "g3 s1 NVLINK 100",
+                            "g0 p0 PCIE 32", "g1 p0 PCIE 32", "g2 p1 PCIE 32", "g3 p1 PCIE 32", "p0 n00 PCIE 32",
+                            "p0 n01 PCIE 32", "p1 n10 PCIE 32", "p1 n11 PCIE 32", "n00 l0 NETWORK 25",
+                            "n10 l0 NETWORK 25", "n01 l1 NETWORK 25", "n11 l1 NETWORK 25", "l0 sp NETWORK 100",
+                            "l1 sp NETWORK 100"}),
+        "a100-sxm4-80gb");
+    sc.nccl.algorithm = Algorithm::kRing;
+    sc.nccl.protocol = Protocol::kSimple;
+    for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+      CAPTURE(static_cast<int>(f));
+      CHECK(alone_from_1_to_4_gib(sc, f, CollectiveOp::kAllGather, {0, 1, 2, 3}) ==
+            doctest::Approx(3221225472.0 * 0.75 / 40e9).epsilon(1e-6));
+    }
+  }
   SUBCASE("NVLS over two NVSwitches: the one flow takes one switch's link per edge") {
     // 4 H100s, each with 50 GB/s to each of two NVSwitches (the scalar: 100). NVLS AllReduce is one flow of
     // S(1 + 1/n) around the communicator, each edge routed through one switch, so a GPU's busiest link carries

@@ -758,14 +758,14 @@ TEST_CASE("an explicit cluster: the closed form reads the graph's links, as FLOW
     Scenario sc = cluster_only(
         "nodes: 2 gpus_per_node: 2 gpu: \"A100-SXM4-80GB\" nvlink_gbytes_per_s_per_direction: 100 "
         "nic_gbits_per_s_per_direction: 200 " +
-            explicit_graph({"g0 GPU", "g1 GPU", "g2 GPU", "g3 GPU", "s0 NVSWITCH node: 0", "s1 NVSWITCH node: 1",
-                            "p0 PCIE_SWITCH node: 0", "p1 PCIE_SWITCH node: 1", "n00 NIC node: 0", "n01 NIC node: 0",
-                            "n10 NIC node: 1", "n11 NIC node: 1", "l0 LEAF", "l1 LEAF", "sp SPINE"},
-                           {"g0 s0 NVLINK 100", "g1 s0 NVLINK 100", "g2 s1 NVLINK 100", "g3 s1 NVLINK 100",
-                            "g0 p0 PCIE 32", "g1 p0 PCIE 32", "g2 p1 PCIE 32", "g3 p1 PCIE 32", "p0 n00 PCIE 32",
-                            "p0 n01 PCIE 32", "p1 n10 PCIE 32", "p1 n11 PCIE 32", "n00 l0 NETWORK 25",
-                            "n10 l0 NETWORK 25", "n01 l1 NETWORK 25", "n11 l1 NETWORK 25", "l0 sp NETWORK 100",
-                            "l1 sp NETWORK 100"}),
+            explicit_graph(
+                {"g0 GPU", "g1 GPU", "g2 GPU", "g3 GPU", "s0 NVSWITCH node: 0", "s1 NVSWITCH node: 1",
+                 "p0 PCIE_SWITCH node: 0", "p1 PCIE_SWITCH node: 1", "n00 NIC node: 0", "n01 NIC node: 0",
+                 "n10 NIC node: 1", "n11 NIC node: 1", "l0 LEAF", "l1 LEAF", "sp SPINE"},
+                {"g0 s0 NVLINK 100", "g1 s0 NVLINK 100", "g2 s1 NVLINK 100", "g3 s1 NVLINK 100", "g0 p0 PCIE 32",
+                 "g1 p0 PCIE 32", "g2 p1 PCIE 32", "g3 p1 PCIE 32", "p0 n00 PCIE 32", "p0 n01 PCIE 32",
+                 "p1 n10 PCIE 32", "p1 n11 PCIE 32", "n00 l0 NETWORK 25", "n10 l0 NETWORK 25", "n01 l1 NETWORK 25",
+                 "n11 l1 NETWORK 25", "l0 sp NETWORK 100", "l1 sp NETWORK 100"}),
         "a100-sxm4-80gb");
     sc.nccl.algorithm = Algorithm::kRing;
     sc.nccl.protocol = Protocol::kSimple;

@@ -211,7 +211,7 @@ Topology::Topology(const ClusterSpec& spec) : spec_(spec) {
 // An explicit cluster's GPU sends to other nodes through the NIC of its node closest to it, as NCCL pairs each GPU
 // with its nearest NIC by PCI distance; GPUs that tie on the same NICs (a PCIe switch with 2 GPUs and 2 NICs, as in
 // a DGX) take them in turn in GPU order, as a generated node's GPUs take theirs (build_node). A GPU whose node has
-// no NIC (or none it reaches) keeps kNone and its shortest routes.
+// no NIC it reaches inside the node keeps kNone and its shortest routes.
 void Topology::assign_explicit_nics() {
   std::map<std::uint32_t, std::vector<VertexIndex>> nics_of_node;
   for (VertexIndex v = 0; v < vertex_count(); ++v)
@@ -222,9 +222,15 @@ void Topology::assign_explicit_nics() {
     if (it == nics_of_node.end()) continue;
     std::vector<VertexIndex> nearest;
     std::uint32_t best = kNone;
+    std::vector<LinkIndex> path;
     for (VertexIndex nic : it->second) {
       const std::uint32_t d = distance(gpu_vertex_[g], nic, Scope::kAny);
       if (d == kNone || d > best) continue;
+      // Only a NIC reached inside the node, not one whose shortest way in is back from the fabric.
+      path.clear();
+      walk(gpu_vertex_[g], nic, Scope::kAny, 0, path);
+      if (std::any_of(path.begin(), path.end(), [this](LinkIndex l) { return is_fabric_switch(graph_[link(l).to].kind); }))
+        continue;
       if (d < best) nearest.clear();
       best = d;
       nearest.push_back(nic);
@@ -709,7 +715,9 @@ void Topology::forget_distances(VertexIndex target, Scope scope) const {
 }
 
 VertexIndex Topology::fabric_parent(VertexIndex nic) const {
-  // The one fabric-scope vertex a link up arrives at the NIC from, when it is the only fabric-scope in-link.
+  // The one fabric-scope vertex a link up arrives at the NIC from, when it is the only fabric-scope in-link and a
+  // switch (an explicit cluster may cable two NICs back to back: each the other's only one, and distances() would
+  // derive each from the other for ever).
   VertexIndex only = kNone;
   std::uint32_t in_scope = 0;
   for (auto [e, end] = boost::in_edges(nic, graph_); e != end; ++e) {
@@ -718,7 +726,7 @@ VertexIndex Topology::fabric_parent(VertexIndex nic) const {
     ++in_scope;
     if (graph_[*e].up) only = u;
   }
-  return in_scope == 1 ? only : kNone;
+  return in_scope == 1 && only != kNone && is_fabric_switch(graph_[only].kind) ? only : kNone;
 }
 
 const std::vector<std::uint16_t>& Topology::distances(VertexIndex target, Scope scope) const {

@@ -582,6 +582,28 @@ TEST_CASE("topology: an explicit cluster's GPUs leave their node through their o
   }
   CHECK(t.route_hops(1, 2) == 8);
   CHECK(path_of(t, t.route(0, 1)) == "g0 -> p0 -> g1");  // inside the node: the shortest route
+  // Two NICs cabled back to back, no switch: each is the other's only fabric neighbour (the NIC distances' shortcut
+  // through a NIC's one leaf recursed between them for ever). And a NIC of node 0 reached only back from the leaf
+  // is no GPU's own NIC: g0 keeps its shortest route, through the node-less NIC nx.
+  const std::string head = R"(nodes: 2 gpus_per_node: 1 gpu: "X"
+      nvlink_gbytes_per_s_per_direction: 100 nic_gbits_per_s_per_direction: 200
+      vertices { name: "g0" kind: GPU } vertices { name: "g1" kind: GPU }
+      vertices { name: "p0" kind: PCIE_SWITCH node: 0 } vertices { name: "p1" kind: PCIE_SWITCH node: 1 }
+      links { from: "g0" to: "p0" kind: PCIE gbytes_per_s_per_direction: 32 }
+      links { from: "g1" to: "p1" kind: PCIE gbytes_per_s_per_direction: 32 }
+      vertices { name: "n0" kind: NIC node: 0 } vertices { name: "n1" kind: NIC node: 1 }
+      links { from: "p1" to: "n1" kind: PCIE gbytes_per_s_per_direction: 32 })";
+  const Topology direct(load(head + R"(
+      links { from: "p0" to: "n0" kind: PCIE gbytes_per_s_per_direction: 32 }
+      links { from: "n0" to: "n1" kind: NETWORK gbytes_per_s_per_direction: 25 })"));
+  CHECK(path_of(direct, direct.route(0, 1)) == "g0 -> p0 -> n0 -> n1 -> p1 -> g1");
+  const Topology odd(load(head + R"(
+      vertices { name: "nx" kind: NIC } vertices { name: "L" kind: LEAF }
+      links { from: "p0" to: "nx" kind: PCIE gbytes_per_s_per_direction: 32 }
+      links { from: "nx" to: "L" kind: NETWORK gbytes_per_s_per_direction: 25 }
+      links { from: "n0" to: "L" kind: NETWORK gbytes_per_s_per_direction: 25 }
+      links { from: "n1" to: "L" kind: NETWORK gbytes_per_s_per_direction: 25 })"));
+  CHECK(path_of(odd, odd.route(0, 1)) == "g0 -> p0 -> nx -> L -> n1 -> p1 -> g1");
 }
 
 TEST_CASE("topology: Graphviz output names vertices, kinds and bandwidths") {

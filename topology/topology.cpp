@@ -229,7 +229,8 @@ void Topology::assign_explicit_nics() {
       // Only a NIC reached inside the node, not one whose shortest way in is back from the fabric.
       path.clear();
       walk(gpu_vertex_[g], nic, Scope::kAny, 0, path);
-      if (std::any_of(path.begin(), path.end(), [this](LinkIndex l) { return is_fabric_switch(graph_[link(l).to].kind); }))
+      if (std::any_of(path.begin(), path.end(),
+                      [this](LinkIndex l) { return is_fabric_switch(graph_[link(l).to].kind); }))
         continue;
       if (d < best) nearest.clear();
       best = d;

@@ -229,9 +229,7 @@ void Topology::assign_explicit_nics() {
       // Only a NIC reached inside the node, not one whose shortest way in is back from the fabric.
       path.clear();
       walk(gpu_vertex_[g], nic, Scope::kAny, 0, path);
-      if (std::any_of(path.begin(), path.end(),
-                      [this](LinkIndex l) { return is_fabric_switch(graph_[link(l).to].kind); }))
-        continue;
+      if (crosses_fabric(path)) continue;
       if (d < best) nearest.clear();
       best = d;
       nearest.push_back(nic);
@@ -253,7 +251,11 @@ bool Topology::explicit_rails(std::uint32_t src, std::uint32_t dst) const {
     return false;
   std::vector<LinkIndex> shortest;
   walk(s, t, Scope::kAny, 0, shortest);
-  return std::any_of(shortest.begin(), shortest.end(),
+  return crosses_fabric(shortest);
+}
+
+bool Topology::crosses_fabric(const std::vector<LinkIndex>& path) const {
+  return std::any_of(path.begin(), path.end(),
                      [this](LinkIndex l) { return is_fabric_switch(graph_[link(l).to].kind); });
 }
 

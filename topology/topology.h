@@ -280,6 +280,7 @@ class Topology {
   bool use_rails(std::uint32_t src, std::uint32_t dst) const;
   void assign_explicit_nics();
   bool explicit_rails(std::uint32_t src, std::uint32_t dst) const;
+  bool crosses_fabric(const std::vector<LinkIndex>& path) const;  // enters a leaf, spine or core switch
   [[noreturn]] void throw_no_route(std::uint32_t src, std::uint32_t dst) const;
 
   ClusterSpec spec_;

@@ -244,7 +244,7 @@ void Topology::assign_explicit_nics() {
 // that needs no fabric switch, stays as the shortest route finds it.
 bool Topology::explicit_rails(std::uint32_t src, std::uint32_t dst) const {
   if (!spec_.is_explicit() || own_nic_[src] == kNone || own_nic_[dst] == kNone) return false;
-  if (graph_[gpu_vertex_[src]].node == graph_[gpu_vertex_[dst]].node) return false;
+  if (node_of(src) == node_of(dst)) return false;
   const VertexIndex s = gpu_vertex_[src], t = gpu_vertex_[dst], ns = own_nic_[src], nd = own_nic_[dst];
   if (distance(s, t, Scope::kAny) == kNone || distance(s, ns, Scope::kAny) == kNone ||
       distance(ns, nd, Scope::kFabric) == kNone || distance(nd, t, Scope::kAny) == kNone)

@@ -64,7 +64,7 @@ void sha256_block(std::array<std::uint32_t, 8>& h, const unsigned char* p) {
 
 constexpr std::array<std::string_view, 7> kOps = {"all_reduce", "reduce_scatter", "all_gather", "broadcast",
                                                   "reduce",     "alltoall",       "sendrecv"};
-constexpr std::array<std::string_view, 8> kAlgorithms = {"ring", "tree",         "nvls", "collnet",
+constexpr std::array<std::string_view, 9> kAlgorithms = {"ring", "tree", "nvls", "nvlstree", "collnet",
                                                          "pat",  "hierarchical", "p2p",  "default"};
 
 std::string lower(std::string_view s) {
@@ -100,17 +100,16 @@ std::string canonical_algorithm(std::string_view name) {
   const std::string key = lower(name);
   if (key.empty()) return "default";
   if (key == "collnetdirect" || key == "collnet_direct") return "collnet";
+  if (key == "nvls_tree") return "nvlstree";
   for (std::string_view a : kAlgorithms)
     if (key == a) return std::string(a);
   return {};
 }
 
 // NCCL algorithms (NCCL_ALGO names, nccl.md) that clustersim does not model, so that no band can stand for them:
-// NVLSTree (NVLS inside each node, a tree between nodes), CollNetChain. clustersim-bench measures them when
-// asked. "" for any other name.
+// CollNetChain. clustersim-bench measures it when asked. "" for any other name.
 std::string unmodelled_algorithm(std::string_view name) {
   const std::string key = lower(name);
-  if (key == "nvlstree" || key == "nvls_tree") return "nvlstree";
   if (key == "collnetchain" || key == "collnet_chain") return "collnetchain";
   return {};
 }

@@ -160,7 +160,7 @@ std::vector<HbmBandwidthPoint> to_hbm_curve(
 
 constexpr std::array<std::string_view, 7> kBandOps = {"all_reduce", "reduce_scatter", "all_gather", "broadcast",
                                                       "reduce",     "alltoall",       "sendrecv"};
-constexpr std::array<std::string_view, 8> kBandAlgorithms = {"ring", "tree",         "nvls", "collnet",
+constexpr std::array<std::string_view, 9> kBandAlgorithms = {"ring", "tree", "nvls", "nvlstree", "collnet",
                                                              "pat",  "hierarchical", "p2p",  "default"};
 constexpr std::array<std::string_view, 4> kBandProtocols = {"LL", "LL128", "Simple", "default"};
 
@@ -321,6 +321,18 @@ NcclTuning to_nccl_tuning(const ParsedText& in, const schema::NcclTuning& t) {
     in.fail(p + "collnet_direct_efficiency",
             format_number(t.collnet_direct_efficiency()) + " is not in [0, 1] (0 = unset: no factor)");
   k.collnet_direct_efficiency = t.collnet_direct_efficiency() > 0 ? t.collnet_direct_efficiency() : 1.0;
+  k.nvlstree_base_us = per_protocol(in, p + "nvlstree_base_latency_us", t.nvlstree_base_latency_us());
+  k.nvlstree_nvlink_us = per_protocol(in, p + "nvlstree_nvlink_latency_us", t.nvlstree_nvlink_latency_us());
+  k.nvlstree_net_us = per_protocol(in, p + "nvlstree_net_latency_us", t.nvlstree_net_latency_us());
+  if (const auto& v = t.nvlstree_per_channel_gbytes_per_s(); !v.empty()) {
+    // NCCL's 1-node entry is 0 (NVLSTree never runs on one node), so this row is non-negative, not positive.
+    if (v.size() != 3)
+      in.fail(p + "nvlstree_per_channel_gbytes_per_s",
+              std::to_string(v.size()) + " values; needs 3 (1 node, 2 nodes, more than 2 nodes)");
+    for (int i = 0; i < 3; ++i)
+      k.nvlstree_per_channel_GBps[i] =
+          non_negative(in, p + "nvlstree_per_channel_gbytes_per_s[" + std::to_string(i) + "]", v[i], "decimal GB/s");
+  }
   k.tree_correction[0] = correction(in, p + "tree_correction_ll", t.tree_correction_ll());
   k.tree_correction[1] = correction(in, p + "tree_correction_ll128", t.tree_correction_ll128());
   k.tree_correction[2] = correction(in, p + "tree_correction_simple", t.tree_correction_simple());

@@ -99,6 +99,10 @@ struct NcclTuning {
   PerProtocol pat_base_us{}, pat_net_us{};
   double pat_bus_efficiency = 0;
   double collnet_direct_efficiency = 1;  // CollNetDirect AllReduce busBw factor: 0.85 from Hopper on (profile.proto)
+  // NVLSTree (profile.proto): base, NVLink and network latencies per protocol (µs); perChMaxNVLSTreeBws by node count
+  // (GB/s), all 0 where the profile has none (NVLSTree is then not a candidate).
+  PerProtocol nvlstree_base_us{}, nvlstree_nvlink_us{}, nvlstree_net_us{};
+  std::array<double, 3> nvlstree_per_channel_GBps{};
   std::array<std::vector<double>, 3> tree_correction;  // per protocol, index log2(bytes / 64)
 };
 
@@ -106,7 +110,7 @@ enum class LinkKind { kNvlink, kNet };  // communicator inside one NVLink domain
 const char* to_string(LinkKind k);      // "NVLINK", "NET"
 
 // One fitted band (profile.proto AlphaBetaBand). op is nccl-tests' name ("all_reduce"), algorithm one of
-// ring/tree/nvls/collnet/hierarchical/p2p/default, protocol LL/LL128/Simple/default (canonical spellings).
+// ring/tree/nvls/nvlstree/collnet/pat/hierarchical/p2p/default, protocol LL/LL128/Simple/default (canonical spellings).
 struct AlphaBetaBand {
   std::string op, algorithm, protocol;
   LinkKind link = LinkKind::kNvlink;

@@ -376,6 +376,12 @@ std::string profile_tables(const calibrate::HardwareProfile& p) {
   o += line("  %-30s %s GB/s\n", "tree per channel", per_nodes(t.tree_per_channel_GBps).c_str());
   o += line("  %-30s %s\n", "NVLS efficiency", number(t.nvls_efficiency).c_str());
   o += line("  %-30s %s\n", "CollNetDirect efficiency", number(t.collnet_direct_efficiency).c_str());
+  if (t.nvlstree_per_channel_GBps[1] > 0 || t.nvlstree_per_channel_GBps[2] > 0)
+    o += line("  %-30s base %s us, NVLink %s us, NET %s us, per channel %s GB/s\n", "NVLSTree (Simple)",
+              number(t.nvlstree_base_us[2]).c_str(), number(t.nvlstree_nvlink_us[2]).c_str(),
+              number(t.nvlstree_net_us[2]).c_str(), per_nodes(t.nvlstree_per_channel_GBps).c_str());
+  else
+    o += line("  %-30s none\n", "NVLSTree");
   if (t.pat_bus_efficiency > 0)
     o += line("  %-30s base %s us, NET %s us, bus efficiency %s\n", "PAT (Simple)", number(t.pat_base_us[2]).c_str(),
               number(t.pat_net_us[2]).c_str(), number(t.pat_bus_efficiency).c_str());

@@ -594,7 +594,8 @@ int collective_command(const std::vector<std::string>& args, std::ostream& out) 
     if (!a) {
       std::string valid;
       for (Algorithm x : {Algorithm::kRing, Algorithm::kTree, Algorithm::kNvls, Algorithm::kCollNet,
-                          Algorithm::kHierarchical, Algorithm::kTorus, Algorithm::kPointToPoint, Algorithm::kPat})
+                          Algorithm::kHierarchical, Algorithm::kTorus, Algorithm::kPointToPoint, Algorithm::kPat,
+                          Algorithm::kNvlsTree})
         valid += std::string(valid.empty() ? "" : ", ") + workloads::to_string(x);
       fail_option("--algo", "\"" + text + "\" is not an algorithm; valid: " + valid);
     }

@@ -96,6 +96,10 @@ struct Shape {
   double route_p2p_latency = 0;
   double route_pat_latency = 0;
   double route_tree_latency = 0;  // up and down: the longest chain in a domain, the trees' depth in edges
+  // NVLSTree on an explicit graph: S per second its one coflow gets through the busiest link (each domain's NVLS ring
+  // and the trees' edges between the heads), and the trees' hop latencies, up and down, without chains.
+  double route_nvlstree_cap = std::numeric_limits<double>::infinity();
+  double route_nvlstree_latency = 0;
   // A communicator alone on NICs that several GPUs share (lone_nics()): the trees' and CollNet's S per second
   // through the busiest NIC port, in place of egress.
   // And hierarchical AllReduce's L rings across: seconds per byte of S through the NIC that carries most of them.
@@ -239,6 +243,8 @@ const char* to_string(Algorithm a) {
       return "torus";
     case Algorithm::kPat:
       return "pat";
+    case Algorithm::kNvlsTree:
+      return "nvlstree";
   }
   return "?";
 }
@@ -277,7 +283,8 @@ std::optional<Algorithm> parse_algorithm(std::string_view name) {
                                                          {"hierarchical", Algorithm::kHierarchical},
                                                          {"p2p", Algorithm::kPointToPoint},
                                                          {"torus", Algorithm::kTorus},
-                                                         {"pat", Algorithm::kPat}};
+                                                         {"pat", Algorithm::kPat},
+                                                         {"nvlstree", Algorithm::kNvlsTree}};
   const auto it = names.find(lower(name));
   return it == names.end() ? std::nullopt : std::optional<Algorithm>(it->second);
 }
@@ -728,6 +735,26 @@ struct Evaluator {
           edges += 1;
         }
       sh.route_tree_latency = 2 * (chain_latency + depth * (edges > 0 ? sum / edges : 0));
+      sh.route_nvlstree_latency = 2 * depth * (edges > 0 ? sum / edges : 0);
+      // NVLSTree (network_model.cpp): one coflow of S, in each domain of m ranks a ring round them carrying
+      // S(1 + 1/m) (NVLS, as above), and per channel c the trees' edges between the domains' rank-c heads, S/2k
+      // each way.
+      Load nvlstree;
+      for (const auto& local : tree_nodes) {
+        const std::size_t m = local.size();
+        for (std::size_t j = 0; m > 1 && j < m; ++j) add(nvlstree, local[j], local[(j + 1) % m], 0, 1.0 + 1.0 / double(m));
+      }
+      for (std::uint32_t c = 0; c < k; ++c)
+        for (int t = 0; t < 2 && D > 1; ++t)
+          for (std::uint32_t child = 0; child < D; ++child) {
+            const std::uint32_t parent = tree_parent(t, child, D);
+            if (parent == D) continue;
+            const std::uint32_t a = tree_nodes[child][c % tree_nodes[child].size()];
+            const std::uint32_t b = tree_nodes[parent][c % tree_nodes[parent].size()];
+            add(nvlstree, a, b, c, 0.5 / k);
+            add(nvlstree, b, a, c, 0.5 / k);
+          }
+      if (const double s = busiest(nvlstree); s > 0) sh.route_nvlstree_cap = 1 / s;
     }
     // Hierarchical (network_model.cpp): in each node a ring over its m ranks in communicator order moves
     // (m − 1)/m · S per edge, once to reduce-scatter and once to all-gather; across nodes L (the most ranks on a
@@ -783,6 +810,14 @@ struct Evaluator {
   bool shares_nics_alone() const {
     const std::uint32_t G = cluster.gpus_per_node, N = cluster.node.nics_per_node;
     return req.alone && N > 0 && N < G && !cluster.is_explicit() && !cluster.is_torus();
+  }
+
+  // NVLSTree's heads per domain, NCCL's NVLS graph channels across nodes: one per NIC the communicator's least
+  // populated domain leaves through (an explicit cluster's GPUs each have their own, assign_explicit_nics).
+  double nvls_heads() const {
+    const std::uint32_t rails = std::max(1u, sh.rails);
+    const std::uint32_t nics = cluster.node.nics_per_node;
+    return cluster.is_explicit() || nics == 0 ? rails : std::min(rails, nics);
   }
 
   // A GPU's own NIC within its node (GPU i of G uses NIC i·N/G, as topology.cpp cables it).
@@ -1072,6 +1107,10 @@ struct Evaluator {
                k.collnet_net_us[pi];
       case Algorithm::kNvls:
         return k.nvls_nvlink_us[pi] + (N > 1 ? k.nvls_net_us[pi] : 0);
+      case Algorithm::kNvlsTree:
+        // tuning.cc: base + intraLat + 2·log2i(nNodes)·interLat, interLat the tree's where NCCL's ppn is 1.
+        return k.nvlstree_base_us[pi] + k.nvlstree_nvlink_us[pi] +
+               2 * log2i(N) * (n == N ? k.tree_net_us[pi] : k.nvlstree_net_us[pi]);
       case Algorithm::kHierarchical:
         // Ring reduce-scatter and all-gather inside each domain, ring AllReduce across domains.
         return k.ring_base_us[pi] + 2.0 * (ppn - 1) * intra(k.ring_nvlink_us, k.ring_pci_us) +
@@ -1119,6 +1158,15 @@ struct Evaluator {
         bus = std::min(intra, N > 1 ? sh.egress / 1e9 : kInf);
         break;
       }
+      case Algorithm::kNvlsTree: {
+        // The NVLS graph's channels are its heads, one per NIC (nvls_heads()); "AllReduce pipelines two
+        // operations" inside, and on 2 nodes the tree carries twice the network's bandwidth (tuning.cc).
+        const double heads = nvls_heads();
+        const double intra = sh.b_intra / 1e9 * k.nvls_efficiency * (heads - 1) / heads * 2.0;
+        const double inter = sh.egress / 1e9 * (N <= 2 ? 2.0 : 1.0);
+        bus = std::min({intra, inter, heads * k.nvlstree_per_channel_GBps[sh.idx]});
+        break;
+      }
       case Algorithm::kPat:
         bus = graph * k.pat_bus_efficiency;  // tuning.cc: busBw *= .75
         break;
@@ -1138,8 +1186,9 @@ struct Evaluator {
     // Bus to algorithm bandwidth (nccl.md §1.5): not for AllGather/ReduceScatter of algorithms other than the ring,
     // whose bus bandwidth above is already the algorithm's.
     const double ratio = a != Algorithm::kRing && gather_scatter()          ? 1.0
-                         : (a == Algorithm::kRing || a == Algorithm::kNvls) ? double(n) / nsteps(req.op, n)
-                                                                            : 0.5;
+                         : (a == Algorithm::kRing || a == Algorithm::kNvls || a == Algorithm::kNvlsTree)
+                             ? double(n) / nsteps(req.op, n)
+                             : 0.5;
     double alg = bus * ratio;
     if (a == Algorithm::kTree && req.op == CollectiveOp::kAllReduce) alg *= tree_correction(p, bytes);
     return alg;
@@ -1232,6 +1281,23 @@ struct Evaluator {
         if (req.op == CollectiveOp::kAllReduce && profile.collectives.nvls_bandwidth.raw() > 0)
           return std::min({profile.collectives.nvls_bandwidth.raw(), scalar_intra, sh.route_nvls_cap}) * n / (n + 1);
         return ring_bus / busbw_factor(req.op, sh.n);
+      case Algorithm::kNvlsTree: {
+        // Pipelined, so the slower part binds (network_model.cpp runs both as one coflow): NVLS inside each domain,
+        // S(1 + 1/m) through each GPU's link to its switch at most at the measured NVLS rate (nccl.md §1.12; the
+        // least populated domain, m = rails, is the slowest), and the trees between the domains' heads, whose
+        // network edges load the rails as the tree's do (the busiest domain's rails carry tree_max_sends/2 · S). On
+        // an explicit graph its links alone bound both (route_nvlstree_cap). NCCL's per-channel ceiling
+        // (perChMaxNVLSTreeBw, one channel per head) is the kernels' measured limit, applied as the ring LL128's.
+        const double m = std::max(1u, sh.rails);
+        const double nvls = std::min(profile.collectives.nvls_bandwidth.raw(), scalar_intra) * m / (m + 1);
+        const double across = N <= 1          ? kInf
+                              : sh.lone_ports ? sh.lone_tree_cap
+                                              : egress / (tree_max_sends(static_cast<std::uint32_t>(N)) / 2.0);
+        const double alg =
+            std::min({nvls, across, sh.graph_only ? sh.route_nvlstree_cap : sh.tree_alg_cap});
+        if (raw || !k.present) return alg;
+        return std::min(alg, nvls_heads() * k.nvlstree_per_channel_GBps[sh.idx] * 1e9 / busbw_factor(req.op, sh.n));
+      }
       case Algorithm::kCollNet: {
         // The switches reduce: a domain sends its data once and receives the result once over its rails;
         // inside the domain a reduce-scatter and an all-gather over NVLink. A domain of m ranks takes
@@ -1297,7 +1363,10 @@ struct Evaluator {
     plan.op = req.op;
     plan.algorithm = a;
     plan.protocol = p;
-    plan.channels = sh.domains > 1 && (a == Algorithm::kRing || a == Algorithm::kTree) ? std::max(1u, sh.rails) : 1;
+    plan.channels =
+        sh.domains > 1 && (a == Algorithm::kRing || a == Algorithm::kTree || a == Algorithm::kNvlsTree)
+            ? std::max(1u, sh.rails)
+            : 1;
     const double lat_us = latency_us(a, p, bytes);
     const double switch_latency = cluster.fabric.switch_latency.raw();
     // An NVLink hop's latency; a PCIe-only node's GPUs reach each other over PCIe links, which carry none.
@@ -1326,6 +1395,11 @@ struct Evaluator {
       hops = sh.graph_only ? sh.route_tree_latency
                            : chain + 2.0 * sh.tree_depth *
                                          (cluster.network_hop_latency.raw() + sh.tree_switches * switch_latency);
+    } else if (a == Algorithm::kNvlsTree && sh.n > 1) {
+      // The trees' depth in network edges, each way; inside the domains NVLS pays NCCL's latency only, as kNvls.
+      hops = sh.graph_only ? sh.route_nvlstree_latency
+                           : 2.0 * sh.tree_depth *
+                                 (cluster.network_hop_latency.raw() + sh.tree_switches * switch_latency);
     } else if (a == Algorithm::kPat && sh.n > 1) {
       // Each round crosses the network once, through the switches of its farthest pair.
       hops = sh.graph_only ? sh.route_pat_latency
@@ -1381,6 +1455,12 @@ struct Evaluator {
         cluster.node.nvls;
     if (k.nvls_efficiency > 0 && c.nvls_bandwidth.raw() > 0 && nvls_switch && sh.domains == 1 && sh.n > 2)
       out.push_back(Algorithm::kNvls);
+    // NVLSTree (NCCL 2.18 and later): AllReduce across domains, NVLS inside each, so every domain has NVLS and more
+    // than 2 of the communicator's GPUs (ncclNvlsInit, as for NVLS on one domain); never on one node (nccl.md §1.6),
+    // nor with fewer than 2 heads (tuning.cc skips NVLS graphs of one channel).
+    if (ar && k.nvls_efficiency > 0 && c.nvls_bandwidth.raw() > 0 && nvls_switch && sh.domains > 1 && sh.rails > 2 &&
+        nvls_heads() >= 2 && k.nvlstree_per_channel_GBps[sh.idx] > 0)
+      out.push_back(Algorithm::kNvlsTree);
     // updateCollCostTable (enqueue.cc) drops CollNet with more than NCCL_MAX_DIRECT_ARITY + 1 = 8 local ranks.
     if (cluster.fabric.in_network_reduction && sh.domains > 1 && sh.max_ppn <= 8) out.push_back(Algorithm::kCollNet);
     // PAT (ncclPatEnable): AllGather and ReduceScatter with one GPU per node, in NCCL releases that have it.
@@ -1392,8 +1472,8 @@ struct Evaluator {
   // With ll128_forced (NCCL_PROTO=LL128) LL128 runs wherever the algorithm has it: NCCL's architecture and path
   // checks apply to its default setting only (tuning.cc, protoEnable == 2).
   std::vector<Protocol> protocols(Algorithm a, bool ll128_forced = false) const {
-    if (!t().present || a == Algorithm::kNvls || a == Algorithm::kCollNet || a == Algorithm::kPointToPoint ||
-        a == Algorithm::kPat)
+    if (!t().present || a == Algorithm::kNvls || a == Algorithm::kNvlsTree || a == Algorithm::kCollNet ||
+        a == Algorithm::kPointToPoint || a == Algorithm::kPat)
       return {Protocol::kSimple};
     std::vector<Protocol> out = {Protocol::kLL};
     // By default LL128 needs NVLink inside the node (nccl.md §1.6).

@@ -67,11 +67,13 @@ namespace clustersim::workloads {
 enum class CollectiveOp { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kAllToAll, kSendRecv };
 // kPointToPoint is how NCCL runs AlltoAll and Send/Recv (grouped sends and receives, no tuning table).
 // kTorus is the per-dimension decomposition of TPU ICI collectives (above); it is chosen on every torus box.
-enum class Algorithm { kRing, kTree, kNvls, kCollNet, kHierarchical, kPointToPoint, kTorus, kPat };
+// kNvlsTree is NCCL's NVLS_TREE: AllReduce across NVSwitch domains, NVLS inside each, a double binary tree of the
+// domains' NVLS heads between them.
+enum class Algorithm { kRing, kTree, kNvls, kCollNet, kHierarchical, kPointToPoint, kTorus, kPat, kNvlsTree };
 enum class Protocol { kLL, kLL128, kSimple };
 
 const char* to_string(CollectiveOp op);  // "allreduce", "reducescatter", ...
-const char* to_string(Algorithm a);      // "ring", "tree", "nvls", "collnet", "hierarchical", "p2p", "torus", "pat"
+const char* to_string(Algorithm a);  // "ring", "tree", "nvls", "collnet", "hierarchical", "p2p", "torus", "pat", "nvlstree"
 const char* to_string(Protocol p);       // "LL", "LL128", "Simple"
 // Accepts the names above, nccl-tests' (all_reduce, reduce_scatter, all_gather, alltoall, sendrecv) and
 // NCCL_ALGO/NCCL_PROTO spellings, case-insensitively.

@@ -117,7 +117,7 @@ struct NetworkModel::Coflow {
 };
 
 void NetworkModel::append_route(Path& path, std::uint32_t a, std::uint32_t b, std::uint64_t key, int times,
-                                Seconds* latency) const {
+                                Seconds* latency, double share) const {
   if (a == b) return;
   const topology::Topology& topo = impl_->topo;
   const auto links = topo.route(a, b, key);
@@ -128,10 +128,10 @@ void NetworkModel::append_route(Path& path, std::uint32_t a, std::uint32_t b, st
   if (through_fabric && impl_->scenario.cluster.fabric.routing == topology::FabricRouting::kAdaptive) {
     const std::vector<topology::SpreadLink> spread = impl_->topo.spread(a, b, key);
     for (int t = 0; t < times; ++t)
-      for (const topology::SpreadLink& l : spread) path.add(impl_->link_of[l.link], l.share);
+      for (const topology::SpreadLink& l : spread) path.add(impl_->link_of[l.link], l.share * share);
   } else {
     for (int t = 0; t < times; ++t)
-      for (topology::LinkIndex l : links) path.add(impl_->link_of[l]);
+      for (topology::LinkIndex l : links) path.add(impl_->link_of[l], share);
   }
   if (latency) *latency += impl_->topo.latency(links);
 }
@@ -470,6 +470,39 @@ void NetworkModel::run(const CollectivePlan& plan, const CollectiveRequest& req,
         f.bytes = bytes(S * busbw_factor(req.op, static_cast<std::uint32_t>(n)));
       flows.push_back(std::move(f));
       break;
+    }
+    case Algorithm::kNvlsTree: {
+      // One coflow of S, as the stages pipeline (the closed form takes the slower): in each domain of m ranks NVLS
+      // moves S + S/m up and S/m + S down each GPU's link to its switch, a ring round the domain's ranks as kNvls's,
+      // at most at the measured NVLS rate (the least populated domain first reaches it); between the domains, per
+      // channel c of k, the two binary trees over the domains' rank-c heads carry S/2k up and down each edge.
+      const Domains d = group(impl_->topo, gpus);
+      const std::size_t k = plan.channels, D = d.ranks.size();
+      Coflow f;
+      std::size_t least = n;
+      for (const auto& local : d.ranks) {
+        const std::size_t m = local.size();
+        least = std::min(least, m);
+        for (std::size_t j = 0; m > 1 && j < m; ++j)
+          append_route(f.path, local[j], local[(j + 1) % m], 0, 1, nullptr, 1.0 + 1.0 / double(m));
+      }
+      for (std::size_t c = 0; c < k; ++c)
+        for (int tree = 0; tree < 2 && D > 1; ++tree)
+          for (std::uint32_t child = 0; child < D; ++child) {
+            const std::uint32_t parent = tree_parent(tree, child, static_cast<std::uint32_t>(D));
+            if (parent == D) continue;
+            const std::uint32_t a = d.ranks[child][c % d.ranks[child].size()];
+            const std::uint32_t b = d.ranks[parent][c % d.ranks[parent].size()];
+            append_route(f.path, a, b, c, 1, nullptr, 0.5 / double(k));
+            append_route(f.path, b, a, c, 1, nullptr, 0.5 / double(k));
+          }
+      f.bytes = bytes(S);
+      if (const BytesPerSecond nvls = impl_->scenario.profile.collectives.nvls_bandwidth; nvls.raw() > 0)
+        f.bound = nvls * (double(least) / double(least + 1));
+      flows.push_back(std::move(f));
+      // The trees' hop latencies are the plan's, as the tree's.
+      start_phase(std::move(flows), plan.latency, std::move(done));
+      return;
     }
     case Algorithm::kCollNet: {
       // The switches reduce: each rank sends its shard up to its leaf, where the reduction in the network begins,

@@ -78,7 +78,8 @@ class NetworkModel {
   struct Impl;
   struct Path;
   struct Coflow;
-  void append_route(Path& path, std::uint32_t a, std::uint32_t b, std::uint64_t key, int times, Seconds* latency) const;
+  void append_route(Path& path, std::uint32_t a, std::uint32_t b, std::uint64_t key, int times, Seconds* latency,
+                    double share = 1.0) const;
   void ring_path(const std::vector<std::uint32_t>& gpus, std::size_t channel, bool chain, Path& path, Seconds& intra,
                  Seconds& inter, std::size_t& intra_edges, std::size_t& inter_edges) const;
   void start_phase(std::vector<Coflow> flows, Seconds latency, std::function<void()> done);

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -125,6 +126,24 @@ TEST_CASE("bad NCCL tuning factors name their field") {
   const std::string error = profile_error(h100.replace(at, good.size(), "collnet_direct_efficiency: 1.5"));
   CHECK(error.starts_with("p.textproto:"));
   CHECK(error.ends_with(": collectives.nccl.collnet_direct_efficiency: 1.5 is not in [0, 1] (0 = unset: no factor)"));
+  // NVLSTree's per-channel row: 3 values (1 node, 2 nodes, more), none negative (NCCL's own 1-node entry is 0).
+  const std::string row = "nvlstree_per_channel_gbytes_per_s: [0.0, 57.7, 45.5]";
+  const std::string fresh =
+      clustersim::testing::slurp(std::string(CLUSTERSIM_SOURCE_DIR) + "/calibrate/profiles/h100-sxm5-80gb.textproto");
+  const std::size_t at_row = fresh.find(row);
+  REQUIRE(at_row != std::string::npos);
+  std::string two = fresh, negative = fresh;
+  CHECK(profile_error(two.replace(at_row, row.size(), "nvlstree_per_channel_gbytes_per_s: [57.7, 45.5]"))
+            .ends_with(": collectives.nccl.nvlstree_per_channel_gbytes_per_s: 2 values; needs 3 (1 node, 2 nodes, "
+                       "more than 2 nodes)"));
+  CHECK(profile_error(negative.replace(at_row, row.size(), "nvlstree_per_channel_gbytes_per_s: [0, -57.7, 45.5]"))
+            .ends_with(": collectives.nccl.nvlstree_per_channel_gbytes_per_s[1]: -57.7 must be >= 0 (decimal GB/s)"));
+  const calibrate::NcclTuning k = calibrate::load_profile("h100-sxm5-80gb").collectives.nccl;
+  CHECK(k.nvlstree_per_channel_GBps == std::array<double, 3>{0.0, 57.7, 45.5});
+  CHECK(k.nvlstree_nvlink_us[2] == 25);
+  CHECK(k.nvlstree_net_us[2] == 20.9);
+  CHECK(calibrate::load_profile("a100-sxm4-80gb").collectives.nccl.nvlstree_per_channel_GBps ==
+        std::array<double, 3>{0.0, 0.0, 0.0});
 }
 
 TEST_CASE("bad inline profiles") {

@@ -305,7 +305,7 @@ TEST_CASE("calibrate: bad input exits 2 with file and field") {
         "validation/nccl/h100_8gpu_nvswitch_allreduce_ring.csv on \"NVIDIA H100 80GB HBM3\"; import one GPU type at a "
         "time\n");
   CHECK(err("calibrate import-nccl-tests validation/nccl/h100_8gpu_nvswitch_allreduce_ring.csv --algo spiral" + out) ==
-        "error: command line: --algo: \"spiral\" is not an algorithm; one of ring, tree, nvls, collnet, pat, "
+        "error: command line: --algo: \"spiral\" is not an algorithm; one of ring, tree, nvls, nvlstree, collnet, pat, "
         "hierarchical, p2p, default\n");
   CHECK(err("calibrate") == "error: command line: calibrate: missing subcommand: one of fit, import-nccl-tests, show "
                             "(clustersim calibrate --help)\n");

@@ -234,7 +234,7 @@ TEST_CASE("collective: bad options are input errors naming the option, the binar
           run_api({kRingScenario, "--op", "allreduce", "--algo", "butterfly"});
         }) ==
         "command line: --algo: \"butterfly\" is not an algorithm; valid: ring, tree, nvls, collnet, hierarchical, "
-        "torus, p2p, pat");
+        "torus, p2p, pat, nvlstree");
   // AlltoAll and Send/Recv are point-to-point: NCCL_ALGO does not apply, and asking for another algorithm is an error.
   CHECK(error_of([] {
           run_api({kRingScenario, "--op", "alltoall", "--algo", "tree"});
@@ -461,6 +461,16 @@ TEST_CASE("collective: where a forced algorithm cannot run, the option or the sc
   // The same 4 GPUs of an H100 NVSwitch node (nvls by default) do run it.
   CHECK(run_api({kRingScenario, "--op", "allreduce", "--ranks", "0-3", "--algo", "nvls", "--sizes", "1G"})
             .find(" nvls ") != std::string::npos);
+  // NVLSTree runs across NVLS nodes only: 2 HGX H100 nodes of the 80-GPU run, not one node, not the HDR pair.
+  const std::string h100_80 = kSource + "/scenarios/nccl/h100_80gpu_10node_allreduce.textproto";
+  CHECK(run_api({h100_80, "--op", "allreduce", "--ranks", "0-15", "--algo", "nvlstree", "--sizes", "1G"})
+            .find(" nvlstree ") != std::string::npos);
+  CHECK(error_of([&] {
+          run_api({h100_80, "--op", "allreduce", "--ranks", "0-7", "--algo", "nvlstree", "--sizes", "1G"});
+        }) == "command line: --algo: nvlstree cannot run allreduce on these 8 GPUs (candidates: ring tree nvls "
+              "hierarchical)");
+  CHECK(error_of([&] { run_api({hdr, "--op", "allreduce", "--algo", "nvlstree", "--sizes", "1G"}); }) ==
+        "command line: --algo: nvlstree cannot run allreduce on these 8 GPUs (candidates: ring tree hierarchical)");
   // NCCL_ALGO (the scenario's nccl.algorithm: RING) does not apply to the point-to-point AlltoAll: it runs p2p.
   CHECK(run_api({kRingScenario, "--op", "alltoall", "--sizes", "1M"}).find(" p2p ") != std::string::npos);
   // A forced protocol that an algorithm lacks names the option.

@@ -608,6 +608,89 @@ TEST_CASE("NVLS AllReduce: a GPU's NVLink slower than the measured NVLS rate cap
   }
 }
 
+TEST_CASE("NVLSTree AllReduce: NVLS inside the nodes and trees between them, alike at both fidelities") {
+  // FLOW runs NVLSTree as one coflow of S: each node's NVLS ring carrying S(1 + 1/m) at most at the NVLS rate, the
+  // trees' edges between the nodes' heads S/2k each way; the closed form takes the slowest of the same, and NCCL's
+  // per-channel ceiling (perChMaxNVLSTreeBw) as a wire factor. Generated clusters, even and uneven, with shared NICs
+  // and an oversubscribed Clos: the times agree within 1 % from 1 MiB, the bandwidth terms within 1e-6.
+  struct Case {
+    const char* cluster;
+    std::vector<std::uint32_t> gpus;  // empty: all
+  };
+  const Case cases[] = {
+      {"node_preset: \"hgx-h100\" nodes: 2", {}},
+      {"node_preset: \"hgx-h100\" nodes: 3", {}},
+      {"node_preset: \"hgx-h100\" nodes: 5", {}},
+      {"node_preset: \"hgx-h100\" nodes: 2", {0, 1, 2, 3, 8, 9, 10, 11, 12, 13}},
+      {"nodes: 2 gpus_per_node: 8 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: 450 "
+       "nic_gbits_per_s_per_direction: 400 nics_per_node: 4",
+       {}},
+      {"node_preset: \"dgx-h100\" nodes: 8 fabric { kind: CLOS_TWO_LEVEL oversubscription: 4 }", {}},
+  };
+  for (const Case& c : cases) {
+    Scenario sc = cluster_only(c.cluster, "h100-sxm5-80gb");
+    sc.nccl.algorithm = Algorithm::kNvlsTree;
+    std::vector<std::uint32_t> gpus = c.gpus;
+    if (gpus.empty()) {
+      gpus.resize(sc.cluster.gpu_count());
+      std::iota(gpus.begin(), gpus.end(), 0u);
+    }
+    CAPTURE(std::string(c.cluster));
+    CAPTURE(c.gpus.size());
+    CHECK(alone_from_1_to_4_gib(sc, Fidelity::kFlow, CollectiveOp::kAllReduce, gpus) ==
+          doctest::Approx(alone_from_1_to_4_gib(sc, Fidelity::kAnalytical, CollectiveOp::kAllReduce, gpus))
+              .epsilon(1e-6));
+    for (double mib : {1.0, 64.0, 1024.0}) {
+      CAPTURE(mib);
+      CHECK(collective_seconds(sc, Fidelity::kFlow, MiB(mib), CollectiveOp::kAllReduce, gpus) ==
+            doctest::Approx(collective_seconds(sc, Fidelity::kAnalytical, MiB(mib), CollectiveOp::kAllReduce, gpus))
+                .epsilon(0.01));
+    }
+  }
+  SUBCASE("a slow NVLink: the NVLS part binds") {
+    // 2 x 4 H100 on 100 GB/s NVLink: NVLS S(1 + 1/4) at min(308, 100 x 0.82 = 82) GB/s → 82 x 4/5 = 65.6 GB/s,
+    // below the trees (4 rails x 42.5 GB/s = 170 GB/s) and the ceiling (4 x 57.7 x 8/14 = 131.9 GB/s): from 1 to
+    // 4 GiB 3 GiB / 65.6e9 = 0.049104 s.
+    Scenario sc = cluster_only("nodes: 2 gpus_per_node: 4 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: "
+                               "100 nic_gbits_per_s_per_direction: 400",
+                               "h100-sxm5-80gb");
+    sc.nccl.algorithm = Algorithm::kNvlsTree;
+    for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+      CAPTURE(static_cast<int>(f));
+      CHECK(alone_from_1_to_4_gib(sc, f, CollectiveOp::kAllReduce, {0, 1, 2, 3, 4, 5, 6, 7}) ==
+            doctest::Approx(3221225472.0 / 65.6e9).epsilon(1e-6));
+    }
+  }
+  SUBCASE("an explicit cluster: slow NIC links bind the trees") {
+    // 2 nodes of 4 H100s on an NVSwitch (450 GB/s), each GPU with its own NIC (PCIe 64) on one leaf over 25 GB/s
+    // links (x 0.85 = 21.25 GB/s). 4 channels, GPU c of each node the head of channel c: in the 2 trees it sends
+    // S/8 up one and S/8 down the other, S/4 over its NIC link each way, so S at most 4 x 21.25 = 85 GB/s (NVLS:
+    // 308 x 4/5 = 246.4; the ceiling 131.9): from 1 to 4 GiB 3 GiB / 85e9 = 0.037894 s.
+    static const char* const gpu[] = {"g0 GPU", "g1 GPU", "g2 GPU", "g3 GPU", "g4 GPU", "g5 GPU", "g6 GPU", "g7 GPU"};
+    static const char* const nic[] = {"n0 NIC node: 0", "n1 NIC node: 0", "n2 NIC node: 0", "n3 NIC node: 0",
+                                      "n4 NIC node: 1", "n5 NIC node: 1", "n6 NIC node: 1", "n7 NIC node: 1"};
+    static const char* const nvlink[] = {"g0 s0 NVLINK 450", "g1 s0 NVLINK 450", "g2 s0 NVLINK 450",
+                                         "g3 s0 NVLINK 450", "g4 s1 NVLINK 450", "g5 s1 NVLINK 450",
+                                         "g6 s1 NVLINK 450", "g7 s1 NVLINK 450"};
+    static const char* const pcie[] = {"g0 n0 PCIE 64", "g1 n1 PCIE 64", "g2 n2 PCIE 64", "g3 n3 PCIE 64",
+                                       "g4 n4 PCIE 64", "g5 n5 PCIE 64", "g6 n6 PCIE 64", "g7 n7 PCIE 64"};
+    static const char* const net[] = {"n0 l0 NETWORK 25", "n1 l0 NETWORK 25", "n2 l0 NETWORK 25",
+                                      "n3 l0 NETWORK 25", "n4 l0 NETWORK 25", "n5 l0 NETWORK 25",
+                                      "n6 l0 NETWORK 25", "n7 l0 NETWORK 25"};
+    std::string text = "nodes: 2 gpus_per_node: 4 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: 450 "
+                       "nic_gbits_per_s_per_direction: 400 ";
+    for (int g = 0; g < 8; ++g) text += explicit_graph({gpu[g], nic[g]}, {nvlink[g], pcie[g], net[g]});
+    text += explicit_graph({"s0 NVSWITCH node: 0", "s1 NVSWITCH node: 1", "l0 LEAF"}, {});
+    Scenario sc = cluster_only(text, "h100-sxm5-80gb");
+    sc.nccl.algorithm = Algorithm::kNvlsTree;
+    for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+      CAPTURE(static_cast<int>(f));
+      CHECK(alone_from_1_to_4_gib(sc, f, CollectiveOp::kAllReduce, {0, 1, 2, 3, 4, 5, 6, 7}) ==
+            doctest::Approx(3221225472.0 / 85e9).epsilon(1e-6));
+    }
+  }
+}
+
 TEST_CASE("an explicit cluster: the closed form reads the graph's links, as FLOW routes on them") {
   SUBCASE("a PCIe box of H100s: no NVLS without an NVSwitch, and the switches' shared uplinks bound AlltoAll") {
     // 4 GPUs, 2 per PCIe switch, both switches on one CPU, every link 32 GB/s at the H100 profile's

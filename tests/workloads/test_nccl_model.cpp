@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <tuple>
 
 #include "calibrate/hardware_profile.h"
 #include "workloads/nccl_model.h"
@@ -293,6 +294,66 @@ TEST_CASE("NCCL's model takes NVLS AllGather's bus bandwidth as its algorithm ba
   nvls.algorithm = Algorithm::kNvls;
   const CollectivePlan p = plan(cluster(1, 8, 450, 400), h100, CollectiveOp::kAllGather, GiB(1), nvls);
   CHECK(to_us(p.nccl_model_time) == doctest::Approx(25 + 1073741824.0 / (369.0 * 0.85 * 11 / 12 * 7 / 8 * 1e3)));
+}
+
+TEST_CASE("NVLSTree: across H100 nodes NCCL's model takes NVLS inside each node and a tree between them") {
+  // 2 x 8 H100, one 400 Gb/s NIC per GPU: b_intra = 450 x 0.82 = 369 GB/s, a NIC 50 x 0.85 = 42.5 GB/s, so the
+  // node's 8 rails carry 340 GB/s. NCCL 2.30.7 (nccl.md §1.4-1.5), 8 heads (one per NIC):
+  //   latency = base 0 + NVLink 25 + 2·log2(2)·NET 20.9 = 66.8 µs;
+  //   busBw = min(369·0.85·7/8·2 = 548.89, 340·2 (2 nodes) = 680, 8·57.7 = 461.6) = 461.6 GB/s,
+  //   algbw = 461.6 · 16/30 = 246.19 GB/s, so 1 GiB takes 66.8 + 1,073,741,824 / 246,186.7 B/µs = 4,428.29 µs.
+  // Ring: 340 · 16/30 = 181.3 GB/s; tree Simple: min(369, 2·340) · 0.92 · 0.5 = 169.7 GB/s: NVLSTree wins.
+  // Physical: NVLS S(1 + 1/8) at 308 GB/s → 273.8 GB/s, the trees 340 / 1 (2 nodes: each sends S over its rails),
+  // NCCL's per-channel ceiling 246.19: the ceiling binds, 66.8 µs + S / 246.19e9.
+  const calibrate::HardwareProfile h100 = calibrate::load_profile("h100-sxm5-80gb");
+  topology::ClusterSpec two = cluster(2, 8, 450, 400);
+  two.node.nics_per_node = 8;
+  const double S = 1073741824.0;
+  const CollectivePlan p = plan(two, h100, CollectiveOp::kAllReduce, GiB(1));
+  CHECK(p.algorithm == Algorithm::kNvlsTree);
+  CHECK(p.protocol == Protocol::kSimple);
+  CHECK(p.channels == 8);
+  CHECK(to_us(p.latency) == doctest::Approx(66.8));
+  CHECK(to_us(p.nccl_model_time) == doctest::Approx(66.8 + S / (461.6 * 16 / 30 * 1e3)));
+  CHECK(p.time.raw() == doctest::Approx(66.8e-6 + S / (461.6e9 * 16 / 30)).epsilon(1e-9));
+  CHECK(p.bus_bandwidth.raw() == doctest::Approx(461.6e9).epsilon(1e-9));
+
+  // 3 nodes (trees 0-2-1 and 1-0-2): nodes 0 and 2 send 3 half-buffers over their rails, 340 / 1.5 = 226.7 GB/s,
+  // so the >2-node ceiling 8·45.5 = 364 GB/s busbw → 364 · 24/46 = 189.91 GB/s binds; latency
+  // 25 + 2·log2i(3)·20.9 = 66.8 µs. NCCL's model: min(548.89, 340, 364) · 24/46 = 177.4 GB/s, the ring's
+  // 340 · 24/46 as much, at 66.8 µs against the ring's (8.4 + 42·3.4 + 4·14)·1.4 plateau = 290.0 µs.
+  // 5 nodes (trees 0-4, 4-2, 2-1, 2-3 and 1-0, 0-3, 3-2, 3-4): nodes 2 and 3 send 4, 340 / 2 = 170 GB/s, below the
+  // ceiling 364 · 40/78 = 186.7 GB/s; latency 25 + 2·log2i(5)·20.9 = 108.6 µs.
+  for (const auto& [nodes, lat_us, alg] : {std::tuple{3u, 66.8, 364e9 * 24 / 46}, std::tuple{5u, 108.6, 170e9}}) {
+    CAPTURE(nodes);
+    topology::ClusterSpec c = cluster(nodes, 8, 450, 400);
+    c.node.nics_per_node = 8;
+    const CollectivePlan px = plan(c, h100, CollectiveOp::kAllReduce, GiB(1));
+    CHECK(px.algorithm == Algorithm::kNvlsTree);
+    CHECK(px.time.raw() == doctest::Approx(lat_us * 1e-6 + S / alg).epsilon(1e-9));
+  }
+
+  // Never a candidate on one node, with 2 GPUs a node (ncclNvlsInit needs more than 2), without NVLS (A100), or for
+  // AllGather; forcing it there is an input error.
+  auto offers = [&](const topology::ClusterSpec& c, const calibrate::HardwareProfile& prof, CollectiveOp op,
+                    std::vector<std::uint32_t> gpus) {
+    for (const CollectivePlan& x : CollectiveModel(c, prof, {}).candidates(CollectiveRequest{op, gpus, GiB(1), 0}))
+      if (x.algorithm == Algorithm::kNvlsTree) return true;
+    return false;
+  };
+  CHECK(offers(two, h100, CollectiveOp::kAllReduce, first(16)));
+  CHECK_FALSE(offers(two, h100, CollectiveOp::kAllReduce, first(8)));
+  CHECK_FALSE(offers(two, h100, CollectiveOp::kAllReduce, {0, 1, 8, 9}));
+  CHECK(offers(two, h100, CollectiveOp::kAllReduce, {0, 1, 2, 8, 9, 10}));
+  CHECK_FALSE(offers(two, calibrate::load_profile("a100-sxm4-80gb"), CollectiveOp::kAllReduce, first(16)));
+  CHECK_FALSE(offers(two, h100, CollectiveOp::kAllGather, first(16)));
+  topology::ClusterSpec no_nvls = two;
+  no_nvls.node.nvls = false;
+  CHECK_FALSE(offers(no_nvls, h100, CollectiveOp::kAllReduce, first(16)));
+  NcclSettings forced;
+  forced.algorithm = Algorithm::kNvlsTree;
+  CHECK_THROWS_WITH(plan(cluster(1, 8, 450, 400), h100, CollectiveOp::kAllReduce, MiB(8), forced),
+                    doctest::Contains("nccl.algorithm: nvlstree cannot run allreduce on these 8 GPUs"));
 }
 
 TEST_CASE("forced LL128 runs without NVLink, as NCCL_PROTO=LL128 does, CollNet needs at most 8 local ranks") {

@@ -64,7 +64,7 @@ void sha256_block(std::array<std::uint32_t, 8>& h, const unsigned char* p) {
 
 constexpr std::array<std::string_view, 7> kOps = {"all_reduce", "reduce_scatter", "all_gather", "broadcast",
                                                   "reduce",     "alltoall",       "sendrecv"};
-constexpr std::array<std::string_view, 9> kAlgorithms = {"ring", "tree", "nvls", "nvlstree", "collnet",
+constexpr std::array<std::string_view, 9> kAlgorithms = {"ring", "tree",         "nvls", "nvlstree", "collnet",
                                                          "pat",  "hierarchical", "p2p",  "default"};
 
 std::string lower(std::string_view s) {

@@ -160,7 +160,7 @@ std::vector<HbmBandwidthPoint> to_hbm_curve(
 
 constexpr std::array<std::string_view, 7> kBandOps = {"all_reduce", "reduce_scatter", "all_gather", "broadcast",
                                                       "reduce",     "alltoall",       "sendrecv"};
-constexpr std::array<std::string_view, 9> kBandAlgorithms = {"ring", "tree", "nvls", "nvlstree", "collnet",
+constexpr std::array<std::string_view, 9> kBandAlgorithms = {"ring", "tree",         "nvls", "nvlstree", "collnet",
                                                              "pat",  "hierarchical", "p2p",  "default"};
 constexpr std::array<std::string_view, 4> kBandProtocols = {"LL", "LL128", "Simple", "default"};
 

@@ -593,9 +593,9 @@ int collective_command(const std::vector<std::string>& args, std::ostream& out) 
     const auto a = workloads::parse_algorithm(text);
     if (!a) {
       std::string valid;
-      for (Algorithm x : {Algorithm::kRing, Algorithm::kTree, Algorithm::kNvls, Algorithm::kCollNet,
-                          Algorithm::kHierarchical, Algorithm::kTorus, Algorithm::kPointToPoint, Algorithm::kPat,
-                          Algorithm::kNvlsTree})
+      for (Algorithm x :
+           {Algorithm::kRing, Algorithm::kTree, Algorithm::kNvls, Algorithm::kCollNet, Algorithm::kHierarchical,
+            Algorithm::kTorus, Algorithm::kPointToPoint, Algorithm::kPat, Algorithm::kNvlsTree})
         valid += std::string(valid.empty() ? "" : ", ") + workloads::to_string(x);
       fail_option("--algo", "\"" + text + "\" is not an algorithm; valid: " + valid);
     }

@@ -754,8 +754,12 @@ workloads::Scenario load_scenario_text(const std::string& text, const std::strin
       case schema::NcclSettings::COLLNET: out.nccl.algorithm = workloads::Algorithm::kCollNet; break;
       case schema::NcclSettings::HIERARCHICAL: out.nccl.algorithm = workloads::Algorithm::kHierarchical; break;
       case schema::NcclSettings::TORUS: out.nccl.algorithm = workloads::Algorithm::kTorus; break;
-      case schema::NcclSettings::PAT: out.nccl.algorithm = workloads::Algorithm::kPat; break;
-      case schema::NcclSettings::NVLS_TREE: out.nccl.algorithm = workloads::Algorithm::kNvlsTree; break;
+      case schema::NcclSettings::PAT:
+        out.nccl.algorithm = workloads::Algorithm::kPat;
+        break;
+      case schema::NcclSettings::NVLS_TREE:
+        out.nccl.algorithm = workloads::Algorithm::kNvlsTree;
+        break;
       default: break;
     }
     switch (n.protocol()) {
@@ -988,8 +992,12 @@ std::string resolved_scenario_text(const workloads::Scenario& scenario) {
       case workloads::Algorithm::kCollNet: nccl.set_algorithm(schema::NcclSettings::COLLNET); break;
       case workloads::Algorithm::kHierarchical: nccl.set_algorithm(schema::NcclSettings::HIERARCHICAL); break;
       case workloads::Algorithm::kTorus: nccl.set_algorithm(schema::NcclSettings::TORUS); break;
-      case workloads::Algorithm::kPat: nccl.set_algorithm(schema::NcclSettings::PAT); break;
-      case workloads::Algorithm::kNvlsTree: nccl.set_algorithm(schema::NcclSettings::NVLS_TREE); break;
+      case workloads::Algorithm::kPat:
+        nccl.set_algorithm(schema::NcclSettings::PAT);
+        break;
+      case workloads::Algorithm::kNvlsTree:
+        nccl.set_algorithm(schema::NcclSettings::NVLS_TREE);
+        break;
       case workloads::Algorithm::kPointToPoint: break;  // not selectable: how NCCL runs AlltoAll and Send/Recv
     }
   }

@@ -742,7 +742,8 @@ struct Evaluator {
       Load nvlstree;
       for (const auto& local : tree_nodes) {
         const std::size_t m = local.size();
-        for (std::size_t j = 0; m > 1 && j < m; ++j) add(nvlstree, local[j], local[(j + 1) % m], 0, 1.0 + 1.0 / double(m));
+        for (std::size_t j = 0; m > 1 && j < m; ++j)
+          add(nvlstree, local[j], local[(j + 1) % m], 0, 1.0 + 1.0 / double(m));
       }
       for (std::uint32_t c = 0; c < k; ++c)
         for (int t = 0; t < 2 && D > 1; ++t)
@@ -1185,7 +1186,7 @@ struct Evaluator {
     }
     // Bus to algorithm bandwidth (nccl.md §1.5): not for AllGather/ReduceScatter of algorithms other than the ring,
     // whose bus bandwidth above is already the algorithm's.
-    const double ratio = a != Algorithm::kRing && gather_scatter()          ? 1.0
+    const double ratio = a != Algorithm::kRing && gather_scatter() ? 1.0
                          : (a == Algorithm::kRing || a == Algorithm::kNvls || a == Algorithm::kNvlsTree)
                              ? double(n) / nsteps(req.op, n)
                              : 0.5;
@@ -1293,8 +1294,7 @@ struct Evaluator {
         const double across = N <= 1          ? kInf
                               : sh.lone_ports ? sh.lone_tree_cap
                                               : egress / (tree_max_sends(static_cast<std::uint32_t>(N)) / 2.0);
-        const double alg =
-            std::min({nvls, across, sh.graph_only ? sh.route_nvlstree_cap : sh.tree_alg_cap});
+        const double alg = std::min({nvls, across, sh.graph_only ? sh.route_nvlstree_cap : sh.tree_alg_cap});
         if (raw || !k.present) return alg;
         return std::min(alg, nvls_heads() * k.nvlstree_per_channel_GBps[sh.idx] * 1e9 / busbw_factor(req.op, sh.n));
       }
@@ -1363,10 +1363,9 @@ struct Evaluator {
     plan.op = req.op;
     plan.algorithm = a;
     plan.protocol = p;
-    plan.channels =
-        sh.domains > 1 && (a == Algorithm::kRing || a == Algorithm::kTree || a == Algorithm::kNvlsTree)
-            ? std::max(1u, sh.rails)
-            : 1;
+    plan.channels = sh.domains > 1 && (a == Algorithm::kRing || a == Algorithm::kTree || a == Algorithm::kNvlsTree)
+                        ? std::max(1u, sh.rails)
+                        : 1;
     const double lat_us = latency_us(a, p, bytes);
     const double switch_latency = cluster.fabric.switch_latency.raw();
     // An NVLink hop's latency; a PCIe-only node's GPUs reach each other over PCIe links, which carry none.
@@ -1397,9 +1396,9 @@ struct Evaluator {
                                          (cluster.network_hop_latency.raw() + sh.tree_switches * switch_latency);
     } else if (a == Algorithm::kNvlsTree && sh.n > 1) {
       // The trees' depth in network edges, each way; inside the domains NVLS pays NCCL's latency only, as kNvls.
-      hops = sh.graph_only ? sh.route_nvlstree_latency
-                           : 2.0 * sh.tree_depth *
-                                 (cluster.network_hop_latency.raw() + sh.tree_switches * switch_latency);
+      hops = sh.graph_only
+                 ? sh.route_nvlstree_latency
+                 : 2.0 * sh.tree_depth * (cluster.network_hop_latency.raw() + sh.tree_switches * switch_latency);
     } else if (a == Algorithm::kPat && sh.n > 1) {
       // Each round crosses the network once, through the switches of its farthest pair.
       hops = sh.graph_only ? sh.route_pat_latency

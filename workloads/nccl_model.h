@@ -73,7 +73,8 @@ enum class Algorithm { kRing, kTree, kNvls, kCollNet, kHierarchical, kPointToPoi
 enum class Protocol { kLL, kLL128, kSimple };
 
 const char* to_string(CollectiveOp op);  // "allreduce", "reducescatter", ...
-const char* to_string(Algorithm a);  // "ring", "tree", "nvls", "collnet", "hierarchical", "p2p", "torus", "pat", "nvlstree"
+// "ring", "tree", "nvls", "collnet", "hierarchical", "p2p", "torus", "pat", "nvlstree"
+const char* to_string(Algorithm a);
 const char* to_string(Protocol p);       // "LL", "LL128", "Simple"
 // Accepts the names above, nccl-tests' (all_reduce, reduce_scatter, all_gather, alltoall, sendrecv) and
 // NCCL_ALGO/NCCL_PROTO spellings, case-insensitively.

@@ -467,9 +467,12 @@ TEST_CASE("collective: where a forced algorithm cannot run, the option or the sc
             .find(" nvlstree ") != std::string::npos);
   CHECK(error_of([&] {
           run_api({h100_80, "--op", "allreduce", "--ranks", "0-7", "--algo", "nvlstree", "--sizes", "1G"});
-        }) == "command line: --algo: nvlstree cannot run allreduce on these 8 GPUs (candidates: ring tree nvls "
-              "hierarchical)");
-  CHECK(error_of([&] { run_api({hdr, "--op", "allreduce", "--algo", "nvlstree", "--sizes", "1G"}); }) ==
+        }) ==
+        "command line: --algo: nvlstree cannot run allreduce on these 8 GPUs (candidates: ring tree nvls "
+        "hierarchical)");
+  CHECK(error_of([&] {
+          run_api({hdr, "--op", "allreduce", "--algo", "nvlstree", "--sizes", "1G"});
+        }) ==
         "command line: --algo: nvlstree cannot run allreduce on these 8 GPUs (candidates: ring tree hierarchical)");
   // NCCL_ALGO (the scenario's nccl.algorithm: RING) does not apply to the point-to-point AlltoAll: it runs p2p.
   CHECK(run_api({kRingScenario, "--op", "alltoall", "--sizes", "1M"}).find(" p2p ") != std::string::npos);

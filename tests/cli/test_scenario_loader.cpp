@@ -553,9 +553,10 @@ TEST_CASE("bad inline scenarios") {
     // ignored. Each now names the field and the values there are.
     CHECK(text_error(kMinimal + good_training + "fidelity: 99\n") ==
           "inline.textproto:7:11: fidelity: 99 is not one of FLOW, ANALYTICAL");
-    CHECK(text_error(kMinimal + good_training + "nccl { algorithm: 42 }\n") ==
-          "inline.textproto:7:19: nccl.algorithm: 42 is not one of RING, TREE, NVLS, COLLNET, HIERARCHICAL, TORUS, PAT, "
-          "NVLS_TREE");
+    CHECK(
+        text_error(kMinimal + good_training + "nccl { algorithm: 42 }\n") ==
+        "inline.textproto:7:19: nccl.algorithm: 42 is not one of RING, TREE, NVLS, COLLNET, HIERARCHICAL, TORUS, PAT, "
+        "NVLS_TREE");
     const std::string one_f_one_b = "parallel { dp: 1 micro_batch: 5 grad_accum: 2 schedule: 7 }\n";
     CHECK(text_error(kMinimal.substr(0, kMinimal.find("parallel {")) + one_f_one_b + good_training) ==
           "inline.textproto:5:57: parallel.schedule: 7 is not one of GPIPE, ONE_F_ONE_B, INTERLEAVED_ONE_F_ONE_B");

@@ -651,9 +651,10 @@ TEST_CASE("NVLSTree AllReduce: NVLS inside the nodes and trees between them, ali
     // 2 x 4 H100 on 100 GB/s NVLink: NVLS S(1 + 1/4) at min(308, 100 x 0.82 = 82) GB/s → 82 x 4/5 = 65.6 GB/s,
     // below the trees (4 rails x 42.5 GB/s = 170 GB/s) and the ceiling (4 x 57.7 x 8/14 = 131.9 GB/s): from 1 to
     // 4 GiB 3 GiB / 65.6e9 = 0.049104 s.
-    Scenario sc = cluster_only("nodes: 2 gpus_per_node: 4 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: "
-                               "100 nic_gbits_per_s_per_direction: 400",
-                               "h100-sxm5-80gb");
+    Scenario sc = cluster_only(
+        "nodes: 2 gpus_per_node: 4 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: "
+        "100 nic_gbits_per_s_per_direction: 400",
+        "h100-sxm5-80gb");
     sc.nccl.algorithm = Algorithm::kNvlsTree;
     for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
       CAPTURE(static_cast<int>(f));
@@ -674,11 +675,11 @@ TEST_CASE("NVLSTree AllReduce: NVLS inside the nodes and trees between them, ali
                                          "g6 s1 NVLINK 450", "g7 s1 NVLINK 450"};
     static const char* const pcie[] = {"g0 n0 PCIE 64", "g1 n1 PCIE 64", "g2 n2 PCIE 64", "g3 n3 PCIE 64",
                                        "g4 n4 PCIE 64", "g5 n5 PCIE 64", "g6 n6 PCIE 64", "g7 n7 PCIE 64"};
-    static const char* const net[] = {"n0 l0 NETWORK 25", "n1 l0 NETWORK 25", "n2 l0 NETWORK 25",
-                                      "n3 l0 NETWORK 25", "n4 l0 NETWORK 25", "n5 l0 NETWORK 25",
-                                      "n6 l0 NETWORK 25", "n7 l0 NETWORK 25"};
-    std::string text = "nodes: 2 gpus_per_node: 4 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: 450 "
-                       "nic_gbits_per_s_per_direction: 400 ";
+    static const char* const net[] = {"n0 l0 NETWORK 25", "n1 l0 NETWORK 25", "n2 l0 NETWORK 25", "n3 l0 NETWORK 25",
+                                      "n4 l0 NETWORK 25", "n5 l0 NETWORK 25", "n6 l0 NETWORK 25", "n7 l0 NETWORK 25"};
+    std::string text =
+        "nodes: 2 gpus_per_node: 4 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: 450 "
+        "nic_gbits_per_s_per_direction: 400 ";
     for (int g = 0; g < 8; ++g) text += explicit_graph({gpu[g], nic[g]}, {nvlink[g], pcie[g], net[g]});
     text += explicit_graph({"s0 NVSWITCH node: 0", "s1 NVSWITCH node: 1", "l0 LEAF"}, {});
     Scenario sc = cluster_only(text, "h100-sxm5-80gb");

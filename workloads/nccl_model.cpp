@@ -821,6 +821,12 @@ struct Evaluator {
     return cluster.is_explicit() || nics == 0 ? rails : std::min(rails, nics);
   }
 
+  // NVLSTree's payload bytes/s at NCCL's per-channel ceiling (perChMaxNVLSTreeBw per head, a bus bandwidth).
+  double nvlstree_ceiling() const {
+    if (!t().present) return kInf;
+    return nvls_heads() * t().nvlstree_per_channel_GBps[sh.idx] * 1e9 / busbw_factor(req.op, sh.n);
+  }
+
   // A GPU's own NIC within its node (GPU i of G uses NIC i·N/G, as topology.cpp cables it).
   std::uint32_t rail_of(std::uint32_t gpu) const {
     return (gpu % cluster.gpus_per_node) * cluster.node.nics_per_node / cluster.gpus_per_node;
@@ -1294,9 +1300,9 @@ struct Evaluator {
         const double across = N <= 1          ? kInf
                               : sh.lone_ports ? sh.lone_tree_cap
                                               : egress / (tree_max_sends(static_cast<std::uint32_t>(N)) / 2.0);
-        const double alg = std::min({nvls, across, sh.graph_only ? sh.route_nvlstree_cap : sh.tree_alg_cap});
-        if (raw || !k.present) return alg;
-        return std::min(alg, nvls_heads() * k.nvlstree_per_channel_GBps[sh.idx] * 1e9 / busbw_factor(req.op, sh.n));
+        // The ceiling is a rate of the kernels, not bytes on the wire: it stays in the raw rate (no wire factor),
+        // and FLOW bounds the flows by it (CollectivePlan::payload_rate_cap).
+        return std::min({nvls, across, sh.graph_only ? sh.route_nvlstree_cap : sh.tree_alg_cap, nvlstree_ceiling()});
       }
       case Algorithm::kCollNet: {
         // The switches reduce: a domain sends its data once and receives the result once over its rails;
@@ -1420,6 +1426,7 @@ struct Evaluator {
     plan.bus_bandwidth = bytes_per_second(std::isfinite(alg) ? alg * busbw_factor(req.op, sh.n) : 0);
     const double raw = sh.n > 1 ? physical_algbw(a, p, bytes, true) : kInf;
     plan.wire_factor = std::isfinite(alg) && alg > 0 && std::isfinite(raw) ? raw / alg : 1.0;
+    if (a == Algorithm::kNvlsTree && sh.n > 1) plan.payload_rate_cap = bytes_per_second(nvlstree_ceiling());
     if (sh.n > 1) apply_fitted_band(profile.collectives, req, sh.n, sh.domains, raw, settings.launch_overhead, plan);
     if (t().present && a != Algorithm::kHierarchical && a != Algorithm::kPointToPoint) {
       const double nccl_alg = nccl_algbw_GBps(a, p, bytes);

@@ -52,6 +52,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <limits>
 #include <vector>
 
 #include "calibrate/hardware_profile.h"
@@ -145,6 +146,11 @@ struct CollectivePlan {
   // with 8 B of data, LL128 120 of 128; NCCL's per-channel caps and the tree correction count as extra
   // bytes): FLOW fidelity inflates its flows by it, so that contention-free FLOW equals ANALYTICAL.
   double wire_factor = 1.0;
+  // Payload bytes per second the kernels move at most, whatever the links give: NCCL's per-channel ceiling where
+  // it is a rate of the kernels rather than bytes on the wire (NVLSTree's perChMaxNVLSTreeBw). FLOW bounds the
+  // collective's flows by it, so under contention the ceiling and the links' share do not compound. Unbounded
+  // elsewhere.
+  BytesPerSecond payload_rate_cap = BytesPerSecond::from_raw(std::numeric_limits<double>::infinity());
 };
 
 // One phase of a collective on a torus box (Algorithm::kTorus), in order.

@@ -497,8 +497,9 @@ void NetworkModel::run(const CollectivePlan& plan, const CollectiveRequest& req,
             append_route(f.path, b, a, c, 1, nullptr, 0.5 / double(k));
           }
       f.bytes = bytes(S);
+      f.bound = plan.payload_rate_cap;  // NCCL's per-channel ceiling, a rate of the kernels
       if (const BytesPerSecond nvls = impl_->scenario.profile.collectives.nvls_bandwidth; nvls.raw() > 0)
-        f.bound = nvls * (double(least) / double(least + 1));
+        f.bound = std::min(f.bound, nvls * (double(least) / double(least + 1)));
       flows.push_back(std::move(f));
       // The trees' hop latencies are the plan's, as the tree's.
       start_phase(std::move(flows), plan.latency, std::move(done));

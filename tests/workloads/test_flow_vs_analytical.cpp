@@ -611,7 +611,7 @@ TEST_CASE("NVLS AllReduce: a GPU's NVLink slower than the measured NVLS rate cap
 TEST_CASE("NVLSTree AllReduce: NVLS inside the nodes and trees between them, alike at both fidelities") {
   // FLOW runs NVLSTree as one coflow of S: each node's NVLS ring carrying S(1 + 1/m) at most at the NVLS rate, the
   // trees' edges between the nodes' heads S/2k each way; the closed form takes the slowest of the same, and NCCL's
-  // per-channel ceiling (perChMaxNVLSTreeBw) as a wire factor. Generated clusters, even and uneven, with shared NICs
+  // per-channel ceiling (perChMaxNVLSTreeBw) as a bound on the rate. Generated clusters, even and uneven, with shared NICs
   // and an oversubscribed Clos: the times agree within 1 % from 1 MiB, the bandwidth terms within 1e-6.
   struct Case {
     const char* cluster;
@@ -645,6 +645,42 @@ TEST_CASE("NVLSTree AllReduce: NVLS inside the nodes and trees between them, ali
       CHECK(collective_seconds(sc, Fidelity::kFlow, MiB(mib), CollectiveOp::kAllReduce, gpus) ==
             doctest::Approx(collective_seconds(sc, Fidelity::kAnalytical, MiB(mib), CollectiveOp::kAllReduce, gpus))
                 .epsilon(0.01));
+    }
+  }
+  SUBCASE("NCCL's ceiling is a rate: two jobs sharing NICs below it do not slow each other") {
+    // 2 nodes x 8 H100, 4 NICs a node (a port of 400 Gb/s x 8/4 = 100 GB/s, x 0.85 = 85 GB/s), GPUs 2i and 2i + 1
+    // on NIC i. Jobs on the even and on the odd GPUs, 4 a node each: 4 heads, each head's NIC carrying S/4 each
+    // way. Alone a job's NICs allow 4 x 85 = 340 GB/s, together half, 170 GB/s; NVLS 308 x 4/5 = 246.4 GB/s; NCCL's
+    // ceiling 4 x 57.7 GB/s busbw = 230.8 / (2 x 7/8) = 131.886 GB/s binds either way: from 1 to 4 GiB
+    // 3 GiB / 131.886e9 = 0.024425 s, alone and together. (Had the ceiling been bytes on the wire, each job would
+    // send 246.4 / 131.886 = 1.87 x S over NICs that give it 170 GB/s: 3 GiB / 91.0e9.)
+    Scenario sc = cluster_only("nodes: 2 gpus_per_node: 8 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: "
+                               "450 nic_gbits_per_s_per_direction: 400 nics_per_node: 4",
+                               "h100-sxm5-80gb");
+    sc.nccl.algorithm = Algorithm::kNvlsTree;
+    const std::vector<std::uint32_t> even = {0, 2, 4, 6, 8, 10, 12, 14}, odd = {1, 3, 5, 7, 9, 11, 13, 15};
+    auto together = [&](Bytes size) {
+      sim::Simulation s;
+      NetworkModel net(s, sc);
+      CollectiveEngine engine(s, sc, &net);
+      sim::TaskGraph g;
+      for (const auto* group : {&even, &odd}) {
+        std::vector<sim::StreamId> lanes;
+        for (std::uint32_t gpu : *group) lanes.push_back(g.add_stream(gpu, "comm"));
+        engine.add(g, group == &even ? "even" : "odd", "comm", CollectiveRequest{CollectiveOp::kAllReduce, *group, size, 0},
+                   lanes, {});
+      }
+      sim::Executor ex(s, g, &engine);
+      ex.start();
+      s.run();
+      ex.finish();
+      return sim::to_seconds(ex.makespan()).raw();
+    };
+    const double bandwidth_term = 3221225472.0 / (4 * 57.7e9 / 1.75);
+    CHECK(together(GiB(4)) - together(GiB(1)) == doctest::Approx(bandwidth_term).epsilon(1e-6));
+    for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
+      CAPTURE(static_cast<int>(f));
+      CHECK(alone_from_1_to_4_gib(sc, f, CollectiveOp::kAllReduce, even) == doctest::Approx(bandwidth_term).epsilon(1e-6));
     }
   }
   SUBCASE("a slow NVLink: the NVLS part binds") {

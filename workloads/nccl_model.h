@@ -48,11 +48,11 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <limits>
 #include <vector>
 
 #include "calibrate/hardware_profile.h"

@@ -611,8 +611,8 @@ TEST_CASE("NVLS AllReduce: a GPU's NVLink slower than the measured NVLS rate cap
 TEST_CASE("NVLSTree AllReduce: NVLS inside the nodes and trees between them, alike at both fidelities") {
   // FLOW runs NVLSTree as one coflow of S: each node's NVLS ring carrying S(1 + 1/m) at most at the NVLS rate, the
   // trees' edges between the nodes' heads S/2k each way; the closed form takes the slowest of the same, and NCCL's
-  // per-channel ceiling (perChMaxNVLSTreeBw) as a bound on the rate. Generated clusters, even and uneven, with shared NICs
-  // and an oversubscribed Clos: the times agree within 1 % from 1 MiB, the bandwidth terms within 1e-6.
+  // per-channel ceiling (perChMaxNVLSTreeBw) as a bound on the rate. Generated clusters, even and uneven, with shared
+  // NICs and an oversubscribed Clos: the times agree within 1 % from 1 MiB, the bandwidth terms within 1e-6.
   struct Case {
     const char* cluster;
     std::vector<std::uint32_t> gpus;  // empty: all
@@ -654,9 +654,10 @@ TEST_CASE("NVLSTree AllReduce: NVLS inside the nodes and trees between them, ali
     // ceiling 4 x 57.7 GB/s busbw = 230.8 / (2 x 7/8) = 131.886 GB/s binds either way: from 1 to 4 GiB
     // 3 GiB / 131.886e9 = 0.024425 s, alone and together. (Had the ceiling been bytes on the wire, each job would
     // send 246.4 / 131.886 = 1.87 x S over NICs that give it 170 GB/s: 3 GiB / 91.0e9.)
-    Scenario sc = cluster_only("nodes: 2 gpus_per_node: 8 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: "
-                               "450 nic_gbits_per_s_per_direction: 400 nics_per_node: 4",
-                               "h100-sxm5-80gb");
+    Scenario sc = cluster_only(
+        "nodes: 2 gpus_per_node: 8 gpu: \"H100-SXM5-80GB\" nvlink_gbytes_per_s_per_direction: "
+        "450 nic_gbits_per_s_per_direction: 400 nics_per_node: 4",
+        "h100-sxm5-80gb");
     sc.nccl.algorithm = Algorithm::kNvlsTree;
     const std::vector<std::uint32_t> even = {0, 2, 4, 6, 8, 10, 12, 14}, odd = {1, 3, 5, 7, 9, 11, 13, 15};
     auto together = [&](Bytes size) {
@@ -667,8 +668,8 @@ TEST_CASE("NVLSTree AllReduce: NVLS inside the nodes and trees between them, ali
       for (const auto* group : {&even, &odd}) {
         std::vector<sim::StreamId> lanes;
         for (std::uint32_t gpu : *group) lanes.push_back(g.add_stream(gpu, "comm"));
-        engine.add(g, group == &even ? "even" : "odd", "comm", CollectiveRequest{CollectiveOp::kAllReduce, *group, size, 0},
-                   lanes, {});
+        engine.add(g, group == &even ? "even" : "odd", "comm",
+                   CollectiveRequest{CollectiveOp::kAllReduce, *group, size, 0}, lanes, {});
       }
       sim::Executor ex(s, g, &engine);
       ex.start();
@@ -680,7 +681,8 @@ TEST_CASE("NVLSTree AllReduce: NVLS inside the nodes and trees between them, ali
     CHECK(together(GiB(4)) - together(GiB(1)) == doctest::Approx(bandwidth_term).epsilon(1e-6));
     for (Fidelity f : {Fidelity::kAnalytical, Fidelity::kFlow}) {
       CAPTURE(static_cast<int>(f));
-      CHECK(alone_from_1_to_4_gib(sc, f, CollectiveOp::kAllReduce, even) == doctest::Approx(bandwidth_term).epsilon(1e-6));
+      CHECK(alone_from_1_to_4_gib(sc, f, CollectiveOp::kAllReduce, even) ==
+            doctest::Approx(bandwidth_term).epsilon(1e-6));
     }
   }
   SUBCASE("a slow NVLink: the NVLS part binds") {

@@ -814,10 +814,11 @@ struct Evaluator {
   }
 
   // NVLSTree's heads per domain, NCCL's NVLS graph channels across nodes: one per NIC the communicator's least
-  // populated domain leaves through (an explicit cluster's GPUs each have their own, assign_explicit_nics).
+  // populated domain leaves through, at most the domain's NICs (a GB200 NVL72 rack's 18 trays have 72; an explicit
+  // cluster's GPUs each have their own, assign_explicit_nics).
   double nvls_heads() const {
     const std::uint32_t rails = std::max(1u, sh.rails);
-    const std::uint32_t nics = cluster.node.nics_per_node;
+    const std::uint32_t nics = cluster.node.nics_per_node * std::max(1u, cluster.node.nvlink_domain_nodes);
     return cluster.is_explicit() || nics == 0 ? rails : std::min(rails, nics);
   }
 
@@ -1294,7 +1295,7 @@ struct Evaluator {
         // least populated domain, m = rails, is the slowest), and the trees between the domains' heads, whose
         // network edges load the rails as the tree's do (the busiest domain's rails carry tree_max_sends/2 · S). On
         // an explicit graph its links alone bound both (route_nvlstree_cap). NCCL's per-channel ceiling
-        // (perChMaxNVLSTreeBw, one channel per head) is the kernels' measured limit, applied as the ring LL128's.
+        // (perChMaxNVLSTreeBw, one channel per head) is the kernels' measured limit.
         const double m = std::max(1u, sh.rails);
         const double nvls = std::min(profile.collectives.nvls_bandwidth.raw(), scalar_intra) * m / (m + 1);
         const double across = N <= 1          ? kInf

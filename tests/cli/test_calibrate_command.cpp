@@ -117,6 +117,7 @@ const CsvCase kCsvs[] = {
     {"h100_8gpu_nvswitch_allgather_ring.csv", "NVIDIA H100 80GB HBM3"},
     {"h100_8gpu_nvswitch_allreduce_ring.csv", "NVIDIA H100 80GB HBM3"},
     {"h100x4_2node_ib_hdr_allreduce.csv", "NVIDIA H100"},
+    {"gb200_nvl72_72gpu_allreduce.csv", "NVIDIA Graphics Device"},
 };
 
 // Every sample of `raw` against the CSV rows: two per row of size > 0 (out-of-place, then in-place).

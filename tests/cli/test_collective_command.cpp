@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <numeric>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -449,6 +450,29 @@ TEST_CASE("validation: collective predictions against the five nccl-tests runs i
       }
     }
   }
+}
+
+TEST_CASE("the gb200 profile's NVLS rate reproduces the NVL72 rack AllReduce it was fitted to") {
+  // validation/nccl/gb200_nvl72_72gpu_allreduce.csv: 72 GPUs of one rack, NCCL's choice. NVLS at B = 432 GB/s per
+  // GPU (the profile's fit, from the 4 and 8 GiB rows): algbw = 432 x 72/73 = 426.08 GB/s, busbw x 2 x 71/72 =
+  // 840.3 GB/s, less the 25 us latency: 8 GiB 25 + 8,589,934,592 / 426,082 B/us = 20,185.3 us against the measured
+  // 20,299 (+0.6 % busbw), 4 GiB 10,105.1 against 10,094 (-0.1 %). Below 4 GiB the run pays a fixed time of about
+  // 0.5 ms the model does not have (+10 % at 2 GiB, +41 % at 512 MiB), as the 80-GPU H100 run does.
+  const workloads::Scenario scenario =
+      cli::load_scenario_file(kSource + "/scenarios/nccl/gb200_nvl72_72gpu_allreduce.textproto");
+  const calibrate::MeasuredRun measured =
+      calibrate::read_measured_run(kSource + "/validation/nccl/gb200_nvl72_72gpu_allreduce.csv");
+  std::vector<std::uint32_t> gpus(72);
+  std::iota(gpus.begin(), gpus.end(), 0u);
+  const cli::Comparison cmp = cli::compare_collective(scenario, workloads::CollectiveOp::kAllReduce, gpus, measured);
+  MESSAGE(cli::comparison_text(cmp, measured));
+  REQUIRE(cmp.rows.size() == 5);
+  for (const cli::ComparisonRow& r : cmp.rows) {
+    CAPTURE(r.size_bytes);
+    CHECK(r.algorithm == "nvls");
+    if (r.size_bytes >= 4ull << 30) CHECK(std::fabs(r.busbw_error_pct) <= 1.0);
+  }
+  CHECK(cmp.rows[4].predicted_time_us == doctest::Approx(25 + 8589934592.0 / (432e3 * 72 / 73)).epsilon(1e-6));
 }
 
 TEST_CASE("collective: where a forced algorithm cannot run, the option or the scenario is named, NVLS needs nvls") {

@@ -333,6 +333,21 @@ TEST_CASE("NVLSTree: across H100 nodes NCCL's model takes NVLS inside each node 
     CHECK(px.time.raw() == doctest::Approx(lat_us * 1e-6 + S / alg).epsilon(1e-9));
   }
 
+  // Two GB200 NVL72 racks (18 trays of 4 GPUs a domain, a 400 Gb/s NIC per GPU): 72 heads, one per NIC of the rack.
+  // NCCL: min(900·0.82 = 738 · 0.74 · 71/72 · 2 = 1077.1, 72·42.5·2 = 6120, 72·96 = 6912) · 144/286 = 542.3 GB/s
+  // beats the ring's 738 · 144/286 = 371.6. Physical: NVLS 432 · 72/73 = 426.08 GB/s binds (the trees 3060, the
+  // ceiling 6912 / (2·143/144) = 3480): 1 GiB in 66.8 µs + S / 426.08e9.
+  const calibrate::HardwareProfile gb200 = calibrate::load_profile("gb200");
+  topology::ClusterSpec racks = cluster(36, 4, 900, 400);
+  racks.gpu = "GB200";
+  racks.node.nvlink_domain_nodes = 18;
+  racks.node.nics_per_node = 4;
+  const CollectivePlan pr = plan(racks, gb200, CollectiveOp::kAllReduce, GiB(1));
+  CHECK(pr.algorithm == Algorithm::kNvlsTree);
+  CHECK(to_us(pr.nccl_model_time) ==
+        doctest::Approx(66.8 + S / (738 * 0.74 * 71 / 72 * 2 * 144 / 286 * 1e3)).epsilon(1e-9));
+  CHECK(pr.time.raw() == doctest::Approx(66.8e-6 + S / (432e9 * 72 / 73)).epsilon(1e-9));
+
   // Never a candidate on one node, with 2 GPUs a node (ncclNvlsInit needs more than 2), without NVLS (A100), or for
   // AllGather; forcing it there is an input error.
   auto offers = [&](const topology::ClusterSpec& c, const calibrate::HardwareProfile& prof, CollectiveOp op,

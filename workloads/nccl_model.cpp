@@ -693,6 +693,18 @@ struct Evaluator {
       if (const double s = busiest(legs); s > 0) sh.route_collnet_cap = std::min(sh.route_collnet_cap, double(m) / s);
     }
     if (req.op != CollectiveOp::kAllReduce) return;
+    // Channel c's two binary trees over the domains' rank-c heads, each edge up and down at `weight`.
+    auto tree_edges = [&](Load& into, std::uint32_t c, double weight) {
+      for (int t = 0; t < 2 && D > 1; ++t)
+        for (std::uint32_t child = 0; child < D; ++child) {
+          const std::uint32_t parent = tree_parent(t, child, D);
+          if (parent == D) continue;
+          const std::uint32_t a = tree_nodes[child][c % tree_nodes[child].size()];
+          const std::uint32_t b = tree_nodes[parent][c % tree_nodes[parent].size()];
+          add(into, a, b, c, weight);
+          add(into, b, a, c, weight);
+        }
+    };
     Load tree;
     for (std::uint32_t c = 0; c < k; ++c) {
       for (const auto& local : tree_nodes) {
@@ -702,15 +714,7 @@ struct Evaluator {
           add(tree, local[(c + j + 1) % m], local[(c + j) % m], c, 2);
         }
       }
-      for (int t = 0; t < 2 && D > 1; ++t)
-        for (std::uint32_t child = 0; child < D; ++child) {
-          const std::uint32_t parent = tree_parent(t, child, D);
-          if (parent == D) continue;
-          const std::uint32_t a = tree_nodes[child][c % tree_nodes[child].size()];
-          const std::uint32_t b = tree_nodes[parent][c % tree_nodes[parent].size()];
-          add(tree, a, b, c, 1);
-          add(tree, b, a, c, 1);
-        }
+      tree_edges(tree, c, 1);
     }
     if (const double s = busiest(tree); s > 0) sh.tree_alg_cap = std::min(sh.tree_alg_cap, 2.0 * k / s);
     // The trees' hop latencies (FLOW charges the plan's), as the generated clusters' figures count them (make()):
@@ -745,16 +749,7 @@ struct Evaluator {
         for (std::size_t j = 0; m > 1 && j < m; ++j)
           add(nvlstree, local[j], local[(j + 1) % m], 0, 1.0 + 1.0 / double(m));
       }
-      for (std::uint32_t c = 0; c < k; ++c)
-        for (int t = 0; t < 2 && D > 1; ++t)
-          for (std::uint32_t child = 0; child < D; ++child) {
-            const std::uint32_t parent = tree_parent(t, child, D);
-            if (parent == D) continue;
-            const std::uint32_t a = tree_nodes[child][c % tree_nodes[child].size()];
-            const std::uint32_t b = tree_nodes[parent][c % tree_nodes[parent].size()];
-            add(nvlstree, a, b, c, 0.5 / k);
-            add(nvlstree, b, a, c, 0.5 / k);
-          }
+      for (std::uint32_t c = 0; c < k; ++c) tree_edges(nvlstree, c, 0.5 / k);
       if (const double s = busiest(nvlstree); s > 0) sh.route_nvlstree_cap = 1 / s;
     }
     // Hierarchical (network_model.cpp): in each node a ring over its m ranks in communicator order moves

@@ -1471,6 +1471,50 @@ struct Evaluator {
     return out;
   }
 
+  // Why `a` is not among algorithms() here, in words: the first of its requirements that this communicator, cluster
+  // or profile does not meet ("" when none is found). For the error of a forced algorithm.
+  std::string unavailable(Algorithm a) const {
+    const auto& k = t();
+    const auto& c = profile.collectives;
+    const bool ar = req.op == CollectiveOp::kAllReduce;
+    if (a == Algorithm::kPointToPoint) return "p2p runs AlltoAll and Send/Recv only";
+    if (a == Algorithm::kTorus) return "torus needs a communicator that is a box of a TPU torus";
+    if (chain_op() && a != Algorithm::kRing) return "NCCL runs Broadcast and Reduce as rings only";
+    if (!k.present && a != Algorithm::kRing && a != Algorithm::kHierarchical)
+      return "the profile has no NCCL tuning constants (collectives.nccl), so the ring only";
+    const bool nvswitch = cluster.is_explicit() ? sh.nvswitch : cluster.node.scale_up == topology::ScaleUp::kNvSwitch;
+    switch (a) {
+      case Algorithm::kTree:
+      case Algorithm::kHierarchical:
+        return ar ? "" : std::string(to_string(a)) + " runs AllReduce only";
+      case Algorithm::kNvls:
+      case Algorithm::kNvlsTree:
+        if (k.nvls_efficiency <= 0 || c.nvls_bandwidth.raw() <= 0) return "the profile has no NVLS (H100 and later)";
+        if (!nvswitch)
+          return cluster.is_explicit() ? "NVLS needs every GPU on an NVSWITCH vertex" : "the nodes have no NVSwitch";
+        if (!cluster.node.nvls) return "the cluster says nvls: false";
+        if (a == Algorithm::kNvls) {
+          if (sh.domains != 1) return "NVLS runs inside one NVLink domain (nvlstree across domains)";
+          return sh.n > 2 ? "" : "NVLS needs more than 2 GPUs";
+        }
+        if (!ar) return "nvlstree runs AllReduce only";
+        if (sh.domains <= 1) return "nvlstree runs across NVLink domains (nvls inside one)";
+        if (sh.rails <= 2) return "nvlstree needs more than 2 of the communicator's GPUs in every NVLink domain";
+        if (nvls_heads() < 2) return "nvlstree needs at least 2 NICs a domain (one NVLS head each)";
+        return k.nvlstree_per_channel_GBps[sh.idx] > 0 ? "" : "the profile has no NVLSTree constants";
+      case Algorithm::kCollNet:
+        if (!cluster.fabric.in_network_reduction) return "the fabric has no in-network reduction";
+        if (sh.domains <= 1) return "collnet runs across NVLink domains";
+        return sh.max_ppn <= 8 ? "" : "collnet needs at most 8 of the communicator's GPUs a domain";
+      case Algorithm::kPat:
+        if (!gather_scatter()) return "pat runs AllGather and ReduceScatter only";
+        if (k.pat_bus_efficiency <= 0) return "the profile's NCCL release has no PAT";
+        return sh.domains == sh.n && sh.n > 1 ? "" : "pat needs one GPU per node";
+      default:
+        return "";
+    }
+  }
+
   // With ll128_forced (NCCL_PROTO=LL128) LL128 runs wherever the algorithm has it: NCCL's architecture and path
   // checks apply to its default setting only (tuning.cc, protoEnable == 2).
   std::vector<Protocol> protocols(Algorithm a, bool ll128_forced = false) const {
@@ -1768,7 +1812,9 @@ CollectivePlan CollectiveModel::plan(const CollectiveRequest& request) const {
     const Algorithm want = *settings_.algorithm;
     if (std::find(algos.begin(), algos.end(), want) == algos.end()) {
       std::string why = std::string(to_string(want)) + " cannot run " + to_string(request.op) + " on these " +
-                        std::to_string(request.gpus.size()) + " GPUs (candidates:";
+                        std::to_string(request.gpus.size()) + " GPUs";
+      if (const std::string reason = e.unavailable(want); !reason.empty()) why += ": " + reason;
+      why += " (candidates:";
       for (Algorithm a : algos) why += std::string(" ") + to_string(a);
       throw InputError(settings_.source_file, settings_.algorithm_line, settings_.algorithm_column, "nccl.algorithm",
                        why + ")");

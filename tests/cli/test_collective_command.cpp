@@ -481,23 +481,31 @@ TEST_CASE("collective: where a forced algorithm cannot run, the option or the sc
   const std::string table = run_api({hdr, "--op", "allreduce", "--ranks", "0-3", "--sizes", "8:1G", "--factor", "64"});
   CHECK(table.find("nvls") == std::string::npos);
   CHECK(error_of([&] { run_api({hdr, "--op", "allreduce", "--ranks", "0-3", "--algo", "nvls", "--sizes", "1G"}); }) ==
-        "command line: --algo: nvls cannot run allreduce on these 4 GPUs (candidates: ring tree hierarchical)");
+        "command line: --algo: nvls cannot run allreduce on these 4 GPUs: the cluster says nvls: false (candidates: "
+        "ring tree hierarchical)");
   // The same 4 GPUs of an H100 NVSwitch node (nvls by default) do run it.
   CHECK(run_api({kRingScenario, "--op", "allreduce", "--ranks", "0-3", "--algo", "nvls", "--sizes", "1G"})
             .find(" nvls ") != std::string::npos);
-  // NVLSTree runs across NVLS nodes only: 2 HGX H100 nodes of the 80-GPU run, not one node, not the HDR pair.
+  // NVLSTree runs across NVLS nodes only: 2 HGX H100 nodes of the 80-GPU run, not one node, not the HDR pair, not
+  // with 2 GPUs on a node; each refusal says which requirement is not met.
+  CHECK(error_of([&] {
+          run_api({kSource + "/scenarios/nccl/h100_80gpu_10node_allreduce.textproto", "--op", "allreduce", "--ranks",
+                   "0,1,8,9", "--algo", "nvlstree", "--sizes", "1G"});
+        }) == "command line: --algo: nvlstree cannot run allreduce on these 4 GPUs: nvlstree needs more than 2 of the "
+              "communicator's GPUs in every NVLink domain (candidates: ring tree hierarchical)");
   const std::string h100_80 = kSource + "/scenarios/nccl/h100_80gpu_10node_allreduce.textproto";
   CHECK(run_api({h100_80, "--op", "allreduce", "--ranks", "0-15", "--algo", "nvlstree", "--sizes", "1G"})
             .find(" nvlstree ") != std::string::npos);
   CHECK(error_of([&] {
           run_api({h100_80, "--op", "allreduce", "--ranks", "0-7", "--algo", "nvlstree", "--sizes", "1G"});
         }) ==
-        "command line: --algo: nvlstree cannot run allreduce on these 8 GPUs (candidates: ring tree nvls "
-        "hierarchical)");
+        "command line: --algo: nvlstree cannot run allreduce on these 8 GPUs: nvlstree runs across NVLink domains "
+        "(nvls inside one) (candidates: ring tree nvls hierarchical)");
   CHECK(error_of([&] {
           run_api({hdr, "--op", "allreduce", "--algo", "nvlstree", "--sizes", "1G"});
         }) ==
-        "command line: --algo: nvlstree cannot run allreduce on these 8 GPUs (candidates: ring tree hierarchical)");
+        "command line: --algo: nvlstree cannot run allreduce on these 8 GPUs: the cluster says nvls: false "
+        "(candidates: ring tree hierarchical)");
   // NCCL_ALGO (the scenario's nccl.algorithm: RING) does not apply to the point-to-point AlltoAll: it runs p2p.
   CHECK(run_api({kRingScenario, "--op", "alltoall", "--sizes", "1M"}).find(" p2p ") != std::string::npos);
   // A forced protocol that an algorithm lacks names the option.
@@ -511,8 +519,8 @@ TEST_CASE("collective: where a forced algorithm cannot run, the option or the sc
   std::ofstream(dir / "nvls.textproto") << text;
   const std::string file = (dir / "nvls.textproto").string();
   CHECK(error_of([&] { run_api({file, "--op", "allreduce", "--sizes", "1G"}); }) ==
-        file + ":" + std::to_string(line) + ":19: nccl.algorithm: nvls cannot run allreduce on these 8 GPUs "
-               "(candidates: ring tree hierarchical)");
+        file + ":" + std::to_string(line) + ":19: nccl.algorithm: nvls cannot run allreduce on these 8 GPUs: the "
+               "cluster says nvls: false (candidates: ring tree hierarchical)");
   fs::remove_all(dir);
 }
 

@@ -197,7 +197,20 @@ TEST_CASE("a forced algorithm that cannot run is an input error naming nccl.algo
   NcclSettings s;
   s.algorithm = Algorithm::kNvls;  // A100 has no NVLS
   CHECK_THROWS_WITH(plan(cluster(1, 8, 300, 200), a100, CollectiveOp::kAllReduce, MB(8), s),
-                    doctest::Contains("nccl.algorithm: nvls cannot run allreduce on these 8 GPUs"));
+                    doctest::Contains("nccl.algorithm: nvls cannot run allreduce on these 8 GPUs: the profile has no "
+                                      "NVLS (H100 and later)"));
+  // Each refusal names the requirement that is not met.
+  s.algorithm = Algorithm::kCollNet;
+  CHECK_THROWS_WITH(plan(cluster(2, 8, 300, 200), a100, CollectiveOp::kAllReduce, MB(8), s),
+                    doctest::Contains("collnet cannot run allreduce on these 16 GPUs: the fabric has no in-network "
+                                      "reduction"));
+  s.algorithm = Algorithm::kPat;
+  CHECK_THROWS_WITH(plan(cluster(2, 8, 300, 200), a100, CollectiveOp::kAllGather, MB(8), s),
+                    doctest::Contains("pat cannot run allgather on these 16 GPUs: pat needs one GPU per node"));
+  s.algorithm = Algorithm::kTree;
+  CHECK_THROWS_WITH(plan(cluster(2, 8, 300, 200), a100, CollectiveOp::kBroadcast, MB(8), s),
+                    doctest::Contains("tree cannot run broadcast on these 16 GPUs: NCCL runs Broadcast and Reduce as "
+                                      "rings only"));
 }
 
 TEST_CASE("a forced tree's time grows with the size: NCCL's correction factors are joined between powers of two") {

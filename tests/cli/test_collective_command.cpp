@@ -480,7 +480,9 @@ TEST_CASE("collective: where a forced algorithm cannot run, the option or the sc
   // The HDR nodes have NVLink but no NVSwitch SHARP (cluster.nvls: false): one node's 4 GPUs never run NVLS.
   const std::string table = run_api({hdr, "--op", "allreduce", "--ranks", "0-3", "--sizes", "8:1G", "--factor", "64"});
   CHECK(table.find("nvls") == std::string::npos);
-  CHECK(error_of([&] { run_api({hdr, "--op", "allreduce", "--ranks", "0-3", "--algo", "nvls", "--sizes", "1G"}); }) ==
+  CHECK(error_of([&] {
+          run_api({hdr, "--op", "allreduce", "--ranks", "0-3", "--algo", "nvls", "--sizes", "1G"});
+        }) ==
         "command line: --algo: nvls cannot run allreduce on these 4 GPUs: the cluster says nvls: false (candidates: "
         "ring tree hierarchical)");
   // The same 4 GPUs of an H100 NVSwitch node (nvls by default) do run it.
@@ -491,8 +493,9 @@ TEST_CASE("collective: where a forced algorithm cannot run, the option or the sc
   CHECK(error_of([&] {
           run_api({kSource + "/scenarios/nccl/h100_80gpu_10node_allreduce.textproto", "--op", "allreduce", "--ranks",
                    "0,1,8,9", "--algo", "nvlstree", "--sizes", "1G"});
-        }) == "command line: --algo: nvlstree cannot run allreduce on these 4 GPUs: nvlstree needs more than 2 of the "
-              "communicator's GPUs in every NVLink domain (candidates: ring tree hierarchical)");
+        }) ==
+        "command line: --algo: nvlstree cannot run allreduce on these 4 GPUs: nvlstree needs more than 2 of the "
+        "communicator's GPUs in every NVLink domain (candidates: ring tree hierarchical)");
   const std::string h100_80 = kSource + "/scenarios/nccl/h100_80gpu_10node_allreduce.textproto";
   CHECK(run_api({h100_80, "--op", "allreduce", "--ranks", "0-15", "--algo", "nvlstree", "--sizes", "1G"})
             .find(" nvlstree ") != std::string::npos);
@@ -518,9 +521,11 @@ TEST_CASE("collective: where a forced algorithm cannot run, the option or the sc
   text += "nccl { algorithm: NVLS }\n";
   std::ofstream(dir / "nvls.textproto") << text;
   const std::string file = (dir / "nvls.textproto").string();
-  CHECK(error_of([&] { run_api({file, "--op", "allreduce", "--sizes", "1G"}); }) ==
-        file + ":" + std::to_string(line) + ":19: nccl.algorithm: nvls cannot run allreduce on these 8 GPUs: the "
-               "cluster says nvls: false (candidates: ring tree hierarchical)");
+  CHECK(error_of([&] {
+          run_api({file, "--op", "allreduce", "--sizes", "1G"});
+        }) == file + ":" + std::to_string(line) +
+                  ":19: nccl.algorithm: nvls cannot run allreduce on these 8 GPUs: the "
+                  "cluster says nvls: false (candidates: ring tree hierarchical)");
   fs::remove_all(dir);
 }
 

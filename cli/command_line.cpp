@@ -153,6 +153,7 @@ void check_output_options(const ParsedCommand& parsed, std::initializer_list<con
   namespace fs = std::filesystem;
   // The file a path ends up naming (links followed), or empty for what is no plain file: a device, a pipe.
   auto file_of = [](const std::string& path) -> fs::path {
+    if (is_stream_output(path)) return {};  // standard output and devices may take several outputs
     std::error_code ec;
     const fs::file_status st = fs::status(path, ec);
     if (fs::exists(st) && !fs::is_regular_file(st)) return {};

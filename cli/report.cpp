@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "calibrate/proto_text.h"
@@ -483,9 +484,19 @@ std::filesystem::path output_target(const std::string& path) {
 
 }  // namespace
 
+bool is_stream_output(const std::string& path) {
+  return path == "-" || path.starts_with("/dev/") || path.starts_with("/proc/");
+}
+
 void check_output_path(const std::string& path) {
   namespace fs = std::filesystem;
   if (path.empty()) throw InputError("command line", 0, 0, "", "an output file name is empty");
+  if (path == "-") return;
+  if (is_stream_output(path)) {
+    if (::access(path.c_str(), W_OK) != 0)
+      throw InputError(path, 0, 0, "", std::string("cannot write output file: ") + std::strerror(errno));
+    return;
+  }
   const fs::path target = output_target(path);
   std::error_code ec;
   const fs::file_status st = fs::status(target, ec);
@@ -574,6 +585,19 @@ class TempFileGuard {
 
 void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write) {
   namespace fs = std::filesystem;
+  if (is_stream_output(path)) {
+    std::cout.flush();  // the command's own output first, then this one after it
+    std::ofstream file;
+    if (path != "-") {
+      file.open(path, std::ios::binary | std::ios::app);  // appended: a redirected file keeps what is in it
+      if (!file) throw InputError(path, 0, 0, "", std::string("cannot write output file: ") + std::strerror(errno));
+    }
+    std::ostream& out = path == "-" ? std::cout : file;
+    write(out);
+    out.flush();
+    if (!out) throw InputError(path, 0, 0, "", "cannot write output file (disk full?)");
+    return;
+  }
   const fs::path target = output_target(path);
   std::error_code ec;
   const fs::file_status st = fs::status(target, ec);

@@ -28,9 +28,15 @@ std::string result_json(const workloads::Scenario& scenario, const workloads::Sc
 std::string link_usage_json(const workloads::ScenarioResult& result);
 std::string link_usage_csv(const workloads::ScenarioResult& result);
 
+// "-" (standard output, as Unix tools read it) or a path under /dev/ or /proc/ (/dev/stdout, /dev/fd/3, a device):
+// an output stream, written into directly and appended to, after the command's own standard output is flushed.
+// /dev/stdout names whatever the output is (a pipe, a terminal, a redirected file), which the path does not show.
+bool is_stream_output(const std::string& path);
+
 // Writes `content` to `path` through a temporary file in the same directory and a rename, so a
 // failure never leaves a half-written file. A symbolic link is followed (its target gets the content, the link
-// stays); a device, named pipe or socket is written into directly. Throws InputError naming the path on failure.
+// stays); a device, named pipe or socket, and a stream output (is_stream_output), is written into directly. Throws
+// InputError naming the path on failure.
 void write_file_atomically(const std::string& path, const std::string& content);
 // The same, with the content written by `write` to the file's stream as it is formatted (for large outputs).
 void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write);

@@ -529,6 +529,33 @@ TEST_CASE("collective: where a forced algorithm cannot run, the option or the sc
   fs::remove_all(dir);
 }
 
+TEST_CASE("outputs to standard output: --csv - and --csv /dev/stdout follow the table, and no file is named -") {
+  // "-" is standard output; /dev/stdout names it whatever it is (here a file the shell redirected it to, which a
+  // temporary file and a rename used to replace, or fail on). Both append after the command's own table; two
+  // options may name it.
+  const fs::path dir = scratch_dir("stdout");
+  for (const std::string target : {"-", "/dev/stdout"}) {
+    CAPTURE(target);
+    const Exit r = run_binary(
+        "collective scenarios/nccl/h100_8gpu_nvswitch_allreduce_ring.textproto --op allreduce "
+        "--sizes 1M:2M --csv " +
+            target + " --json " + target,
+        dir);
+    CHECK(r.status == 0);
+    CHECK(r.err.empty());
+    const std::size_t table = r.out.find("# Avg bus bandwidth"), csv = r.out.find("size_bytes,count,type,redop,root");
+    const std::size_t json = r.out.find("\"avg_busbw_GBps\"");
+    REQUIRE(table != std::string::npos);
+    REQUIRE(csv != std::string::npos);
+    REQUIRE(json != std::string::npos);
+    CHECK(table < csv);
+    CHECK(csv < json);
+    CHECK(r.out.find("\n1048576,262144,float,sum,-1,36,") != std::string::npos);
+  }
+  CHECK_FALSE(fs::exists(fs::path(kSource) / "-"));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("collective sendrecv on a torus times the pair with the most hops, whatever the chips' local numbers") {
   // `--op sendrecv --ranks A,B,...` times each send to the next rank (the last to the first) and prints the slowest.
   // On the 4x4x4 TPU v4 cube with 1 µs per ICI link: chip g = (g % 4, g / 4 % 4, g / 16). 0 -> 37 (1, 1, 2) is

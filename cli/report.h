@@ -29,7 +29,7 @@ std::string link_usage_json(const workloads::ScenarioResult& result);
 std::string link_usage_csv(const workloads::ScenarioResult& result);
 
 // "-" (standard output, as Unix tools read it) or a path under /dev/ or /proc/ (/dev/stdout, /dev/fd/3, a device):
-// an output stream, written into directly and appended to, after the command's own standard output is flushed.
+// an output stream, written into directly and appended to, after what the command has printed so far is flushed.
 // /dev/stdout names whatever the output is (a pipe, a terminal, a redirected file), which the path does not show.
 bool is_stream_output(const std::string& path);
 

@@ -428,10 +428,28 @@ void apply_fitted_band(const calibrate::CollectiveConstants& k, const Collective
 
 }  // namespace
 
+namespace {
+
+// A generated node whose PCIe switches hold some GPU apart from its own NIC (GPU i of G on switch i·P/G, its NIC
+// j = i·N/G on switch j·P/N, as topology.cpp cables them: e.g. 3 NICs for 8 GPUs on 4 switches): that GPU's traffic
+// to the network crosses its switch's uplink, the CPUs and the NIC's switch, which the scalar figures do not see.
+bool nics_off_their_gpus_switches(const topology::ClusterSpec& c) {
+  const std::uint32_t G = c.gpus_per_node, N = c.node.nics_per_node, P = c.node.pcie_switches;
+  if (c.is_explicit() || c.is_torus() || P == 0 || N == 0 || G == 0) return false;
+  for (std::uint32_t i = 0; i < G; ++i)
+    if (i * P / G != (i * N / G) * P / N) return true;
+  return false;
+}
+
+}  // namespace
+
 CollectiveModel::CollectiveModel(const topology::ClusterSpec& cluster, const calibrate::HardwareProfile& profile,
                                  NcclSettings settings)
     : cluster_(cluster), profile_(profile), settings_(settings) {
-  if (cluster.is_explicit() || (cluster.node.scale_up == topology::ScaleUp::kPcieOnly && !cluster.is_torus()))
+  // The closed form routes on the topology where the scalar figures cannot stand for it: explicit clusters, PCIe-only
+  // nodes, and nodes whose NICs sit under other PCIe switches than their GPUs (graph_routes()).
+  if (cluster.is_explicit() || (cluster.node.scale_up == topology::ScaleUp::kPcieOnly && !cluster.is_torus()) ||
+      nics_off_their_gpus_switches(cluster))
     route_topology_ = std::make_shared<const topology::Topology>(cluster);
 }
 

@@ -604,8 +604,10 @@ TEST_CASE("NICs under other PCIe switches than their GPUs: the closed form route
           doctest::Approx(3221225472.0 * 4 * 1.875 / 8 / 53.55e9).epsilon(1e-6));
   }
   const std::pair<std::optional<Algorithm>, CollectiveOp> others[] = {
-      {Algorithm::kTree, CollectiveOp::kAllReduce},         {Algorithm::kNvlsTree, CollectiveOp::kAllReduce},
-      {Algorithm::kHierarchical, CollectiveOp::kAllReduce}, {Algorithm::kRing, CollectiveOp::kAllGather},
+      {Algorithm::kTree, CollectiveOp::kAllReduce},
+      {Algorithm::kNvlsTree, CollectiveOp::kAllReduce},
+      {Algorithm::kHierarchical, CollectiveOp::kAllReduce},
+      {Algorithm::kRing, CollectiveOp::kAllGather},
       {std::nullopt, CollectiveOp::kAllToAll}};
   for (const auto& [algorithm, op] : others) {
     CAPTURE(algorithm ? to_string(*algorithm) : "p2p");

@@ -1453,9 +1453,6 @@ struct Evaluator {
 
   // Algorithms NCCL may use for this request, and whether each can run here at all.
   std::vector<Algorithm> algorithms(bool forced) const {
-    const auto& k = t();
-    const auto& c = profile.collectives;
-    std::vector<Algorithm> out;
     switch (req.op) {
       case CollectiveOp::kAllToAll:
       case CollectiveOp::kSendRecv:
@@ -1466,31 +1463,18 @@ struct Evaluator {
       default:
         break;
     }
-    out.push_back(Algorithm::kRing);
-    const bool ar = req.op == CollectiveOp::kAllReduce;
-    if (!k.present) return out;
-    if (ar) out.push_back(Algorithm::kTree);
-    const bool nvls_switch =
-        (cluster.is_explicit() ? sh.nvswitch : cluster.node.scale_up == topology::ScaleUp::kNvSwitch) &&
-        cluster.node.nvls;
-    if (k.nvls_efficiency > 0 && c.nvls_bandwidth.raw() > 0 && nvls_switch && sh.domains == 1 && sh.n > 2)
-      out.push_back(Algorithm::kNvls);
-    // NVLSTree (NCCL 2.18 and later): AllReduce across domains, NVLS inside each, so every domain has NVLS and more
-    // than 2 of the communicator's GPUs (ncclNvlsInit, as for NVLS on one domain); never on one node (nccl.md §1.6),
-    // nor with fewer than 2 heads (tuning.cc skips NVLS graphs of one channel).
-    if (ar && k.nvls_efficiency > 0 && c.nvls_bandwidth.raw() > 0 && nvls_switch && sh.domains > 1 && sh.rails > 2 &&
-        nvls_heads() >= 2 && k.nvlstree_per_channel_GBps[sh.idx] > 0)
-      out.push_back(Algorithm::kNvlsTree);
-    // updateCollCostTable (enqueue.cc) drops CollNet with more than NCCL_MAX_DIRECT_ARITY + 1 = 8 local ranks.
-    if (cluster.fabric.in_network_reduction && sh.domains > 1 && sh.max_ppn <= 8) out.push_back(Algorithm::kCollNet);
-    // PAT (ncclPatEnable): AllGather and ReduceScatter with one GPU per node, in NCCL releases that have it.
-    if (gather_scatter() && k.pat_bus_efficiency > 0 && sh.domains == sh.n && sh.n > 1) out.push_back(Algorithm::kPat);
-    if (forced && ar) out.push_back(Algorithm::kHierarchical);
+    // The ring always; the others where their requirements hold (unavailable()); hierarchical, not one of NCCL's,
+    // only when forced.
+    std::vector<Algorithm> out = {Algorithm::kRing};
+    for (Algorithm a : {Algorithm::kTree, Algorithm::kNvls, Algorithm::kNvlsTree, Algorithm::kCollNet, Algorithm::kPat,
+                        Algorithm::kHierarchical})
+      if ((a != Algorithm::kHierarchical || forced) && unavailable(a).empty()) out.push_back(a);
     return out;
   }
 
   // Why `a` is not among algorithms() here, in words: the first of its requirements that this communicator, cluster
-  // or profile does not meet ("" when none is found). For the error of a forced algorithm.
+  // or profile does not meet ("" when it can run). The one statement of those requirements: algorithms() and the
+  // error of a forced algorithm both read it.
   std::string unavailable(Algorithm a) const {
     const auto& k = t();
     const auto& c = profile.collectives;
@@ -1498,7 +1482,7 @@ struct Evaluator {
     if (a == Algorithm::kPointToPoint) return "p2p runs AlltoAll and Send/Recv only";
     if (a == Algorithm::kTorus) return "torus needs a communicator that is a box of a TPU torus";
     if (chain_op() && a != Algorithm::kRing) return "NCCL runs Broadcast and Reduce as rings only";
-    if (!k.present && a != Algorithm::kRing && a != Algorithm::kHierarchical)
+    if (!k.present && a != Algorithm::kRing)
       return "the profile has no NCCL tuning constants (collectives.nccl), so the ring only";
     const bool nvswitch = cluster.is_explicit() ? sh.nvswitch : cluster.node.scale_up == topology::ScaleUp::kNvSwitch;
     switch (a) {
@@ -1507,6 +1491,9 @@ struct Evaluator {
         return ar ? "" : std::string(to_string(a)) + " runs AllReduce only";
       case Algorithm::kNvls:
       case Algorithm::kNvlsTree:
+        // NVLS needs NVSwitch multicast (NCCL searches NVLS graphs only with NVSwitches) and more than 2 GPUs
+        // (ncclNvlsInit); NVLSTree (NCCL 2.18 and later) runs AllReduce across domains with NVLS inside each, never
+        // on one node (nccl.md §1.6), nor with fewer than 2 heads (tuning.cc skips NVLS graphs of one channel).
         if (k.nvls_efficiency <= 0 || c.nvls_bandwidth.raw() <= 0) return "the profile has no NVLS (H100 and later)";
         if (!nvswitch)
           return cluster.is_explicit() ? "NVLS needs every GPU on an NVSWITCH vertex" : "the nodes have no NVSwitch";
@@ -1521,10 +1508,12 @@ struct Evaluator {
         if (nvls_heads() < 2) return "nvlstree needs at least 2 NICs a domain (one NVLS head each)";
         return k.nvlstree_per_channel_GBps[sh.idx] > 0 ? "" : "the profile has no NVLSTree constants";
       case Algorithm::kCollNet:
+        // updateCollCostTable (enqueue.cc) drops CollNet with more than NCCL_MAX_DIRECT_ARITY + 1 = 8 local ranks.
         if (!cluster.fabric.in_network_reduction) return "the fabric has no in-network reduction";
         if (sh.domains <= 1) return "collnet runs across NVLink domains";
         return sh.max_ppn <= 8 ? "" : "collnet needs at most 8 of the communicator's GPUs a domain";
       case Algorithm::kPat:
+        // ncclPatEnable: AllGather and ReduceScatter with one GPU per node, in NCCL releases that have it.
         if (!gather_scatter()) return "pat runs AllGather and ReduceScatter only";
         if (k.pat_bus_efficiency <= 0) return "the profile's NCCL release has no PAT";
         return sh.domains == sh.n && sh.n > 1 ? "" : "pat needs one GPU per node";

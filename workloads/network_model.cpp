@@ -373,6 +373,20 @@ void NetworkModel::run(const CollectivePlan& plan, const CollectiveRequest& req,
   // replace them where an algorithm's steps follow its edges (rings).
   const Seconds base = plan.latency - plan.hop_latency;
   std::vector<Coflow> flows;
+  // Channel c's two binary trees over the domains' rank-c heads (NCCL's double binary tree), each edge up and down
+  // at `share` of the coflow's bytes.
+  auto tree_edges = [this](Path& path, const Domains& d, std::size_t c, double share) {
+    const auto D = static_cast<std::uint32_t>(d.ranks.size());
+    for (int tree = 0; tree < 2 && D > 1; ++tree)
+      for (std::uint32_t child = 0; child < D; ++child) {
+        const std::uint32_t parent = tree_parent(tree, child, D);
+        if (parent == D) continue;
+        const std::uint32_t a = d.ranks[child][c % d.ranks[child].size()];
+        const std::uint32_t b = d.ranks[parent][c % d.ranks[parent].size()];
+        append_route(path, a, b, c, 1, nullptr, share);
+        append_route(path, b, a, c, 1, nullptr, share);
+      }
+  };
   switch (plan.algorithm) {
     case Algorithm::kTorus:
       run_torus(plan, req, std::move(done));
@@ -431,7 +445,7 @@ void NetworkModel::run(const CollectivePlan& plan, const CollectiveRequest& req,
       // Per channel: a chain inside each domain (S/k up and S/k down each edge) and two binary trees
       // over the domains' rail-c ranks (S/2k up and down each edge). Unit: S/2k.
       const Domains d = group(impl_->topo, gpus);
-      const std::size_t k = plan.channels, D = d.ranks.size();
+      const std::size_t k = plan.channels;
       for (std::size_t c = 0; c < k; ++c) {
         Coflow f;
         for (const auto& local : d.ranks) {
@@ -441,16 +455,7 @@ void NetworkModel::run(const CollectivePlan& plan, const CollectiveRequest& req,
             append_route(f.path, local[(c + j + 1) % m], local[(c + j) % m], c, 2, nullptr);
           }
         }
-        for (int tree = 0; tree < 2 && D > 1; ++tree) {
-          for (std::uint32_t child = 0; child < D; ++child) {
-            const std::uint32_t parent = tree_parent(tree, child, static_cast<std::uint32_t>(D));
-            if (parent == D) continue;
-            const std::uint32_t a = d.ranks[child][c % d.ranks[child].size()];
-            const std::uint32_t b = d.ranks[parent][c % d.ranks[parent].size()];
-            append_route(f.path, a, b, c, 1, nullptr);
-            append_route(f.path, b, a, c, 1, nullptr);
-          }
-        }
+        tree_edges(f.path, d, c, 1.0);
         f.bytes = bytes(S / (2.0 * double(k)));
         flows.push_back(std::move(f));
       }
@@ -477,7 +482,7 @@ void NetworkModel::run(const CollectivePlan& plan, const CollectiveRequest& req,
       // at most at the measured NVLS rate (the least populated domain first reaches it); between the domains, per
       // channel c of k, the two binary trees over the domains' rank-c heads carry S/2k up and down each edge.
       const Domains d = group(impl_->topo, gpus);
-      const std::size_t k = plan.channels, D = d.ranks.size();
+      const std::size_t k = plan.channels;
       Coflow f;
       std::size_t least = n;
       for (const auto& local : d.ranks) {
@@ -486,16 +491,7 @@ void NetworkModel::run(const CollectivePlan& plan, const CollectiveRequest& req,
         for (std::size_t j = 0; m > 1 && j < m; ++j)
           append_route(f.path, local[j], local[(j + 1) % m], 0, 1, nullptr, 1.0 + 1.0 / double(m));
       }
-      for (std::size_t c = 0; c < k; ++c)
-        for (int tree = 0; tree < 2 && D > 1; ++tree)
-          for (std::uint32_t child = 0; child < D; ++child) {
-            const std::uint32_t parent = tree_parent(tree, child, static_cast<std::uint32_t>(D));
-            if (parent == D) continue;
-            const std::uint32_t a = d.ranks[child][c % d.ranks[child].size()];
-            const std::uint32_t b = d.ranks[parent][c % d.ranks[parent].size()];
-            append_route(f.path, a, b, c, 1, nullptr, 0.5 / double(k));
-            append_route(f.path, b, a, c, 1, nullptr, 0.5 / double(k));
-          }
+      for (std::size_t c = 0; c < k; ++c) tree_edges(f.path, d, c, 0.5 / double(k));
       f.bytes = bytes(S);
       f.bound = plan.payload_rate_cap;  // NCCL's per-channel ceiling, a rate of the kernels
       if (const BytesPerSecond nvls = impl_->scenario.profile.collectives.nvls_bandwidth; nvls.raw() > 0)

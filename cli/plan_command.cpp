@@ -199,6 +199,12 @@ PlanResult run_plan(const workloads::Scenario& scenario, const PlanOptions& opti
 
 namespace {
 
+// What the cluster's accelerators are called: "chip" on a torus of TPU chips (Cloud TPU counts and prices
+// chip-hours), else "GPU" (report.cpp's run summary and html_report.cpp say the same).
+std::string unit_of(const workloads::Scenario& sc) {
+  return sc.cluster.is_torus() ? "chip" : "GPU";
+}
+
 // The job's MTBF: hours (a shorter unit below one hour); none at failure rate 0.
 std::string mtbf_text(const Goodput& g) {
   if (!std::isfinite(g.mtbf_h)) return "none (failure rate 0: no interruptions modelled)";
@@ -228,7 +234,8 @@ std::string energy_text(double kwh) {
 
 // How the facility's energy is made up: "(16 GPUs x 700 W + 2 nodes x 4600 W) x PUE 1.2".
 std::string facility_power_text(const workloads::Scenario& sc, const PlanOptions& options, const PlanPoint& p) {
-  std::string s = "(" + std::to_string(p.gpus) + " GPUs x " + fmt("%g", *gpu_power_w(sc, options)) + " W";
+  const std::string unit = unit_of(sc);
+  std::string s = "(" + std::to_string(p.gpus) + " " + unit + "s x " + fmt("%g", *gpu_power_w(sc, options)) + " W";
   if (options.node_power_w) {
     const std::uint32_t nodes = nodes_of(p.gpus, sc);
     s += " + " + std::to_string(nodes) + (nodes == 1 ? " node x " : " nodes x ") + fmt("%g", *options.node_power_w) +
@@ -236,7 +243,7 @@ std::string facility_power_text(const workloads::Scenario& sc, const PlanOptions
   }
   s += ") x PUE " + fmt("%g", options.pue.value_or(1));
   // Without --node-power-w the nodes' CPUs, memory, NICs and switches are not counted: say so.
-  if (!options.node_power_w) s += " (GPUs only: --node-power-w adds the rest of each node)";
+  if (!options.node_power_w) s += " (" + unit + "s only: --node-power-w adds the rest of each node)";
   return s;
 }
 
@@ -280,10 +287,10 @@ std::string nodes_text(std::uint32_t gpus, std::uint32_t per_node) {
 }
 
 // Why a deadline search found no plan.
-std::string no_plan_sentence(const PlanResult& r) {
+std::string no_plan_sentence(const workloads::Scenario& sc, const PlanResult& r) {
   if (r.fixed_size) {
-    return "The cluster's " + std::to_string(r.search_from) +
-           " GPUs do not meet the deadline (or no layout runs on them), and a torus or explicit cluster is not "
+    return "The cluster's " + std::to_string(r.search_from) + " " + unit_of(sc) +
+           "s do not meet the deadline (or no layout runs on them), and a torus or explicit cluster is not "
            "resized: give a larger cluster in the scenario.";
   }
   // The bound alone rules out every count searchable: no layout on fewer GPUs computes the FLOPs in time.
@@ -303,9 +310,10 @@ std::string no_plan_sentence(const PlanResult& r) {
 
 // How close the search came, after no_plan_sentence: the tried count with the shortest wall time.
 std::string closest_sentence(const workloads::Scenario& sc, const PlanOptions& options, const PlanResult& r) {
-  if (!r.closest) return r.searched == 0 ? "" : "No layout runs on any GPU count tried.";
+  const std::string unit = unit_of(sc);
+  if (!r.closest) return r.searched == 0 ? "" : "No layout runs on any " + unit + " count tried.";
   const PlanPoint& c = *r.closest;
-  std::string s = "Closest: " + std::to_string(c.gpus) + " GPUs (" + nodes_text(c.gpus, sc.cluster.gpus_per_node) +
+  std::string s = "Closest: " + std::to_string(c.gpus) + " " + unit + "s (" + nodes_text(c.gpus, sc.cluster.gpus_per_node) +
                   "), " + c.layout + ", ";
   const bool finishes = std::isfinite(c.wall_time.raw());
   s += finishes ? human_duration(c.wall_time) + " with failures" : "never finishing with failures";
@@ -322,13 +330,14 @@ std::string closest_sentence(const workloads::Scenario& sc, const PlanOptions& o
 
 std::string plan_text(const workloads::Scenario& sc, const PlanOptions& options, const PlanResult& r) {
   const workloads::Job& job = sc.jobs.at(0);
+  const std::string unit = unit_of(sc);
   std::ostringstream o;
   o << "Plan: " << sc.name << "\n";
   o << "  model " << job.model.name << ", " << fmt("%.4g", options.tokens) << " tokens, global batch "
     << job.training.global_batch << " x sequence " << job.model.seq_len << ", " << sc.cluster.gpu << "\n";
   if (options.deadline_days && r.fixed_size)
     o << "  deadline " << fmt("%g", *options.deadline_days) << " days: the cluster's own " << r.search_from
-      << " GPUs (a torus or explicit cluster is not resized)\n";
+      << " " << unit << "s (a torus or explicit cluster is not resized)\n";
   else if (options.deadline_days)
     o << "  deadline " << fmt("%g", *options.deadline_days) << " days: searched " << r.searched
       << (r.searched == 1 ? " GPU count" : " GPU counts") << " from the compute bound " << compute_bound_text(r)
@@ -336,43 +345,43 @@ std::string plan_text(const workloads::Scenario& sc, const PlanOptions& options,
   o << "\n";
   if (!r.point) {
     if (options.gpus)
-      o << "No layout runs on " << *options.gpus << " GPUs (every one is out of memory or does not divide the model "
+      o << "No layout runs on " << *options.gpus << " " << unit << "s (every one is out of memory or does not divide the model "
         << "and batch; clustersim sweep SCENARIO --gpus " << *options.gpus << " lists why).\n";
     else
-      o << no_plan_sentence(r) << "\n"
+      o << no_plan_sentence(sc, r) << "\n"
         << (r.closest || r.searched > 0 ? closest_sentence(sc, options, r) + "\n" : std::string());
     return o.str();
   }
   const PlanPoint& p = *r.point;
-  o << "GPUs                 " << p.gpus << " (" << nodes_text(p.gpus, sc.cluster.gpus_per_node) << ")\n";
+  o << (unit + "s").append(21 - unit.size() - 1, ' ') << p.gpus << " (" << nodes_text(p.gpus, sc.cluster.gpus_per_node) << ")\n";
   o << "best layout          " << p.layout << (p.simulated ? " (event-driven time)" : " (analytical time)") << "\n";
   o << "iteration time       " << fmt("%.4f", p.iteration_time.raw()) << " s, MFU " << fmt("%.1f", 100 * p.mfu)
     << " %\n";
   o << "optimizer steps      " << steps_text(job, options, p.optimizer_steps) << "\n";
   o << "time to train        " << human_duration(p.train_time) << " without failures\n";
   const bool finishes = std::isfinite(p.wall_time.raw());
-  o << "GPU-hours            " << amount_text(p.gpu_hours) << " without failures";
+  o << (unit + "-hours").append(21 - unit.size() - 6, ' ') << amount_text(p.gpu_hours) << " without failures";
   if (finishes) o << "; " << amount_text(p.held_gpu_hours) << " held for the wall time with failures";
   o << "\n";
   if (p.cost) {
     o << "cost                 " << amount_text(*p.cost) << " USD without failures";
     if (finishes) o << ", " << amount_text(*p.held_cost) << " USD with failures";
-    o << ", at " << fmt("%g", *options.price_per_gpu_hour) << " USD per GPU-hour\n";
+    o << ", at " << fmt("%g", *options.price_per_gpu_hour) << " USD per " << unit << "-hour\n";
   }
   if (p.energy_kwh)
-    o << "energy (GPUs)        " << energy_text(*p.energy_kwh) << " of training without failures at "
-      << fmt("%g", *gpu_power_w(sc, options)) << " W per GPU\n";
+    o << ("energy (" + unit + "s)").append(21 - unit.size() - 10, ' ') << energy_text(*p.energy_kwh)
+      << " of training without failures at " << fmt("%g", *gpu_power_w(sc, options)) << " W per " << unit << "\n";
   else
-    o << "energy               unknown GPU power: pass --gpu-power-w\n";
+    o << "energy               unknown " << unit << " power: pass --gpu-power-w\n";
   if (p.facility_energy_kwh)
     o << "energy (facility)    " << energy_text(*p.facility_energy_kwh)
       << " of training without failures: " << facility_power_text(sc, options, p) << "\n";
   o << "\nFailures and checkpoints\n";
   if (!std::isfinite(p.goodput.mtbf_h)) {
-    o << "  failure rate       0 per GPU-hour: no interruptions modelled, no checkpoints needed\n";
+    o << "  failure rate       0 per " << unit << "-hour: no interruptions modelled, no checkpoints needed\n";
   } else {
-    o << "  failure rate       " << fmt("%.4g", options.failures_per_gpu_hour) << " per GPU-hour -> MTBF "
-      << mtbf_text(p.goodput) << " on " << p.gpus << " GPUs\n";
+    o << "  failure rate       " << fmt("%.4g", options.failures_per_gpu_hour) << " per " << unit << "-hour -> MTBF "
+      << mtbf_text(p.goodput) << " on " << p.gpus << " " << unit << "s\n";
   }
   o << "  checkpoint         write " << fmt("%g", options.checkpoint_write.raw()) << " s, restart "
     << fmt("%g", options.restart.raw()) << " s; Young interval " << interval_text(p.goodput) << "\n";
@@ -393,19 +402,20 @@ std::string plan_text(const workloads::Scenario& sc, const PlanOptions& options,
 std::string plan_report(const workloads::Scenario& sc, const PlanOptions& options, const PlanResult& r,
                         ReportFormat format) {
   const workloads::Job& job = sc.jobs.at(0);
+  const std::string unit = unit_of(sc);
   ReportDocument doc("clustersim plan: " + sc.name);
   std::vector<std::pair<std::string, std::string>> config = {
       {"model", job.model.name},
       {"tokens", fmt("%.4g", options.tokens)},
       {"global batch", std::to_string(job.training.global_batch) + " x sequence " + std::to_string(job.model.seq_len)},
-      {"GPU", sc.cluster.gpu}};
+      {unit, sc.cluster.gpu}};
   if (options.deadline_days) config.push_back({"deadline", fmt("%g", *options.deadline_days) + " days"});
-  if (options.gpus) config.push_back({"GPUs given", std::to_string(*options.gpus)});
+  if (options.gpus) config.push_back({unit + "s given", std::to_string(*options.gpus)});
   doc.key_values(config);
   if (!r.point) {
     doc.paragraph(options.gpus ? "No layout runs on " + std::to_string(*options.gpus) +
-                                     " GPUs (every one is out of memory or does not divide the model and batch)."
-                               : no_plan_sentence(r) +
+                                     " " + unit + "s (every one is out of memory or does not divide the model and batch)."
+                               : no_plan_sentence(sc, r) +
                                      (r.closest || r.searched > 0 ? " " + closest_sentence(sc, options, r) : ""));
     return format == ReportFormat::kHtml ? doc.html() : doc.markdown();
   }
@@ -414,7 +424,7 @@ std::string plan_report(const workloads::Scenario& sc, const PlanOptions& option
   ReportTable plan;
   plan.header = {"quantity", "value"};
   plan.right_aligned = {false, true};
-  plan.rows.push_back({"GPUs", std::to_string(p.gpus) + " (" + nodes_text(p.gpus, sc.cluster.gpus_per_node) + ")"});
+  plan.rows.push_back({unit + "s", std::to_string(p.gpus) + " (" + nodes_text(p.gpus, sc.cluster.gpus_per_node) + ")"});
   plan.rows.push_back({"best layout", p.layout + (p.simulated ? " (event-driven time)" : " (analytical time)")});
   plan.rows.push_back({"iteration time [s]", fmt("%.4f", p.iteration_time.raw())});
   plan.rows.push_back({"MFU [%]", fmt("%.1f", 100 * p.mfu)});
@@ -422,18 +432,18 @@ std::string plan_report(const workloads::Scenario& sc, const PlanOptions& option
   plan.rows.push_back({"time to train without failures", human_duration(p.train_time)});
   plan.rows.push_back(
       {"wall time with failures", std::isfinite(p.wall_time.raw()) ? human_duration(p.wall_time) : "never"});
-  plan.rows.push_back({"GPU-hours without failures", amount_text(p.gpu_hours)});
+  plan.rows.push_back({unit + "-hours without failures", amount_text(p.gpu_hours)});
   if (std::isfinite(p.wall_time.raw()))
-    plan.rows.push_back({"GPU-hours held for the wall time with failures", amount_text(p.held_gpu_hours)});
+    plan.rows.push_back({unit + "-hours held for the wall time with failures", amount_text(p.held_gpu_hours)});
   if (p.cost) {
-    plan.rows.push_back({"price per GPU-hour [USD]", fmt("%g", *options.price_per_gpu_hour)});
+    plan.rows.push_back({"price per " + unit + "-hour [USD]", fmt("%g", *options.price_per_gpu_hour)});
     plan.rows.push_back({"cost without failures [USD]", amount_text(*p.cost)});
   }
   if (p.held_cost && std::isfinite(*p.held_cost))
     plan.rows.push_back({"cost with failures [USD]", amount_text(*p.held_cost)});
   if (p.energy_kwh) {
-    plan.rows.push_back({"GPU board power [W]", fmt("%g", *gpu_power_w(sc, options))});
-    plan.rows.push_back({"energy (GPUs) of training without failures", energy_text(*p.energy_kwh)});
+    plan.rows.push_back({unit + " board power [W]", fmt("%g", *gpu_power_w(sc, options))});
+    plan.rows.push_back({"energy (" + unit + "s) of training without failures", energy_text(*p.energy_kwh)});
   }
   if (p.facility_energy_kwh)
     plan.rows.push_back({"energy (facility) of training without failures",
@@ -443,7 +453,7 @@ std::string plan_report(const workloads::Scenario& sc, const PlanOptions& option
   ReportTable failures;
   failures.header = {"quantity", "value"};
   failures.right_aligned = {false, true};
-  failures.rows.push_back({"failure rate [per GPU-hour]", fmt("%.4g", options.failures_per_gpu_hour)});
+  failures.rows.push_back({"failure rate [per " + unit + "-hour]", fmt("%.4g", options.failures_per_gpu_hour)});
   failures.rows.push_back({"MTBF of the job", mtbf_text(p.goodput)});
   failures.rows.push_back({"checkpoint write / restart [s]",
                            fmt("%g", options.checkpoint_write.raw()) + " / " + fmt("%g", options.restart.raw())});
@@ -460,7 +470,7 @@ std::string plan_report(const workloads::Scenario& sc, const PlanOptions& option
   // Wall time split: useful training and what failures cost (checkpoints, lost work, restarts).
   const double train_days = p.train_time.raw() / 86400, wall_days = p.wall_time.raw() / 86400;
   StackedBar bar;
-  bar.label = std::to_string(p.gpus) + " GPUs";
+  bar.label = std::to_string(p.gpus) + " " + unit + "s";
   bar.segments = {{"training", train_days, "#4e79a7"},
                   {"checkpoints, lost work, restarts", std::max(0.0, wall_days - train_days), "#e15759"}};
   if (options.deadline_days) bar.limit = *options.deadline_days;

@@ -223,6 +223,8 @@ TEST_CASE("plan: a torus cluster is not resized, the deadline is judged on its o
                                                           "/scenarios/tpu-vs-gpu/tpu-v4-4x4x4.textproto");
   cli::PlanOptions o;
   o.tokens = 1e9;
+  o.price_per_gpu_hour = 2;  // for the cost and energy lines at the end
+  o.gpu_power_w = 200;
   const auto own = cli::plan_for_gpus(tpu, 64, o);
   REQUIRE(own.has_value());
   o.deadline_days = own->wall_time.raw() * 2 / 86400;  // twice its wall time: met
@@ -239,8 +241,20 @@ TEST_CASE("plan: a torus cluster is not resized, the deadline is judged on its o
   REQUIRE(missed.closest.has_value());
   CHECK(missed.closest->gpus == 64);
   CHECK(missed.closest->wall_time == own->wall_time);
-  CHECK(cli::plan_text(tpu, o, missed).find("Closest: 64 GPUs") != std::string::npos);
+  CHECK(cli::plan_text(tpu, o, missed).find("Closest: 64 chips") != std::string::npos);
+  CHECK(cli::plan_text(tpu, o, missed).find("The cluster's 64 chips do not meet") != std::string::npos);
   CHECK(cli::plan_text(tpu, o, missed).find("--max-gpus") == std::string::npos);
+  // A torus's accelerators are TPU chips, counted and priced in chip-hours (Cloud TPU's unit): the plan says
+  // "chip" wherever it would say "GPU" on a GPU cluster, in the text and in the report alike.
+  const std::string text = cli::plan_text(tpu, o, met), md = cli::plan_report(tpu, o, met, cli::ReportFormat::kMarkdown);
+  for (const char* line : {"chips                64 (16 nodes)\n", "chip-hours           ", " USD per chip-hour\n",
+                           "energy (chips)       ", " W per chip\n", " per chip-hour -> MTBF ", " on 64 chips\n"})
+    CHECK_MESSAGE(text.find(line) != std::string::npos, "plan text lacks '" << line << "':\n" << text);
+  CHECK_MESSAGE(text.find("GPU") == std::string::npos, text);
+  for (const char* cell : {"| chips |", "| chip-hours without failures |", "| price per chip-hour [USD] |",
+                           "| chip board power [W] |", "| failure rate [per chip-hour] |"})
+    CHECK_MESSAGE(md.find(cell) != std::string::npos, "plan report lacks '" << cell << "':\n" << md);
+  CHECK_MESSAGE(md.find("GPU") == std::string::npos, md);
 }
 
 TEST_CASE("plan command: power, PUE, failure rate, checkpoint and restart options reach the plan, --top re-simulates") {

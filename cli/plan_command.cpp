@@ -313,8 +313,8 @@ std::string closest_sentence(const workloads::Scenario& sc, const PlanOptions& o
   const std::string unit = unit_of(sc);
   if (!r.closest) return r.searched == 0 ? "" : "No layout runs on any " + unit + " count tried.";
   const PlanPoint& c = *r.closest;
-  std::string s = "Closest: " + std::to_string(c.gpus) + " " + unit + "s (" + nodes_text(c.gpus, sc.cluster.gpus_per_node) +
-                  "), " + c.layout + ", ";
+  std::string s = "Closest: " + std::to_string(c.gpus) + " " + unit + "s (" +
+                  nodes_text(c.gpus, sc.cluster.gpus_per_node) + "), " + c.layout + ", ";
   const bool finishes = std::isfinite(c.wall_time.raw());
   s += finishes ? human_duration(c.wall_time) + " with failures" : "never finishing with failures";
   s += " (" + human_duration(c.train_time) + " without) against the deadline of " + fmt("%g", *options.deadline_days) +
@@ -336,8 +336,8 @@ std::string plan_text(const workloads::Scenario& sc, const PlanOptions& options,
   o << "  model " << job.model.name << ", " << fmt("%.4g", options.tokens) << " tokens, global batch "
     << job.training.global_batch << " x sequence " << job.model.seq_len << ", " << sc.cluster.gpu << "\n";
   if (options.deadline_days && r.fixed_size)
-    o << "  deadline " << fmt("%g", *options.deadline_days) << " days: the cluster's own " << r.search_from
-      << " " << unit << "s (a torus or explicit cluster is not resized)\n";
+    o << "  deadline " << fmt("%g", *options.deadline_days) << " days: the cluster's own " << r.search_from << " "
+      << unit << "s (a torus or explicit cluster is not resized)\n";
   else if (options.deadline_days)
     o << "  deadline " << fmt("%g", *options.deadline_days) << " days: searched " << r.searched
       << (r.searched == 1 ? " GPU count" : " GPU counts") << " from the compute bound " << compute_bound_text(r)
@@ -345,7 +345,8 @@ std::string plan_text(const workloads::Scenario& sc, const PlanOptions& options,
   o << "\n";
   if (!r.point) {
     if (options.gpus)
-      o << "No layout runs on " << *options.gpus << " " << unit << "s (every one is out of memory or does not divide the model "
+      o << "No layout runs on " << *options.gpus << " " << unit
+        << "s (every one is out of memory or does not divide the model "
         << "and batch; clustersim sweep SCENARIO --gpus " << *options.gpus << " lists why).\n";
     else
       o << no_plan_sentence(sc, r) << "\n"
@@ -353,7 +354,8 @@ std::string plan_text(const workloads::Scenario& sc, const PlanOptions& options,
     return o.str();
   }
   const PlanPoint& p = *r.point;
-  o << (unit + "s").append(21 - unit.size() - 1, ' ') << p.gpus << " (" << nodes_text(p.gpus, sc.cluster.gpus_per_node) << ")\n";
+  o << (unit + "s").append(21 - unit.size() - 1, ' ') << p.gpus << " (" << nodes_text(p.gpus, sc.cluster.gpus_per_node)
+    << ")\n";
   o << "best layout          " << p.layout << (p.simulated ? " (event-driven time)" : " (analytical time)") << "\n";
   o << "iteration time       " << fmt("%.4f", p.iteration_time.raw()) << " s, MFU " << fmt("%.1f", 100 * p.mfu)
     << " %\n";
@@ -413,8 +415,8 @@ std::string plan_report(const workloads::Scenario& sc, const PlanOptions& option
   if (options.gpus) config.push_back({unit + "s given", std::to_string(*options.gpus)});
   doc.key_values(config);
   if (!r.point) {
-    doc.paragraph(options.gpus ? "No layout runs on " + std::to_string(*options.gpus) +
-                                     " " + unit + "s (every one is out of memory or does not divide the model and batch)."
+    doc.paragraph(options.gpus ? "No layout runs on " + std::to_string(*options.gpus) + " " + unit +
+                                     "s (every one is out of memory or does not divide the model and batch)."
                                : no_plan_sentence(sc, r) +
                                      (r.closest || r.searched > 0 ? " " + closest_sentence(sc, options, r) : ""));
     return format == ReportFormat::kHtml ? doc.html() : doc.markdown();

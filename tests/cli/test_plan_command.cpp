@@ -246,7 +246,8 @@ TEST_CASE("plan: a torus cluster is not resized, the deadline is judged on its o
   CHECK(cli::plan_text(tpu, o, missed).find("--max-gpus") == std::string::npos);
   // A torus's accelerators are TPU chips, counted and priced in chip-hours (Cloud TPU's unit): the plan says
   // "chip" wherever it would say "GPU" on a GPU cluster, in the text and in the report alike.
-  const std::string text = cli::plan_text(tpu, o, met), md = cli::plan_report(tpu, o, met, cli::ReportFormat::kMarkdown);
+  const std::string text = cli::plan_text(tpu, o, met),
+                    md = cli::plan_report(tpu, o, met, cli::ReportFormat::kMarkdown);
   for (const char* line : {"chips                64 (16 nodes)\n", "chip-hours           ", " USD per chip-hour\n",
                            "energy (chips)       ", " W per chip\n", " per chip-hour -> MTBF ", " on 64 chips\n"})
     CHECK_MESSAGE(text.find(line) != std::string::npos, "plan text lacks '" << line << "':\n" << text);

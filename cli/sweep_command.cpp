@@ -192,7 +192,8 @@ Scenario sweep_scenario(const Scenario& in, std::optional<std::uint32_t> gpus) {
       if (sc.cluster.is_explicit() || sc.cluster.node.scale_up == topology::ScaleUp::kTorus)
         throw InputError("command line", 0, 0, "--gpus",
                          std::to_string(n) + " differs from the cluster's " + std::to_string(sc.cluster.gpu_count()) +
-                             " GPUs, and an explicit or torus cluster cannot be resized");
+                             (sc.cluster.is_torus() ? " chips" : " GPUs") +
+                             ", and an explicit or torus cluster cannot be resized");
       if (n > per_node && n % per_node != 0)
         throw InputError("command line", 0, 0, "--gpus",
                          std::to_string(n) + " is not a whole number of " + std::to_string(per_node) + "-GPU nodes");
@@ -470,7 +471,8 @@ std::string sweep_text(const SweepResult& r) {
   const workloads::Job& job = r.scenario.jobs[0];
   std::ostringstream o;
   o << "Sweep: " << r.scenario.name << "\n";
-  o << "  model " << job.model.name << " on " << r.gpus << " GPUs (" << r.scenario.cluster.gpu << "), global batch "
+  const char* unit = r.scenario.cluster.is_torus() ? "chip" : "GPU";  // a torus of TPU chips, as plan says
+  o << "  model " << job.model.name << " on " << r.gpus << " " << unit << "s (" << r.scenario.cluster.gpu << "), global batch "
     << job.training.global_batch << ", sequence " << job.model.seq_len << ", "
     << (job.parallel.attention != workloads::AttentionKernel::kFlash ? std::string("explicit attention")
         : job.parallel.flash_kernel == workloads::FlashKernel::kGeneric
@@ -510,8 +512,8 @@ std::string sweep_text(const SweepResult& r) {
     else
       o << "  no layout: every one was rejected for the reasons above\n";
   }
-  o << "  (bubble % = idle share, comm % = exposed communication share of the GPU with the most exposed "
-       "communication)\n\n";
+  o << "  (bubble % = idle share, comm % = exposed communication share of the " << unit
+    << " with the most exposed communication)\n\n";
 
   o << "Pareto front: analytical iteration time vs memory headroom (" << r.pareto.size() << " layouts)\n";
   o << "  " << pad("layout", 44) << pad("analyt. s", 11, true) << pad("tokens/s", 12, true)
@@ -606,7 +608,7 @@ std::string sweep_report(const SweepResult& r, ReportFormat format) {
   const workloads::Job& job = r.scenario.jobs[0];
   ReportDocument doc("clustersim sweep: " + r.scenario.name);
   doc.key_values({{"model", job.model.name},
-                  {"GPUs", std::to_string(r.gpus) + " x " + r.scenario.cluster.gpu},
+                  {r.scenario.cluster.is_torus() ? "chips" : "GPUs", std::to_string(r.gpus) + " x " + r.scenario.cluster.gpu},
                   {"global batch", std::to_string(job.training.global_batch)},
                   {"layouts enumerated", std::to_string(r.layouts.size())},
                   {"fit in memory", std::to_string(r.valid)},

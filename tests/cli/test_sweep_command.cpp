@@ -378,3 +378,22 @@ TEST_CASE("sweep: ties rank by headroom in both rankings, and layouts run would 
   p.grad_accum = 8192;  // 16 · 8,192 · 32 · 16 = 2^26: not more
   CHECK_FALSE(cli::simulation_too_large(big.jobs[0].model, p, 16, workloads::Fidelity::kFlow));
 }
+
+TEST_CASE("sweep: a torus of TPU chips is swept in chips, not GPUs") {
+  // The TPU v4 4x4x4 slice: its 64 accelerators are TPU chips; the text and the report say so (as plan does),
+  // and --gpus, which cannot resize a torus, is refused in chips.
+  const std::string path = std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/tpu-vs-gpu/tpu-v4-4x4x4.textproto";
+  const workloads::Scenario tpu = cli::load_scenario_file(path);
+  cli::SweepOptions o;
+  o.top = 1;
+  const cli::SweepResult r = cli::run_sweep(tpu, o);
+  const std::string text = cli::sweep_text(r), md = cli::sweep_report(r, cli::ReportFormat::kMarkdown);
+  CHECK_MESSAGE(text.find("  model gpt-1.7b on 64 chips (TPUv4)") != std::string::npos, text);
+  CHECK_MESSAGE(text.find("share of the chip with the most exposed communication") != std::string::npos, text);
+  CHECK_MESSAGE(text.find("GPU") == std::string::npos, text);
+  CHECK_MESSAGE(md.find("64 x TPUv4") != std::string::npos, md);
+  CHECK_MESSAGE(md.find("GPU") == std::string::npos, md);
+  const auto refused = testing::run_clustersim("sweep " + path + " --gpus 8", std::filesystem::temp_directory_path());
+  CHECK(refused.status == 2);
+  CHECK(refused.err.find("--gpus: 8 differs from the cluster's 64 chips") != std::string::npos);
+}

@@ -472,8 +472,8 @@ std::string sweep_text(const SweepResult& r) {
   std::ostringstream o;
   o << "Sweep: " << r.scenario.name << "\n";
   const char* unit = r.scenario.cluster.is_torus() ? "chip" : "GPU";  // a torus of TPU chips, as plan says
-  o << "  model " << job.model.name << " on " << r.gpus << " " << unit << "s (" << r.scenario.cluster.gpu << "), global batch "
-    << job.training.global_batch << ", sequence " << job.model.seq_len << ", "
+  o << "  model " << job.model.name << " on " << r.gpus << " " << unit << "s (" << r.scenario.cluster.gpu
+    << "), global batch " << job.training.global_batch << ", sequence " << job.model.seq_len << ", "
     << (job.parallel.attention != workloads::AttentionKernel::kFlash ? std::string("explicit attention")
         : job.parallel.flash_kernel == workloads::FlashKernel::kGeneric
             ? std::string("FlashAttention")
@@ -607,13 +607,14 @@ std::string sweep_json(const SweepResult& r) {
 std::string sweep_report(const SweepResult& r, ReportFormat format) {
   const workloads::Job& job = r.scenario.jobs[0];
   ReportDocument doc("clustersim sweep: " + r.scenario.name);
-  doc.key_values({{"model", job.model.name},
-                  {r.scenario.cluster.is_torus() ? "chips" : "GPUs", std::to_string(r.gpus) + " x " + r.scenario.cluster.gpu},
-                  {"global batch", std::to_string(job.training.global_batch)},
-                  {"layouts enumerated", std::to_string(r.layouts.size())},
-                  {"fit in memory", std::to_string(r.valid)},
-                  {"re-simulated", std::to_string(r.ranked.size()) + " (" + workloads::to_string(r.scenario.fidelity) +
-                                       " fidelity)"}});
+  doc.key_values(
+      {{"model", job.model.name},
+       {r.scenario.cluster.is_torus() ? "chips" : "GPUs", std::to_string(r.gpus) + " x " + r.scenario.cluster.gpu},
+       {"global batch", std::to_string(job.training.global_batch)},
+       {"layouts enumerated", std::to_string(r.layouts.size())},
+       {"fit in memory", std::to_string(r.valid)},
+       {"re-simulated",
+        std::to_string(r.ranked.size()) + " (" + workloads::to_string(r.scenario.fidelity) + " fidelity)"}});
   doc.heading(2, "Ranked layouts");
   ReportTable ranked;
   ranked.header = {"rank", "layout", "iteration time [s]", "analytical [s]", "tokens/s", "MFU [%]",

@@ -713,10 +713,6 @@ std::uint32_t Topology::slot_count(VertexIndex target, Scope scope) const {
   return 0;
 }
 
-void Topology::forget_distances(VertexIndex target, Scope scope) const {
-  distance_cache_.erase((std::uint64_t{target} << 2) | static_cast<std::uint64_t>(scope));
-}
-
 VertexIndex Topology::fabric_parent(VertexIndex nic) const {
   // The one fabric-scope vertex a link up arrives at the NIC from, when it is the only fabric-scope in-link and a
   // switch (an explicit cluster may cable two NICs back to back: each the other's only one, and distances() would
@@ -1065,6 +1061,8 @@ std::uint32_t Topology::diameter_hops() const {
   // (src -> NIC) + (NIC -> leaf) per NIC, taken from a group other than the destination's (the best two groups
   // are kept). Pairs whose fabric leg does not exist go to route_hops() one by one. Work: one BFS and one pass
   // over the NICs per leaf, and G x (group size) pairs, where every pair was visited before (1e9 at 32,768 GPUs).
+  // The BFS per leaf walks a compact copy of the fabric scope's up links (below), not the graph's edge lists: the
+  // same distances as distances(), 2,048 BFS of about 400k links each at 65,536 GPUs.
   const std::uint32_t G = gpu_count();
   std::uint32_t longest = 0;
   const auto visit = [&](std::uint32_t s, std::uint32_t d) {
@@ -1122,9 +1120,54 @@ std::uint32_t Topology::diameter_hops() const {
     const VertexIndex parent = fabric_parent(own_nic_[d]);
     by_origin[parent == kNone ? std::pair{own_nic_[d], 0u} : std::pair{parent, 1u}].push_back(d);
   }
+  // Row s: the fabric slots u with an up link u -> (slot s); forwards[s]: may be passed through. The BFS is
+  // distances()'s for Scope::kFabric, without its cache (each leaf's array is used once).
+  std::vector<std::uint32_t> row_start(std::size_t{fabric_slots_} + 1, 0), row_from;
+  std::vector<std::uint8_t> slot_forwards(fabric_slots_, 0);
+  for (VertexIndex v = 0; v < vertex_count(); ++v) {
+    const std::uint32_t sv = fabric_slot_[v];
+    if (sv == kNone) continue;
+    slot_forwards[sv] = graph_[v].forwards ? 1 : 0;
+    for (auto [e, end] = boost::in_edges(v, graph_); e != end; ++e)
+      if (graph_[*e].up && fabric_slot_[boost::source(*e, graph_)] != kNone) ++row_start[sv + 1];
+  }
+  std::partial_sum(row_start.begin(), row_start.end(), row_start.begin());
+  row_from.resize(row_start.back());
+  {
+    std::vector<std::uint32_t> fill(row_start.begin(), row_start.end() - 1);
+    for (VertexIndex v = 0; v < vertex_count(); ++v) {
+      const std::uint32_t sv = fabric_slot_[v];
+      if (sv == kNone) continue;
+      for (auto [e, end] = boost::in_edges(v, graph_); e != end; ++e) {
+        if (!graph_[*e].up) continue;
+        const std::uint32_t su = fabric_slot_[boost::source(*e, graph_)];
+        if (su != kNone) row_from[fill[sv]++] = su;
+      }
+    }
+  }
+  std::vector<std::uint16_t> fabric(fabric_slots_);
+  std::vector<std::uint32_t> queue(fabric_slots_);
+  const auto fabric_bfs = [&](VertexIndex target) {
+    std::fill(fabric.begin(), fabric.end(), kUnreachable);
+    const std::uint32_t st = fabric_slot_[target];
+    std::size_t head = 0, tail = 0;
+    fabric[st] = 0;
+    queue[tail++] = st;
+    while (head < tail) {
+      const std::uint32_t sv = queue[head++];
+      if (sv != st && !slot_forwards[sv]) continue;  // reached as a source, never passed through
+      const auto next = static_cast<std::uint16_t>(fabric[sv] + 1);
+      for (std::uint32_t i = row_start[sv]; i < row_start[sv + 1]; ++i) {
+        const std::uint32_t su = row_from[i];
+        if (fabric[su] != kUnreachable) continue;
+        fabric[su] = next;
+        queue[tail++] = su;
+      }
+    }
+  };
   for (const auto& [key, destinations] : by_origin) {
     const auto [origin, offset] = key;
-    const std::vector<std::uint16_t>& fabric = distances(origin, Scope::kFabric);
+    fabric_bfs(origin);
     // The best two (first leg + fabric leg to the origin) of distinct groups, and the NICs with no fabric leg.
     // With offset 0 the origin is the destinations' own NIC: its slot (0) stands for no fabric leg, and its
     // GPUs are of the destinations' group, which the rail maximum leaves out.
@@ -1160,7 +1203,6 @@ std::uint32_t Topology::diameter_hops() const {
       const std::uint32_t rail = best_group[0] != group_[d] ? best[0] : best[1];
       if (rail != kNone) longest = std::max(longest, rail + offset + from_nic[d]);
     }
-    forget_distances(origin, Scope::kFabric);
   }
   return longest;
 }

@@ -259,8 +259,6 @@ class Topology {
   const std::vector<std::uint16_t>& distances(VertexIndex target, Scope scope) const;
   // The fabric-scope vertex whose distances + 1 are a NIC's (its only fabric-scope link in, when up); kNone.
   VertexIndex fabric_parent(VertexIndex nic) const;
-  // Drops a cached distance array (the diameter reads each NIC's once: keeping them all costs GPUs x vertices).
-  void forget_distances(VertexIndex target, Scope scope) const;
   std::uint32_t distance(VertexIndex from, VertexIndex target, Scope scope) const;
   // The up links from u that keep a path to target shortest, narrowed to the preferred link kind.
   void next_links(VertexIndex u, VertexIndex target, Scope scope, const std::vector<std::uint16_t>& dist,

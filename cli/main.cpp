@@ -93,10 +93,8 @@ std::string command_names() {
   return out + "; clustersim --help describes them";
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
+// The command's exit status, its errors printed as one line on stderr.
+int dispatch(std::vector<std::string> args) {
   try {
     if (args.empty()) {  // the usage for the reader, one error line for scripts
       std::cout << usage();
@@ -138,4 +136,19 @@ int main(int argc, char** argv) {
     std::cerr << "internal error: " << e.what() << "\n";
     return 1;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int status = dispatch(std::vector<std::string>(argv + 1, argv + argc));
+  // What went to standard output must have arrived: a full disk or a closed descriptor (`> /dev/full`, `>&-`)
+  // fails the run as a failed output file does, not exit 0 with the report lost. (A reader that closes the pipe
+  // early, `| head`, ends the process by SIGPIPE before this, as it does for any Unix filter.)
+  std::cout.flush();
+  if (!std::cout && status != 2) {
+    std::cerr << "error: standard output: cannot write (disk full or closed?)\n";
+    return 2;
+  }
+  return status;
 }

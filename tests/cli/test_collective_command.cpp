@@ -556,6 +556,26 @@ TEST_CASE("outputs to standard output: --csv - and --csv /dev/stdout follow the 
   fs::remove_all(dir);
 }
 
+TEST_CASE("a standard output that cannot be written fails the run: exit status 2 and one line") {
+  // `> /dev/full` (a full disk) and a closed standard output used to exit 0 with the report lost; an output file
+  // that cannot be written already failed the run (exit status 2), and now so does standard output.
+  const fs::path dir = scratch_dir("stdout-full");
+  const fs::path err = dir / "stderr.txt";
+  for (const std::string redirect : {" >/dev/full", " >&-"}) {
+    for (const std::string command : {"run", "topo", "collective --op allreduce --sizes 1M:1M", "--help"}) {
+      CAPTURE(command);
+      CAPTURE(redirect);
+      const int raw = std::system((std::string(CLUSTERSIM_BINARY) + " " + command + redirect + " 2>" + err.string()).c_str());
+      REQUIRE(WIFEXITED(raw));
+      CHECK(WEXITSTATUS(raw) == 2);
+      CHECK(clustersim::testing::slurp(err) == "error: standard output: cannot write (disk full or closed?)\n");
+    }
+  }
+  // Written in full, it still exits 0.
+  CHECK(std::system((std::string(CLUSTERSIM_BINARY) + " topo >/dev/null").c_str()) == 0);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("collective sendrecv on a torus times the pair with the most hops, whatever the chips' local numbers") {
   // `--op sendrecv --ranks A,B,...` times each send to the next rank (the last to the first) and prints the slowest.
   // On the 4x4x4 TPU v4 cube with 1 µs per ICI link: chip g = (g % 4, g / 4 % 4, g / 16). 0 -> 37 (1, 1, 2) is

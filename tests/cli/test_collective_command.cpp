@@ -565,7 +565,8 @@ TEST_CASE("a standard output that cannot be written fails the run: exit status 2
     for (const std::string command : {"run", "topo", "collective --op allreduce --sizes 1M:1M", "--help"}) {
       CAPTURE(command);
       CAPTURE(redirect);
-      const int raw = std::system((std::string(CLUSTERSIM_BINARY) + " " + command + redirect + " 2>" + err.string()).c_str());
+      const int raw =
+          std::system((std::string(CLUSTERSIM_BINARY) + " " + command + redirect + " 2>" + err.string()).c_str());
       REQUIRE(WIFEXITED(raw));
       CHECK(WEXITSTATUS(raw) == 2);
       CHECK(clustersim::testing::slurp(err) == "error: standard output: cannot write (disk full or closed?)\n");

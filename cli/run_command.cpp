@@ -55,7 +55,7 @@ int run_command(const std::vector<std::string>& args, std::ostream& out) {
   const workloads::Scenario scenario = load_scenario_argument(parsed, "run");
 
   if ((vm.count("links") || vm.count("links-csv")) && scenario.fidelity != workloads::Fidelity::kFlow)
-    throw InputError("command line", 0, 0, "--links",
+    throw InputError("command line", 0, 0, vm.count("links") ? "--links" : "--links-csv",
                      "per-link utilisation needs fidelity: FLOW (the scenario sets ANALYTICAL)");
 
   // Trace process names: the device (a "chip" of a torus: TPU pods), its node and local index, and with several jobs

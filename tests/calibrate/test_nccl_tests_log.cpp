@@ -434,6 +434,17 @@ TEST_CASE("measured runs: cut-off and foreign input are InputErrors with file:li
       "     0\n";
   CHECK(error_of([&] { calibrate::parse_measured_run(header + row1 + nan_time, "nan.log"); }) ==
         "nan.log:6:59: out-of-place time: \"nan\" must be a finite number >= 0 or N/A");
+  // A size beyond 2^50 B, which `collective --sizes` refuses too, is refused at its line: 2^60 B at column 1, and in
+  // a validation CSV alike (it used to pass import and fail `--compare` on the scenario).
+  const std::string huge =
+      "1152921504606846976 288230376151711744 float sum -1 40848.8 368.00 368.49 0 40848.8 368.00 368.49 0\n";
+  CHECK(error_of([&] { calibrate::parse_measured_run(header + row1 + huge, "huge.log"); }) ==
+        "huge.log:6:1: size: 1152921504606846976 B is more than 2^50 B (1 PiB)");
+  CHECK(error_of([&] {
+          calibrate::parse_measured_run("size_bytes,count,type,time_us_oop,algbw_oop,busbw_oop,time_us_ip,algbw_ip,"
+                                        "busbw_ip\n2251799813685248,562949953421312,float,1,1,1,1,1,1\n",
+                                        "huge.csv");
+        }) == "huge.csv:2:1: size: 2251799813685248 B is more than 2^50 B (1 PiB)");
   // Nor is a time of 0 (no collective takes no time): refused here, at the log's line, not later by `fit`.
   const std::string zero_time =
       "          16             4     float     sum      -1     0.00    0.00    0.00       0    35.10    0.00    0.00  "

@@ -500,7 +500,14 @@ TEST_CASE("run --links writes per-link utilisation and the trace gains link coun
   // ANALYTICAL fidelity has no flows to report.
   std::ofstream(dir / "a.textproto") << slurp(fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios/default.textproto")
                                      << "fidelity: ANALYTICAL\n";
-  CHECK(run("run " + (dir / "a.textproto").string() + " --links " + (dir / "x.json").string(), dir).status == 2);
+  // The error names the option given.
+  for (const std::string option : {"--links", "--links-csv"}) {
+    const Run refused = run("run " + (dir / "a.textproto").string() + " " + option + " " + (dir / "x").string(), dir);
+    CHECK(refused.status == 2);
+    CHECK(refused.err == "error: command line: " + option +
+                             ": per-link utilisation needs fidelity: FLOW (the scenario sets ANALYTICAL)\n");
+    CHECK_FALSE(fs::exists(dir / "x"));
+  }
   fs::remove_all(dir);
 }
 

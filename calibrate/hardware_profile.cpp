@@ -24,6 +24,7 @@ namespace {
 // No hardware quantity in these units (TFLOP/s, GB/s, GiB, microseconds) comes near 1e12; a larger value is a typo
 // whose conversion to base units (x 1e12 or x 2^30) and products with it would leave the finite doubles.
 constexpr double kMaxProfileValue = 1e12;
+constexpr std::uint64_t kMaxGemmDimension = 2147483647;  // INT_MAX: cuBLAS's m, n, k are int
 
 void not_huge(const ParsedText& in, const std::string& path, double value, const std::string& unit) {
   if (value > kMaxProfileValue) {
@@ -110,6 +111,10 @@ std::vector<GemmEfficiencyPoint> to_gemm_table(
     if (e.m() == 0) in.fail(p + ".m", "missing or zero; a GEMM dimension must be >= 1");
     if (e.n() == 0) in.fail(p + ".n", "missing or zero; a GEMM dimension must be >= 1");
     if (e.k() == 0) in.fail(p + ".k", "missing or zero; a GEMM dimension must be >= 1");
+    // cuBLAS takes m, n and k as int (cublasGemmEx): no GEMM it runs is larger.
+    for (const auto& [field, dim] : {std::pair<const char*, std::uint64_t>{".m", e.m()}, {".n", e.n()}, {".k", e.k()}})
+      if (dim > kMaxGemmDimension)
+        in.fail(p + field, std::to_string(dim) + " is larger than 2^31 - 1, the most cuBLAS takes (an int)");
     GemmEfficiencyPoint g;
     g.m = e.m(), g.n = e.n(), g.k = e.k();
     switch (e.dtype()) {
@@ -214,6 +219,9 @@ std::vector<AlphaBetaBand> to_bands(const ParsedText& in,
       in.fail(
           p + ".busbw_gbytes_per_s",
           format_number(bw) + " GB/s is below 1e-06 GB/s (no interconnect is that slow; inf = a latency-only band)");
+    if (std::isfinite(bw) && bw > kMaxProfileValue)
+      in.fail(p + ".busbw_gbytes_per_s",
+              format_number(bw) + " GB/s is more than 1e12 GB/s (no interconnect is that fast; inf = latency only)");
     v.busbw = GBps(bw);
     if (b.ranks() == 1)
       in.fail(p + ".ranks", "1 is not a communicator size; 0 (any size) or the GPU count measured, >= 2");
@@ -374,8 +382,9 @@ HardwareProfile to_profile(const ParsedText& in, const schema::HardwareProfile& 
   out.gpu.hbm_bandwidth = GBps(positive(in, "gpu.hbm_gbytes_per_s", g.hbm_gbytes_per_s(), "decimal GB/s"));
   within(in, "gpu.hbm_gbytes_per_s", g.hbm_gbytes_per_s(), 1, 1e5, "GB/s", "GPU memories move 100 to 10,000 GB/s");
   // Whole bytes (79.18 GiB is no whole number of them).
-  out.gpu.memory_capacity =
-      bytes(std::floor(GiB(positive(in, "gpu.memory_capacity_gib", g.memory_capacity_gib(), "GiB")).raw()));
+  within(in, "gpu.memory_capacity_gib", positive(in, "gpu.memory_capacity_gib", g.memory_capacity_gib(), "GiB"),
+         1.0 / 1024, 1024 * 1024, "GiB", "a GPU's memory is megabytes to terabytes");
+  out.gpu.memory_capacity = bytes(std::floor(GiB(g.memory_capacity_gib()).raw()));
   out.gpu.gemm_efficiency = efficiency(in, "gpu.gemm_efficiency", g.gemm_efficiency());
   out.gpu.hbm_efficiency = efficiency(in, "gpu.hbm_efficiency", g.hbm_efficiency());
   out.gpu.kernel_launch = microseconds(non_negative(in, "gpu.kernel_launch_us", g.kernel_launch_us()));

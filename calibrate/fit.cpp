@@ -606,7 +606,8 @@ FitResult fit_profile(const std::vector<RawInput>& raws, const FitOptions& optio
       const std::string p = "gemm[" + std::to_string(i) + "]";
       if (g.m() == 0 || g.n() == 0 || g.k() == 0) r.fail(p, "m, n and k must all be >= 1");
       // cuBLAS takes m, n and k as int (cublasGemmEx): no GEMM measured is larger.
-      if (std::max({g.m(), g.n(), g.k()}) > 2147483647u) r.fail(p, "m, n and k must be at most 2^31 - 1 (cuBLAS's int)");
+      if (std::max({g.m(), g.n(), g.k()}) > 2147483647u)
+        r.fail(p, "m, n and k must be at most 2^31 - 1 (cuBLAS's int)");
       const double peak = peak_tflops(gpu, g.dtype());
       if (g.dtype() == schema::GemmSample::FP8 && peak <= 0)
         r.fail(p + ".dtype", "FP8, but the base profile has no FP8 peak (gpu.peak_fp8_tflops)");

@@ -199,9 +199,8 @@ TEST_CASE("fit: bad input is an InputError naming the file and field") {
     std::ofstream(dir / "huge_size.textproto")
         << "provenance { gpu: \"NVIDIA H100 80GB HBM3\" gpus: 8 hosts: 1 }\n"
         << "collectives { op: \"all_reduce\" ranks: 8 nodes: 1 size_bytes: 1152921504606846976 time_us: 5 }\n";
-    std::ofstream(dir / "huge_gemm.textproto")
-        << "provenance { gpu: \"NVIDIA H100 80GB HBM3\" gpus: 1 hosts: 1 }\n"
-        << "gemm { m: 18446744073709551615 n: 1 k: 1 dtype: BF16 tflops: 1 }\n";
+    std::ofstream(dir / "huge_gemm.textproto") << "provenance { gpu: \"NVIDIA H100 80GB HBM3\" gpus: 1 hosts: 1 }\n"
+                                               << "gemm { m: 18446744073709551615 n: 1 k: 1 dtype: BF16 tflops: 1 }\n";
     std::ofstream(dir / "slow_launch.textproto")
         << "provenance { gpu: \"NVIDIA H100 80GB HBM3\" gpus: 1 hosts: 1 }\n"
         << "launch { kind: \"empty_kernel_back_to_back\" overhead_us: 1e300 launches: 10 }\n";
@@ -218,10 +217,12 @@ TEST_CASE("fit: bad input is an InputError naming the file and field") {
         (dir / "slow_launch.textproto").string() +
             ":2:57: launch[0].overhead_us: 1e+300 must be a number of microseconds in [0, 1e12]");
   // Sizes beyond 2^50 B, as logs and `collective --sizes`; GEMMs beyond cuBLAS's int dimensions.
-  CHECK(input_error_of([&] { fit_path(dir / "huge_size.textproto"); }).ends_with(
-      ": collectives[0].size_bytes: 1152921504606846976 B is more than 2^50 B (1 PiB)"));
-  CHECK(input_error_of([&] { fit_path(dir / "huge_gemm.textproto"); }).ends_with(
-      ": gemm[0]: m, n and k must be at most 2^31 - 1 (cuBLAS's int)"));
+  CHECK(input_error_of([&] {
+          fit_path(dir / "huge_size.textproto");
+        }).ends_with(": collectives[0].size_bytes: 1152921504606846976 B is more than 2^50 B (1 PiB)"));
+  CHECK(input_error_of([&] {
+          fit_path(dir / "huge_gemm.textproto");
+        }).ends_with(": gemm[0]: m, n and k must be at most 2^31 - 1 (cuBLAS's int)"));
   std::filesystem::remove_all(dir);
   CHECK(input_error_of([] { fit_files({"no_usable.textproto"}); }) ==
         kData +
@@ -456,9 +457,9 @@ TEST_CASE("profile: band, table and curve errors name the field") {
     std::string t = base;
     const std::size_t at = t.find("memory_capacity_gib: ") + 21;
     t.replace(at, t.find_first_of(" \n", at) - at, gib);
-    CHECK(input_error_of([&] { calibrate::parse_profile(t, "p.textproto"); }).find(
-              "gpu.memory_capacity_gib: " + std::string(gib == std::string("1e-300") ? "1e-300" : "4.29497e+09") +
-              " GiB is outside [0.000976562, 1.04858e+06] GiB (a GPU's memory is megabytes to terabytes)") !=
+    CHECK(input_error_of([&] { calibrate::parse_profile(t, "p.textproto"); })
+              .find("gpu.memory_capacity_gib: " + std::string(gib == std::string("1e-300") ? "1e-300" : "4.29497e+09") +
+                    " GiB is outside [0.000976562, 1.04858e+06] GiB (a GPU's memory is megabytes to terabytes)") !=
           std::string::npos);
   }
   CHECK(with("  compute_slowdown_during_comm: 0.5\n", "") ==

@@ -157,7 +157,14 @@ void check_output_options(const ParsedCommand& parsed, std::initializer_list<con
     std::error_code ec;
     const fs::file_status st = fs::status(path, ec);
     if (fs::exists(st) && !fs::is_regular_file(st)) return {};
-    const fs::path canonical = fs::weakly_canonical(fs::absolute(path, ec), ec);
+    // A link to a file not written yet (out/lnk -> s, before the run makes s) names that file, which
+    // weakly_canonical() alone leaves unresolved: follow such links by hand (a few levels; a loop stops there).
+    fs::path p = fs::absolute(path, ec);
+    for (int level = 0; level < 40 && !ec && fs::is_symlink(fs::symlink_status(p, ec)) && !fs::exists(p, ec); ++level) {
+      const fs::path target = fs::read_symlink(p, ec);
+      p = target.is_absolute() ? target : p.parent_path() / target;
+    }
+    const fs::path canonical = fs::weakly_canonical(p, ec);
     return ec ? fs::path(path).lexically_normal() : canonical;
   };
   std::vector<fs::path> input_files;

@@ -546,6 +546,17 @@ TEST_CASE("output files: a symlink keeps pointing at its target, a device is wri
   CHECK(r.status == 0);
   CHECK(fs::is_symlink(fs::symlink_status(dir / "link.json")));
   CHECK(slurp(dir / "real.json").rfind("{", 0) == 0);
+  // A link to a file not written yet names that file: two outputs that end up in one file are refused, whichever
+  // spelling each takes (the trace used to replace the JSON written through the other name).
+  fs::create_symlink("new.json", dir / "ahead.json");
+  fs::create_symlink("ahead.json", dir / "ahead2.json");
+  for (const std::string& other : {std::string("ahead.json"), std::string("ahead2.json")}) {
+    r = run("run --json " + (dir / "new.json").string() + " --trace " + (dir / other).string(), dir);
+    CHECK(r.status == 2);
+    CHECK(r.err == "error: command line: --trace: " + (dir / other).string() +
+                       " is also the output of --json: give each its own file\n");
+    CHECK_FALSE(fs::exists(dir / "new.json"));
+  }
   // A character device: /dev/full refuses every write, which must be an error (it used to be renamed over).
   if (fs::is_character_file("/dev/full")) {
     r = run("run --json /dev/full", dir);

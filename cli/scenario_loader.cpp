@@ -74,6 +74,8 @@ calibrate::HardwareProfile to_profile(const ParsedText& in, const schema::Scenar
     in.fail("profile", "\"" + ref + "\" is not a built-in profile (" + builtin_profile_list() +
                            ") and there is no file " + path.string());
   }
+  if (std::filesystem::is_directory(path, error))
+    in.fail("profile", "\"" + ref + "\" is a folder, not a profile file (" + path.string() + ")");
   return calibrate::load_profile_file(path.string());
 }
 

@@ -261,6 +261,16 @@ TEST_CASE("bad scenario files name file, line:col and field") {
   CHECK(file_error("unknown_profile.textproto") ==
         kBad + "unknown_profile.textproto:10:10: profile: \"b200\" is not a built-in profile (a100-sxm4-80gb, "
                "h100-sxm5-80gb, tpu-v4, a100-sxm4-40gb, h200-sxm-141gb, gb200, vtrain-a100) and there is no file " + kBad + "b200");
+  // A folder where the profile file should be: the scenario's field says so (it used to name the folder alone).
+  {
+    std::string text = clustersim::testing::slurp(kBad + "unknown_profile.textproto");
+    text.replace(text.find("\"b200\""), 6, "\"subdir\"");
+    const auto dir = clustersim::testing::scratch_dir("profile-folder");
+    std::filesystem::create_directory(dir / "subdir");
+    CHECK(error_of([&] { cli::load_scenario_text(text, "s.textproto", false, dir.string()); }) ==
+          "s.textproto:10:10: profile: \"subdir\" is a folder, not a profile file (" + (dir / "subdir").string() + ")");
+    std::filesystem::remove_all(dir);
+  }
   // An error inside a profile file names the profile file, not the scenario.
   CHECK(file_error("profile_file_unknown_field.textproto") ==
         kBad + "profile_unknown_field.textproto:14:3: gpu.tensor_tflops: unknown field \"tensor_tflops\" "

@@ -597,21 +597,48 @@ void NetworkModel::run(const CollectivePlan& plan, const CollectiveRequest& req,
       } else {
         // AlltoAll: every rank sends S/n to each other rank at once. On a torus each pair goes link by link in
         // dimension order (topology::torus_walk), as the closed form counts the links' loads.
+        // Under adaptive routing each rank's coflow is merged to one entry per link as it is built (start_phase
+        // would merge it the same way, summing the shares in path order): unmerged, the n coflows held every
+        // route's spread at once, n² x (equal-cost links) entries (1,024 ranks on a three-level Clos: about
+        // 2 x 10^9, some 24 GB) before any was merged.
         const topology::ClusterSpec& cluster = impl_->scenario.cluster;
+        const bool adaptive = cluster.fabric.routing == topology::FabricRouting::kAdaptive;
+        std::vector<double> load;  // per flow-network link: the rank's summed share (adaptive)
+        std::vector<std::uint32_t> touched;
+        if (adaptive) {
+          std::uint32_t count = 0;
+          for (const sim::LinkId l : impl_->link_of) count = std::max(count, l.index + 1);
+          load.assign(count, 0.0);
+        }
         for (std::size_t i = 0; i < n; ++i) {
           Coflow f;
           for (std::size_t j = 0; j < n; ++j) {
             if (j == i) continue;
             Seconds route;
+            Path pair;
+            Path& into = adaptive ? pair : f.path;
             if (cluster.is_torus()) {
               const std::vector<std::uint32_t> walk =
                   topology::torus_walk(cluster.node.torus, cluster.node.torus_wraps, gpus[i], gpus[j]);
-              for (std::size_t h = 0; h + 1 < walk.size(); ++h)
-                append_route(f.path, walk[h], walk[h + 1], i, 1, &route);
+              for (std::size_t h = 0; h + 1 < walk.size(); ++h) append_route(into, walk[h], walk[h + 1], i, 1, &route);
             } else {
-              append_route(f.path, gpus[i], gpus[j], i, 1, &route);
+              append_route(into, gpus[i], gpus[j], i, 1, &route);
+            }
+            for (std::size_t k = 0; k < pair.links.size(); ++k) {
+              const std::uint32_t l = pair.links[k].index;
+              if (load[l] == 0.0) touched.push_back(l);
+              load[l] += pair.shares.empty() ? 1.0 : pair.shares[k];
             }
             longest = std::max(longest, route);
+          }
+          if (adaptive) {
+            std::sort(touched.begin(), touched.end());  // merge_repeats' order: by link
+            for (const std::uint32_t l : touched) {
+              f.path.links.push_back(sim::LinkId{l});
+              f.path.shares.push_back(load[l]);
+              load[l] = 0.0;
+            }
+            touched.clear();
           }
           f.bytes = bytes(S / double(n));
           flows.push_back(std::move(f));

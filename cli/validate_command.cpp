@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <unistd.h>
 #include <functional>
 #include <limits>
 #include <map>
@@ -1263,21 +1264,34 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out) {
           "\"" + vm["scenarios"].as<std::string>() + "\": the folder " + parent.string() + " does not exist");
     if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec))
       throw InputError("command line", 0, 0, "--scenarios", "\"" + dir.string() + "\" is a file, not a folder");
+    // Made now, and a file tried in it, so that a folder nothing can be written to (/proc, read-only) fails here
+    // and not after the simulation, with the JSON already written.
+    std::filesystem::create_directory(dir, ec);
+    if (ec) throw InputError(dir.string(), 0, 0, "--scenarios", "cannot create the directory: " + ec.message());
+    const std::filesystem::path probe = dir / (".clustersim-probe-" + std::to_string(::getpid()));
+    if (!std::ofstream(probe, std::ios::binary).good())
+      throw InputError(dir.string(), 0, 0, "--scenarios", "cannot write files in this folder");
+    std::filesystem::remove(probe, ec);
   }
   const CsvTable table = parse_csv(text, name);
   check_measurements(table);
   const ValidationReport report = validate_measurements(table, fidelity, only, threads);
   out << validation_text(report);
-  if (vm.count("json")) write_file_atomically(vm["json"].as<std::string>(), validation_json(report));
+  // The scenario files first, each name checked before any is written (a folder where a row's file goes would
+  // otherwise stop the run half-way); the JSON last, so that a failed run leaves none.
   if (vm.count("scenarios")) {
     const std::filesystem::path dir = vm["scenarios"].as<std::string>();
-    std::error_code ec;
-    std::filesystem::create_directory(dir, ec);
-    if (ec) throw InputError(dir.string(), 0, 0, "--scenarios", "cannot create the directory: " + ec.message());
+    for (const ValidationRow& r : report.rows) {
+      const std::filesystem::path file = dir / ("row-" + r.row_id + ".textproto");
+      std::error_code ec;
+      if (!r.scenario_text.empty() && std::filesystem::exists(file, ec) && !std::filesystem::is_regular_file(file, ec))
+        throw InputError(file.string(), 0, 0, "--scenarios", "cannot write output file: it exists and is not a file");
+    }
     for (const ValidationRow& r : report.rows)
       if (!r.scenario_text.empty())
         write_file_atomically((dir / ("row-" + r.row_id + ".textproto")).string(), r.scenario_text);
   }
+  if (vm.count("json")) write_file_atomically(vm["json"].as<std::string>(), validation_json(report));
   return 0;
 }
 

@@ -562,6 +562,23 @@ TEST_CASE("validate: the command writes the JSON, and bad input exits with statu
   CHECK(workloads::simulate_scenario(written).jobs.at(0).iteration_time.raw() ==
         doctest::Approx(*row2306.predicted).epsilon(1e-12));
 
+  // A folder that takes no files fails before the simulation; a row's file name taken by a folder fails before
+  // any file is written; neither leaves the JSON behind.
+  if (fs::is_directory("/proc")) {
+    CHECK(clustersim::testing::input_error_of([&] {
+            cli::validate_command({"--rows", "2306", "--scenarios", "/proc", "--json", (dir / "p.json").string()}, out);
+          }) == "/proc: --scenarios: cannot write files in this folder");
+    CHECK_FALSE(fs::exists(dir / "p.json"));
+  }
+  fs::create_directories(dir / "taken" / "row-145.textproto");
+  CHECK(clustersim::testing::input_error_of([&] {
+          cli::validate_command(
+              {"--rows", "2306,145", "--scenarios", (dir / "taken").string(), "--json", (dir / "t.json").string()}, out);
+        }) == (dir / "taken" / "row-145.textproto").string() +
+                   ": --scenarios: cannot write output file: it exists and is not a file");
+  CHECK_FALSE(fs::exists(dir / "taken" / "row-2306.textproto"));
+  CHECK_FALSE(fs::exists(dir / "t.json"));
+
   CHECK(clustersim::testing::input_error_of([&] {
           cli::validate_command({"--rows", "99999"}, out);
         }).find("--rows: row \"99999\" is not in") != std::string::npos);

@@ -1,5 +1,7 @@
 #include "cli/validate_command.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <boost/program_options.hpp>
@@ -9,7 +11,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 #include <functional>
 #include <limits>
 #include <map>

@@ -573,9 +573,10 @@ TEST_CASE("validate: the command writes the JSON, and bad input exits with statu
   fs::create_directories(dir / "taken" / "row-145.textproto");
   CHECK(clustersim::testing::input_error_of([&] {
           cli::validate_command(
-              {"--rows", "2306,145", "--scenarios", (dir / "taken").string(), "--json", (dir / "t.json").string()}, out);
+              {"--rows", "2306,145", "--scenarios", (dir / "taken").string(), "--json", (dir / "t.json").string()},
+              out);
         }) == (dir / "taken" / "row-145.textproto").string() +
-                   ": --scenarios: cannot write output file: it exists and is not a file");
+                  ": --scenarios: cannot write output file: it exists and is not a file");
   CHECK_FALSE(fs::exists(dir / "taken" / "row-2306.textproto"));
   CHECK_FALSE(fs::exists(dir / "t.json"));
 

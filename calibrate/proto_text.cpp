@@ -11,6 +11,7 @@
 #include <charconv>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -478,6 +479,19 @@ std::string schema_path(const pb::Descriptor* root, std::string_view indexed) {
     const pb::FieldDescriptor* f = field_at_path(root, context.path);
     if (f != nullptr && f->enum_type() != nullptr) message += " Valid values: " + enum_values(f->enum_type()) + ".";
   }
+  // The tokenizer's own words, which name no cause a reader of a scenario would know, said plainly.
+  if (starts_with(message, "Interpreting non ascii codepoint ")) {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02X", std::atoi(message.c_str() + 33) & 0xFF);
+    message = "byte " + std::string(hex) + " is not ASCII: outside quoted strings, text format takes ASCII names and numbers only (is this a "
+              "text file in UTF-8?)";
+  } else if (message == "Invalid control characters encountered in text.") {
+    message = "a control character (a byte below 0x20 other than tab or a line end): is this a text file?";
+  } else if (message == "Unexpected end of string.") {
+    message = "the quoted string is not closed on its line (a string ends at its closing \" on the same line)";
+  } else if (message.ends_with("got: ")) {  // the tokenizer's token is empty at the end of the input only
+    message += "the end of the file: the file is cut off";
+  }
   throw InputError(file, line + 1, column + 1, context.path, message);
 }
 
@@ -715,7 +729,9 @@ ParsedText parse_message(std::string_view raw, const std::string& file, InputSyn
     if (with_newlines.empty()) with_newlines.assign(raw);
     with_newlines[i] = '\n';
   }
-  const std::string_view text = with_newlines.empty() ? raw : std::string_view(with_newlines);
+  std::string_view text = with_newlines.empty() ? raw : std::string_view(with_newlines);
+  // A UTF-8 byte order mark, which some editors write at the start of a file: no character, skipped.
+  if (starts_with(text, "\xEF\xBB\xBF")) text.remove_prefix(3);
   message.Clear();
   const pb::Descriptor* root = message.GetDescriptor();
   if (text.size() > static_cast<std::size_t>(INT_MAX)) {

@@ -261,6 +261,28 @@ TEST_CASE("bad scenario files name file, line:col and field") {
   CHECK(file_error("unknown_profile.textproto") ==
         kBad + "unknown_profile.textproto:10:10: profile: \"b200\" is not a built-in profile (a100-sxm4-80gb, "
                "h100-sxm5-80gb, tpu-v4, a100-sxm4-40gb, h200-sxm-141gb, gb200, vtrain-a100) and there is no file " + kBad + "b200");
+  // A UTF-8 byte order mark is no character: the file loads as without it (it used to be "non ascii codepoint
+  // 239"). The tokenizer's own words are said plainly: a byte that is not ASCII outside a string, a control
+  // character, a string not closed, a file cut off after a "{".
+  {
+    const std::string scenario = clustersim::testing::slurp(kSourceDir + "/scenarios/default.textproto");
+    CHECK(cli::load_scenario_text("\xEF\xBB\xBF" + scenario, "bom.textproto", false, kSourceDir + "/scenarios").name ==
+          "GPT 2.7B, DDP on 2 x 8 A100-SXM4-80GB");
+    const auto text_error = [&](const std::string& text) {
+      return error_of([&] { cli::load_scenario_text(text, "t.textproto", false, ""); });
+    };
+    CHECK(text_error("name: \"x\"\ncluster \x82 {") ==
+          "t.textproto:2:9: cluster: byte 0x82 is not ASCII: outside quoted strings, text format takes ASCII names and "
+          "numbers only (is this a text file in UTF-8?)");
+    CHECK(text_error("name: \"x\"\ncluster \x02 {") ==
+          "t.textproto:2:9: cluster: a control character (a byte below 0x20 other than tab or a line end): is this a "
+          "text file?");
+    CHECK(text_error("name: \"GPT") ==
+          "t.textproto:1:11: the quoted string is not closed on its line (a string ends at its closing \" on the same "
+          "line)");
+    CHECK(text_error("name: \"x\"\nmodel {") ==
+          "t.textproto:2:8: model: Expected identifier, got: the end of the file: the file is cut off");
+  }
   // A folder where the profile file should be: the scenario's field says so (it used to name the folder alone).
   {
     std::string text = clustersim::testing::slurp(kBad + "unknown_profile.textproto");

@@ -483,7 +483,8 @@ std::string schema_path(const pb::Descriptor* root, std::string_view indexed) {
   if (starts_with(message, "Interpreting non ascii codepoint ")) {
     char hex[8];
     std::snprintf(hex, sizeof hex, "0x%02X", std::atoi(message.c_str() + 33) & 0xFF);
-    message = "byte " + std::string(hex) + " is not ASCII: outside quoted strings, text format takes ASCII names and numbers only (is this a "
+    message = "byte " + std::string(hex) +
+              " is not ASCII: outside quoted strings, text format takes ASCII names and numbers only (is this a "
               "text file in UTF-8?)";
   } else if (message == "Invalid control characters encountered in text.") {
     message = "a control character (a byte below 0x20 other than tab or a line end): is this a text file?";

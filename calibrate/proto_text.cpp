@@ -496,6 +496,60 @@ std::string schema_path(const pb::Descriptor* root, std::string_view indexed) {
   throw InputError(file, line + 1, column + 1, context.path, message);
 }
 
+// Where JSON text breaks UTF-8, which protobuf's parser reports without a position: the first byte that starts
+// no valid sequence (or a sequence cut short), or the first \uD800-\uDBFF escape not followed by a \uDC00-\uDFFF
+// one (a lone surrogate). Columns count characters, as the JSON reader's do. (line, column, what) or none.
+std::optional<std::tuple<int, int, std::string>> json_encoding_error(std::string_view text) {
+  int line = 1, column = 1;
+  auto hex_at = [&](std::size_t i) -> int {  // the 4 hex digits of a \u escape at i, or -1
+    if (i + 6 > text.size() || text[i] != '\\' || (text[i + 1] != 'u' && text[i + 1] != 'U')) return -1;
+    int v = 0;
+    for (std::size_t k = i + 2; k < i + 6; ++k) {
+      const char c = text[k];
+      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      if (d < 0) return -1;
+      v = v * 16 + d;
+    }
+    return v;
+  };
+  for (std::size_t i = 0; i < text.size();) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    if (b == '\n') {
+      ++line, column = 1, ++i;
+      continue;
+    }
+    if (b == '\\' && i + 1 < text.size() && text[i + 1] != 'u' && text[i + 1] != 'U') {  // \" or \\: skip both
+      column += 2, i += 2;
+      continue;
+    }
+    if (const int u = hex_at(i); u >= 0) {
+      if (u >= 0xD800 && u <= 0xDBFF) {
+        const int low = hex_at(i + 6);
+        if (low < 0xDC00 || low > 0xDFFF)
+          return std::tuple{line, column, "\\u" + std::string(text.substr(i + 2, 4)) +
+                                              " is half of a surrogate pair, not followed by its low half: no character"};
+        column += 12, i += 12;
+        continue;
+      }
+      if (u >= 0xDC00 && u <= 0xDFFF)
+        return std::tuple{line, column, "\\u" + std::string(text.substr(i + 2, 4)) +
+                                            " is the low half of a surrogate pair without its high half: no character"};
+      column += 6, i += 6;
+      continue;
+    }
+    const std::size_t n = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
+    bool ok = n > 0 && i + n <= text.size();
+    for (std::size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+    if (!ok) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02X", b);
+      return std::tuple{line, column, "byte " + std::string(hex) + " is not UTF-8, which JSON text must be"};
+    }
+    ++column, i += n;
+  }
+  return std::nullopt;
+}
+
 // JsonStringToMessage reports "(a.b) name: Cannot find field." or "(a.b): what", without positions,
 // and syntax errors with a multi-line caret display. Reading the text again gives the positions: a
 // syntax error where the reader finds it, any other error at the field it names.
@@ -507,6 +561,10 @@ std::string schema_path(const pb::Descriptor* root, std::string_view indexed) {
                      "not valid JSON: " + syntax->message);
   }
   check_json_duplicates(file, doc, root, "");
+  if (const auto bad = json_encoding_error(text)) {
+    const auto& [line, column, what] = *bad;
+    throw InputError(file, line, column, "", what);
+  }
   status = status.substr(0, status.find('\n'));
   while (!status.empty() && std::isspace(static_cast<unsigned char>(status.back()))) status.pop_back();
   std::string path;
@@ -534,6 +592,15 @@ std::string schema_path(const pb::Descriptor* root, std::string_view indexed) {
       if (e->value(i)->number() != 0 || !e->value(i)->name().ends_with("_UNSPECIFIED"))
         names += (names.empty() ? "" : ", ") + e->value(i)->name();
     message = e != nullptr ? value + " is not one of " + names : "expected an object (a " + type + "), found " + value;
+  }
+  // An object where one value belongs: "invalid value Starting an object on a scalar field for type nodes" (the
+  // field's name, after the path of its object).
+  constexpr std::string_view kObjectOnScalar = "invalid value Starting an object on a scalar field for type ";
+  if (starts_with(message, ": ") && message.find(kObjectOnScalar) == 2) message.erase(0, 2);  // at the top level
+  if (starts_with(message, kObjectOnScalar)) {
+    const std::string name = message.substr(kObjectOnScalar.size());
+    path = path.empty() ? name : path + "." + name;
+    message = "expected one value, found an object";
   }
   // A list where one value belongs: "nodes: Proto field is not repeating, cannot start list." (the field's name
   // after the path of its object, which is empty at the top level).

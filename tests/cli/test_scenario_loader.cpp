@@ -283,6 +283,20 @@ TEST_CASE("bad scenario files name file, line:col and field") {
     CHECK(text_error("name: \"x\"\nmodel {") ==
           "t.textproto:2:8: model: Expected identifier, got: the end of the file: the file is cut off");
   }
+  // JSON: an object where one value belongs is said at the value, with its path; text that is not UTF-8 and a
+  // lone surrogate escape at their position (protobuf's parser gave neither, nor the field).
+  {
+    const auto json_error = [&](const std::string& text) {
+      return error_of([&] { cli::load_scenario_text(text, "j.json", true, ""); });
+    };
+    CHECK(json_error("{\"name\": {}, \"cluster\": {\"nodes\": 2}}") ==
+          "j.json:1:10: name: expected one value, found an object");
+    CHECK(json_error("{\"name\": \"x\",\n \"cluster\": {\n  \"nodes\": {}, \"gpusPerNode\": 8}}") ==
+          "j.json:3:12: cluster.nodes: expected one value, found an object");
+    CHECK(json_error("{\"name\": \"GPT \xff x\"}") == "j.json:1:15: byte 0xFF is not UTF-8, which JSON text must be");
+    CHECK(json_error("{\"name\": \"GPT \\ud800 x\"}") ==
+          "j.json:1:15: \\ud800 is half of a surrogate pair, not followed by its low half: no character");
+  }
   // A folder where the profile file should be: the scenario's field says so (it used to name the folder alone).
   {
     std::string text = clustersim::testing::slurp(kBad + "unknown_profile.textproto");

@@ -506,7 +506,10 @@ std::optional<std::tuple<int, int, std::string>> json_encoding_error(std::string
     int v = 0;
     for (std::size_t k = i + 2; k < i + 6; ++k) {
       const char c = text[k];
-      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      const int d = c >= '0' && c <= '9'   ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                           : -1;
       if (d < 0) return -1;
       v = v * 16 + d;
     }
@@ -526,14 +529,16 @@ std::optional<std::tuple<int, int, std::string>> json_encoding_error(std::string
       if (u >= 0xD800 && u <= 0xDBFF) {
         const int low = hex_at(i + 6);
         if (low < 0xDC00 || low > 0xDFFF)
-          return std::tuple{line, column, "\\u" + std::string(text.substr(i + 2, 4)) +
-                                              " is half of a surrogate pair, not followed by its low half: no character"};
+          return std::tuple{line, column,
+                            "\\u" + std::string(text.substr(i + 2, 4)) +
+                                " is half of a surrogate pair, not followed by its low half: no character"};
         column += 12, i += 12;
         continue;
       }
       if (u >= 0xDC00 && u <= 0xDFFF)
-        return std::tuple{line, column, "\\u" + std::string(text.substr(i + 2, 4)) +
-                                            " is the low half of a surrogate pair without its high half: no character"};
+        return std::tuple{line, column,
+                          "\\u" + std::string(text.substr(i + 2, 4)) +
+                              " is the low half of a surrogate pair without its high half: no character"};
       column += 6, i += 6;
       continue;
     }

@@ -1,5 +1,6 @@
 #include "cli/calibrate_command.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <limits>
@@ -7,6 +8,7 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <ostream>
 
@@ -50,6 +52,19 @@ std::string line(const char* format, ...) {
   va_end(again);
   out.pop_back();
   return out;
+}
+
+// The same file named twice (by any spelling, links followed) would count its measurements twice in the fit.
+void refuse_repeated_inputs(const std::vector<std::string>& paths, const char* what) {
+  std::vector<std::filesystem::path> seen;
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    const std::filesystem::path p = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+    const std::filesystem::path file = ec ? std::filesystem::path(path).lexically_normal() : p;
+    if (std::find(seen.begin(), seen.end(), file) != seen.end())
+      fail_option(what, path + " is given twice: its measurements would count twice");
+    seen.push_back(file);
+  }
 }
 
 std::string number(double v, const char* format = "%g") {
@@ -137,6 +152,7 @@ int import_command(const std::vector<std::string>& args, std::ostream& out) {
   if (vm.count("hosts-per-nvlink-domain"))
     options.hosts_per_nvlink_domain =
         parse_count_option(vm["hosts-per-nvlink-domain"].as<std::string>(), "--hosts-per-nvlink-domain");
+  refuse_repeated_inputs(parsed.scenarios, "LOG");
   std::vector<calibrate::MeasuredRun> runs;
   for (const std::string& path : parsed.scenarios)
     for (calibrate::MeasuredRun& run : calibrate::read_measured_runs(path)) runs.push_back(std::move(run));
@@ -221,6 +237,7 @@ int fit_command(const std::vector<std::string>& args, std::ostream& out) {
     options.name = vm["name"].as<std::string>();
     if (options.name.empty()) fail_option("--name", "empty: give the fitted profile a name");
   }
+  refuse_repeated_inputs(parsed.scenarios, "RAW");
   std::vector<calibrate::RawInput> raws;
   for (const std::string& path : parsed.scenarios) raws.push_back(calibrate::read_raw(path));
   const calibrate::FitResult result = calibrate::fit_profile(raws, options);

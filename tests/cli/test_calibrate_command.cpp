@@ -308,6 +308,15 @@ TEST_CASE("calibrate: bad input exits 2 with file and field") {
   CHECK(err("calibrate import-nccl-tests validation/nccl/h100_8gpu_nvswitch_allreduce_ring.csv --algo spiral" + out) ==
         "error: command line: --algo: \"spiral\" is not an algorithm; one of ring, tree, nvls, nvlstree, collnet, pat, "
         "hierarchical, p2p, default\n");
+  // The same file twice, by any spelling, would count its samples twice (it used to import 124 of 62).
+  CHECK(err("calibrate import-nccl-tests validation/nccl/h100_8gpu_nvswitch_allreduce_ring.csv "
+            "./validation/nccl/h100_8gpu_nvswitch_allreduce_ring.csv" +
+            out) ==
+        "error: command line: LOG: ./validation/nccl/h100_8gpu_nvswitch_allreduce_ring.csv is given twice: its "
+        "measurements would count twice\n");
+  CHECK(err("calibrate fit tests/data/calibrate/two_points.textproto tests/data/calibrate/two_points.textproto" + out) ==
+        "error: command line: RAW: tests/data/calibrate/two_points.textproto is given twice: its measurements would "
+        "count twice\n");
   CHECK(err("calibrate") == "error: command line: calibrate: missing subcommand: one of fit, import-nccl-tests, show "
                             "(clustersim calibrate --help)\n");
   CHECK(err("calibrate frobnicate") ==

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
-#include <limits>
 #include <boost/program_options.hpp>
+#include <charconv>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <ostream>
 

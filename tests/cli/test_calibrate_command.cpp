@@ -314,9 +314,10 @@ TEST_CASE("calibrate: bad input exits 2 with file and field") {
             out) ==
         "error: command line: LOG: ./validation/nccl/h100_8gpu_nvswitch_allreduce_ring.csv is given twice: its "
         "measurements would count twice\n");
-  CHECK(err("calibrate fit tests/data/calibrate/two_points.textproto tests/data/calibrate/two_points.textproto" + out) ==
-        "error: command line: RAW: tests/data/calibrate/two_points.textproto is given twice: its measurements would "
-        "count twice\n");
+  CHECK(
+      err("calibrate fit tests/data/calibrate/two_points.textproto tests/data/calibrate/two_points.textproto" + out) ==
+      "error: command line: RAW: tests/data/calibrate/two_points.textproto is given twice: its measurements would "
+      "count twice\n");
   CHECK(err("calibrate") == "error: command line: calibrate: missing subcommand: one of fit, import-nccl-tests, show "
                             "(clustersim calibrate --help)\n");
   CHECK(err("calibrate frobnicate") ==

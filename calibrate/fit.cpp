@@ -502,6 +502,12 @@ BandFit fit_band(const std::vector<Point>& pts) {
     gamma = swxt / swxx, alpha = 0;
     f.note = "negative intercept: refitted with alpha = 0";
   }
+  // A slope so small that the rate passes 1e12 GB/s (times equal but for rounding: the profile refuses such a
+  // rate) is no bandwidth term: latency only, as when the times do not grow.
+  if (gamma > 0 && 1e-3 / gamma > 1e12) {
+    gamma = 0, alpha = tm;
+    f.note = "times do not grow with size: latency only";
+  }
   f.fitted = true;
   f.alpha_us = alpha;
   f.busbw_GBps = gamma > 0 ? 1e-3 / gamma : kInf;  // γ in µs per byte: 1/γ B/µs = 1e-3/γ GB/s

@@ -496,6 +496,36 @@ std::string schema_path(const pb::Descriptor* root, std::string_view indexed) {
   throw InputError(file, line + 1, column + 1, context.path, message);
 }
 
+// The length of the well-formed UTF-8 sequence at s[i] (no overlong forms, surrogates or code points above
+// U+10FFFF), or 0 where none starts.
+std::size_t utf8_length_at(std::string_view s, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned>(static_cast<unsigned char>(s[k])); };
+  const unsigned c = byte(i);
+  std::size_t len = 0;
+  unsigned lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+  if (c < 0x80) {
+    return 1;
+  } else if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    if (c == 0xE0) lo = 0xA0;  // overlong
+    if (c == 0xED) hi = 0x9F;  // surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    if (c == 0xF0) lo = 0x90;  // overlong
+    if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
+  } else {
+    return 0;
+  }
+  if (i + len > s.size()) return 0;
+  for (std::size_t k = 1; k < len; ++k) {
+    const unsigned d = byte(i + k);
+    if (k == 1 ? (d < lo || d > hi) : (d < 0x80 || d > 0xBF)) return 0;
+  }
+  return len;
+}
+
 // Where JSON text breaks UTF-8, which protobuf's parser reports without a position: the first byte that starts
 // no valid sequence (or a sequence cut short), or the first \uD800-\uDBFF escape not followed by a \uDC00-\uDFFF
 // one (a lone surrogate). Columns count characters, as the JSON reader's do. (line, column, what) or none.
@@ -542,10 +572,8 @@ std::optional<std::tuple<int, int, std::string>> json_encoding_error(std::string
       column += 6, i += 6;
       continue;
     }
-    const std::size_t n = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
-    bool ok = n > 0 && i + n <= text.size();
-    for (std::size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
-    if (!ok) {
+    const std::size_t n = utf8_length_at(text, i);
+    if (n == 0) {
       char hex[8];
       std::snprintf(hex, sizeof hex, "0x%02X", b);
       return std::tuple{line, column, "byte " + std::string(hex) + " is not UTF-8, which JSON text must be"};
@@ -604,7 +632,16 @@ std::optional<std::tuple<int, int, std::string>> json_encoding_error(std::string
   if (starts_with(message, ": ") && message.find(kObjectOnScalar) == 2) message.erase(0, 2);  // at the top level
   if (starts_with(message, kObjectOnScalar)) {
     const std::string name = message.substr(kObjectOnScalar.size());
-    path = path.empty() ? name : path + "." + name;
+    // In a list of values protobuf's path ends with the field itself, indexed by the element before the object
+    // (none for the first): the object is the element after it.
+    const std::size_t dot = path.rfind('.');
+    const std::string last = path.substr(dot == std::string::npos ? 0 : dot + 1);
+    const auto [last_name, last_index] = split_index(last);
+    if (last_name == name) {
+      path = path.substr(0, path.size() - last.size()) + name + "[" + std::to_string(last_index + 1) + "]";
+    } else {
+      path = path.empty() ? name : path + "." + name;
+    }
     message = "expected one value, found an object";
   }
   // A list where one value belongs: "nodes: Proto field is not repeating, cannot start list." (the field's name
@@ -715,35 +752,12 @@ void ParsedText::fail(const std::string& field_path, const std::string& message)
 
 namespace {
 
-// Where `s` stops being UTF-8 (the offset of the first byte that is not part of a well-formed sequence: no
-// overlong forms, surrogates or code points above U+10FFFF), or npos when all of it is.
+// Where `s` stops being UTF-8 (the offset of the first byte that is not part of a well-formed sequence), or npos
+// when all of it is.
 std::size_t invalid_utf8_at(const std::string& s) {
-  const auto* b = reinterpret_cast<const unsigned char*>(s.data());
-  const std::size_t n = s.size();
-  for (std::size_t i = 0; i < n;) {
-    const unsigned c = b[i];
-    std::size_t len = 0;
-    unsigned lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
-    if (c < 0x80) {
-      len = 1;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      if (c == 0xE0) lo = 0xA0;  // overlong
-      if (c == 0xED) hi = 0x9F;  // surrogates
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      if (c == 0xF0) lo = 0x90;  // overlong
-      if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
-    } else {
-      return i;
-    }
-    if (i + len > n) return i;
-    for (std::size_t k = 1; k < len; ++k) {
-      const unsigned d = b[i + k];
-      if (k == 1 ? (d < lo || d > hi) : (d < 0x80 || d > 0xBF)) return i;
-    }
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t len = utf8_length_at(s, i);
+    if (len == 0) return i;
     i += len;
   }
   return std::string::npos;

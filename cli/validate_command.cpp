@@ -1265,14 +1265,16 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out) {
           "\"" + vm["scenarios"].as<std::string>() + "\": the folder " + parent.string() + " does not exist");
     if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec))
       throw InputError("command line", 0, 0, "--scenarios", "\"" + dir.string() + "\" is a file, not a folder");
-    // Made now, and a file tried in it, so that a folder nothing can be written to (/proc, read-only) fails here
-    // and not after the simulation, with the JSON already written.
-    std::filesystem::create_directory(dir, ec);
+    // Made and a file tried in it now, so that a folder nothing can be written to (/proc, read-only) fails here
+    // and not after the simulation, with the JSON already written; a folder made for the probe is removed again
+    // until the files go in (a run that fails on its input leaves none).
+    const bool created = std::filesystem::create_directory(dir, ec);
     if (ec) throw InputError(dir.string(), 0, 0, "--scenarios", "cannot create the directory: " + ec.message());
     const std::filesystem::path probe = dir / (".clustersim-probe-" + std::to_string(::getpid()));
-    if (!std::ofstream(probe, std::ios::binary).good())
-      throw InputError(dir.string(), 0, 0, "--scenarios", "cannot write files in this folder");
+    const bool writable = std::ofstream(probe, std::ios::binary).good();
     std::filesystem::remove(probe, ec);
+    if (created) std::filesystem::remove(dir, ec);
+    if (!writable) throw InputError(dir.string(), 0, 0, "--scenarios", "cannot write files in this folder");
   }
   const CsvTable table = parse_csv(text, name);
   check_measurements(table);
@@ -1282,6 +1284,11 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out) {
   // otherwise stop the run half-way); the JSON last, so that a failed run leaves none.
   if (vm.count("scenarios")) {
     const std::filesystem::path dir = vm["scenarios"].as<std::string>();
+    {
+      std::error_code ec;
+      std::filesystem::create_directory(dir, ec);
+      if (ec) throw InputError(dir.string(), 0, 0, "--scenarios", "cannot create the directory: " + ec.message());
+    }
     for (const ValidationRow& r : report.rows) {
       const std::filesystem::path file = dir / ("row-" + r.row_id + ".textproto");
       std::error_code ec;

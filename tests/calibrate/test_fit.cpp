@@ -223,6 +223,26 @@ TEST_CASE("fit: bad input is an InputError naming the file and field") {
   CHECK(input_error_of([&] {
           fit_path(dir / "huge_gemm.textproto");
         }).ends_with(": gemm[0]: m, n and k must be at most 2^31 - 1 (cuBLAS's int)"));
+  // A band whose times are equal but for rounding fits latency only: the least-squares slope of equal times is
+  // rounding (about 6e-35 µs/B here, 1.7e31 GB/s), which the profile refuses; 30.01 µs at every size is alpha.
+  {
+    std::ofstream flat(dir / "flat.textproto");
+    flat << "provenance { gpu: \"NVIDIA H100 80GB HBM3\" gpus: 8 hosts: 1 }\n";
+    for (int size = 1024; size <= 32768; size *= 2)
+      flat << "collectives { op: \"all_reduce\" algorithm: \"ring\" protocol: \"Simple\" ranks: 8 nodes: 1 size_bytes: "
+           << size << " time_us: 30.01 }\n";
+  }
+  {
+    std::vector<calibrate::RawInput> raws;
+    raws.push_back(calibrate::read_raw((dir / "flat.textproto").string()));
+    const calibrate::FitResult flat = calibrate::fit_profile(raws, {});
+    const calibrate::HardwareProfile fitted = calibrate::parse_profile(flat.profile_text, "flat-fitted.textproto");
+    const calibrate::AlphaBetaBand* band = calibrate::find_band(fitted.collectives, "all_reduce", "ring", "Simple",
+                                                                 calibrate::LinkKind::kNvlink, 4096, 8);
+    REQUIRE(band != nullptr);
+    CHECK(band->alpha.raw() == doctest::Approx(30.01e-6));
+    CHECK(std::isinf(band->busbw.raw()));
+  }
   std::filesystem::remove_all(dir);
   CHECK(input_error_of([] { fit_files({"no_usable.textproto"}); }) ==
         kData +
@@ -443,6 +463,21 @@ TEST_CASE("profile: band, table and curve errors name the field") {
         "points in increasing size");
   CHECK(with("  gemm_table { m: 1 n: 1 k: 1 dtype: BF16 efficiency: 1.5 }\n", "") ==
         "p.textproto:20:55: gpu.gemm_table[0].efficiency: 1.5 is not in (0, 1] (a fraction of peak)");
+  // JSON: an object in a list of values is named by its own index (protobuf's path named the element before it,
+  // and the field twice).
+  {
+    const auto json_dir = clustersim::testing::scratch_dir("profile-json");
+    const auto json_error = [&](const std::string& text) {
+      std::ofstream(json_dir / "p.json") << text;
+      return input_error_of([&] { calibrate::load_profile_file((json_dir / "p.json").string()); });
+    };
+    const std::string file = (json_dir / "p.json").string();
+    CHECK(json_error("{\"collectives\": {\"nccl\": {\"llMaxBusGbytesPerS\": [1, 2, {}]}}}") ==
+          file + ":1:56: collectives.nccl.ll_max_bus_gbytes_per_s[2]: expected one value, found an object");
+    CHECK(json_error("{\"collectives\": {\"nccl\": {\"llMaxBusGbytesPerS\": [{}]}}}") ==
+          file + ":1:50: collectives.nccl.ll_max_bus_gbytes_per_s[0]: expected one value, found an object");
+    std::filesystem::remove_all(json_dir);
+  }
   // Beyond what hardware does: a finite bus bandwidth above 1e12 GB/s (inf is the latency-only band), a GEMM
   // larger than cuBLAS's int dimensions, a memory below a MiB or above a PiB.
   CHECK(with("",

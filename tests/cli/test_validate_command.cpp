@@ -579,6 +579,11 @@ TEST_CASE("validate: the command writes the JSON, and bad input exits with statu
                   ": --scenarios: cannot write output file: it exists and is not a file");
   CHECK_FALSE(fs::exists(dir / "taken" / "row-2306.textproto"));
   CHECK_FALSE(fs::exists(dir / "t.json"));
+  // A run that fails on its input leaves no folder behind (the probe's folder is removed again).
+  CHECK(clustersim::testing::input_error_of([&] {
+          cli::validate_command({"--rows", "99999", "--scenarios", (dir / "never").string()}, out);
+        }).find("--rows: row \"99999\" is not in") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "never"));
 
   CHECK(clustersim::testing::input_error_of([&] {
           cli::validate_command({"--rows", "99999"}, out);

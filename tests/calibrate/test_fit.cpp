@@ -237,8 +237,8 @@ TEST_CASE("fit: bad input is an InputError naming the file and field") {
     raws.push_back(calibrate::read_raw((dir / "flat.textproto").string()));
     const calibrate::FitResult flat = calibrate::fit_profile(raws, {});
     const calibrate::HardwareProfile fitted = calibrate::parse_profile(flat.profile_text, "flat-fitted.textproto");
-    const calibrate::AlphaBetaBand* band = calibrate::find_band(fitted.collectives, "all_reduce", "ring", "Simple",
-                                                                 calibrate::LinkKind::kNvlink, 4096, 8);
+    const calibrate::AlphaBetaBand* band =
+        calibrate::find_band(fitted.collectives, "all_reduce", "ring", "Simple", calibrate::LinkKind::kNvlink, 4096, 8);
     REQUIRE(band != nullptr);
     CHECK(band->alpha.raw() == doctest::Approx(30.01e-6));
     CHECK(std::isinf(band->busbw.raw()));

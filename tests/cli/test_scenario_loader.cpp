@@ -295,7 +295,8 @@ TEST_CASE("bad scenario files name file, line:col and field") {
           "j.json:3:12: cluster.nodes: expected one value, found an object");
     CHECK(json_error("{\"name\": \"GPT \xff x\"}") == "j.json:1:15: byte 0xFF is not UTF-8, which JSON text must be");
     // Well-formed sequences only: an overlong NUL, an encoded surrogate.
-    CHECK(json_error("{\"name\": \"\xc0\x80\", \"x\": 1}") == "j.json:1:11: byte 0xC0 is not UTF-8, which JSON text must be");
+    CHECK(json_error("{\"name\": \"\xc0\x80\", \"x\": 1}") ==
+          "j.json:1:11: byte 0xC0 is not UTF-8, which JSON text must be");
     CHECK(json_error("{\"name\": \"\xed\xa0\x80\"}") == "j.json:1:11: byte 0xED is not UTF-8, which JSON text must be");
     CHECK(json_error("{\"name\": \"GPT \\ud800 x\"}") ==
           "j.json:1:15: \\ud800 is half of a surrogate pair, not followed by its low half: no character");

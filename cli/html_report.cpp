@@ -656,7 +656,7 @@ std::string cluster_text(const workloads::Scenario& sc) {
   // The scale-up link by its kind (a TPU's ICI is no NVLink; a PCIe-only node has none), the NIC where there is one.
   const auto& c = sc.cluster;
   const bool torus = c.node.scale_up == topology::ScaleUp::kTorus;
-  const std::string unit = torus ? " chip" : " GPU";  // a torus of TPU chips
+  const std::string unit = std::string(" ") + accelerator_noun(c);
   std::vector<std::string> links;
   if (c.node.scale_up != topology::ScaleUp::kPcieOnly)
     links.push_back(std::string(torus ? "ICI " : "NVLink ") + fmt("%g", to_GBps(c.nvlink_per_direction)) + " GB/s");

@@ -199,10 +199,8 @@ PlanResult run_plan(const workloads::Scenario& scenario, const PlanOptions& opti
 
 namespace {
 
-// What the cluster's accelerators are called: "chip" on a torus of TPU chips (Cloud TPU counts and prices
-// chip-hours), else "GPU" (report.cpp's run summary and html_report.cpp say the same).
 std::string unit_of(const workloads::Scenario& sc) {
-  return sc.cluster.is_torus() ? "chip" : "GPU";
+  return accelerator_noun(sc.cluster);
 }
 
 // The job's MTBF: hours (a shorter unit below one hour); none at failure rate 0.

@@ -124,7 +124,7 @@ namespace {
 
 void job_summary(std::ostringstream& o, const workloads::Scenario& sc, const workloads::Job& job,
                  const workloads::IterationResult& r, bool several) {
-  const char* unit = sc.cluster.is_torus() ? "chip" : "GPU";  // a torus of TPU chips (html_report.cpp cluster_text)
+  const char* unit = accelerator_noun(sc.cluster);
   using workloads::to_string;
   const auto& m = job.model;
   const auto& p = job.parallel;

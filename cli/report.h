@@ -13,6 +13,12 @@ namespace clustersim::cli {
 
 std::string summary_text(const workloads::Scenario& scenario, const workloads::ScenarioResult& result);
 
+// What the cluster's accelerators are called in reports: "chip" on a torus of TPU chips (Cloud TPU counts and
+// prices chip-hours), else "GPU".
+inline const char* accelerator_noun(const topology::ClusterSpec& cluster) {
+  return cluster.is_torus() ? "chip" : "GPU";
+}
+
 // The input side's assumptions (workloads/input_pipeline.h), so a stall (or its absence) can be checked: the data
 // loader ("loader 10 samples/s per node, queue of 2 micro-batch(es) (filled during the previous step)", or that
 // there is no loader rate) and the host-to-device copy of each micro-batch (bytes and bandwidth).

@@ -60,14 +60,13 @@ int run_command(const std::vector<std::string>& args, std::ostream& out) {
 
   // Trace process names: the device (a "chip" of a torus: TPU pods), its node and local index, and with several jobs
   // the job that runs on it.
-  const bool torus = scenario.cluster.node.scale_up == topology::ScaleUp::kTorus;
   std::vector<std::string> job_of(scenario.cluster.gpu_count());
   if (scenario.jobs.size() > 1)
     for (const workloads::Job& job : scenario.jobs)
       for (std::uint32_t g : job.gpus) job_of[g] = ", job " + job.name;
   std::vector<std::string> labels;
   for (std::uint32_t g = 0; g < scenario.cluster.gpu_count(); ++g)
-    labels.push_back((torus ? "chip " : "GPU ") + std::to_string(g) + " (node " +
+    labels.push_back(std::string(accelerator_noun(scenario.cluster)) + " " + std::to_string(g) + " (node " +
                      std::to_string(scenario.cluster.node_of(g)) + ", local " +
                      std::to_string(g % scenario.cluster.gpus_per_node) + job_of[g] + ")");
   sim::ChromeTraceWriter trace(std::move(labels));

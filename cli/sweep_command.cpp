@@ -192,7 +192,7 @@ Scenario sweep_scenario(const Scenario& in, std::optional<std::uint32_t> gpus) {
       if (sc.cluster.is_explicit() || sc.cluster.node.scale_up == topology::ScaleUp::kTorus)
         throw InputError("command line", 0, 0, "--gpus",
                          std::to_string(n) + " differs from the cluster's " + std::to_string(sc.cluster.gpu_count()) +
-                             (sc.cluster.is_torus() ? " chips" : " GPUs") +
+                             " " + accelerator_noun(sc.cluster) + "s" +
                              ", and an explicit or torus cluster cannot be resized");
       if (n > per_node && n % per_node != 0)
         throw InputError("command line", 0, 0, "--gpus",
@@ -471,7 +471,7 @@ std::string sweep_text(const SweepResult& r) {
   const workloads::Job& job = r.scenario.jobs[0];
   std::ostringstream o;
   o << "Sweep: " << r.scenario.name << "\n";
-  const char* unit = r.scenario.cluster.is_torus() ? "chip" : "GPU";  // a torus of TPU chips, as plan says
+  const char* unit = accelerator_noun(r.scenario.cluster);
   o << "  model " << job.model.name << " on " << r.gpus << " " << unit << "s (" << r.scenario.cluster.gpu
     << "), global batch " << job.training.global_batch << ", sequence " << job.model.seq_len << ", "
     << (job.parallel.attention != workloads::AttentionKernel::kFlash ? std::string("explicit attention")
@@ -609,7 +609,7 @@ std::string sweep_report(const SweepResult& r, ReportFormat format) {
   ReportDocument doc("clustersim sweep: " + r.scenario.name);
   doc.key_values(
       {{"model", job.model.name},
-       {r.scenario.cluster.is_torus() ? "chips" : "GPUs", std::to_string(r.gpus) + " x " + r.scenario.cluster.gpu},
+       {std::string(accelerator_noun(r.scenario.cluster)) + "s", std::to_string(r.gpus) + " x " + r.scenario.cluster.gpu},
        {"global batch", std::to_string(job.training.global_batch)},
        {"layouts enumerated", std::to_string(r.layouts.size())},
        {"fit in memory", std::to_string(r.valid)},

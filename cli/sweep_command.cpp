@@ -607,14 +607,14 @@ std::string sweep_json(const SweepResult& r) {
 std::string sweep_report(const SweepResult& r, ReportFormat format) {
   const workloads::Job& job = r.scenario.jobs[0];
   ReportDocument doc("clustersim sweep: " + r.scenario.name);
-  doc.key_values(
-      {{"model", job.model.name},
-       {std::string(accelerator_noun(r.scenario.cluster)) + "s", std::to_string(r.gpus) + " x " + r.scenario.cluster.gpu},
-       {"global batch", std::to_string(job.training.global_batch)},
-       {"layouts enumerated", std::to_string(r.layouts.size())},
-       {"fit in memory", std::to_string(r.valid)},
-       {"re-simulated",
-        std::to_string(r.ranked.size()) + " (" + workloads::to_string(r.scenario.fidelity) + " fidelity)"}});
+  doc.key_values({{"model", job.model.name},
+                  {std::string(accelerator_noun(r.scenario.cluster)) + "s",
+                   std::to_string(r.gpus) + " x " + r.scenario.cluster.gpu},
+                  {"global batch", std::to_string(job.training.global_batch)},
+                  {"layouts enumerated", std::to_string(r.layouts.size())},
+                  {"fit in memory", std::to_string(r.valid)},
+                  {"re-simulated",
+                   std::to_string(r.ranked.size()) + " (" + workloads::to_string(r.scenario.fidelity) + " fidelity)"}});
   doc.heading(2, "Ranked layouts");
   ReportTable ranked;
   ranked.header = {"rank", "layout", "iteration time [s]", "analytical [s]", "tokens/s", "MFU [%]",

@@ -393,7 +393,9 @@ TEST_CASE("sweep: a torus of TPU chips is swept in chips, not GPUs") {
   CHECK_MESSAGE(text.find("GPU") == std::string::npos, text);
   CHECK_MESSAGE(md.find("64 x TPUv4") != std::string::npos, md);
   CHECK_MESSAGE(md.find("GPU") == std::string::npos, md);
-  const auto refused = testing::run_clustersim("sweep " + path + " --gpus 8", std::filesystem::temp_directory_path());
+  const auto dir = testing::scratch_dir("sweep-torus");
+  const auto refused = testing::run_clustersim("sweep " + path + " --gpus 8", dir);
   CHECK(refused.status == 2);
   CHECK(refused.err.find("--gpus: 8 differs from the cluster's 64 chips") != std::string::npos);
+  std::filesystem::remove_all(dir);
 }

@@ -611,8 +611,7 @@ FitResult fit_profile(const std::vector<RawInput>& raws, const FitOptions& optio
       const schema::GemmSample& g = r.raw->gemm(i);
       const std::string p = "gemm[" + std::to_string(i) + "]";
       if (g.m() == 0 || g.n() == 0 || g.k() == 0) r.fail(p, "m, n and k must all be >= 1");
-      // cuBLAS takes m, n and k as int (cublasGemmEx): no GEMM measured is larger.
-      if (std::max({g.m(), g.n(), g.k()}) > 2147483647u)
+      if (std::max({g.m(), g.n(), g.k()}) > kMaxGemmDimension)
         r.fail(p, "m, n and k must be at most 2^31 - 1 (cuBLAS's int)");
       const double peak = peak_tflops(gpu, g.dtype());
       if (g.dtype() == schema::GemmSample::FP8 && peak <= 0)
@@ -730,7 +729,7 @@ FitResult fit_profile(const std::vector<RawInput>& raws, const FitOptions& optio
         r.fail(path + ".protocol", "\"" + s.protocol() + "\" is not a protocol; one of LL, LL128, Simple, default");
       const std::uint32_t ranks = s.ranks() ? s.ranks() : p.gpus();
       if (ranks < 2) r.fail(path + ".ranks", "missing (and no provenance.gpus); a collective needs >= 2 ranks");
-      if (s.size_bytes() > (std::uint64_t{1} << 50))  // as logs and `collective --sizes`: no GPU holds more
+      if (s.size_bytes() > kMaxCollectiveBytes)
         r.fail(path + ".size_bytes", std::to_string(s.size_bytes()) + " B is more than 2^50 B (1 PiB)");
       if (s.size_bytes() == 0) {  // nothing ran: a launch, not a sample of the collective
         ++empty_samples;

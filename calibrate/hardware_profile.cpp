@@ -24,7 +24,6 @@ namespace {
 // No hardware quantity in these units (TFLOP/s, GB/s, GiB, microseconds) comes near 1e12; a larger value is a typo
 // whose conversion to base units (x 1e12 or x 2^30) and products with it would leave the finite doubles.
 constexpr double kMaxProfileValue = 1e12;
-constexpr std::uint64_t kMaxGemmDimension = 2147483647;  // INT_MAX: cuBLAS's m, n, k are int
 
 void not_huge(const ParsedText& in, const std::string& path, double value, const std::string& unit) {
   if (value > kMaxProfileValue) {
@@ -111,7 +110,6 @@ std::vector<GemmEfficiencyPoint> to_gemm_table(
     if (e.m() == 0) in.fail(p + ".m", "missing or zero; a GEMM dimension must be >= 1");
     if (e.n() == 0) in.fail(p + ".n", "missing or zero; a GEMM dimension must be >= 1");
     if (e.k() == 0) in.fail(p + ".k", "missing or zero; a GEMM dimension must be >= 1");
-    // cuBLAS takes m, n and k as int (cublasGemmEx): no GEMM it runs is larger.
     for (const auto& [field, dim] : {std::pair<const char*, std::uint64_t>{".m", e.m()}, {".n", e.n()}, {".k", e.k()}})
       if (dim > kMaxGemmDimension)
         in.fail(p + field, std::to_string(dim) + " is larger than 2^31 - 1, the most cuBLAS takes (an int)");

@@ -20,6 +20,10 @@
 
 namespace clustersim::calibrate {
 
+// The largest GEMM dimension (m, n or k) a profile's table or a raw GEMM sample may hold: INT_MAX, as cuBLAS takes
+// m, n and k as int (cublasGemmEx).
+inline constexpr std::uint64_t kMaxGemmDimension = 2147483647;
+
 // The element types GEMMs are measured in (calibrate/raw.proto GemmSample.DataType).
 enum class GemmDtype { kFP16, kBF16, kFP32, kTF32, kFP8 };
 const char* to_string(GemmDtype d);  // "FP16", "BF16", "FP32", "TF32", "FP8"

@@ -231,10 +231,8 @@ class Reader {
       fail(line, t.column,
            std::string(what) + ": \"" + std::string(t.text) + "\" is not a whole number of " +
                (std::string_view(what) == "size" ? "bytes" : "elements"));
-    // Sizes up to 2^50 B (1 PiB), as `collective --sizes` takes: beyond, no GPU holds the buffer, and the
-    // prediction of such a row would fail later on the scenario instead of on this line.
-    constexpr std::uint64_t kMaxSizeBytes = std::uint64_t{1} << 50;
-    if (std::string_view(what) == "size" && v > kMaxSizeBytes)
+    // Refused here: the prediction of such a row would fail later on the scenario instead of on this line.
+    if (std::string_view(what) == "size" && v > kMaxCollectiveBytes)
       fail(line, t.column, "size: " + std::string(t.text) + " B is more than 2^50 B (1 PiB)");
     return v;
   }

@@ -33,6 +33,10 @@
 
 namespace clustersim::calibrate {
 
+// The largest collective size clustersim reads or sweeps, in bytes: 2^50 B (1 PiB), more than any GPU holds. Logs,
+// CSVs and raw files refuse larger rows at their line; `collective --sizes` refuses larger sizes.
+inline constexpr std::uint64_t kMaxCollectiveBytes = std::uint64_t{1} << 50;
+
 struct MeasuredRow {
   int line = 0;                  // where the row is in its file (1-based)
   std::uint64_t size_bytes = 0;  // nccl-tests "size" (bytes)

@@ -399,6 +399,13 @@ std::string enum_values(const pb::EnumDescriptor* e) {
   return out;
 }
 
+// A byte as messages show it: "0x82".
+std::string hex_byte(unsigned char b) {
+  char out[8];
+  std::snprintf(out, sizeof out, "0x%02X", b);
+  return out;
+}
+
 // Keeps the first error protobuf reports; the parser stops there anyway.
 class FirstErrorCollector : public pb::io::ErrorCollector {
  public:
@@ -481,9 +488,7 @@ std::string schema_path(const pb::Descriptor* root, std::string_view indexed) {
   }
   // The tokenizer's own words, which name no cause a reader of a scenario would know, said plainly.
   if (starts_with(message, "Interpreting non ascii codepoint ")) {
-    char hex[8];
-    std::snprintf(hex, sizeof hex, "0x%02X", std::atoi(message.c_str() + 33) & 0xFF);
-    message = "byte " + std::string(hex) +
+    message = "byte " + hex_byte(static_cast<unsigned char>(std::atoi(message.c_str() + 33))) +
               " is not ASCII: outside quoted strings, text format takes ASCII names and numbers only (is this a "
               "text file in UTF-8?)";
   } else if (message == "Invalid control characters encountered in text.") {
@@ -574,9 +579,7 @@ std::optional<std::tuple<int, int, std::string>> json_encoding_error(std::string
     }
     const std::size_t n = utf8_length_at(text, i);
     if (n == 0) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "0x%02X", b);
-      return std::tuple{line, column, "byte " + std::string(hex) + " is not UTF-8, which JSON text must be"};
+      return std::tuple{line, column, "byte " + hex_byte(b) + " is not UTF-8, which JSON text must be"};
     }
     ++column, i += n;
   }
@@ -784,9 +787,7 @@ void check_field_values(const pb::Message& message, const std::string& prefix, c
         if (const std::size_t nul = v.find('\0'); nul != std::string::npos)
           parsed.fail(path, "contains a NUL character (at byte " + std::to_string(nul) + " of the string)");
         if (const std::size_t bad = invalid_utf8_at(v); bad != std::string::npos) {
-          char hex[8];
-          std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned char>(v[bad]));
-          parsed.fail(path, std::string("is not UTF-8 text (byte ") + hex + " at byte " + std::to_string(bad) +
+          parsed.fail(path, "is not UTF-8 text (byte " + hex_byte(static_cast<unsigned char>(v[bad])) + " at byte " + std::to_string(bad) +
                                 " of the string)");
         }
       } else if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_ENUM) {

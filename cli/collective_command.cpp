@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "calibrate/fit.h"
+#include "calibrate/nccl_tests_log.h"
 #include "cli/command_line.h"
 #include "cli/report.h"
 #include "sim/input_error.h"
@@ -106,8 +107,7 @@ std::uint64_t parse_size(const std::string& text, const std::string& whole) {
   if (i != text.size()) fail_option("--sizes", bad);
   // 1 PiB: far beyond any GPU's memory, and below the sizes (2^59 B and more) whose times overflow the
   // simulator's clock.
-  constexpr std::uint64_t kMaxBytes = 1ull << 50;
-  if (value > kMaxBytes / unit) fail_option("--sizes", "\"" + whole + "\" is too large: at most 1024T (2^50 bytes)");
+  if (value > calibrate::kMaxCollectiveBytes / unit) fail_option("--sizes", "\"" + whole + "\" is too large: at most 1024T (2^50 bytes)");
   return value * unit;
 }
 

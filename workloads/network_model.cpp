@@ -624,7 +624,7 @@ void NetworkModel::run(const CollectivePlan& plan, const CollectiveRequest& req,
             } else {
               append_route(into, gpus[i], gpus[j], i, 1, &route);
             }
-            for (std::size_t k = 0; k < pair.links.size(); ++k) {
+            for (std::size_t k = 0; adaptive && k < pair.links.size(); ++k) {  // shares are > 0: 0 is untouched
               const std::uint32_t l = pair.links[k].index;
               if (load[l] == 0.0) touched.push_back(l);
               load[l] += pair.shares.empty() ? 1.0 : pair.shares[k];

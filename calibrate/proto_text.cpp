@@ -787,8 +787,8 @@ void check_field_values(const pb::Message& message, const std::string& prefix, c
         if (const std::size_t nul = v.find('\0'); nul != std::string::npos)
           parsed.fail(path, "contains a NUL character (at byte " + std::to_string(nul) + " of the string)");
         if (const std::size_t bad = invalid_utf8_at(v); bad != std::string::npos) {
-          parsed.fail(path, "is not UTF-8 text (byte " + hex_byte(static_cast<unsigned char>(v[bad])) + " at byte " + std::to_string(bad) +
-                                " of the string)");
+          parsed.fail(path, "is not UTF-8 text (byte " + hex_byte(static_cast<unsigned char>(v[bad])) + " at byte " +
+                                std::to_string(bad) + " of the string)");
         }
       } else if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_ENUM) {
         const int v = f->is_repeated() ? r->GetRepeatedEnumValue(message, f, i) : r->GetEnumValue(message, f);

@@ -107,7 +107,8 @@ std::uint64_t parse_size(const std::string& text, const std::string& whole) {
   if (i != text.size()) fail_option("--sizes", bad);
   // 1 PiB: far beyond any GPU's memory, and below the sizes (2^59 B and more) whose times overflow the
   // simulator's clock.
-  if (value > calibrate::kMaxCollectiveBytes / unit) fail_option("--sizes", "\"" + whole + "\" is too large: at most 1024T (2^50 bytes)");
+  if (value > calibrate::kMaxCollectiveBytes / unit)
+    fail_option("--sizes", "\"" + whole + "\" is too large: at most 1024T (2^50 bytes)");
   return value * unit;
 }
 

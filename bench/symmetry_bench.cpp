@@ -1,8 +1,8 @@
 // Symmetry-reduction benchmark (not a test): wall time, events/s and peak memory of one iteration of
-// GPT-3 175B on 1,024 A100 (128 DGX A100, rail-optimised fat-tree; tp 8, pp 16, dp 8, 1F1B, micro-batch 1,
-// global batch 1536 = 192 micro-batches, full recomputation) at ANALYTICAL fidelity, with the data-parallel
-// replicas simulated once and mirrored (reduced) and all of them simulated (full). Each run is a child
-// process, so that its peak resident memory is its own.
+// GPT-3 175B on 1,024 A100 (128 DGX A100, non-blocking three-level Clos as Selene's; tp 8, pp 16, dp 8, 1F1B,
+// micro-batch 1, global batch 1536 = 192 micro-batches, full recomputation) at ANALYTICAL fidelity, with the
+// data-parallel replicas simulated once and tensor ranks 2-7 mirrored from rank 1 (reduced: 32 GPUs) and every
+// GPU simulated (full). Each run is a child process, so that its peak resident memory is its own.
 //   build-sym/bench/clustersim_bench_symmetry [--mode both|reduced|full] [--pp 16 --dp 8]
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -27,7 +27,7 @@ workloads::Scenario gpt3_175b(std::uint32_t pp, std::uint32_t dp) {
   const std::string text =
       "name: \"GPT-3 175B on " + std::to_string(gpus) + " A100\"\n"
       "cluster { node_preset: \"dgx-a100\" nodes: " + std::to_string(gpus / 8) +
-      " fabric { kind: RAIL_OPTIMIZED_FAT_TREE oversubscription: 1.0 } }\n"
+      " fabric { kind: CLOS_THREE_LEVEL oversubscription: 1.0 } }\n"
       "profile: \"a100-sxm4-80gb\"\n"
       "fidelity: ANALYTICAL\n"
       "model { preset: \"gpt3-175b\" }\n"

@@ -599,13 +599,13 @@ std::vector<std::uint32_t> timeline_gpus(const workloads::Scenario& sc) {
     std::vector<std::uint32_t> picked;
     const workloads::ParallelPlan& p = job.parallel;
     // Where the simulation may stand one data-parallel replica for all, the GPUs come from replica 0, which is
-    // always simulated.
+    // always simulated, and of its TP groups tensor ranks 0 and 1 (rank 1 may stand for the others).
     const bool may_reduce = workloads::symmetry_may_apply(sc) && p.gpus() == ranks;
     if (may_reduce && p.pp == 1) {
       const workloads::RankLayout layout(p.tp, p.dp, p.pp, p.rank_order, p.cp, p.ep);
-      const std::uint32_t n = std::min<std::uint32_t>(p.tp, kPerJob);
+      const std::uint32_t n = std::min<std::uint32_t>({p.tp, 2, kPerJob});
       for (std::uint32_t i = 0; i < n; ++i)
-        picked.push_back(job.gpus[layout.rank({n == 1 ? 0 : i * (p.tp - 1) / (n - 1), 0, 0})]);
+        picked.push_back(job.gpus[layout.rank({i, 0, 0})]);
     } else if (p.megatron() && p.pp > 1 && p.gpus() == ranks) {
       const workloads::RankLayout layout(p.tp, p.dp, p.pp, p.rank_order, p.cp, p.ep);
       const std::uint32_t n = std::min<std::uint32_t>(p.pp, kPerJob);

@@ -391,13 +391,19 @@ std::string summary_text(const workloads::Scenario& sc, const workloads::Scenari
     << "\n";
   if (result.symmetry_reduced && sc.jobs.size() == 1) {
     const workloads::IterationResult& r = result.jobs[0];
-    const std::uint32_t dp = sc.jobs[0].parallel.dp;
-    o << "  symmetry   simulated " << r.simulated_ranks << " of " << sc.jobs[0].gpus.size() << " GPUs: the " << dp
-      << " data-parallel replicas are "
-      << (r.simulated_replicas == 1 ? std::string("identical")
-                                    : std::to_string(dp / r.simulated_replicas) + " identical EP groups of " +
-                                          std::to_string(r.simulated_replicas))
-      << " (" << workloads::to_string(sc.fidelity) << " fidelity)\n";
+    const std::uint32_t dp = sc.jobs[0].parallel.dp, tp = sc.jobs[0].parallel.tp;
+    std::vector<std::string> why;
+    if (r.simulated_replicas != dp)
+      why.push_back("the " + std::to_string(dp) + " data-parallel replicas are " +
+                    (r.simulated_replicas == 1 ? std::string("identical")
+                                               : std::to_string(dp / r.simulated_replicas) + " identical EP groups of " +
+                                                     std::to_string(r.simulated_replicas)));
+    if (r.simulated_tensor_ranks != tp)
+      why.push_back("tensor ranks " + std::to_string(r.simulated_tensor_ranks - 1) + "-" + std::to_string(tp - 1) +
+                    " of each TP group run alike");
+    o << "  symmetry   simulated " << r.simulated_ranks << " of " << sc.jobs[0].gpus.size() << " GPUs: " << why[0]
+      << (why.size() > 1 ? " and " + why[1] : std::string()) << " (" << workloads::to_string(sc.fidelity)
+      << " fidelity)\n";
   }
   const bool several = sc.jobs.size() > 1;
   if (several) o << "  jobs       " << sc.jobs.size() << ", sharing the cluster's fabric\n";

@@ -28,7 +28,7 @@ int run_command(const std::vector<std::string>& args, std::ostream& out) {
                                                   "write the results as JSON")(
       "trace", po::value<std::string>()->value_name("FILE"),
       "write the timeline as Chrome trace-event JSON (open in https://ui.perfetto.dev); with the symmetry "
-      "reduction, the simulated replica's GPUs (--no-symmetry: all)")(
+      "reduction, the simulated GPUs: replica 0's, tensor ranks 0 and 1 of each TP group (--no-symmetry: all)")(
       "trace-gpus", po::value<std::string>()->value_name("LIST"),
       "keep only these GPUs' events in --trace, e.g. 0-7,64 (a large run's trace outgrows what Perfetto's web UI "
       "loads, about 2 GB)")(
@@ -38,8 +38,9 @@ int run_command(const std::vector<std::string>& args, std::ostream& out) {
       "resolved", po::value<std::string>()->value_name("FILE"),
       "write the scenario with every default filled in (text format)")(
       "no-symmetry",
-      "simulate every data-parallel replica even where they are provably identical (by default, at "
-      "ANALYTICAL fidelity, one replica stands for all when nothing breaks the symmetry)")(
+      "simulate every GPU even where replicas or tensor ranks are provably identical (by default, at "
+      "ANALYTICAL fidelity, one replica stands for all, and tensor rank 1 for ranks 2 and up, when nothing "
+      "breaks the symmetry)")(
       "report", po::value<std::string>()->value_name("FILE"),
       "write a report: FILE.html (one self-contained file: configuration, time breakdown per job and stage, "
       "memory against capacity, a timeline excerpt, busiest links) or FILE.md (Markdown, the same tables)");
@@ -86,7 +87,7 @@ int run_command(const std::vector<std::string>& args, std::ostream& out) {
   if (vm.count("trace-gpus") && trace.event_count() == 0)
     throw InputError("command line", 0, 0, "--trace-gpus",
                      "none of these GPUs ran a simulated task (with the symmetry reduction only data-parallel replica "
-                     "0's GPUs are simulated; --no-symmetry simulates every GPU)");
+                     "0's GPUs of tensor ranks 0 and 1 are simulated; --no-symmetry simulates every GPU)");
   out << summary_text(scenario, result);
   if (vm.count("json")) write_file_atomically(vm["json"].as<std::string>(), result_json(scenario, result));
   if (vm.count("trace")) {

@@ -187,17 +187,22 @@ ScenarioResult simulate(const Scenario& sc, const std::vector<sim::TraceSink*>& 
   std::vector<JobGraph> job_graphs;
   // Replicas simulated per job (dp: all). Exact only where collectives are closed-form, nothing else shares
   // the cluster and every GPU and link is as its counterparts.
-  std::vector<std::uint32_t> replicas;
-  for (const Job& job : sc.jobs) replicas.push_back(job.parallel.dp);
+  std::vector<std::uint32_t> replicas, tensor_ranks;
+  for (const Job& job : sc.jobs) {
+    replicas.push_back(job.parallel.dp);
+    tensor_ranks.push_back(job.parallel.tp);
+  }
   // Trace sinks see the simulated replicas' tasks only (a trace or report timeline of the other replicas would
   // repeat them); Symmetry::kOff simulates, and so traces, every GPU.
-  if (symmetry == Symmetry::kAuto && symmetry_may_apply(sc))
+  if (symmetry == Symmetry::kAuto && symmetry_may_apply(sc)) {
     replicas[0] = megatron_simulated_replicas(sc, sc.jobs[0], collectives.model());
+    tensor_ranks[0] = megatron_simulated_tensor_ranks(sc, sc.jobs[0], collectives.model(), replicas[0]);
+  }
   for (std::size_t j = 0; j < sc.jobs.size(); ++j) {
     const Job& job = sc.jobs[j];
     switch (job.parallel.effective_framework()) {
       case Framework::kMegatron:
-        job_graphs.push_back(build_megatron_job(sc, job, graph, collectives, replicas[j]));
+        job_graphs.push_back(build_megatron_job(sc, job, graph, collectives, replicas[j], tensor_ranks[j]));
         break;
       case Framework::kFsdp:
       case Framework::kDeepSpeed: job_graphs.push_back(build_zero_job(sc, job, graph, collectives)); break;
@@ -245,18 +250,21 @@ ScenarioResult simulate(const Scenario& sc, const std::vector<sim::TraceSink*>& 
     for (sim::TaskId t : it.step_end_task) end = std::max(end, executor.end_time(t));
     r.iteration_time = sim::to_seconds(end);
     const auto ranks = static_cast<std::uint32_t>(job.gpus.size());
-    const bool reduced = replicas[j] != job.parallel.dp;
-    r.simulated_replicas = reduced ? replicas[j] : job.parallel.dp;
-    r.simulated_ranks = reduced ? ranks / job.parallel.dp * replicas[j] : ranks;
+    const bool reduced = replicas[j] != job.parallel.dp || tensor_ranks[j] != job.parallel.tp;
+    r.simulated_replicas = replicas[j];
+    r.simulated_tensor_ranks = tensor_ranks[j];
+    r.simulated_ranks = reduced ? ranks / (job.parallel.dp * job.parallel.tp) * replicas[j] * tensor_ranks[j] : ranks;
     out.symmetry_reduced = out.symmetry_reduced || reduced;
     out.simulated_gpus += r.simulated_ranks;
     std::vector<std::uint32_t> mirror;  // rank → the simulated rank it copies
     if (reduced)
-      for (std::uint32_t rank = 0; rank < ranks; ++rank) mirror.push_back(megatron_mirror_rank(job, replicas[j], rank));
+      for (std::uint32_t rank = 0; rank < ranks; ++rank)
+        mirror.push_back(megatron_mirror_rank(job, replicas[j], rank, tensor_ranks[j]));
     std::uint32_t worst = 0;
     for (std::uint32_t rank = 0; rank < ranks; ++rank) {
       if (reduced && mirror[rank] != rank) {
-        // Ranks are visited in order and a mirror is in an earlier replica: its breakdown is there already.
+        // Ranks are visited in order and a mirror has no higher coordinate, so a lower rank: its breakdown is
+        // there already.
         r.per_gpu.push_back(r.per_gpu[mirror[rank]]);
         if (r.per_gpu.back().exposed_comm > r.per_gpu[worst].exposed_comm) worst = rank;
         continue;

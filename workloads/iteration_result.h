@@ -81,10 +81,11 @@ struct IterationResult {
   std::vector<Bytes> stage_peak_memory;
   std::uint32_t memory_stage = 0;
   TrainingTime training;
-  // Symmetry reduction: the ranks the simulation ran (the others copy them) and how many data-parallel
-  // replicas they form; simulated_ranks = the job's ranks when it was not applied.
+  // Symmetry reduction: the ranks the simulation ran (the others copy them), how many data-parallel replicas
+  // and tensor ranks of each TP group they form; the job's ranks, dp and tp when it was not applied.
   std::uint32_t simulated_ranks = 0;
   std::uint32_t simulated_replicas = 0;
+  std::uint32_t simulated_tensor_ranks = 0;
 };
 
 // Every job of a scenario simulated together (they share the cluster's links).
@@ -94,16 +95,17 @@ struct ScenarioResult {
   std::vector<LinkUsage> links;          // FLOW fidelity: links that carried traffic, busiest first
   std::uint64_t events = 0;
   std::size_t tasks = 0;
-  bool symmetry_reduced = false;         // some job simulated only part of its data-parallel replicas
+  bool symmetry_reduced = false;         // some job simulated only part of its replicas or tensor ranks
   std::uint32_t simulated_gpus = 0;      // GPUs whose tasks were simulated, over every job
 };
 
 // Symmetry reduction (DESIGN.md §4; megatron_graph.h). kAuto applies it where it is exact: ANALYTICAL
 // fidelity, one job, a Megatron layout, no slow GPUs, no link faults (symmetry_may_apply), and
 // megatron_simulated_replicas() proves the replicas identical. Then only the first data-parallel replica (the
-// first EP group of replicas with ep > 1) is simulated, and trace sinks see its tasks only; every other rank's
-// breakdown is copied from the rank of equal tensor, context and pipeline coordinate there; memory, throughput
-// and MFU are the whole job's. The DDP, ZeRO/FSDP, DataParallel and Horovod graphs are always simulated whole.
+// first EP group of replicas with ep > 1) is simulated, and with tp > 2 only tensor ranks 0 and 1 of it where
+// megatron_simulated_tensor_ranks() proves ranks 2 … tp − 1 run as rank 1; trace sinks see their tasks only;
+// every other rank's breakdown is copied from its mirror (megatron_mirror_rank); memory, throughput and MFU
+// are the whole job's. The DDP, ZeRO/FSDP, DataParallel and Horovod graphs are always simulated whole.
 enum class Symmetry { kAuto, kOff };
 
 // The scenario-wide conditions of the reduction (everything but the proof per job): where they hold, data-parallel

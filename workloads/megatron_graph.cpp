@@ -5,6 +5,7 @@
 #include <cassert>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -263,6 +264,27 @@ Messages messages_of(const Job& job) {
   return out;
 }
 
+// The ops and syncs of every virtual stage for one direction, per load variant (0: the busiest EP rank's, 1:
+// the others'; they differ in FLOPs only).
+std::array<std::vector<StageOps>, 2> all_stage_ops(const Job& job, const Messages& msg, bool forward) {
+  const std::uint32_t virtual_stages = job.parallel.pp * job.parallel.vp;
+  const std::uint32_t layers_per_chunk = job.model.layers / virtual_stages;
+  std::array<std::vector<StageOps>, 2> out;
+  for (int variant = 0; variant < 2; ++variant) {
+    out[variant].resize(virtual_stages);
+    for (std::uint32_t vs = 0; vs < virtual_stages; ++vs) {
+      OpConfig c = msg.config;
+      c.expert_load = variant == 0 ? msg.load.busiest_rank : msg.load.other_rank;
+      c.first_layer = vs * layers_per_chunk;
+      c.layer_count = layers_per_chunk;
+      c.embedding = vs == 0;
+      c.head = vs + 1 == virtual_stages;
+      out[variant][vs] = stage_ops(job.model, c, forward);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::uint32_t> input_readers(const RankLayout& layout, const ParallelPlan& par, std::uint32_t replicas) {
@@ -275,30 +297,65 @@ std::vector<std::uint32_t> input_readers(const RankLayout& layout, const Paralle
   return readers;
 }
 
-std::uint32_t megatron_mirror_rank(const Job& job, std::uint32_t replicas, std::uint32_t rank) {
+std::uint32_t megatron_mirror_rank(const Job& job, std::uint32_t replicas, std::uint32_t rank,
+                                   std::uint32_t tensor_ranks) {
   const ParallelPlan& par = job.parallel;
   const RankLayout layout(par.tp, par.dp, par.pp, par.rank_order, par.cp, par.ep);
   RankCoord c = layout.coord(rank);
   c.dp %= replicas;
+  if (tensor_ranks != 0) c.tp = std::min(c.tp, tensor_ranks - 1);
   return layout.rank(c);
 }
 
-std::uint32_t megatron_simulated_replicas(const Scenario& sc, const Job& job, const CollectiveModel& model) {
+namespace {
+
+// Every (op, size) a data-parallel collective of `stage` may take, dense (`experts` false) or routed-expert
+// parameters: the gradient reductions with and without bucketing, the parameter all-gathers per bucket and per
+// chunk (a superset of what build_megatron_job adds for the job's options, from the same bucket lists).
+std::set<std::pair<CollectiveOp, double>> dp_messages(const Job& job, const Messages& msg,
+                                                     const std::vector<StageOps>& bwd, std::uint32_t stage,
+                                                     bool experts) {
   const ParallelPlan& par = job.parallel;
-  const std::uint32_t keep = par.ep;  // whole EP groups (ep = 1: one replica)
-  if (!par.megatron() || keep >= par.dp || par.dp % keep != 0) return par.dp;
+  const bool split = par.ep > 1 && job.model.is_moe();
+  const CollectiveOp grad_op = par.distributed_optimizer ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;
+  const Bytes cap = megatron_bucket_bytes(par, msg.gradient_bytes);
+  const double element = element_bytes(job.training.precision);
+  std::set<std::pair<CollectiveOp, double>> out;
+  for (std::uint32_t c = 0; c < par.vp; ++c) {
+    const StageOps& so = bwd[c * par.pp + stage];
+    for (bool overlap : {false, true})
+      for (const GradientBucket& b : gradient_buckets(so.ops, experts, split, overlap, msg.gradient_bytes, cap)) {
+        out.insert({grad_op, b.size.raw()});
+        out.insert({CollectiveOp::kAllGather, bytes(b.parameters * element).raw()});
+      }
+    const double params = !split ? so.parameters : experts ? so.expert_parameters : so.parameters - so.expert_parameters;
+    out.insert({CollectiveOp::kAllGather, bytes(params * element).raw()});
+  }
+  return out;
+}
+
+// Whether the ranks outside data-parallel replicas [0, keep) and tensor ranks [0, tensor_ranks) run exactly as
+// their mirrors (megatron_mirror_rank) do: equal compute speed, loaders serving as many readers, and every
+// communicator a simulated rank does not take part in timed as its mirror's, planned with the graph's message
+// sizes. With tensor_ranks < tp the data-parallel groups of the unsimulated tensor ranks are such communicators
+// too (with every tensor rank simulated, each DP group has a simulated member and runs over all of its GPUs).
+bool mirrors_exact(const Scenario& sc, const Job& job, const CollectiveModel& model, std::uint32_t keep,
+                   std::uint32_t tensor_ranks) {
+  const ParallelPlan& par = job.parallel;
   const RankLayout layout(par.tp, par.dp, par.pp, par.rank_order, par.cp, par.ep);
   const std::uint32_t ranks = layout.size();
-  if (ranks != job.gpus.size()) return par.dp;
+  if (ranks != job.gpus.size()) return false;
   const std::uint32_t t = par.tp, p = par.pp, cp = par.cp, v = par.vp;
   auto mirror = [&](RankCoord c) {
     c.dp %= keep;
+    c.tp = std::min(c.tp, tensor_ranks - 1);
     return c;
   };
+  auto simulated = [&](const RankCoord& c) { return c.dp < keep && c.tp < tensor_ranks; };
   for (std::uint32_t r = 0; r < ranks; ++r)
     if (sc.cluster.compute_slowdown(job.gpus[r]) !=
         sc.cluster.compute_slowdown(job.gpus[layout.rank(mirror(layout.coord(r)))]))
-      return par.dp;
+      return false;
 
   // Loaders: a node's loader serves the readers on it (input_pipeline.h). Every rank's node must serve as many
   // readers as its mirror's, and a simulated rank's node none beyond the simulated replicas'.
@@ -314,8 +371,8 @@ std::uint32_t megatron_simulated_replicas(const Scenario& sc, const Job& job, co
       const RankCoord c = layout.coord(r);
       const std::uint32_t node = sc.cluster.node_of(job.gpus[r]);
       const std::uint32_t mirror_node = sc.cluster.node_of(job.gpus[layout.rank(mirror(c))]);
-      if (count(full, node) != count(full, mirror_node)) return par.dp;
-      if (c.dp < keep && count(full, node) != count(reduced, node)) return par.dp;
+      if (count(full, node) != count(full, mirror_node)) return false;
+      if (simulated(c) && count(full, node) != count(reduced, node)) return false;
     }
   }
 
@@ -329,13 +386,13 @@ std::uint32_t megatron_simulated_replicas(const Scenario& sc, const Job& job, co
     return model.plan(CollectiveRequest{op, std::move(gpus), size, 0}).time.raw();
   };
   int check = 0;
-  // True when the communicator `members_of(c)` of every coordinate c of replicas ≥ keep is timed as its
-  // mirror's; `members_of` returns an empty list where c does not name one (a group is named once).
+  // True when the communicator `members_of(c)` of every unsimulated coordinate c is timed as its mirror's;
+  // `members_of` returns an empty list where c does not name one (a group is named once).
   auto same = [&](CollectiveOp op, Bytes size, auto members_of) {
     const int id = check++;
     for (std::uint32_t r = 0; r < ranks; ++r) {
       const RankCoord c = layout.coord(r);
-      if (c.dp < keep) continue;
+      if (simulated(c)) continue;
       const std::vector<RankCoord> mine = members_of(c);
       if (mine.size() < 2) continue;
       const RankCoord m = mirror(c);
@@ -372,6 +429,37 @@ std::uint32_t megatron_simulated_replicas(const Scenario& sc, const Job& job, co
     if (c.pp != 0) return std::vector<RankCoord>{};
     return std::vector<RankCoord>{c, {c.tp, c.dp, p - 1, c.cp}};
   };
+  // The data-parallel groups of the unsimulated tensor ranks (named by their member of data-parallel and
+  // context rank 0; expert groups by their EP rank's), against tensor rank tensor_ranks − 1's, message by message.
+  auto dp_groups_same = [&]() {
+    if (tensor_ranks >= t) return true;
+    const std::array<std::vector<StageOps>, 2> bwd = all_stage_ops(job, msg, false);
+    const bool split = par.ep > 1 && job.model.is_moe();
+    auto coords = [&](const std::vector<std::uint32_t>& group) {
+      std::vector<RankCoord> out;
+      for (std::uint32_t r : group) out.push_back(layout.coord(r));
+      return out;
+    };
+    for (std::uint32_t s = 0; s < p; ++s)
+      for (bool experts : {false, true}) {
+        if (experts && !split) continue;
+        const auto messages = dp_messages(job, msg, bwd[0], s, experts);
+        for (std::uint32_t k = 0; k < (experts ? par.ep : 1u); ++k) {
+          auto group_of = [&](std::uint32_t tr) {
+            const std::uint32_t r = layout.rank({tr, k, s, 0});
+            return coords(experts ? layout.expert_data_group(r) : layout.data_context_group(r));
+          };
+          const std::vector<RankCoord> theirs = group_of(tensor_ranks - 1);
+          if (theirs.size() < 2) continue;
+          for (std::uint32_t tr = tensor_ranks; tr < t; ++tr) {
+            const std::vector<RankCoord> mine = group_of(tr);
+            for (const auto& [op, size] : messages)
+              if (time_of(op, mine, bytes(size)) != time_of(op, theirs, bytes(size))) return false;
+          }
+        }
+      }
+    return true;
+  };
   try {
     bool ok = true;
     if (t > 1 && par.sequence_parallel)
@@ -386,51 +474,59 @@ std::uint32_t megatron_simulated_replicas(const Scenario& sc, const Job& job, co
     if (par.ep > 1 && job.model.is_moe()) ok = ok && same(CollectiveOp::kAllToAll, msg.a2a, ep_group);
     if (p > 1 && job.model.tied_embeddings)
       ok = ok && same(CollectiveOp::kAllReduce, msg.embedding_grads, embedding_pair);
-    return ok ? keep : par.dp;
+    return ok && dp_groups_same();
   } catch (const InputError&) {
-    return par.dp;  // e.g. a forced algorithm this communicator cannot run: the full build says so
+    return false;  // e.g. a forced algorithm this communicator cannot run: the full build says so
   }
 }
 
+}  // namespace
+
+std::uint32_t megatron_simulated_replicas(const Scenario& sc, const Job& job, const CollectiveModel& model) {
+  const ParallelPlan& par = job.parallel;
+  const std::uint32_t keep = par.ep;  // whole EP groups (ep = 1: one replica)
+  if (!par.megatron() || keep >= par.dp || par.dp % keep != 0) return par.dp;
+  return mirrors_exact(sc, job, model, keep, par.tp) ? keep : par.dp;
+}
+
+std::uint32_t megatron_simulated_tensor_ranks(const Scenario& sc, const Job& job, const CollectiveModel& model,
+                                              std::uint32_t replicas) {
+  const ParallelPlan& par = job.parallel;
+  // Tensor rank 0 reads the input (get_batch broadcasts it), so it is kept; rank 1 stands for the others.
+  constexpr std::uint32_t kKept = 2;
+  if (!par.megatron() || par.tp <= kKept) return par.tp;
+  return mirrors_exact(sc, job, model, replicas, kKept) ? kKept : par.tp;
+}
+
 JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& graph, CollectiveEngine& collectives,
-                            std::uint32_t replicas) {
+                            std::uint32_t replicas, std::uint32_t tensor_ranks) {
   const ParallelPlan& par = job.parallel;
   const RankLayout layout(par.tp, par.dp, par.pp, par.rank_order, par.cp, par.ep);
   const std::uint32_t ranks = layout.size();
   if (replicas == 0) replicas = par.dp;
   assert(replicas % par.ep == 0 && par.dp % replicas == 0 && "simulate whole EP groups of replicas");
-  // Ranks of replicas [0, replicas) are simulated; the DP reductions list every member, lanes for these.
+  if (tensor_ranks == 0) tensor_ranks = par.tp;
+  assert(tensor_ranks <= par.tp && tensor_ranks > 0);
+  // Ranks of replicas [0, replicas) and tensor ranks [0, tk) are simulated; the DP reductions and the TP
+  // collectives list every member, lanes for these.
   std::vector<bool> simulated(ranks);
-  for (std::uint32_t r = 0; r < ranks; ++r) simulated[r] = layout.coord(r).dp < replicas;
-  const std::uint32_t t = par.tp, p = par.pp, v = par.vp, m = par.grad_accum, cp = par.cp, ep = par.ep;
+  for (std::uint32_t r = 0; r < ranks; ++r) {
+    const RankCoord c = layout.coord(r);
+    simulated[r] = c.dp < replicas && c.tp < tensor_ranks;
+  }
+  const std::uint32_t t = par.tp, tk = tensor_ranks, p = par.pp, v = par.vp, m = par.grad_accum, cp = par.cp,
+                      ep = par.ep;
   const Precision prec = job.training.precision;
   const std::uint32_t virtual_stages = p * v;
-  const std::uint32_t layers_per_chunk = job.model.layers / virtual_stages;
   const Messages msg = messages_of(job);
   const Bytes activation = msg.activation;
   const Bytes tp_message = activation;  // AllReduce, or RS/AG with SP: the total buffer is b·s·h either way
   const Bytes pp_message = msg.pp;
   const double gradient_bytes = msg.gradient_bytes;
   const Bytes bucket_cap = megatron_bucket_bytes(par, gradient_bytes);
-  const ExpertLoad load = msg.load;
 
   // Per virtual stage and load variant: ops and syncs, forward and backward.
-  std::array<std::vector<StageOps>, 2> fwd, bwd;
-  const OpConfig oc = msg.config;
-  for (int variant = 0; variant < 2; ++variant) {
-    fwd[variant].resize(virtual_stages);
-    bwd[variant].resize(virtual_stages);
-    for (std::uint32_t vs = 0; vs < virtual_stages; ++vs) {
-      OpConfig c = oc;
-      c.expert_load = variant == 0 ? load.busiest_rank : load.other_rank;
-      c.first_layer = vs * layers_per_chunk;
-      c.layer_count = layers_per_chunk;
-      c.embedding = vs == 0;
-      c.head = vs + 1 == virtual_stages;
-      fwd[variant][vs] = stage_ops(job.model, c, true);
-      bwd[variant][vs] = stage_ops(job.model, c, false);
-    }
-  }
+  const std::array<std::vector<StageOps>, 2> fwd = all_stage_ops(job, msg, true), bwd = all_stage_ops(job, msg, false);
   const Bytes a2a_message = msg.a2a;
   const Bytes kv_message = msg.kv;
 
@@ -511,12 +607,12 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
       std::vector<RankCoord> coord;
       for (std::uint32_t e = 0; e < ep; ++e)
         for (std::uint32_t c = 0; c < cp; ++c)
-          for (std::uint32_t tr = 0; tr < t; ++tr) {
+          for (std::uint32_t tr = 0; tr < tk; ++tr) {
             coord.push_back({tr, block * ep + e, stage, c});
             group.push_back(layout.rank(coord.back()));
           }
       const std::size_t n = group.size();
-      auto member = [&](std::uint32_t tr, std::uint32_t e, std::uint32_t c) { return (e * cp + c) * t + tr; };
+      auto member = [&](std::uint32_t tr, std::uint32_t e, std::uint32_t c) { return (e * cp + c) * tk + tr; };
       std::vector<int> variant(n);
       for (std::size_t g = 0; g < n; ++g) variant[g] = coord[g].dp % ep == 0 ? 0 : 1;
       auto gpus_of = [&](const std::vector<std::size_t>& members) {
@@ -524,14 +620,21 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
         for (std::size_t g : members) out.push_back(job.gpus[group[g]]);
         return out;
       };
+      // Every GPU of the TP group whose simulated members are `members` (the unsimulated tensor ranks too).
+      auto tp_gpus = [&](const std::vector<std::size_t>& members) {
+        const RankCoord& c = coord[members.front()];
+        std::vector<std::uint32_t> out;
+        for (std::uint32_t tr = 0; tr < t; ++tr) out.push_back(job.gpus[layout.rank({tr, c.dp, c.pp, c.cp})]);
+        return out;
+      };
       std::vector<std::vector<std::size_t>> tp_groups, ep_groups;  // member indices
       for (std::uint32_t e = 0; e < ep; ++e)
         for (std::uint32_t c = 0; c < cp; ++c) {
           tp_groups.emplace_back();
-          for (std::uint32_t tr = 0; tr < t; ++tr) tp_groups.back().push_back(member(tr, e, c));
+          for (std::uint32_t tr = 0; tr < tk; ++tr) tp_groups.back().push_back(member(tr, e, c));
         }
       for (std::uint32_t c = 0; c < cp; ++c)
-        for (std::uint32_t tr = 0; tr < t; ++tr) {
+        for (std::uint32_t tr = 0; tr < tk; ++tr) {
           ep_groups.emplace_back();
           for (std::uint32_t e = 0; e < ep; ++e) ep_groups.back().push_back(member(tr, e, c));
         }
@@ -574,7 +677,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
               for (sim::TaskId d : deps_of(g)) deps.push_back(d);
             }
             const sim::TaskId collective =
-                collectives.add(graph, name, kCategoryTpComm, CollectiveRequest{op, gpus_of(tg), size, 0}, lanes, deps);
+                collectives.add(graph, name, kCategoryTpComm, CollectiveRequest{op, tp_gpus(tg), size, 0}, lanes, deps);
             for (std::size_t g : tg) {
               waited(g, collective);
               if (host) it.host.issue(group[g], collective, kCollectiveKernels, false);
@@ -598,7 +701,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
             }
             const sim::TaskId collective =
                 collectives.add(graph, name, kCategoryTpComm,
-                                CollectiveRequest{op, gpus_of(tg), size.raw() > 0 ? size : tp_message, 0}, lanes, deps);
+                                CollectiveRequest{op, tp_gpus(tg), size.raw() > 0 ? size : tp_message, 0}, lanes, deps);
             if (host)
               for (std::size_t g : tg) it.host.issue(group[g], collective, kCollectiveKernels);
           }
@@ -611,7 +714,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
             for (std::size_t g : tg) lanes.push_back(it.compute_stream[group[g]]);
             const sim::TaskId gather =
                 collectives.add(graph, forward ? "allgather.pp_activation" : "allgather.pp_gradient", kCategoryPpComm,
-                                CollectiveRequest{CollectiveOp::kAllGather, gpus_of(tg), activation, 0}, lanes, {});
+                                CollectiveRequest{CollectiveOp::kAllGather, tp_gpus(tg), activation, 0}, lanes, {});
             gather_task[{forward, step.micro_batch, vs, coord[tg[0]].dp, coord[tg[0]].cp}] = gather;
             if (host)
               for (std::size_t g : tg) it.host.issue(group[g], gather, kCollectiveKernels);
@@ -715,7 +818,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
                 const Bytes size = variant[tg[0]] == 0 ? msg.expert_tp_busiest : msg.expert_tp_other;
                 const sim::TaskId collective =
                     collectives.add(graph, std::string(to_string(sync.op)) + ".tp.moe", kCategoryTpComm,
-                                    CollectiveRequest{sync.op, gpus_of(tg), size, 0}, lanes, deps);
+                                    CollectiveRequest{sync.op, tp_gpus(tg), size, 0}, lanes, deps);
                 for (std::size_t g : tg) {
                   expert_tp[g] = collective;
                   if (host) it.host.issue(group[g], collective, kCollectiveKernels);
@@ -841,7 +944,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
   if (p > 1) {
     for (std::uint32_t d = 0; d < replicas; ++d)
       for (std::uint32_t c = 0; c < cp; ++c)
-        for (std::uint32_t tr = 0; tr < t; ++tr)
+        for (std::uint32_t tr = 0; tr < tk; ++tr)
           for (std::uint32_t s = 0; s < p; ++s)
             for (std::size_t i = 0; i < order[s].size(); ++i) {
               const PipelineStep& step = order[s][i];
@@ -950,7 +1053,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
       bool experts;
     };
     for (std::uint32_t s = 0; s < p; ++s)
-      for (std::uint32_t tr = 0; tr < t; ++tr) {
+      for (std::uint32_t tr = 0; tr < tk; ++tr) {
         std::vector<Gather> gathers;
         for (std::uint32_t c = 0; c < v; ++c) {
           const std::uint32_t vs = c * p + s;
@@ -992,7 +1095,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
       }
   }
   for (std::uint32_t s = 0; s < p; ++s)
-    for (std::uint32_t tr = 0; tr < t; ++tr)
+    for (std::uint32_t tr = 0; tr < tk; ++tr)
       for (std::uint32_t c = v; c-- > 0;) {  // the last chunk's backward ends first
         const std::uint32_t vs = c * p + s;
         const std::vector<Op>& ops = bwd[0][vs].ops;
@@ -1060,7 +1163,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
     const Bytes embedding_grads = msg.embedding_grads;
     for (std::uint32_t d = 0; d < replicas; ++d)
       for (std::uint32_t c = 0; c < cp; ++c)
-        for (std::uint32_t tr = 0; tr < t; ++tr) {
+        for (std::uint32_t tr = 0; tr < tk; ++tr) {
           const std::uint32_t first = layout.rank({tr, d, 0, c}), last = layout.rank({tr, d, p - 1, c});
           std::vector<sim::TaskId> deps = {last_compute[first], last_compute[last]};
           for (std::uint32_t r : {first, last})
@@ -1102,7 +1205,7 @@ JobGraph build_megatron_job(const Scenario& sc, const Job& job, sim::TaskGraph& 
   // each chunk over the groups that reduced them; the step ends when they are back.
   if (par.distributed_optimizer && !gather_params) {
     for (std::uint32_t s = 0; s < p; ++s)
-      for (std::uint32_t tr = 0; tr < t; ++tr)
+      for (std::uint32_t tr = 0; tr < tk; ++tr)
         for (std::uint32_t c = 0; c < v; ++c)
           for (bool experts : {false, true}) {
             if (experts && !split_experts) continue;

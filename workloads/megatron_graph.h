@@ -131,15 +131,29 @@ Bytes megatron_bucket_bytes(const ParallelPlan& plan, double gradient_bytes);
 // exactly; a plan that fails (a forced NCCL algorithm) means no reduction, and the full build reports it.
 std::uint32_t megatron_simulated_replicas(const Scenario& scenario, const Job& job, const CollectiveModel& model);
 
-// The job rank whose results rank `rank` copies when replicas [0, replicas) are simulated: the one of
-// equal tensor, context and pipeline coordinate in replica dp mod replicas.
-std::uint32_t megatron_mirror_rank(const Job& job, std::uint32_t replicas, std::uint32_t rank);
+// The same within a TP group: its tp ranks run the same kernels and meet in the same TP collectives, except
+// that tensor rank 0 reads the input (Megatron's get_batch broadcasts it to the group). So with tp > 2, tensor
+// ranks 0 and 1 are simulated and rank 1 stands for ranks 2 … tp − 1 — where the same proof holds with the
+// mirror (tensor rank min(k, 1)) and, since their DP groups then have no simulated member, every DP group of
+// tensor rank k ≥ 2 is timed as rank 1's for each gradient and parameter message of its stage. The TP
+// collectives name all tp GPUs and take lanes of the simulated ranks only. Returns 2, or tp where tp ≤ 2 or
+// the proof fails, for the replicas megatron_simulated_replicas() chose.
+std::uint32_t megatron_simulated_tensor_ranks(const Scenario& scenario, const Job& job, const CollectiveModel& model,
+                                              std::uint32_t replicas);
+
+// The job rank whose results rank `rank` copies when replicas [0, replicas) and tensor ranks
+// [0, tensor_ranks) are simulated (0: all): the one of equal context and pipeline coordinate in replica
+// dp mod replicas, at tensor rank min(tp, tensor_ranks − 1).
+std::uint32_t megatron_mirror_rank(const Job& job, std::uint32_t replicas, std::uint32_t rank,
+                                   std::uint32_t tensor_ranks = 0);
 
 // Adds one optimizer step of `job` (tp, pp, cp, ep > 1 allowed) to `graph`. With `replicas` (0: all; else a
 // multiple of ep dividing dp, as megatron_simulated_replicas() returns) only the ranks of data-parallel
-// replicas [0, replicas) get streams and tasks; the JobGraph's per-rank entries of the others are unset
-// (stream 0) and optimizer_task lists the simulated ranks' optimizer steps only.
+// replicas [0, replicas) get streams and tasks, and with `tensor_ranks` (0: all; else as
+// megatron_simulated_tensor_ranks() returns) only those of tensor ranks [0, tensor_ranks); the JobGraph's
+// per-rank entries of the others are unset (stream 0) and optimizer_task lists the simulated ranks' optimizer
+// steps only.
 JobGraph build_megatron_job(const Scenario& scenario, const Job& job, sim::TaskGraph& graph,
-                            CollectiveEngine& collectives, std::uint32_t replicas = 0);
+                            CollectiveEngine& collectives, std::uint32_t replicas = 0, std::uint32_t tensor_ranks = 0);
 
 }  // namespace clustersim::workloads

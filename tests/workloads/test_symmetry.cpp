@@ -53,18 +53,22 @@ void check_breakdown(const TimeBreakdown& a, const TimeBreakdown& b) {
 // The reduced run equals the full one in everything a user reads off it. Expected equality is exact: at
 // ANALYTICAL fidelity every start time is a maximum of sums of the same integer-picosecond durations (compute
 // from the profile, collectives from the plan of the full communicator) in both runs.
-void check_mirrors_full(const Scenario& sc, std::uint32_t simulated_replicas) {
+// `simulated_tensor_ranks` 0: every tensor rank.
+void check_mirrors_full(const Scenario& sc, std::uint32_t simulated_replicas, std::uint32_t simulated_tensor_ranks = 0) {
   const ScenarioResult reduced = simulate_scenario(sc);
   const ScenarioResult whole = full(sc);
   const Job& job = sc.jobs[0];
+  const std::uint32_t tp = job.parallel.tp, tk = simulated_tensor_ranks == 0 ? tp : simulated_tensor_ranks;
   const auto gpus = static_cast<std::uint32_t>(job.gpus.size());
   REQUIRE(reduced.symmetry_reduced);
   CHECK_FALSE(whole.symmetry_reduced);
   CHECK(whole.simulated_gpus == gpus);
-  CHECK(reduced.simulated_gpus == gpus / job.parallel.dp * simulated_replicas);
+  CHECK(reduced.simulated_gpus == gpus / (job.parallel.dp * tp) * simulated_replicas * tk);
   const IterationResult& r = reduced.jobs[0];
   const IterationResult& w = whole.jobs[0];
   CHECK(r.simulated_replicas == simulated_replicas);
+  CHECK(r.simulated_tensor_ranks == tk);
+  CHECK(w.simulated_tensor_ranks == tp);
   CHECK(r.simulated_ranks == reduced.simulated_gpus);
   CHECK(w.simulated_ranks == gpus);
   CHECK(r.iteration_time.raw() == w.iteration_time.raw());
@@ -80,17 +84,24 @@ void check_mirrors_full(const Scenario& sc, std::uint32_t simulated_replicas) {
   }
   CHECK(r.breakdown_gpu == w.breakdown_gpu);
   check_breakdown(r.breakdown, w.breakdown);
-  REQUIRE(r.bucket_allreduce.size() == w.bucket_allreduce.size());
-  for (std::size_t b = 0; b < w.bucket_allreduce.size(); ++b) CHECK(r.bucket_allreduce[b].raw() == w.bucket_allreduce[b].raw());
+  // The DP reductions, tensor rank by tensor rank: those of the simulated tensor ranks, the first ones (tensor
+  // rank 0's, which --json reports per bucket) among them.
+  REQUIRE(r.bucket_allreduce.size() * tp == w.bucket_allreduce.size() * tk);
+  REQUIRE(r.buckets.size() <= r.bucket_allreduce.size());
+  if (tk == tp)
+    for (std::size_t b = 0; b < w.bucket_allreduce.size(); ++b)
+      CHECK(r.bucket_allreduce[b].raw() == w.bucket_allreduce[b].raw());
+  for (std::size_t b = 0; b < r.buckets.size(); ++b) CHECK(r.bucket_allreduce[b].raw() == w.bucket_allreduce[b].raw());
   CHECK(r.buckets.size() == w.buckets.size());
   CHECK(r.memory.peak.raw() == w.memory.peak.raw());
   CHECK(r.memory.parts.size() == w.memory.parts.size());
   CHECK(r.training.time_to_train.raw() == w.training.time_to_train.raw());
   CHECK(r.training.gpu_hours == w.training.gpu_hours);
   // Every task belongs to one replica's ranks except the DP/expert-DP collectives (one task per group either
-  // way) and the loaders: the full graph has a little under dp / simulated_replicas times the tasks.
+  // way) and the loaders: the full graph has a little under dp / simulated_replicas times the tasks; of those,
+  // the kernels (most of them) shrink by tp / tk more, the TP collectives (one task per group) do not.
   const double shrink = double(job.parallel.dp) / simulated_replicas;
-  CHECK(double(whole.tasks) <= shrink * double(reduced.tasks));
+  CHECK(double(whole.tasks) <= shrink * double(tp) / tk * double(reduced.tasks));
   CHECK(double(whole.tasks) >= 0.8 * shrink * double(reduced.tasks));
 }
 
@@ -127,12 +138,81 @@ TEST_CASE("symmetry: reduced and full simulation agree for Megatron layouts acro
     // tp 4 fills a node: node = (replica, stage); the readers of the first and the last stage have a node each.
     check_mirrors_full(scenario("tp: 4 pp: 2 dp: 2 micro_batch: 1 grad_accum: 6", 4, 4, kDense,
                                 "samples: 1000 loader_prefetch: 1 loader_samples_per_s_per_node: 50"),
-                       1);
+                       1, 2);
   }
   SUBCASE("MoE, ep 2 within dp 4: the EP groups of the first two replicas are kept") {
     check_mirrors_full(scenario("tp: 1 pp: 2 dp: 4 ep: 2 micro_batch: 1 grad_accum: 2 moe_token_skew: 0.3", 2, 4,
                                 kMoe),
                        2);
+  }
+}
+
+TEST_CASE("symmetry: tensor rank 1 stands for tensor ranks 2 and up, exactly as the full simulation") {
+  // tp 4: tensor ranks 0 and 1 are simulated (rank 0 reads the input), 2 and 3 copy rank 1; the breakdown of
+  // every GPU, the iteration time and the first tensor rank's bucket times equal the full run's bit for bit.
+  SUBCASE("tp 4 x pp 2 x dp 2: sequence parallel, TP overlap, distributed optimizer, both DP overlaps") {
+    check_mirrors_full(scenario("tp: 4 pp: 2 dp: 2 micro_batch: 1 grad_accum: 4 sequence_parallel: true "
+                                "tp_comm_overlap: true distributed_optimizer: true overlap_grad_reduce: true "
+                                "overlap_param_gather: true",
+                                4, 4),
+                       1, 2);
+  }
+  SUBCASE("tp 4 x pp 2 (vp 2) x dp 2: interleaved, scatter/gather sends, asynchronous TP backward, tied embeddings") {
+    check_mirrors_full(scenario("tp: 4 pp: 2 vp: 2 dp: 2 micro_batch: 1 grad_accum: 4 "
+                                "async_tp_grad_reduce: true pp_scatter_gather: true",
+                                4, 4),
+                       1, 2);
+  }
+  SUBCASE("tp 4 x cp 2 x dp 2: ring attention inside a node of 8") {
+    check_mirrors_full(scenario("tp: 4 cp: 2 dp: 2 micro_batch: 1 grad_accum: 2 distributed_optimizer: true "
+                                "flash_attention: true",
+                                2, 8),
+                       1, 2);
+  }
+  SUBCASE("MoE, tp 4 x ep 2 within dp 4: two replicas (one EP group) of two tensor ranks") {
+    check_mirrors_full(scenario("tp: 4 pp: 1 dp: 4 ep: 2 micro_batch: 1 grad_accum: 2 moe_token_skew: 0.3 sequence_parallel: true", 4, 4,
+                                kMoe),
+                       2, 2);
+  }
+  SUBCASE("host dispatch sets the pace (every rank its own host thread)") {
+    check_mirrors_full(scenario("tp: 4 pp: 2 dp: 2 micro_batch: 1 grad_accum: 4", 4, 4, kDense,
+                                "samples: 1000 host_dispatch_us_per_kernel: 200"),
+                       1, 2);
+  }
+  SUBCASE("tp 8 x dp 2 over two nodes: 4 of 16 GPUs") {
+    check_mirrors_full(scenario("tp: 8 dp: 2 micro_batch: 1 grad_accum: 2 sequence_parallel: true", 2, 8), 1, 2);
+  }
+  SUBCASE("the run summary says which tensor ranks ran alike") {
+    const Scenario sc = scenario("tp: 4 pp: 2 dp: 2 micro_batch: 1 grad_accum: 4", 4, 4);
+    // 16 GPUs / (dp 2 x tp 4) x 1 replica x 2 tensor ranks = 4 simulated.
+    CHECK(cli::summary_text(sc, simulate_scenario(sc))
+              .find("  symmetry   simulated 4 of 16 GPUs: the 2 data-parallel replicas are identical and tensor ranks "
+                    "1-3 of each TP group run alike (ANALYTICAL fidelity)\n") != std::string::npos);
+  }
+}
+
+TEST_CASE("symmetry: tensor ranks are all simulated where rank 1 cannot stand for the others") {
+  SUBCASE("tp 2 or less: nothing to gain") {
+    const Scenario sc = scenario("tp: 2 pp: 2 dp: 4 micro_batch: 1 grad_accum: 4", 4, 4);
+    CollectiveModel model(sc.cluster, sc.profile, sc.nccl);
+    CHECK(megatron_simulated_tensor_ranks(sc, sc.jobs[0], model, 1) == 2);
+  }
+  SUBCASE("a slower GPU at tensor rank 3") {
+    // simulate_scenario takes no reduction with a slow GPU at all; the proof alone refuses it too.
+    Scenario sc = scenario("tp: 4 pp: 2 dp: 2 micro_batch: 1 grad_accum: 4", 4, 4);
+    CollectiveModel model(sc.cluster, sc.profile, sc.nccl);
+    REQUIRE(megatron_simulated_tensor_ranks(sc, sc.jobs[0], model, 1) == 2);
+    sc.cluster.slow_gpus.push_back({3, 1.5});  // rank 3 = (tp 3, dp 0, pp 0) under tp-dp-pp
+    CHECK(megatron_simulated_tensor_ranks(sc, sc.jobs[0], model, 1) == 4);
+    CHECK_FALSE(simulate_scenario(sc).symmetry_reduced);
+  }
+  SUBCASE("the mirror of a rank: tensor rank 1 of replica 0") {
+    const Scenario sc = scenario("tp: 4 pp: 2 dp: 2 micro_batch: 1 grad_accum: 4", 4, 4);
+    // tp-dp-pp: rank = tp + 4·(dp + 2·pp); 15 = (tp 3, dp 1, pp 1) → (tp 1, dp 0, pp 1) = 1 + 4·2 = 9;
+    // 12 = (tp 0, dp 1, pp 1) → (tp 0, dp 0, pp 1) = 8; with every tensor rank (0): 15 → 3 + 8 = 11.
+    CHECK(megatron_mirror_rank(sc.jobs[0], 1, 15, 2) == 9);
+    CHECK(megatron_mirror_rank(sc.jobs[0], 1, 12, 2) == 8);
+    CHECK(megatron_mirror_rank(sc.jobs[0], 1, 15) == 11);
   }
 }
 

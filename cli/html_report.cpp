@@ -604,8 +604,7 @@ std::vector<std::uint32_t> timeline_gpus(const workloads::Scenario& sc) {
     if (may_reduce && p.pp == 1) {
       const workloads::RankLayout layout(p.tp, p.dp, p.pp, p.rank_order, p.cp, p.ep);
       const std::uint32_t n = std::min<std::uint32_t>({p.tp, 2, kPerJob});
-      for (std::uint32_t i = 0; i < n; ++i)
-        picked.push_back(job.gpus[layout.rank({i, 0, 0})]);
+      for (std::uint32_t i = 0; i < n; ++i) picked.push_back(job.gpus[layout.rank({i, 0, 0})]);
     } else if (p.megatron() && p.pp > 1 && p.gpus() == ranks) {
       const workloads::RankLayout layout(p.tp, p.dp, p.pp, p.rank_order, p.cp, p.ep);
       const std::uint32_t n = std::min<std::uint32_t>(p.pp, kPerJob);

@@ -395,9 +395,10 @@ std::string summary_text(const workloads::Scenario& sc, const workloads::Scenari
     std::vector<std::string> why;
     if (r.simulated_replicas != dp)
       why.push_back("the " + std::to_string(dp) + " data-parallel replicas are " +
-                    (r.simulated_replicas == 1 ? std::string("identical")
-                                               : std::to_string(dp / r.simulated_replicas) + " identical EP groups of " +
-                                                     std::to_string(r.simulated_replicas)));
+                    (r.simulated_replicas == 1
+                         ? std::string("identical")
+                         : std::to_string(dp / r.simulated_replicas) + " identical EP groups of " +
+                               std::to_string(r.simulated_replicas)));
     if (r.simulated_tensor_ranks != tp)
       why.push_back("tensor ranks " + std::to_string(r.simulated_tensor_ranks - 1) + "-" + std::to_string(tp - 1) +
                     " of each TP group run alike");

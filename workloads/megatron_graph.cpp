@@ -313,8 +313,8 @@ namespace {
 // parameters: the gradient reductions with and without bucketing, the parameter all-gathers per bucket and per
 // chunk (a superset of what build_megatron_job adds for the job's options, from the same bucket lists).
 std::set<std::pair<CollectiveOp, double>> dp_messages(const Job& job, const Messages& msg,
-                                                     const std::vector<StageOps>& bwd, std::uint32_t stage,
-                                                     bool experts) {
+                                                      const std::vector<StageOps>& bwd, std::uint32_t stage,
+                                                      bool experts) {
   const ParallelPlan& par = job.parallel;
   const bool split = par.ep > 1 && job.model.is_moe();
   const CollectiveOp grad_op = par.distributed_optimizer ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;
@@ -328,7 +328,9 @@ std::set<std::pair<CollectiveOp, double>> dp_messages(const Job& job, const Mess
         out.insert({grad_op, b.size.raw()});
         out.insert({CollectiveOp::kAllGather, bytes(b.parameters * element).raw()});
       }
-    const double params = !split ? so.parameters : experts ? so.expert_parameters : so.parameters - so.expert_parameters;
+    const double params = !split    ? so.parameters
+                          : experts ? so.expert_parameters
+                                    : so.parameters - so.expert_parameters;
     out.insert({CollectiveOp::kAllGather, bytes(params * element).raw()});
   }
   return out;

@@ -54,7 +54,8 @@ void check_breakdown(const TimeBreakdown& a, const TimeBreakdown& b) {
 // ANALYTICAL fidelity every start time is a maximum of sums of the same integer-picosecond durations (compute
 // from the profile, collectives from the plan of the full communicator) in both runs.
 // `simulated_tensor_ranks` 0: every tensor rank.
-void check_mirrors_full(const Scenario& sc, std::uint32_t simulated_replicas, std::uint32_t simulated_tensor_ranks = 0) {
+void check_mirrors_full(const Scenario& sc, std::uint32_t simulated_replicas,
+                        std::uint32_t simulated_tensor_ranks = 0) {
   const ScenarioResult reduced = simulate_scenario(sc);
   const ScenarioResult whole = full(sc);
   const Job& job = sc.jobs[0];
@@ -170,9 +171,10 @@ TEST_CASE("symmetry: tensor rank 1 stands for tensor ranks 2 and up, exactly as 
                        1, 2);
   }
   SUBCASE("MoE, tp 4 x ep 2 within dp 4: two replicas (one EP group) of two tensor ranks") {
-    check_mirrors_full(scenario("tp: 4 pp: 1 dp: 4 ep: 2 micro_batch: 1 grad_accum: 2 moe_token_skew: 0.3 sequence_parallel: true", 4, 4,
-                                kMoe),
-                       2, 2);
+    check_mirrors_full(
+        scenario("tp: 4 pp: 1 dp: 4 ep: 2 micro_batch: 1 grad_accum: 2 moe_token_skew: 0.3 sequence_parallel: true", 4,
+                 4, kMoe),
+        2, 2);
   }
   SUBCASE("host dispatch sets the pace (every rank its own host thread)") {
     check_mirrors_full(scenario("tp: 4 pp: 2 dp: 2 micro_batch: 1 grad_accum: 4", 4, 4, kDense,

@@ -453,10 +453,13 @@ bool mirrors_exact(const Scenario& sc, const Job& job, const CollectiveModel& mo
           };
           const std::vector<RankCoord> theirs = group_of(tensor_ranks - 1);
           if (theirs.size() < 2) continue;
+          std::vector<double> their_times;
+          for (const auto& [op, size] : messages) their_times.push_back(time_of(op, theirs, bytes(size)));
           for (std::uint32_t tr = tensor_ranks; tr < t; ++tr) {
             const std::vector<RankCoord> mine = group_of(tr);
+            std::size_t i = 0;
             for (const auto& [op, size] : messages)
-              if (time_of(op, mine, bytes(size)) != time_of(op, theirs, bytes(size))) return false;
+              if (time_of(op, mine, bytes(size)) != their_times[i++]) return false;
           }
         }
       }

@@ -465,14 +465,30 @@ bool mirrors_exact(const Scenario& sc, const Job& job, const CollectiveModel& mo
       }
     return true;
   };
+  // Every (op, size) a TP group's collective takes in the graph: the activation's all-reduce, or with sequence
+  // parallelism its reduce-scatter and all-gather (and the scatter/gather sends' all-gather), the pipelined
+  // reduce-scatter's body and last chunk under tp_comm_overlap, the vocabulary-parallel loss statistics, and the
+  // MoE all-gathers and reduce-scatters of either load variant's routed tokens: a superset, from the same stage ops.
+  auto tp_messages = [&]() {
+    std::set<std::pair<CollectiveOp, double>> out;
+    if (t < 2) return out;
+    const Bytes a = msg.activation;
+    for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kReduceScatter, CollectiveOp::kAllGather})
+      for (Bytes size : {a, a * (1.0 / t), a * (double(t - 1) / t)}) out.insert({op, size.raw()});
+    for (bool forward : {true, false})
+      for (const std::vector<StageOps>& variant : all_stage_ops(job, msg, forward))
+        for (const StageOps& so : variant)
+          for (const StageOps::Sync& sync : so.syncs) {
+            if (sync.comm == SyncComm::kTensor)
+              out.insert({sync.op, (sync.size.raw() > 0 ? sync.size : a).raw()});
+            else if (sync.comm == SyncComm::kExpertTensor)
+              for (Bytes size : {msg.expert_tp_busiest, msg.expert_tp_other}) out.insert({sync.op, size.raw()});
+          }
+    return out;
+  };
   try {
     bool ok = true;
-    if (t > 1 && par.sequence_parallel)
-      ok = ok && same(CollectiveOp::kReduceScatter, msg.activation, tp_group) &&
-           same(CollectiveOp::kAllGather, msg.activation, tp_group);
-    else if (t > 1)
-      ok = ok && same(CollectiveOp::kAllReduce, msg.activation, tp_group);
-    if (p > 1 && par.pp_scatter_gather) ok = ok && same(CollectiveOp::kAllGather, msg.activation, tp_group);
+    for (const auto& [op, size] : tp_messages()) ok = ok && same(op, bytes(size), tp_group);
     if (p > 1)
       ok = ok && same(CollectiveOp::kSendRecv, msg.pp, pp_next) && same(CollectiveOp::kSendRecv, msg.pp, pp_prev);
     if (cp > 1) ok = ok && same(CollectiveOp::kSendRecv, msg.kv, cp_next);

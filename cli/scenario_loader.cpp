@@ -434,7 +434,8 @@ namespace {
 
 // A lower bound of the tasks any fidelity builds: every simulated GPU runs kMinTasksPerLayer per layer it holds
 // and micro-batch. The simulated GPUs are one data-parallel replica where the symmetry reduction may apply
-// (ANALYTICAL, Megatron), else the whole job.
+// (ANALYTICAL, Megatron), else the whole job. With tp > 2 the reduction may simulate two tensor ranks of that
+// replica only; the bound still counts all of them, so it refuses on the safe side.
 void check_simulation_size(const ParsedText& in, const std::string& pre, const workloads::ModelSpec& m,
                            const workloads::ParallelPlan& p, std::size_t job_gpus, workloads::Fidelity fidelity) {
   if (!simulation_too_large(m, p, job_gpus, fidelity)) return;

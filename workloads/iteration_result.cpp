@@ -185,15 +185,15 @@ ScenarioResult simulate(const Scenario& sc, const std::vector<sim::TraceSink*>& 
   CollectiveEngine collectives(simulation, sc, network.get());
   sim::TaskGraph graph;
   std::vector<JobGraph> job_graphs;
-  // Replicas simulated per job (dp: all). Exact only where collectives are closed-form, nothing else shares
-  // the cluster and every GPU and link is as its counterparts.
+  // Replicas and tensor ranks simulated per job (dp, tp: all). Exact only where collectives are closed-form,
+  // nothing else shares the cluster and every GPU and link is as its counterparts.
   std::vector<std::uint32_t> replicas, tensor_ranks;
   for (const Job& job : sc.jobs) {
     replicas.push_back(job.parallel.dp);
     tensor_ranks.push_back(job.parallel.tp);
   }
-  // Trace sinks see the simulated replicas' tasks only (a trace or report timeline of the other replicas would
-  // repeat them); Symmetry::kOff simulates, and so traces, every GPU.
+  // Trace sinks see the simulated ranks' tasks only (a trace or report timeline of the others would repeat
+  // them); Symmetry::kOff simulates, and so traces, every GPU.
   if (symmetry == Symmetry::kAuto && symmetry_may_apply(sc)) {
     replicas[0] = megatron_simulated_replicas(sc, sc.jobs[0], collectives.model());
     tensor_ranks[0] = megatron_simulated_tensor_ranks(sc, sc.jobs[0], collectives.model(), replicas[0]);

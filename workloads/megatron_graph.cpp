@@ -309,18 +309,20 @@ std::uint32_t megatron_mirror_rank(const Job& job, std::uint32_t replicas, std::
 
 namespace {
 
+// Distinct collective messages: (operation, size in bytes, as Bytes::raw()).
+using MessageSet = std::set<std::pair<CollectiveOp, double>>;
+
 // Every (op, size) a data-parallel collective of `stage` may take, dense (`experts` false) or routed-expert
 // parameters: the gradient reductions with and without bucketing, the parameter all-gathers per bucket and per
 // chunk (a superset of what build_megatron_job adds for the job's options, from the same bucket lists).
-std::set<std::pair<CollectiveOp, double>> dp_messages(const Job& job, const Messages& msg,
-                                                      const std::vector<StageOps>& bwd, std::uint32_t stage,
-                                                      bool experts) {
+MessageSet dp_messages(const Job& job, const Messages& msg, const std::vector<StageOps>& bwd, std::uint32_t stage,
+                       bool experts) {
   const ParallelPlan& par = job.parallel;
   const bool split = par.ep > 1 && job.model.is_moe();
   const CollectiveOp grad_op = par.distributed_optimizer ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;
   const Bytes cap = megatron_bucket_bytes(par, msg.gradient_bytes);
   const double element = element_bytes(job.training.precision);
-  std::set<std::pair<CollectiveOp, double>> out;
+  MessageSet out;
   for (std::uint32_t c = 0; c < par.vp; ++c) {
     const StageOps& so = bwd[c * par.pp + stage];
     for (bool overlap : {false, true})
@@ -433,9 +435,13 @@ bool mirrors_exact(const Scenario& sc, const Job& job, const CollectiveModel& mo
   };
   // The data-parallel groups of the unsimulated tensor ranks (named by their member of data-parallel and
   // context rank 0; expert groups by their EP rank's), against tensor rank tensor_ranks − 1's, message by message.
+  // The stages' ops, for the message sizes of the TP and DP groups' collectives (none without tensor parallelism).
+  const std::array<std::vector<StageOps>, 2> fwd = t > 1 ? all_stage_ops(job, msg, true)
+                                                        : std::array<std::vector<StageOps>, 2>{},
+                                             bwd = t > 1 ? all_stage_ops(job, msg, false)
+                                                        : std::array<std::vector<StageOps>, 2>{};
   auto dp_groups_same = [&]() {
     if (tensor_ranks >= t) return true;
-    const std::array<std::vector<StageOps>, 2> bwd = all_stage_ops(job, msg, false);
     const bool split = par.ep > 1 && job.model.is_moe();
     auto coords = [&](const std::vector<std::uint32_t>& group) {
       std::vector<RankCoord> out;
@@ -470,13 +476,13 @@ bool mirrors_exact(const Scenario& sc, const Job& job, const CollectiveModel& mo
   // reduce-scatter's body and last chunk under tp_comm_overlap, the vocabulary-parallel loss statistics, and the
   // MoE all-gathers and reduce-scatters of either load variant's routed tokens: a superset, from the same stage ops.
   auto tp_messages = [&]() {
-    std::set<std::pair<CollectiveOp, double>> out;
+    MessageSet out;
     if (t < 2) return out;
     const Bytes a = msg.activation;
     for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kReduceScatter, CollectiveOp::kAllGather})
       for (Bytes size : {a, a * (1.0 / t), a * (double(t - 1) / t)}) out.insert({op, size.raw()});
-    for (bool forward : {true, false})
-      for (const std::vector<StageOps>& variant : all_stage_ops(job, msg, forward))
+    for (const auto* direction : {&fwd, &bwd})
+      for (const std::vector<StageOps>& variant : *direction)
         for (const StageOps& so : variant)
           for (const StageOps::Sync& sync : so.syncs) {
             if (sync.comm == SyncComm::kTensor)

@@ -433,13 +433,13 @@ bool mirrors_exact(const Scenario& sc, const Job& job, const CollectiveModel& mo
     if (c.pp != 0) return std::vector<RankCoord>{};
     return std::vector<RankCoord>{c, {c.tp, c.dp, p - 1, c.cp}};
   };
-  // The data-parallel groups of the unsimulated tensor ranks (named by their member of data-parallel and
-  // context rank 0; expert groups by their EP rank's), against tensor rank tensor_ranks − 1's, message by message.
   // The stages' ops, for the message sizes of the TP and DP groups' collectives (none without tensor parallelism).
   const std::array<std::vector<StageOps>, 2> fwd = t > 1 ? all_stage_ops(job, msg, true)
                                                         : std::array<std::vector<StageOps>, 2>{},
                                              bwd = t > 1 ? all_stage_ops(job, msg, false)
                                                         : std::array<std::vector<StageOps>, 2>{};
+  // The data-parallel groups of the unsimulated tensor ranks (named by their member of data-parallel and
+  // context rank 0; expert groups by their EP rank's), against tensor rank tensor_ranks − 1's, message by message.
   auto dp_groups_same = [&]() {
     if (tensor_ranks >= t) return true;
     const bool split = par.ep > 1 && job.model.is_moe();

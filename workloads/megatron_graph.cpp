@@ -435,9 +435,9 @@ bool mirrors_exact(const Scenario& sc, const Job& job, const CollectiveModel& mo
   };
   // The stages' ops, for the message sizes of the TP and DP groups' collectives (none without tensor parallelism).
   const std::array<std::vector<StageOps>, 2> fwd = t > 1 ? all_stage_ops(job, msg, true)
-                                                        : std::array<std::vector<StageOps>, 2>{},
+                                                         : std::array<std::vector<StageOps>, 2>{},
                                              bwd = t > 1 ? all_stage_ops(job, msg, false)
-                                                        : std::array<std::vector<StageOps>, 2>{};
+                                                         : std::array<std::vector<StageOps>, 2>{};
   // The data-parallel groups of the unsimulated tensor ranks (named by their member of data-parallel and
   // context rank 0; expert groups by their EP rank's), against tensor rank tensor_ranks − 1's, message by message.
   auto dp_groups_same = [&]() {
